@@ -1,0 +1,116 @@
+// hora's C++ API: a communicator created the way PyTorch's init_process_group
+// creates one, and collectives that run asynchronously and hand back a Work.
+//
+//   auto comm = hora::Communicator::fromInitMethod("env://");
+//   auto work = comm->allReduceAsync(grad, grad, n, hora::DataType::Float32, hora::RedOp::Sum);
+//   ... overlap other work ...
+//   work->wait();   // throws hora::Error naming the failed rank/peer on failure
+//
+// Buffers are host memory. Collectives on one communicator run in the order
+// they were issued, on every rank; the caller must issue them in the same
+// order on all ranks (as with NCCL, Gloo and MPI).
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "hora/types.h"
+
+namespace hora {
+
+namespace core {
+class Communicator;  // the implementation (src/core)
+}
+
+// Error kinds, mirroring ncclResult_t at the C boundary.
+enum class ErrorKind : int {
+  System = 2,           // a syscall or library failed on this rank
+  Internal = 3,         // an invariant broke inside hora (a bug)
+  InvalidArgument = 4,  // a bad argument from the caller
+  InvalidUsage = 5,     // a call at the wrong time, or an unsupported feature
+  Remote = 6,           // a peer failed, vanished or timed out
+};
+
+// Every failure inside hora is a hora::Error. what() says which rank, which
+// peer, what failed and why.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  ErrorKind kind() const noexcept { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
+// The handle of an asynchronous collective.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // True once the operation finished (successfully or not); never blocks.
+  virtual bool test() = 0;
+  // Blocks until the operation finished; rethrows its error, if any.
+  virtual void wait() = 0;
+  // The error the operation ended with, or null (only meaningful after test()).
+  virtual std::exception_ptr error() = 0;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+struct CommunicatorOptions {
+  // Deadline for init and for every wait on a peer; 0 = HORA_TIMEOUT (default 300 s).
+  std::chrono::milliseconds timeout{0};
+};
+
+class Communicator {
+ public:
+  // Create from an init method like torch.distributed.init_process_group:
+  //   "env://"            RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment
+  //   "tcp://host:port"   rank 0 listens there; rank/worldSize from the arguments
+  //   "file:///path"      rank 0 writes its address to the file; the others read it
+  // rank/worldSize of -1 are taken from RANK/WORLD_SIZE.
+  static std::unique_ptr<Communicator> fromInitMethod(const std::string& initMethod = "env://",
+                                                      int rank = -1, int worldSize = -1,
+                                                      const CommunicatorOptions& options = {});
+
+  explicit Communicator(std::shared_ptr<core::Communicator> impl);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+
+  WorkPtr allReduceAsync(const void* send, void* recv, std::size_t count, DataType type, RedOp op);
+  WorkPtr broadcastAsync(const void* send, void* recv, std::size_t count, DataType type, int root);
+  WorkPtr reduceAsync(const void* send, void* recv, std::size_t count, DataType type, RedOp op,
+                      int root);
+  // recvCount elements land on each rank; send holds size()*recvCount.
+  WorkPtr reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type,
+                             RedOp op);
+  // recv holds size()*sendCount elements, rank r's contribution at r*sendCount.
+  WorkPtr allGatherAsync(const void* send, void* recv, std::size_t sendCount, DataType type);
+  WorkPtr sendAsync(const void* buf, std::size_t count, DataType type, int peer);
+  WorkPtr recvAsync(void* buf, std::size_t count, DataType type, int peer);
+
+  // Blocking forms: return when the result is in the output buffer.
+  void allReduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op) {
+    allReduceAsync(send, recv, count, type, op)->wait();
+  }
+  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root) {
+    broadcastAsync(send, recv, count, type, root)->wait();
+  }
+  void barrier();
+
+  // Stops all communication; pending and later operations fail. Peers see
+  // this rank's connections close and fail too.
+  void abort();
+
+  core::Communicator& impl() { return *impl_; }
+
+ private:
+  std::shared_ptr<core::Communicator> impl_;
+};
+
+}  // namespace hora

@@ -1,0 +1,41 @@
+// Element-wise reductions on host memory: the arithmetic of every collective
+// that runs on CPU threads. One call reduces one slice; the ring schedules
+// call it once per chunk, so dispatch on (type, op) happens per call, never
+// per element.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hora/types.h"
+
+namespace hora::kernels {
+
+// What a reduction does to each element. The API's ops map onto these:
+//   Sum/Prod/Max/Min  -> the same kind
+//   Avg (floating)    -> PreMulSum with scalar 1/nranks (as NCCL does)
+//   Avg (integer)     -> SumPostDiv with divisor nranks
+//   ncclRedOpCreatePreMulSum handles -> PreMulSum with the user's scalar
+enum class ReduceKind : std::uint8_t { Sum, Prod, Max, Min, PreMulSum, SumPostDiv };
+
+struct ReduceSpec {
+  DataType type = DataType::Float32;
+  ReduceKind kind = ReduceKind::Sum;
+  // PreMulSum: the scalar in the element type's own representation
+  // (e.g. the 2 bytes of a half, the 4 bytes of an int32), little-endian in
+  // the low bytes. SumPostDiv: the divisor as an unsigned integer.
+  std::uint64_t scalarBits = 0;
+};
+
+// For i in [0, count):
+//   remote != nullptr: dst[i] = combine(pre(local[i]), remote[i])
+//   remote == nullptr: dst[i] = pre(local[i])
+//   and, when finalize is true, dst[i] = post(dst[i]) afterwards.
+// pre() multiplies by the scalar for PreMulSum and is the identity otherwise;
+// post() divides by the divisor for SumPostDiv and is the identity otherwise.
+// dst may equal local or remote (in-place); other overlaps are not allowed.
+// Pointers need only the element type's natural alignment.
+void reduceHost(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
+                std::size_t count, bool finalize);
+
+}  // namespace hora::kernels
