@@ -16,7 +16,9 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "hora/export.h"
 #include "hora/types.h"
 
 namespace hora {
@@ -36,7 +38,7 @@ enum class ErrorKind : int {
 
 // Every failure inside hora is a hora::Error. what() says which rank, which
 // peer, what failed and why.
-class Error : public std::runtime_error {
+class HORA_API Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   ErrorKind kind() const noexcept { return kind_; }
@@ -46,7 +48,7 @@ class Error : public std::runtime_error {
 };
 
 // The handle of an asynchronous collective.
-class Work {
+class HORA_API Work {
  public:
   virtual ~Work() = default;
   // True once the operation finished (successfully or not); never blocks.
@@ -63,7 +65,7 @@ struct CommunicatorOptions {
   std::chrono::milliseconds timeout{0};
 };
 
-class Communicator {
+class HORA_API Communicator {
  public:
   // Create from an init method like torch.distributed.init_process_group:
   //   "env://"            RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment
@@ -94,14 +96,19 @@ class Communicator {
   WorkPtr sendAsync(const void* buf, std::size_t count, DataType type, int peer);
   WorkPtr recvAsync(void* buf, std::size_t count, DataType type, int peer);
 
-  // Blocking forms: return when the result is in the output buffer.
-  void allReduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op) {
-    allReduceAsync(send, recv, count, type, op)->wait();
-  }
-  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root) {
-    broadcastAsync(send, recv, count, type, root)->wait();
-  }
+  // Blocking forms: return when the result is in the output buffer. They run
+  // on the calling thread (after any asynchronous work still queued).
+  void allReduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op);
+  void broadcast(const void* send, void* recv, std::size_t count, DataType type, int root);
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op, int root);
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, RedOp op);
+  void allGather(const void* send, void* recv, std::size_t sendCount, DataType type);
+  void send(const void* buf, std::size_t count, DataType type, int peer);
+  void recv(void* buf, std::size_t count, DataType type, int peer);
+  // Returns when every rank has called it.
   void barrier();
+  // Waits for all asynchronous work issued so far.
+  void synchronize();
 
   // Stops all communication; pending and later operations fail. Peers see
   // this rank's connections close and fail too.

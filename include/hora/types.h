@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hora/export.h"
+
 namespace hora {
 
 enum class DataType : int {
@@ -35,9 +37,9 @@ enum class RedOp : int {
 };
 inline constexpr int kNumRedOps = 5;
 
-std::size_t dataTypeSize(DataType type);
-const char* dataTypeName(DataType type);  // "float", "half", "bfloat16", ...
-const char* redOpName(RedOp op);          // "sum", "prod", ...
-bool isFloatingType(DataType type);
+HORA_API std::size_t dataTypeSize(DataType type);
+HORA_API const char* dataTypeName(DataType type);  // "float", "half", "bfloat16", ...
+HORA_API const char* redOpName(RedOp op);          // "sum", "prod", ...
+HORA_API bool isFloatingType(DataType type);
 
 }  // namespace hora

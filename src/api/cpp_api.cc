@@ -1,0 +1,235 @@
+// hora's C++ API (include/hora/communicator.h) over the core communicator.
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "bootstrap/root_server.h"
+#include "bootstrap/unique_id.h"
+#include "core/communicator.h"
+#include "core/scalar.h"
+
+namespace hora {
+
+namespace {
+
+int rankFromEnv(int given, const char* name) {
+  if (given >= 0) return given;
+  auto text = env::get({name});
+  if (!text) fail(ErrorKind::InvalidArgument, name, " is not set (needed by the init method)");
+  return static_cast<int>(env::getInt({name}, -1));
+}
+
+// file://PATH: rank 0 starts a root and publishes its address in the file;
+// the others wait for the file to appear. A stale file from an earlier job
+// is replaced by rank 0 (write to a temporary name, then rename).
+bootstrap::UniqueId rendezvousThroughFile(const std::string& path, int rank,
+                                          std::chrono::milliseconds timeout) {
+  if (rank == 0) {
+    bootstrap::UniqueId id = bootstrap::createUniqueId();
+    std::string temporary = strCat(path, ".tmp.", getpid());
+    {
+      std::ofstream out(temporary);
+      out << id.root.toString() << " " << id.magic << "\n";
+      if (!out) fail(ErrorKind::System, "cannot write the rendezvous file ", temporary);
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0)
+      fail(ErrorKind::System, "cannot create the rendezvous file ", path, ": ", errnoText(errno));
+    return id;
+  }
+  Deadline deadline = Deadline::after(timeout);
+  for (;;) {
+    std::ifstream in(path);
+    std::string address;
+    std::uint64_t magic = 0;
+    if (in >> address >> magic) {
+      bootstrap::UniqueId id;
+      id.root = SocketAddress::parse(address);
+      id.magic = magic;
+      return id;
+    }
+    if (deadline.expired())
+      fail(ErrorKind::Remote, "rank ", rank, ": timed out waiting for rank 0 to create the rendezvous file ",
+           path);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+core::Op makeOp(core::OpKind kind, const void* send, void* recv, std::size_t count, DataType type) {
+  core::Op op;
+  op.kind = kind;
+  op.send = send;
+  op.recv = recv;
+  op.count = count;
+  op.type = type;
+  op.reduce.type = type;
+  return op;
+}
+
+void checkType(DataType type) {
+  int value = static_cast<int>(type);
+  HORA_CHECK_ARG(value >= 0 && value < kNumDataTypes, "invalid data type ", value);
+}
+
+void checkOp(RedOp op) {
+  int value = static_cast<int>(op);
+  HORA_CHECK_ARG(value >= 0 && value < kNumRedOps, "invalid reduction op ", value);
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> Communicator::fromInitMethod(const std::string& initMethod, int rank,
+                                                           int worldSize,
+                                                           const CommunicatorOptions& options) {
+  rank = rankFromEnv(rank, "RANK");
+  worldSize = rankFromEnv(worldSize, "WORLD_SIZE");
+  HORA_CHECK_ARG(worldSize >= 1, "world size must be at least 1, got ", worldSize);
+  HORA_CHECK_ARG(rank >= 0 && rank < worldSize, "rank ", rank, " is outside [0, ", worldSize, ")");
+  core::CommunicatorConfig config;
+  config.timeout = options.timeout.count() > 0 ? options.timeout : env::defaultTimeout();
+
+  bootstrap::UniqueId id;
+  if (initMethod == "env://") {
+    auto host = env::get({"MASTER_ADDR"});
+    auto port = env::get({"MASTER_PORT"});
+    if (!host || !port)
+      fail(ErrorKind::InvalidArgument, "init method env:// needs MASTER_ADDR and MASTER_PORT");
+    id = bootstrap::uniqueIdForAddress(
+        SocketAddress::resolve(*host, static_cast<int>(env::getInt({"MASTER_PORT"}, 0))));
+    config.hostRoot = true;
+  } else if (initMethod.rfind("tcp://", 0) == 0) {
+    id = bootstrap::uniqueIdForAddress(SocketAddress::parse(initMethod.substr(6)));
+    config.hostRoot = true;
+  } else if (initMethod.rfind("file://", 0) == 0) {
+    id = rendezvousThroughFile(initMethod.substr(7), rank, config.timeout);
+  } else {
+    fail(ErrorKind::InvalidArgument, "unknown init method '", initMethod,
+         "' (use env://, tcp://host:port or file:///path)");
+  }
+  return std::make_unique<Communicator>(
+      std::make_shared<core::Communicator>(id, worldSize, rank, config));
+}
+
+Communicator::Communicator(std::shared_ptr<core::Communicator> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() {
+  try {
+    impl_->finalize();
+  } catch (const Error&) {
+    // A failed communicator is still released.
+  }
+}
+
+int Communicator::rank() const { return impl_->rank(); }
+int Communicator::size() const { return impl_->nranks(); }
+
+namespace {
+core::Op allReduceOp(core::Communicator& c, const void* send, void* recv, std::size_t count,
+                     DataType type, RedOp op) {
+  checkType(type);
+  checkOp(op);
+  core::Op o = makeOp(core::OpKind::AllReduce, send, recv, count, type);
+  o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
+  return o;
+}
+core::Op broadcastOp(core::Communicator& c, const void* send, void* recv, std::size_t count,
+                     DataType type, int root) {
+  checkType(type);
+  HORA_CHECK_ARG(root >= 0 && root < c.nranks(), "root ", root, " is outside [0, ", c.nranks(), ")");
+  core::Op o = makeOp(core::OpKind::Broadcast, send, recv, count, type);
+  o.root = root;
+  return o;
+}
+core::Op reduceOp(core::Communicator& c, const void* send, void* recv, std::size_t count,
+                  DataType type, RedOp op, int root) {
+  checkType(type);
+  checkOp(op);
+  HORA_CHECK_ARG(root >= 0 && root < c.nranks(), "root ", root, " is outside [0, ", c.nranks(), ")");
+  core::Op o = makeOp(core::OpKind::Reduce, send, recv, count, type);
+  o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
+  o.root = root;
+  return o;
+}
+core::Op reduceScatterOp(core::Communicator& c, const void* send, void* recv, std::size_t count,
+                         DataType type, RedOp op) {
+  checkType(type);
+  checkOp(op);
+  core::Op o = makeOp(core::OpKind::ReduceScatter, send, recv, count, type);
+  o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
+  return o;
+}
+core::Op allGatherOp(const void* send, void* recv, std::size_t count, DataType type) {
+  checkType(type);
+  return makeOp(core::OpKind::AllGather, send, recv, count, type);
+}
+core::Op p2pOp(core::Communicator& c, core::OpKind kind, const void* send, void* recv,
+               std::size_t count, DataType type, int peer) {
+  checkType(type);
+  HORA_CHECK_ARG(peer >= 0 && peer < c.nranks(), "peer ", peer, " is outside [0, ", c.nranks(), ")");
+  core::Op o = makeOp(kind, send, recv, count, type);
+  o.peer = peer;
+  return o;
+}
+}  // namespace
+
+WorkPtr Communicator::allReduceAsync(const void* send, void* recv, std::size_t count, DataType type,
+                                     RedOp op) {
+  return impl_->submit({allReduceOp(*impl_, send, recv, count, type, op)});
+}
+WorkPtr Communicator::broadcastAsync(const void* send, void* recv, std::size_t count, DataType type,
+                                     int root) {
+  return impl_->submit({broadcastOp(*impl_, send, recv, count, type, root)});
+}
+WorkPtr Communicator::reduceAsync(const void* send, void* recv, std::size_t count, DataType type,
+                                  RedOp op, int root) {
+  return impl_->submit({reduceOp(*impl_, send, recv, count, type, op, root)});
+}
+WorkPtr Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount,
+                                         DataType type, RedOp op) {
+  return impl_->submit({reduceScatterOp(*impl_, send, recv, recvCount, type, op)});
+}
+WorkPtr Communicator::allGatherAsync(const void* send, void* recv, std::size_t sendCount,
+                                     DataType type) {
+  return impl_->submit({allGatherOp(send, recv, sendCount, type)});
+}
+WorkPtr Communicator::sendAsync(const void* buf, std::size_t count, DataType type, int peer) {
+  return impl_->submit({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)});
+}
+WorkPtr Communicator::recvAsync(void* buf, std::size_t count, DataType type, int peer) {
+  return impl_->submit({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer)});
+}
+
+void Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op) {
+  impl_->execute({allReduceOp(*impl_, send, recv, count, type, op)});
+}
+void Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType type, int root) {
+  impl_->execute({broadcastOp(*impl_, send, recv, count, type, root)});
+}
+void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op,
+                          int root) {
+  impl_->execute({reduceOp(*impl_, send, recv, count, type, op, root)});
+}
+void Communicator::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type,
+                                 RedOp op) {
+  impl_->execute({reduceScatterOp(*impl_, send, recv, recvCount, type, op)});
+}
+void Communicator::allGather(const void* send, void* recv, std::size_t sendCount, DataType type) {
+  impl_->execute({allGatherOp(send, recv, sendCount, type)});
+}
+void Communicator::send(const void* buf, std::size_t count, DataType type, int peer) {
+  impl_->execute({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)});
+}
+void Communicator::recv(void* buf, std::size_t count, DataType type, int peer) {
+  impl_->execute({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer)});
+}
+void Communicator::barrier() {
+  impl_->finalize();
+  impl_->barrier();
+}
+void Communicator::synchronize() { impl_->finalize(); }
+void Communicator::abort() { impl_->abort(); }
+
+}  // namespace hora

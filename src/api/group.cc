@@ -1,0 +1,83 @@
+#include "api/group.h"
+
+#include <utility>
+#include <vector>
+
+namespace hora::api {
+
+namespace {
+struct GroupState {
+  int depth = 0;
+  std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops;
+  ncclResult_t error = ncclSuccess;
+};
+thread_local GroupState group;
+}  // namespace
+
+bool inGroup() { return group.depth > 0; }
+
+void noteGroupError(ncclResult_t result) {
+  if (inGroup() && group.error == ncclSuccess) group.error = result;
+}
+
+void issue(ncclComm& comm, const core::Op& op) {
+  if (inGroup()) {
+    group.ops.emplace_back(comm.impl, op);
+    return;
+  }
+  comm.impl->execute({op});
+}
+
+namespace {
+// Runs the collected operations: per communicator in issue order; the first
+// communicator on this thread, the others on their worker threads.
+void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops) {
+  std::vector<std::pair<std::shared_ptr<core::Communicator>, std::vector<core::Op>>> perComm;
+  for (auto& [comm, op] : ops) {
+    auto it = perComm.begin();
+    while (it != perComm.end() && it->first != comm) ++it;
+    if (it == perComm.end()) it = perComm.insert(perComm.end(), {comm, {}});
+    it->second.push_back(op);
+  }
+  if (perComm.empty()) return;
+  std::vector<std::shared_ptr<core::WorkState>> works;
+  for (std::size_t i = 1; i < perComm.size(); ++i)
+    works.push_back(perComm[i].first->submit(std::move(perComm[i].second)));
+  std::exception_ptr first;
+  try {
+    perComm[0].first->execute(perComm[0].second);
+  } catch (...) {
+    first = std::current_exception();
+  }
+  for (auto& work : works) {
+    try {
+      work->wait();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+}  // namespace
+
+}  // namespace hora::api
+
+using namespace hora;
+
+HORA_NCCL_API(ncclResult_t, ncclGroupStart, void) {
+  ++api::group.depth;
+  return ncclSuccess;
+}
+
+HORA_NCCL_API(ncclResult_t, ncclGroupEnd, void) {
+  if (api::group.depth == 0) {
+    api::setLastError("ncclGroupEnd: called without a matching ncclGroupStart");
+    return ncclInvalidUsage;
+  }
+  if (--api::group.depth > 0) return ncclSuccess;
+  auto ops = std::move(api::group.ops);
+  api::group.ops.clear();
+  ncclResult_t pending = std::exchange(api::group.error, ncclSuccess);
+  if (pending != ncclSuccess) return pending;  // an argument error inside the group: nothing runs
+  return api::guarded("ncclGroupEnd", [&] { api::runGroup(std::move(ops)); });
+}

@@ -1,0 +1,18 @@
+// ncclGroupStart/End: operations issued between them are collected on the
+// issuing thread and run together at the outermost ncclGroupEnd, each
+// communicator's share on its own thread, so one thread can drive every rank
+// of a process.
+#pragma once
+
+#include "api/nccl_api.h"
+#include "core/op.h"
+
+namespace hora::api {
+
+// Runs `op` now, or queues it if this thread is inside a group.
+void issue(ncclComm& comm, const core::Op& op);
+bool inGroup();
+// Remembers an argument error inside a group: ncclGroupEnd reports it.
+void noteGroupError(ncclResult_t result);
+
+}  // namespace hora::api

@@ -1,0 +1,58 @@
+// Shared pieces of the nccl.h implementation: the ncclComm handle, the
+// exception-to-result-code boundary and the export macro.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/error.h"
+#include "core/communicator.h"
+#include "nccl.h"
+
+// Defines ncclX (exported, weak, so a profiler may interpose it) and its
+// alias pncclX, as NVIDIA's library exports both names.
+#define HORA_NCCL_API(ret, name, ...)                                                     \
+  extern "C" __attribute__((visibility("default"))) __attribute__((alias(#name))) ret p##name( \
+      __VA_ARGS__);                                                                        \
+  extern "C" __attribute__((visibility("default"))) __attribute__((weak)) ret name(__VA_ARGS__)
+
+// The object behind ncclComm_t.
+struct ncclComm {
+  std::uint64_t magic;
+  std::shared_ptr<hora::core::Communicator> impl;
+};
+
+namespace hora::api {
+
+inline constexpr std::uint64_t kCommMagic = 0x686f7261636f6d6dull;  // "horacomm"
+
+// Live communicators; a handle not registered here (NULL, destroyed, garbage)
+// is refused with a clear error instead of being dereferenced.
+void registerComm(ncclComm* comm);
+void unregisterComm(ncclComm* comm);
+ncclComm& checkComm(ncclComm_t comm);
+
+ncclResult_t resultOf(ErrorKind kind);
+// Records the text ncclGetLastError returns on this thread.
+void setLastError(const std::string& text);
+const char* lastError();
+
+// Runs `body`, turning exceptions into result codes and error texts.
+template <typename Body>
+ncclResult_t guarded(const char* function, Body&& body) {
+  try {
+    body();
+    return ncclSuccess;
+  } catch (const Error& error) {
+    setLastError(strCat(function, ": ", error.what()));
+    return resultOf(error.kind());
+  } catch (const std::bad_alloc&) {
+    setLastError(strCat(function, ": out of host memory"));
+    return ncclSystemError;
+  } catch (const std::exception& error) {
+    setLastError(strCat(function, ": internal error: ", error.what()));
+    return ncclInternalError;
+  }
+}
+
+}  // namespace hora::api

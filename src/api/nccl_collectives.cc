@@ -1,0 +1,256 @@
+// The collective and point-to-point calls of the nccl.h API: argument
+// checks, then one core::Op each (all-to-all, gather and scatter become
+// groups of sends and receives).
+#include <limits>
+
+#include "api/group.h"
+#include "api/nccl_api.h"
+
+using namespace hora;
+
+namespace {
+
+DataType checkType(ncclDataType_t datatype) {
+  HORA_CHECK_ARG(datatype >= 0 && datatype < ncclNumTypes, "invalid datatype ", int(datatype),
+                 " (valid: 0..", int(ncclNumTypes) - 1, ")");
+  return static_cast<DataType>(datatype);
+}
+
+// Bytes of `count` elements times `blocks`, refusing sizes that overflow.
+std::size_t checkedBytes(std::size_t count, DataType type, std::size_t blocks) {
+  const std::size_t limit = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+  std::size_t elem = dataTypeSize(type);
+  HORA_CHECK_ARG(count <= limit / elem / blocks, "count ", count, " x ", blocks, " x ", elem,
+                 "-byte elements overflows the address space");
+  return count * elem * blocks;
+}
+
+void checkBuffer(const void* buffer, std::size_t count, const char* name) {
+  HORA_CHECK_ARG(buffer != nullptr || count == 0, name, " is NULL but count is ", count);
+}
+
+void checkRoot(int root, int nranks) {
+  HORA_CHECK_ARG(root >= 0 && root < nranks, "root ", root, " is outside [0, ", nranks, ")");
+}
+
+void checkPeer(int peer, int nranks) {
+  HORA_CHECK_ARG(peer >= 0 && peer < nranks, "peer ", peer, " is outside [0, ", nranks, ")");
+}
+
+// Runs `body`; inside a group an error also fails the group's ncclGroupEnd.
+template <typename Body>
+ncclResult_t call(const char* function, Body&& body) {
+  ncclResult_t result = api::guarded(function, body);
+  if (result != ncclSuccess) api::noteGroupError(result);
+  return result;
+}
+
+core::Op makeOp(core::OpKind kind, const void* send, void* recv, std::size_t count, DataType type) {
+  core::Op op;
+  op.kind = kind;
+  op.send = send;
+  op.recv = recv;
+  op.count = count;
+  op.type = type;
+  op.reduce.type = type;
+  return op;
+}
+
+}  // namespace
+
+HORA_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return call("ncclAllReduce", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    checkedBytes(count, type, 1);
+    checkBuffer(sendbuff, count, "sendbuff");
+    checkBuffer(recvbuff, count, "recvbuff");
+    core::Op o = makeOp(core::OpKind::AllReduce, sendbuff, recvbuff, count, type);
+    o.reduce = c.impl->reduceSpecFor(op, type);
+    api::issue(c, o);
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
+              size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+              cudaStream_t stream) {
+  (void)stream;
+  return call("ncclReduceScatter", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    checkedBytes(recvcount, type, c.impl->nranks());
+    checkBuffer(sendbuff, recvcount, "sendbuff");
+    checkBuffer(recvbuff, recvcount, "recvbuff");
+    core::Op o = makeOp(core::OpKind::ReduceScatter, sendbuff, recvbuff, recvcount, type);
+    o.reduce = c.impl->reduceSpecFor(op, type);
+    api::issue(c, o);
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
+              ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return call("ncclAllGather", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    checkedBytes(sendcount, type, c.impl->nranks());
+    checkBuffer(sendbuff, sendcount, "sendbuff");
+    checkBuffer(recvbuff, sendcount, "recvbuff");
+    api::issue(c, makeOp(core::OpKind::AllGather, sendbuff, recvbuff, sendcount, type));
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return call("ncclBroadcast", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    checkedBytes(count, type, 1);
+    checkRoot(root, c.impl->nranks());
+    if (c.impl->rank() == root) checkBuffer(sendbuff, count, "sendbuff (at the root)");
+    checkBuffer(recvbuff, count, "recvbuff");
+    core::Op o = makeOp(core::OpKind::Broadcast, sendbuff, recvbuff, count, type);
+    o.root = root;
+    api::issue(c, o);
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
+              ncclComm_t comm, cudaStream_t stream) {
+  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+}
+
+HORA_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+              cudaStream_t stream) {
+  (void)stream;
+  return call("ncclReduce", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    checkedBytes(count, type, 1);
+    checkRoot(root, c.impl->nranks());
+    checkBuffer(sendbuff, count, "sendbuff");
+    if (c.impl->rank() == root) checkBuffer(recvbuff, count, "recvbuff (at the root)");
+    core::Op o = makeOp(core::OpKind::Reduce, sendbuff, recvbuff, count, type);
+    o.reduce = c.impl->reduceSpecFor(op, type);
+    o.root = root;
+    api::issue(c, o);
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
+              int peer, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return call("ncclSend", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    checkedBytes(count, type, 1);
+    checkPeer(peer, c.impl->nranks());
+    checkBuffer(sendbuff, count, "sendbuff");
+    core::Op o = makeOp(core::OpKind::Send, sendbuff, nullptr, count, type);
+    o.peer = peer;
+    api::issue(c, o);
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype,
+              int peer, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return call("ncclRecv", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    checkedBytes(count, type, 1);
+    checkPeer(peer, c.impl->nranks());
+    checkBuffer(recvbuff, count, "recvbuff");
+    core::Op o = makeOp(core::OpKind::Recv, nullptr, recvbuff, count, type);
+    o.peer = peer;
+    api::issue(c, o);
+  });
+}
+
+namespace {
+// All-to-all, gather and scatter: one group of point-to-point messages.
+// `sendTo(p)` / `recvFrom(p)` give the block for peer p, or null to skip it.
+template <typename SendBlock, typename RecvBlock>
+void pointToPointPattern(ncclComm& comm, std::size_t count, DataType type, SendBlock sendTo,
+                         RecvBlock recvFrom) {
+  std::vector<core::Op> ops;
+  for (int p = 0; p < comm.impl->nranks(); ++p) {
+    if (const void* block = sendTo(p)) {
+      core::Op o = makeOp(core::OpKind::Send, block, nullptr, count, type);
+      o.peer = p;
+      ops.push_back(o);
+    }
+    if (void* block = recvFrom(p)) {
+      core::Op o = makeOp(core::OpKind::Recv, nullptr, block, count, type);
+      o.peer = p;
+      ops.push_back(o);
+    }
+  }
+  if (api::inGroup()) {
+    for (const auto& o : ops) api::issue(comm, o);
+  } else {
+    comm.impl->execute(ops);
+  }
+}
+}  // namespace
+
+HORA_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return call("ncclAlltoAll", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    std::size_t blockBytes = checkedBytes(count, type, 1);
+    checkedBytes(count, type, c.impl->nranks());
+    checkBuffer(sendbuff, count, "sendbuff");
+    checkBuffer(recvbuff, count, "recvbuff");
+    HORA_CHECK_ARG(count == 0 || sendbuff != recvbuff, "ncclAlltoAll cannot run in place");
+    auto* in = static_cast<const char*>(sendbuff);
+    auto* out = static_cast<char*>(recvbuff);
+    pointToPointPattern(
+        c, count, type, [&](int p) -> const void* { return in + p * blockBytes; },
+        [&](int p) -> void* { return out + p * blockBytes; });
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return call("ncclGather", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    std::size_t blockBytes = checkedBytes(count, type, 1);
+    checkedBytes(count, type, c.impl->nranks());
+    checkRoot(root, c.impl->nranks());
+    checkBuffer(sendbuff, count, "sendbuff");
+    const bool isRoot = c.impl->rank() == root;
+    if (isRoot) checkBuffer(recvbuff, count, "recvbuff (at the root)");
+    auto* out = static_cast<char*>(recvbuff);
+    pointToPointPattern(
+        c, count, type, [&](int p) -> const void* { return p == root ? sendbuff : nullptr; },
+        [&](int p) -> void* { return isRoot ? out + p * blockBytes : nullptr; });
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
+              ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return call("ncclScatter", [&] {
+    ncclComm& c = api::checkComm(comm);
+    DataType type = checkType(datatype);
+    std::size_t blockBytes = checkedBytes(count, type, 1);
+    checkedBytes(count, type, c.impl->nranks());
+    checkRoot(root, c.impl->nranks());
+    checkBuffer(recvbuff, count, "recvbuff");
+    const bool isRoot = c.impl->rank() == root;
+    if (isRoot) checkBuffer(sendbuff, count, "sendbuff (at the root)");
+    auto* in = static_cast<const char*>(sendbuff);
+    pointToPointPattern(
+        c, count, type, [&](int p) -> const void* { return isRoot ? in + p * blockBytes : nullptr; },
+        [&](int p) -> void* { return p == root ? recvbuff : nullptr; });
+  });
+}

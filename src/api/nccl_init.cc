@@ -1,0 +1,208 @@
+// Communicator lifecycle and queries of the nccl.h API.
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "api/group.h"
+#include "api/nccl_api.h"
+#include "bootstrap/unique_id.h"
+
+using namespace hora;
+
+namespace {
+
+ncclComm* makeComm(int nranks, const bootstrap::UniqueId& id, int rank, bool hostRoot,
+                   const ncclConfig_t* config) {
+  (void)config;
+  core::CommunicatorConfig settings;
+  settings.hostRoot = hostRoot;
+  auto* comm = new ncclComm{api::kCommMagic,
+                            std::make_shared<core::Communicator>(id, nranks, rank, settings)};
+  api::registerComm(comm);
+  return comm;
+}
+
+void checkConfig(const ncclConfig_t* config) {
+  if (config == nullptr) return;
+  HORA_CHECK_ARG(config->magic == 0xcafebeef,
+                 "ncclConfig_t was not initialised with NCCL_CONFIG_INITIALIZER (bad magic)");
+  HORA_CHECK_ARG(config->size >= offsetof(ncclConfig_t, cgaClusterSize),
+                 "ncclConfig_t has an invalid size ", config->size);
+  HORA_CHECK_ARG(config->blocking == NCCL_CONFIG_UNDEF_INT || config->blocking == 0 ||
+                     config->blocking == 1,
+                 "ncclConfig_t.blocking must be 0 or 1, got ", config->blocking);
+}
+
+void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
+              const ncclConfig_t* config) {
+  HORA_CHECK_ARG(out != nullptr, "the output communicator pointer is NULL");
+  *out = nullptr;
+  HORA_CHECK_ARG(nranks >= 1, "nranks must be at least 1, got ", nranks);
+  HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
+  checkConfig(config);
+  bootstrap::UniqueId id = bootstrap::decode(commId.internal);
+  *out = makeComm(nranks, id, rank, bootstrap::rootHostedByRankZero() && rank == 0, config);
+}
+
+}  // namespace
+
+HORA_NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
+  return api::guarded("ncclGetVersion", [&] {
+    HORA_CHECK_ARG(version != nullptr, "version is NULL");
+    *version = NCCL_VERSION_CODE;
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
+  return api::guarded("ncclGetUniqueId", [&] {
+    HORA_CHECK_ARG(uniqueId != nullptr, "uniqueId is NULL");
+    bootstrap::encode(bootstrap::createUniqueId(), uniqueId->internal);
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
+              int rank) {
+  return api::guarded("ncclCommInitRank", [&] { initRank(comm, nranks, commId, rank, nullptr); });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
+              ncclUniqueId commId, int rank, ncclConfig_t* config) {
+  return api::guarded("ncclCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  return api::guarded("ncclCommInitAll", [&] {
+    HORA_CHECK_ARG(comms != nullptr, "comms is NULL");
+    HORA_CHECK_ARG(ndev >= 1, "ndev must be at least 1, got ", ndev);
+    (void)devlist;  // host ranks: no device to bind
+    bootstrap::UniqueId id = bootstrap::createLocalUniqueId();
+    std::vector<std::thread> threads;
+    std::vector<std::exception_ptr> errors(ndev);
+    for (int r = 0; r < ndev; ++r) {
+      comms[r] = nullptr;
+      threads.emplace_back([&, r] {
+        try {
+          comms[r] = makeComm(ndev, id, r, false, nullptr);
+        } catch (...) {
+          errors[r] = std::current_exception();
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    for (int r = 0; r < ndev; ++r) {
+      if (!errors[r]) continue;
+      for (int k = 0; k < ndev; ++k) {
+        if (comms[k] == nullptr) continue;
+        api::unregisterComm(comms[k]);
+        comms[k]->impl->abort();
+        delete comms[k];
+        comms[k] = nullptr;
+      }
+      std::rethrow_exception(errors[r]);
+    }
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  return api::guarded("ncclCommFinalize", [&] { api::checkComm(comm).impl->finalize(); });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  return api::guarded("ncclCommDestroy", [&] {
+    ncclComm& live = api::checkComm(comm);
+    api::unregisterComm(comm);
+    try {
+      live.impl->finalize();
+    } catch (const Error&) {
+      // Destroy frees the communicator even if its last work failed.
+    }
+    live.magic = 0;
+    delete comm;
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  return api::guarded("ncclCommAbort", [&] {
+    ncclComm& live = api::checkComm(comm);
+    api::unregisterComm(comm);
+    live.impl->abort();
+    live.magic = 0;
+    delete comm;
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  return api::guarded("ncclCommCount", [&] {
+    HORA_CHECK_ARG(count != nullptr, "count is NULL");
+    *count = api::checkComm(comm).impl->nranks();
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  return api::guarded("ncclCommUserRank", [&] {
+    HORA_CHECK_ARG(rank != nullptr, "rank is NULL");
+    *rank = api::checkComm(comm).impl->rank();
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  return api::guarded("ncclCommCuDevice", [&] {
+    HORA_CHECK_ARG(device != nullptr, "device is NULL");
+    api::checkComm(comm);
+    *device = -1;  // a host communicator is bound to no CUDA device
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  return api::guarded("ncclCommGetAsyncError", [&] {
+    HORA_CHECK_ARG(asyncError != nullptr, "asyncError is NULL");
+    auto& impl = *api::checkComm(comm).impl;
+    if (impl.aborted()) *asyncError = ncclInvalidUsage;
+    else if (!impl.brokenReason().empty()) *asyncError = api::resultOf(impl.brokenKind());
+    else *asyncError = ncclSuccess;
+  });
+}
+
+HORA_NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with HORA_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with HORA_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the hora developers";
+    case ncclInvalidArgument: return "invalid argument (run with HORA_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with HORA_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+HORA_NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
+  (void)comm;  // the text of the last failed call on this thread
+  return api::lastError();
+}
+
+HORA_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
+              ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
+  return api::guarded("ncclRedOpCreatePreMulSum", [&] {
+    HORA_CHECK_ARG(op != nullptr, "op is NULL");
+    HORA_CHECK_ARG(scalar != nullptr, "scalar is NULL");
+    HORA_CHECK_ARG(datatype >= 0 && datatype < ncclNumTypes, "invalid datatype ", int(datatype));
+    HORA_CHECK_ARG(residence == ncclScalarDevice || residence == ncclScalarHostImmediate,
+                   "invalid scalar residence ", int(residence));
+    auto type = static_cast<DataType>(datatype);
+    std::uint64_t bits = 0;
+    // Host memory either way: the scalar is read now.
+    std::memcpy(&bits, scalar, dataTypeSize(type));
+    *op = static_cast<ncclRedOp_t>(api::checkComm(comm).impl->createPreMulSum(type, bits));
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
+  return api::guarded("ncclRedOpDestroy", [&] {
+    HORA_CHECK_ARG(op >= ncclNumOps, "built-in reduction op ", int(op), " cannot be destroyed");
+    api::checkComm(comm).impl->destroyRedOp(op);
+  });
+}

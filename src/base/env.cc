@@ -1,0 +1,69 @@
+#include "base/env.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "base/error.h"
+
+namespace hora::env {
+
+std::optional<std::string> get(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && value[0] != '\0') return std::string(value);
+  }
+  return std::nullopt;
+}
+
+namespace {
+const char* firstSetName(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && value[0] != '\0') return name;
+  }
+  return *names.begin();
+}
+}  // namespace
+
+long long getInt(std::initializer_list<const char*> names, long long fallback) {
+  auto text = get(names);
+  if (!text) return fallback;
+  char* end = nullptr;
+  long long value = std::strtoll(text->c_str(), &end, 0);
+  if (end == text->c_str() || *end != '\0')
+    fail(ErrorKind::InvalidArgument, firstSetName(names), "='", *text, "' is not an integer");
+  return value;
+}
+
+std::chrono::milliseconds getSeconds(std::initializer_list<const char*> names,
+                                     std::chrono::milliseconds fallback) {
+  auto text = get(names);
+  if (!text) return fallback;
+  char* end = nullptr;
+  double seconds = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0)
+    fail(ErrorKind::InvalidArgument, firstSetName(names), "='", *text,
+         "' is not a positive number of seconds");
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
+}
+
+unsigned long long parseBytes(const std::string& text, const char* what) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || value < 0)
+    fail(ErrorKind::InvalidArgument, what, ": '", text, "' is not a size");
+  std::string suffix(end);
+  double scale = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB") scale = 1ull << 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB") scale = 1ull << 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") scale = 1ull << 30;
+  else if (!suffix.empty() && suffix != "B")
+    fail(ErrorKind::InvalidArgument, what, ": '", text, "' has an unknown suffix (use K, M or G)");
+  return static_cast<unsigned long long>(value * scale);
+}
+
+std::chrono::milliseconds defaultTimeout() {
+  return getSeconds({"HORA_TIMEOUT"}, std::chrono::seconds(300));
+}
+
+}  // namespace hora::env

@@ -1,0 +1,28 @@
+// Reading configuration from environment variables. Every hora variable has
+// an HORA_ name; where NCCL has an equivalent its NCCL_ name is read too
+// (the HORA_ one wins).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace hora::env {
+
+// The value of the first of `names` that is set and non-empty.
+std::optional<std::string> get(std::initializer_list<const char*> names);
+
+// Integer value; a malformed value is an InvalidArgument error naming the variable.
+long long getInt(std::initializer_list<const char*> names, long long fallback);
+
+// Seconds as a decimal number ("2.5"); fallback when unset.
+std::chrono::milliseconds getSeconds(std::initializer_list<const char*> names,
+                                     std::chrono::milliseconds fallback);
+
+// Parses a byte size with an optional K/M/G suffix (powers of 2): "4M" -> 4194304.
+unsigned long long parseBytes(const std::string& text, const char* what);
+
+// The deadline for init and for each wait on a peer: HORA_TIMEOUT seconds (default 300).
+std::chrono::milliseconds defaultTimeout();
+
+}  // namespace hora::env

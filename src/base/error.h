@@ -1,0 +1,50 @@
+// Errors inside hora are exceptions (hora::Error, declared in the public
+// header); the C API turns them into ncclResult_t at its boundary.
+//
+// Two families:
+//  - recoverable failures (a syscall, a peer, a timeout, a bad argument):
+//    throw hora::Error with a kind and a message naming rank, peer, call, errno;
+//  - invariant violations (bugs): HORA_ENFORCE, which adds file:line and the
+//    failed condition.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "hora/communicator.h"
+
+namespace hora {
+
+// Concatenates anything streamable: strCat("rank ", 3, ": ", what).
+template <typename... Parts>
+std::string strCat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+// "ECONNREFUSED (Connection refused)" for an errno value.
+std::string errnoText(int err);
+
+template <typename... Parts>
+[[noreturn]] void fail(ErrorKind kind, const Parts&... parts) {
+  throw Error(kind, strCat(parts...));
+}
+
+[[noreturn]] void failInternal(const char* file, int line, const char* condition,
+                               const std::string& detail);
+
+}  // namespace hora
+
+#define HORA_ENFORCE(condition, ...)                                                    \
+  do {                                                                                  \
+    if (!(condition))                                                                   \
+      ::hora::failInternal(__FILE__, __LINE__, #condition, ::hora::strCat(__VA_ARGS__)); \
+  } while (0)
+
+// Argument checks at API entry: InvalidArgument with the caller's message.
+#define HORA_CHECK_ARG(condition, ...)                                       \
+  do {                                                                       \
+    if (!(condition)) ::hora::fail(::hora::ErrorKind::InvalidArgument, __VA_ARGS__); \
+  } while (0)

@@ -1,0 +1,73 @@
+#include "base/log.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "base/env.h"
+
+namespace hora::log {
+
+namespace {
+thread_local int tlsRank = -1;
+
+Level parseLevel() {
+  auto text = env::get({"HORA_DEBUG", "NCCL_DEBUG"});
+  if (!text) return Level::None;
+  std::string value;
+  for (char c : *text) value += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (value == "WARN") return Level::Warn;
+  if (value == "INFO") return Level::Info;
+  if (value == "TRACE") return Level::Trace;
+  return Level::None;
+}
+
+struct Sink {
+  std::mutex mutex;
+  FILE* file = stderr;
+  std::string host;
+  Sink() {
+    char name[256] = {0};
+    gethostname(name, sizeof(name) - 1);
+    host = name;
+    if (auto path = env::get({"HORA_DEBUG_FILE", "NCCL_DEBUG_FILE"})) {
+      if (FILE* f = std::fopen(path->c_str(), "a")) file = f;
+    }
+  }
+};
+
+Sink& sink() {
+  static Sink instance;
+  return instance;
+}
+
+const char* levelName(Level level) {
+  switch (level) {
+    case Level::Warn: return "WARN";
+    case Level::Info: return "INFO";
+    case Level::Trace: return "TRACE";
+    default: return "";
+  }
+}
+}  // namespace
+
+Level threshold() {
+  static const Level level = parseLevel();
+  return level;
+}
+
+void write(Level level, const std::string& message) {
+  Sink& out = sink();
+  std::string rank = tlsRank >= 0 ? strCat("[rank ", tlsRank, "] ") : std::string();
+  std::lock_guard<std::mutex> lock(out.mutex);
+  std::fprintf(out.file, "%s:%d:%shora %s %s\n", out.host.c_str(), static_cast<int>(getpid()),
+               rank.c_str(), levelName(level), message.c_str());
+  std::fflush(out.file);
+}
+
+void setThreadRank(int rank) { tlsRank = rank; }
+int threadRank() { return tlsRank; }
+
+}  // namespace hora::log

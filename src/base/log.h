@@ -1,0 +1,37 @@
+// Logging, controlled by HORA_DEBUG (or NCCL_DEBUG): NONE (default), WARN,
+// INFO, TRACE. Lines go to stderr (or HORA_DEBUG_FILE), prefixed with host,
+// pid and the rank the calling thread works for:
+//   vm:1234:[rank 2] hora INFO ring 0: 1 -> 2 -> 3 -> 0
+#pragma once
+
+#include "base/error.h"
+
+namespace hora::log {
+
+enum class Level : int { None = 0, Warn = 1, Info = 2, Trace = 3 };
+
+Level threshold();
+inline bool enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(threshold()); }
+void write(Level level, const std::string& message);
+
+// The rank named in this thread's log lines (-1: none). Set by whoever
+// drives a communicator on this thread.
+void setThreadRank(int rank);
+int threadRank();
+
+class ScopedThreadRank {
+ public:
+  explicit ScopedThreadRank(int rank) : previous_(threadRank()) { setThreadRank(rank); }
+  ~ScopedThreadRank() { setThreadRank(previous_); }
+
+ private:
+  int previous_;
+};
+
+}  // namespace hora::log
+
+#define HORA_LOG(level, ...)                                                        \
+  do {                                                                              \
+    if (::hora::log::enabled(::hora::log::Level::level))                            \
+      ::hora::log::write(::hora::log::Level::level, ::hora::strCat(__VA_ARGS__));   \
+  } while (0)

@@ -1,0 +1,119 @@
+#include "bootstrap/bootstrap.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace hora::bootstrap {
+
+std::uint64_t localHostHash() {
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  // Different network namespaces on one machine are different hosts to us.
+  char ns[256] = {0};
+  ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
+  std::string key = std::string(name) + "|" + (n > 0 ? std::string(ns, n) : "");
+  return std::hash<std::string>{}(key);
+}
+
+Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
+                     const Deadline& deadline, const std::atomic<bool>* abort)
+    : rank_(rank), nranks_(nranks), abort_(abort) {
+  HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
+  HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
+
+  if (hostRoot && rank == 0) {
+    Socket rootListener;
+    try {
+      rootListener = Socket::listen(id.root);
+    } catch (const Error& e) {
+      fail(ErrorKind::System, "rank 0 cannot host the rendezvous at ", id.root.toString(), ": ",
+           e.what(), " (is the port in use, or the address not on this host?)");
+    }
+    startRootServer(std::move(rootListener), id.magic,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline.at() -
+                                                                          Deadline::Clock::now()));
+  }
+
+  NetworkInterface interface = chooseInterface(&id.root);
+  SocketAddress bindAddress = interface.address;
+  bindAddress.setPort(0);
+  Socket listener = Socket::listen(bindAddress);
+  localAddress_ = listener.localAddress();
+  HORA_LOG(Info, "bootstrap: interface ", interface.name, " ", localAddress_.toString(),
+           ", root ", id.root.toString());
+
+  Hello hello;
+  hello.magic = id.magic;
+  hello.protocol = kProtocolVersion;
+  hello.nranks = nranks;
+  hello.self.rank = rank;
+  hello.self.pid = static_cast<std::int32_t>(getpid());
+  hello.self.hostHash = localHostHash();
+  gethostname(hello.self.host, sizeof(hello.self.host) - 1);
+  std::memcpy(&hello.self.listen, &localAddress_.storage, sizeof(localAddress_.storage));
+  hello.self.listenLength = localAddress_.length;
+
+  const std::string rootName = strCat("the bootstrap root at ", id.root.toString());
+  Socket root = Socket::connect(id.root, deadline, abort, rootName);
+  root.sendAll(&hello, sizeof(hello), deadline, abort, rootName);
+  RootReply reply;
+  root.recvAll(&reply, sizeof(reply), deadline, abort, rootName);
+  if (!reply.ok)
+    fail(ErrorKind::InvalidUsage, "rank ", rank, ": communicator init failed: ", reply.error);
+  peers_.resize(nranks);
+  root.recvAll(peers_.data(), peers_.size() * sizeof(PeerInfo), deadline, abort, rootName);
+
+  if (nranks == 1) return;
+  // Ring: connect to the next rank, accept the previous one. Each side says
+  // who it is, so a stray connection is recognised.
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  next_ = Socket::connect(peers_[next].listenAddress(), deadline, abort, describe(next));
+  std::int32_t me = rank;
+  next_.sendAll(&me, sizeof(me), deadline, abort, describe(next));
+  for (;;) {
+    Socket candidate = listener.accept(deadline, abort, strCat("waiting for ", describe(prev), " to connect"));
+    std::int32_t who = -1;
+    candidate.recvAll(&who, sizeof(who), deadline, abort, describe(prev));
+    if (who == prev) {
+      prev_ = std::move(candidate);
+      break;
+    }
+    HORA_LOG(Warn, "bootstrap: ignoring a connection that claims to be rank ", who);
+  }
+  next_.setNoDelay();
+  prev_.setNoDelay();
+}
+
+std::string Bootstrap::describe(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(peers_.size())) return strCat("rank ", rank);
+  return strCat("rank ", rank, " (host ", peers_[rank].host, ", pid ", peers_[rank].pid, ")");
+}
+
+void Bootstrap::allGather(void* data, std::size_t bytesPerRank, const Deadline& deadline) {
+  auto* blocks = static_cast<char*>(data);
+  int next = (rank_ + 1) % nranks_, prev = (rank_ + nranks_ - 1) % nranks_;
+  // Step s: pass on the block that arrived in step s-1 (our own at s = 0).
+  for (int step = 0; step < nranks_ - 1; ++step) {
+    int sendBlock = (rank_ - step + nranks_) % nranks_;
+    int recvBlock = (rank_ - step - 1 + 2 * nranks_) % nranks_;
+    exchange(next_, blocks + sendBlock * bytesPerRank, bytesPerRank, describe(next), prev_,
+             blocks + recvBlock * bytesPerRank, bytesPerRank, describe(prev), deadline, abort_);
+  }
+}
+
+void Bootstrap::barrier(const Deadline& deadline) {
+  std::vector<char> bytes(nranks_, 0);
+  allGather(bytes.data(), 1, deadline);
+}
+
+void Bootstrap::shutdown() {
+  next_.shutdown();
+  prev_.shutdown();
+}
+
+}  // namespace hora::bootstrap

@@ -1,0 +1,135 @@
+#include "bootstrap/root_server.h"
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace hora::bootstrap {
+
+SocketAddress PeerInfo::listenAddress() const {
+  SocketAddress address;
+  std::memcpy(&address.storage, &listen, sizeof(listen));
+  address.length = listenLength;
+  return address;
+}
+
+namespace {
+
+struct Arrival {
+  Socket socket;
+  Hello hello;
+};
+
+void replyError(Socket& socket, const std::string& text, const Deadline& deadline) {
+  RootReply reply;
+  std::snprintf(reply.error, sizeof(reply.error), "%s", text.c_str());
+  try {
+    socket.sendAll(&reply, sizeof(reply), deadline, nullptr, "a joining rank");
+  } catch (const Error&) {
+    // That rank is gone; nothing more to tell it.
+  }
+}
+
+std::string missingRanks(const std::vector<Arrival>& arrived, int nranks) {
+  std::vector<bool> present(nranks, false);
+  for (const auto& arrival : arrived) present[arrival.hello.self.rank] = true;
+  std::string list;
+  int shown = 0, missing = 0;
+  for (int r = 0; r < nranks; ++r) {
+    if (present[r]) continue;
+    ++missing;
+    if (shown++ < 16) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (missing > shown) list += ", ...";
+  return strCat(missing, " rank(s) never arrived: ", list);
+}
+
+// Returns an error text, or empty if the hello fits the rendezvous so far.
+std::string validate(const Hello& hello, std::uint64_t magic, int nranks,
+                     const std::vector<Arrival>& arrived) {
+  if (hello.protocol != kProtocolVersion)
+    return strCat("rank ", hello.self.rank, " speaks bootstrap protocol ", hello.protocol,
+                  ", this root speaks ", kProtocolVersion, " (mixed hora versions?)");
+  if (hello.nranks != nranks)
+    return strCat("rank ", hello.self.rank, " (host ", hello.self.host, ") says the communicator has ",
+                  hello.nranks, " ranks, rank ", arrived.front().hello.self.rank, " says ", nranks);
+  if (hello.self.rank < 0 || hello.self.rank >= nranks)
+    return strCat("a rank joined with rank ", hello.self.rank, " outside [0, ", nranks, ")");
+  for (const auto& arrival : arrived)
+    if (arrival.hello.self.rank == hello.self.rank)
+      return strCat("rank ", hello.self.rank, " joined twice (from ", arrival.hello.self.host,
+                    " pid ", arrival.hello.self.pid, " and ", hello.self.host, " pid ",
+                    hello.self.pid, ")");
+  (void)magic;
+  return {};
+}
+
+void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeout) {
+  Deadline deadline = Deadline::after(timeout);
+  std::vector<Arrival> arrived;
+  int nranks = -1;
+  std::string error;
+  try {
+    while (nranks < 0 || static_cast<int>(arrived.size()) < nranks) {
+      Arrival arrival;
+      arrival.socket = listener.accept(deadline, nullptr, "waiting for ranks to join");
+      arrival.socket.recvAll(&arrival.hello, sizeof(Hello), deadline, nullptr, "a joining rank");
+      if (arrival.hello.magic != magic) {
+        // Someone else's job (or a stale id): refuse it, keep waiting for ours.
+        replyError(arrival.socket,
+                   "this root belongs to another communicator (unique id magic does not match)",
+                   deadline);
+        continue;
+      }
+      if (nranks < 0) nranks = arrival.hello.nranks;
+      if (nranks <= 0) {
+        error = strCat("rank ", arrival.hello.self.rank, " joined with nranks ", nranks);
+        arrived.push_back(std::move(arrival));
+        break;
+      }
+      error = validate(arrival.hello, magic, nranks, arrived);
+      arrived.push_back(std::move(arrival));
+      if (!error.empty()) break;
+    }
+  } catch (const Error& e) {
+    error = nranks > 0 ? strCat("init timed out: ", missingRanks(arrived, nranks), " (", e.what(), ")")
+                       : strCat("init failed at the root: ", e.what());
+  }
+
+  if (!error.empty()) {
+    HORA_LOG(Warn, "bootstrap root: ", error);
+    for (auto& arrival : arrived) replyError(arrival.socket, error, deadline);
+    return;
+  }
+  std::vector<PeerInfo> table(nranks);
+  for (const auto& arrival : arrived) table[arrival.hello.self.rank] = arrival.hello.self;
+  RootReply ok;
+  ok.ok = 1;
+  for (auto& arrival : arrived) {
+    try {
+      arrival.socket.sendAll(&ok, sizeof(ok), deadline, nullptr, "a joining rank");
+      arrival.socket.sendAll(table.data(), table.size() * sizeof(PeerInfo), deadline, nullptr,
+                             "a joining rank");
+    } catch (const Error& e) {
+      HORA_LOG(Warn, "bootstrap root: could not answer rank ", arrival.hello.self.rank, ": ",
+               e.what());
+    }
+  }
+}
+
+}  // namespace
+
+void startRootServer(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeout) {
+  std::thread([socket = std::move(listener), magic, timeout]() mutable {
+    try {
+      serve(std::move(socket), magic, timeout);
+    } catch (const std::exception& e) {
+      HORA_LOG(Warn, "bootstrap root stopped: ", e.what());
+    }
+  }).detach();
+}
+
+}  // namespace hora::bootstrap

@@ -1,0 +1,47 @@
+// The rendezvous point of a communicator's init. Every rank connects to the
+// root and sends a Hello (its rank, the rank count, where its bootstrap
+// listener is); once all nranks arrived the root answers each with the table
+// of all ranks, or, if something is inconsistent or a rank never came, with
+// an error text that every waiting rank reports.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "base/socket.h"
+
+namespace hora::bootstrap {
+
+// Wire format of rank information (fixed size, no pointers).
+struct PeerInfo {
+  std::int32_t rank = -1;
+  std::int32_t pid = 0;
+  std::uint64_t hostHash = 0;  // same value on ranks of one host
+  char host[64] = {0};         // hostname, for messages
+  sockaddr_storage listen{};   // the rank's bootstrap listener
+  std::uint32_t listenLength = 0;
+
+  SocketAddress listenAddress() const;
+};
+
+struct Hello {
+  std::uint64_t magic = 0;
+  std::uint32_t protocol = 0;
+  std::int32_t nranks = 0;
+  PeerInfo self;
+};
+
+struct RootReply {
+  std::int32_t ok = 0;     // 1: the table of nranks PeerInfo follows
+  char error[512] = {0};  // when ok == 0
+};
+
+inline constexpr std::uint32_t kProtocolVersion = 1;
+
+// Serves one rendezvous on `listener` in a background thread, then ends. The
+// thread owns the socket; it gives up after `timeout` (telling the ranks that
+// did arrive which ones are missing).
+void startRootServer(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeout);
+
+}  // namespace hora::bootstrap

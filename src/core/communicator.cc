@@ -1,0 +1,362 @@
+#include "core/communicator.h"
+
+#include <cstring>
+
+#include "algorithms/ring.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "core/scalar.h"
+
+namespace hora::core {
+
+namespace {
+// Elements per ring step and loop. Large enough to amortise per-step costs,
+// small enough that the ring's pipeline fills quickly (HORA_CHUNK_SIZE).
+constexpr std::size_t kDefaultChunkBytes = 1 << 20;
+// Staging slices: received, reduced and forwarded while still in cache.
+constexpr std::size_t kDefaultSliceBytes = 128 << 10;
+constexpr int kStagingSlots = 16;
+
+std::size_t sliceBytesFromEnv() {
+  auto bytes = env::get({"HORA_SLICE_SIZE"});
+  std::size_t value = bytes ? env::parseBytes(*bytes, "HORA_SLICE_SIZE") : kDefaultSliceBytes;
+  HORA_CHECK_ARG(value >= 64, "HORA_SLICE_SIZE must be at least 64 bytes");
+  return value / 64 * 64;
+}
+}  // namespace
+
+const char* opKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::AllReduce: return "AllReduce";
+    case OpKind::ReduceScatter: return "ReduceScatter";
+    case OpKind::AllGather: return "AllGather";
+    case OpKind::Broadcast: return "Broadcast";
+    case OpKind::Reduce: return "Reduce";
+    case OpKind::Send: return "Send";
+    case OpKind::Recv: return "Recv";
+  }
+  return "?";
+}
+
+Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
+                           const CommunicatorConfig& config)
+    : rank_(rank),
+      nranks_(nranks),
+      timeout_(config.timeout.count() > 0 ? config.timeout : env::defaultTimeout()),
+      chunkBytes_(env::get({"HORA_CHUNK_SIZE"})
+                      ? env::parseBytes(*env::get({"HORA_CHUNK_SIZE"}), "HORA_CHUNK_SIZE")
+                      : kDefaultChunkBytes),
+      staging_(sliceBytesFromEnv(), kStagingSlots),
+      spin_(std::chrono::microseconds(env::getInt({"HORA_SPIN_US"}, 200))) {
+  HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
+  HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
+  HORA_CHECK_ARG(chunkBytes_ >= 64, "HORA_CHUNK_SIZE must be at least 64 bytes");
+  log::ScopedThreadRank logRank(rank);
+  Deadline deadline = Deadline::after(timeout_);
+  bootstrap_ = std::make_unique<bootstrap::Bootstrap>(id, rank, nranks, config.hostRoot, deadline,
+                                                      &abort_);
+  tcp_ = std::make_unique<transport::TcpTransport>(*bootstrap_, id.magic, &abort_, timeout_);
+
+  // One ring in rank order (topology-aware ordering comes with discovery).
+  ringRanks_.resize(nranks);
+  for (int r = 0; r < nranks; ++r) ringRanks_[r] = r;
+  ringPos_ = rank;
+  if (nranks > 1) {
+    int next = ringRanks_[(ringPos_ + 1) % nranks];
+    int prev = ringRanks_[(ringPos_ + nranks - 1) % nranks];
+    tcp_->sendTo(next);
+    tcp_->recvFrom(prev);
+    std::string order;
+    for (int r : ringRanks_) order += strCat(order.empty() ? "" : " -> ", r);
+    HORA_LOG(Info, "ring: ", order, " -> ", ringRanks_[0], " (tcp)");
+  }
+  bootstrap_->barrier(deadline);
+  HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", chunkBytes_,
+           " B, slice ", staging_.slotBytes(), " B, timeout ", timeout_.count(), " ms");
+}
+
+Communicator::~Communicator() {
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    stopping_ = true;
+  }
+  queueCv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+WaitPolicy Communicator::waitPolicy() const { return WaitPolicy{timeout_, spin_, &abort_, rank_}; }
+
+void Communicator::checkUsable() const {
+  if (abort_.load())
+    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was aborted");
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  if (!brokenReason_.empty())
+    throw Error(brokenKind_, strCat("rank ", rank_, ": the communicator is unusable after an earlier error: ",
+                                    brokenReason_));
+}
+
+void Communicator::markBroken(const Error& error) {
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    if (brokenReason_.empty()) {
+      brokenReason_ = error.what();
+      brokenKind_ = error.kind();
+    }
+  }
+  // Close our connections so that peers waiting on us fail now rather than
+  // at their deadline.
+  tcp_->shutdown();
+}
+
+std::string Communicator::brokenReason() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return brokenReason_;
+}
+
+ErrorKind Communicator::brokenKind() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return brokenKind_;
+}
+
+void Communicator::execute(const std::vector<Op>& ops) {
+  checkUsable();
+  bool queued;
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    queued = !queue_.empty();
+  }
+  // Keep submission order: behind asynchronous work still queued.
+  if (queued) {
+    submit(ops)->wait();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(execMutex_);
+  log::ScopedThreadRank logRank(rank_);
+  try {
+    runOps(ops);
+  } catch (const Error& error) {
+    markBroken(error);
+    throw;
+  }
+}
+
+std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops) {
+  checkUsable();
+  auto work = std::make_shared<WorkState>();
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    queue_.push_back({std::move(ops), work});
+    if (!worker_.joinable()) worker_ = std::thread([this] { workerLoop(); });
+  }
+  queueCv_.notify_one();
+  return work;
+}
+
+void Communicator::workerLoop() {
+  log::setThreadRank(rank_);
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(queueMutex_);
+      queueCv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+    }
+    std::exception_ptr error;
+    try {
+      std::lock_guard<std::mutex> lock(execMutex_);
+      checkUsable();
+      try {
+        runOps(task.ops);
+      } catch (const Error& e) {
+        markBroken(e);
+        throw;
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      // Pop only after running, so execute() sees the queue busy meanwhile.
+      std::lock_guard<std::mutex> lock(queueMutex_);
+      queue_.pop_front();
+    }
+    task.work->complete(error);
+  }
+}
+
+void Communicator::finalize() {
+  bool idle;
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    idle = queue_.empty();
+  }
+  if (!idle) submit({})->wait();
+}
+
+void Communicator::barrier() {
+  checkUsable();
+  std::lock_guard<std::mutex> lock(execMutex_);
+  try {
+    bootstrap_->barrier(Deadline::after(timeout_));
+  } catch (const Error& error) {
+    markBroken(error);
+    throw;
+  }
+}
+
+void Communicator::abort() {
+  abort_.store(true);
+  tcp_->shutdown();
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    stopping_ = true;
+  }
+  queueCv_.notify_all();
+  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+  // Whatever was still queued fails.
+  std::lock_guard<std::mutex> lock(queueMutex_);
+  for (auto& task : queue_)
+    task.work->complete(std::make_exception_ptr(
+        Error(ErrorKind::InvalidUsage, strCat("rank ", rank_, ": the communicator was aborted"))));
+  queue_.clear();
+}
+
+int Communicator::createPreMulSum(DataType type, std::uint64_t scalarBits) {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  int handle = nextCustomOp_++;
+  customOps_[handle] = kernels::ReduceSpec{type, kernels::ReduceKind::PreMulSum, scalarBits};
+  return handle;
+}
+
+void Communicator::destroyRedOp(int handle) {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  if (customOps_.erase(handle) == 0)
+    fail(ErrorKind::InvalidArgument, "reduction op ", handle,
+         " was not created by ncclRedOpCreatePreMulSum on this communicator (or was destroyed)");
+}
+
+kernels::ReduceSpec Communicator::reduceSpecFor(int op, DataType type) const {
+  using kernels::ReduceKind;
+  switch (op) {
+    case 0: return {type, ReduceKind::Sum, 0};
+    case 1: return {type, ReduceKind::Prod, 0};
+    case 2: return {type, ReduceKind::Max, 0};
+    case 3: return {type, ReduceKind::Min, 0};
+    case 4:
+      if (isFloatingType(type)) return {type, ReduceKind::PreMulSum, scalarBits(type, 1.0 / nranks_)};
+      return {type, ReduceKind::SumPostDiv, static_cast<std::uint64_t>(nranks_)};
+    default: break;
+  }
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  auto found = customOps_.find(op);
+  if (found == customOps_.end())
+    fail(ErrorKind::InvalidArgument, "invalid reduction op ", op,
+         " (not a built-in op, nor a live ncclRedOpCreatePreMulSum handle of this communicator)");
+  if (found->second.type != type)
+    fail(ErrorKind::InvalidArgument, "reduction op ", op, " was created for ",
+         dataTypeName(found->second.type), " but is used with ", dataTypeName(type));
+  return found->second;
+}
+
+// ---------------------------------------------------------------- execution
+
+void Communicator::runOps(const std::vector<Op>& ops) {
+  // Inside a group, point-to-point operations run first, all at once (so
+  // that any pattern of matched sends and receives completes), then the
+  // collectives in issue order.
+  std::vector<const Op*> p2p;
+  for (const Op& op : ops)
+    if (op.isPointToPoint()) p2p.push_back(&op);
+  if (!p2p.empty()) runPointToPoint(p2p);
+  for (const Op& op : ops)
+    if (!op.isPointToPoint()) runCollective(op);
+}
+
+void Communicator::runCollective(const Op& op) {
+  HORA_LOG(Trace, opKindName(op.kind), " count ", op.count, " ", dataTypeName(op.type), " root ",
+           op.root);
+  const std::size_t elemSize = dataTypeSize(op.type);
+  ProgressEngine engine(waitPolicy());
+  transport::SendConnection* next = nullptr;
+  transport::RecvConnection* prev = nullptr;
+  if (nranks_ > 1) {
+    next = &tcp_->sendTo(ringRanks_[(ringPos_ + 1) % nranks_]);
+    prev = &tcp_->recvFrom(ringRanks_[(ringPos_ + nranks_ - 1) % nranks_]);
+    engine.add(next);
+    engine.add(prev);
+  }
+  HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, staging_);
+  algorithms::Ring ring{nranks_, ringPos_, ringRanks_.data()};
+  const std::size_t chunk = std::max<std::size_t>(1, chunkBytes_ / elemSize);
+  const std::size_t align = std::max<std::size_t>(1, 64 / elemSize);
+  auto positionOf = [&](int rank) {
+    for (int p = 0; p < nranks_; ++p)
+      if (ringRanks_[p] == rank) return p;
+    return 0;
+  };
+  switch (op.kind) {
+    case OpKind::AllReduce: algorithms::ringAllReduce(prims, ring, op.count, chunk, align); break;
+    case OpKind::ReduceScatter: algorithms::ringReduceScatter(prims, ring, op.count, chunk); break;
+    case OpKind::AllGather: algorithms::ringAllGather(prims, ring, op.count, chunk); break;
+    case OpKind::Broadcast:
+      algorithms::ringBroadcast(prims, ring, positionOf(op.root), op.count, chunk);
+      break;
+    case OpKind::Reduce:
+      algorithms::ringReduce(prims, ring, positionOf(op.root), op.count, chunk);
+      break;
+    default: HORA_ENFORCE(false, "not a collective: ", opKindName(op.kind));
+  }
+  prims.finish();
+}
+
+void Communicator::runPointToPoint(const std::vector<const Op*>& ops) {
+  // Messages to self are copies, matched in issue order.
+  std::vector<const Op*> selfSends, selfRecvs;
+  for (const Op* op : ops)
+    if (op->peer == rank_) (op->kind == OpKind::Send ? selfSends : selfRecvs).push_back(op);
+  if (selfSends.size() != selfRecvs.size())
+    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", selfSends.size(), " send(s) to self but ",
+         selfRecvs.size(), " receive(s) from self in one group");
+  for (std::size_t i = 0; i < selfSends.size(); ++i) {
+    std::size_t bytes = selfSends[i]->count * dataTypeSize(selfSends[i]->type);
+    std::size_t want = selfRecvs[i]->count * dataTypeSize(selfRecvs[i]->type);
+    if (bytes != want)
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": send to self of ", bytes,
+           " bytes is matched by a receive of ", want, " bytes");
+    if (bytes > 0) std::memmove(selfRecvs[i]->recv, selfSends[i]->send, bytes);
+  }
+
+  // Each message to a peer is preceded by its size, so a mismatched pair is
+  // reported instead of corrupting the stream.
+  ProgressEngine engine(waitPolicy());
+  std::deque<std::uint64_t> headers;  // stable addresses while in flight
+  for (const Op* op : ops) {
+    if (op->kind != OpKind::Send || op->peer == rank_) continue;
+    auto& connection = tcp_->sendTo(op->peer);
+    engine.add(&connection);
+    headers.push_back(op->count * dataTypeSize(op->type));
+    connection.post(&headers.back(), sizeof(std::uint64_t));
+    connection.post(op->send, headers.back());
+  }
+  engine.progressAll();
+  for (const Op* op : ops) {
+    if (op->kind != OpKind::Recv || op->peer == rank_) continue;
+    auto& connection = tcp_->recvFrom(op->peer);
+    engine.add(&connection);
+    std::uint64_t& header = headers.emplace_back(0);
+    connection.post(&header, sizeof(header));
+    const std::uint64_t target = connection.postedBytes();
+    engine.waitUntil([&] { return connection.completedBytes() >= target; },
+                     "waiting for a message header");
+    const std::uint64_t expected = op->count * dataTypeSize(op->type);
+    if (header != expected)
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ncclRecv from ", bootstrap_->describe(op->peer),
+           " expects ", expected, " bytes (", op->count, " x ", dataTypeName(op->type),
+           ") but that rank sent ", header, " bytes");
+    connection.post(op->recv, expected);
+  }
+  engine.drain("exchanging point-to-point messages");
+}
+
+}  // namespace hora::core

@@ -1,0 +1,110 @@
+// A communicator: one rank's membership in a group of ranks, with its
+// bootstrap, transports, ring and executor. It runs lists of operations
+// (a single call or a group) either on the calling thread or, for
+// asynchronous use, on its own worker thread, strictly in submission order.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "core/host_primitives.h"
+#include "core/op.h"
+#include "core/work.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace hora::core {
+
+struct CommunicatorConfig {
+  std::chrono::milliseconds timeout{0};  // 0: HORA_TIMEOUT
+  bool hostRoot = false;                 // this rank (0) hosts the rendezvous root
+};
+
+class Communicator : public std::enable_shared_from_this<Communicator> {
+ public:
+  // Collective over all ranks: joins the rendezvous and connects the ring.
+  Communicator(const bootstrap::UniqueId& id, int nranks, int rank, const CommunicatorConfig& config);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const bootstrap::Bootstrap& bootstrap() const { return *bootstrap_; }
+
+  // Runs `ops` (one call, or one group's calls on this communicator) on the
+  // calling thread, after anything already submitted. Throws on failure; a
+  // failure leaves the communicator broken (every later call fails with the
+  // first error, as NCCL's async error).
+  void execute(const std::vector<Op>& ops);
+  // Queues `ops` for the worker thread; the Work completes when they ran.
+  std::shared_ptr<WorkState> submit(std::vector<Op> ops);
+
+  void barrier();
+  // Waits for all submitted work (ncclCommFinalize).
+  void finalize();
+  // Stops everything now: in-flight and later operations fail, peers see
+  // this rank's connections close.
+  void abort();
+  bool aborted() const { return abort_.load(); }
+
+  // The first error that broke this communicator, empty if none.
+  std::string brokenReason() const;
+  ErrorKind brokenKind() const;
+
+  // PreMulSum handles (ncclRedOpCreatePreMulSum): index >= ncclNumOps.
+  int createPreMulSum(DataType type, std::uint64_t scalarBits);
+  void destroyRedOp(int handle);
+  // The element-wise reduction of a built-in op or handle, for `type`.
+  kernels::ReduceSpec reduceSpecFor(int op, DataType type) const;
+
+ private:
+  void runOps(const std::vector<Op>& ops);
+  void runCollective(const Op& op);
+  void runPointToPoint(const std::vector<const Op*>& ops);
+  void checkUsable() const;
+  void markBroken(const Error& error);
+  WaitPolicy waitPolicy() const;
+  void workerLoop();
+
+  int rank_;
+  int nranks_;
+  std::chrono::milliseconds timeout_;
+  std::atomic<bool> abort_{false};
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
+  std::unique_ptr<transport::TcpTransport> tcp_;
+  std::vector<int> ringRanks_;
+  int ringPos_ = 0;
+  std::size_t chunkBytes_;
+  StagingPool staging_;
+  std::chrono::microseconds spin_;
+
+  // Serialises execution: the calling thread or the worker, one at a time.
+  std::mutex execMutex_;
+
+  // Worker for asynchronous operations.
+  struct Task {
+    std::vector<Op> ops;
+    std::shared_ptr<WorkState> work;
+  };
+  std::mutex queueMutex_;
+  std::condition_variable queueCv_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+
+  mutable std::mutex stateMutex_;
+  std::string brokenReason_;
+  ErrorKind brokenKind_ = ErrorKind::Internal;
+  std::map<int, kernels::ReduceSpec> customOps_;
+  int nextCustomOp_ = 5;  // ncclNumOps
+};
+
+}  // namespace hora::core

@@ -1,0 +1,82 @@
+// The primitives of the ring schedules (algorithms/ring.h) for host memory,
+// over a transport's send connection to the next rank and receive connection
+// from the previous one.
+//
+// Each primitive works in slices of at most `sliceBytes`: a slice is
+// received into a small staging buffer that stays in cache, reduced at once
+// with the local input, and passed on while the next slice is arriving.
+// Sends are queued, not awaited: a slice's buffer is reused only once the
+// transport reports it sent. finish() waits for all sends, so when a
+// collective returns no buffer of the caller's is referenced any more.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/progress.h"
+#include "kernels/reduce_host.h"
+
+namespace hora::core {
+
+// Cache-sized staging slots, owned by the communicator and reused by every
+// collective.
+class StagingPool {
+ public:
+  StagingPool(std::size_t slotBytes, int slots);
+  std::size_t slotBytes() const { return slotBytes_; }
+  int slots() const { return static_cast<int>(marks_.size()); }
+  char* slot(int index) { return memory_.data() + static_cast<std::size_t>(index) * slotBytes_; }
+  // The send position after which the slot's last content has left (0: free).
+  std::uint64_t& sendMark(int index) { return marks_[index]; }
+
+ private:
+  std::size_t slotBytes_;
+  std::vector<char> memory_;
+  std::vector<std::uint64_t> marks_;
+};
+
+class HostPrimitives {
+ public:
+  HostPrimitives(ProgressEngine& engine, transport::SendConnection* next,
+                 transport::RecvConnection* prev, const void* in, void* out,
+                 const kernels::ReduceSpec& spec, StagingPool& staging);
+
+  void send(std::size_t inOffset, std::size_t count);
+  void recv(std::size_t outOffset, std::size_t count);
+  void recvReduceSend(std::size_t inOffset, std::size_t count);
+  void recvReduceCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count);
+  void recvReduceCopySend(std::size_t inOffset, std::size_t outOffset, std::size_t count);
+  void recvCopySend(std::size_t outOffset, std::size_t count);
+  void copySend(std::size_t inOffset, std::size_t outOffset, std::size_t count);
+  void localReduceCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count);
+  void localCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count);
+
+  // Waits until every queued send has left.
+  void finish();
+
+ private:
+  const char* inAt(std::size_t offset) const { return in_ + offset * elemSize_; }
+  char* outAt(std::size_t offset) const { return out_ + offset * elemSize_; }
+  std::size_t sliceElems() const { return staging_.slotBytes() / elemSize_; }
+  // A free staging slot (waits for its previous send if needed).
+  char* acquireSlot(int* index);
+  void receiveInto(char* dst, std::size_t bytes);
+  void sendFromSlot(int index, std::size_t bytes);
+  // Shared body of the recv-and-reduce primitives.
+  void recvReduce(std::size_t inOffset, char* dst, std::size_t count, bool finalize, bool forward,
+                  bool dstIsSlot);
+
+  ProgressEngine& engine_;
+  transport::SendConnection* next_;
+  transport::RecvConnection* prev_;
+  const char* in_;
+  char* out_;
+  kernels::ReduceSpec spec_;
+  std::size_t elemSize_;
+  bool hasPre_;
+  StagingPool& staging_;
+  int nextSlot_ = 0;
+};
+
+}  // namespace hora::core

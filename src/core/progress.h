@@ -1,0 +1,56 @@
+// The one wait loop of the host executor. It drives every connection the
+// current operation uses until a condition holds, spinning first (a peer's
+// data usually arrives within microseconds, and waking a sleeping thread
+// costs far more on virtual machines) and then sleeping in poll(), always
+// under the deadline and the abort flag.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "transport/connection.h"
+
+namespace hora::core {
+
+struct WaitPolicy {
+  std::chrono::milliseconds timeout;  // no progress for this long: the peer is declared lost
+  std::chrono::microseconds spin;     // busy-poll this long before sleeping in poll()
+  const std::atomic<bool>* abort;
+  int rank;
+};
+
+class ProgressEngine {
+ public:
+  explicit ProgressEngine(const WaitPolicy& policy) : policy_(policy) {}
+
+  void add(transport::SendConnection* connection);
+  void add(transport::RecvConnection* connection);
+
+  // Progresses all connections once; true if any byte moved.
+  bool progressAll();
+
+  // Progresses until done() is true. `what` describes the wait for errors.
+  template <typename Done>
+  void waitUntil(Done done, const char* what) {
+    if (progressAll(), done()) return;
+    waitLoop([&] { return done(); }, what);
+  }
+
+  // Waits until every posted send has left and every posted receive arrived.
+  void drain(const char* what);
+
+ private:
+  template <typename F>
+  void waitLoop(F done, const char* what);
+  [[noreturn]] void failStalled(const char* what);
+
+  WaitPolicy policy_;
+  std::vector<transport::SendConnection*> sends_;
+  std::vector<transport::RecvConnection*> recvs_;
+};
+
+}  // namespace hora::core
+
+#include "core/progress_wait.h"

@@ -1,0 +1,37 @@
+#include "core/scalar.h"
+
+#include <cstring>
+
+#include "base/error.h"
+#include "kernels/dtypes.h"
+
+namespace hora::core {
+
+namespace {
+template <typename T>
+std::uint64_t bitsOf(T value) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  return bits;
+}
+}  // namespace
+
+std::uint64_t scalarBits(DataType type, double value) {
+  switch (type) {
+    case DataType::Int8: return bitsOf(static_cast<std::int8_t>(value));
+    case DataType::Uint8: return bitsOf(static_cast<std::uint8_t>(value));
+    case DataType::Int32: return bitsOf(static_cast<std::int32_t>(value));
+    case DataType::Uint32: return bitsOf(static_cast<std::uint32_t>(value));
+    case DataType::Int64: return bitsOf(static_cast<std::int64_t>(value));
+    case DataType::Uint64: return bitsOf(static_cast<std::uint64_t>(value));
+    case DataType::Float16: return float16(static_cast<float>(value)).bits;
+    case DataType::Float32: return bitsOf(static_cast<float>(value));
+    case DataType::Float64: return bitsOf(value);
+    case DataType::Bfloat16: return bfloat16(static_cast<float>(value)).bits;
+    case DataType::Float8e4m3: return fp8_e4m3(static_cast<float>(value)).bits;
+    case DataType::Float8e5m2: return fp8_e5m2(static_cast<float>(value)).bits;
+  }
+  fail(ErrorKind::InvalidArgument, "invalid data type ", static_cast<int>(type));
+}
+
+}  // namespace hora::core
