@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The main job: a bus-bandwidth run of every collective on this machine,
+# one process per rank (default 2 ranks, over TCP loopback), with results
+# checked against reference values. Usage: scripts/bench.sh [nranks] [maxbytes]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${HORA_BUILD_DIR:-build}
+nranks=${1:-2}
+max=${2:-256M}
+run="$build_dir/tools/hora-run/hora-run"
+perf="$build_dir/bench/perf/hora-perf"
+for collective in all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall; do
+  echo "### $collective, $nranks ranks"
+  "$run" -n "$nranks" "$perf" "$collective" -b 8 -e "$max" -f 8 -w 2 -n 10 -c 1
+done

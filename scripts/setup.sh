@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what hora needs to build (Debian 12 packages; skipped when already
+# present), then configures and builds it in ./build (or $HORA_BUILD_DIR).
+# Idempotent: run it again after pulling changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${HORA_BUILD_DIR:-build}
+
+packages=(g++ meson ninja-build pkg-config libhwloc-dev hwloc libibverbs-dev
+          libgtest-dev libgmock-dev libbenchmark-dev iproute2 procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: missing packages: ${missing[*]}" >&2
+    echo "setup: install them with: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -f "$build_dir/build.ninja" ]]; then
+  meson setup "$build_dir" .
+fi
+meson compile -C "$build_dir"
