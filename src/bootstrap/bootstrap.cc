@@ -13,10 +13,14 @@ namespace hora::bootstrap {
 std::uint64_t localHostHash() {
   char name[256] = {0};
   gethostname(name, sizeof(name) - 1);
-  // Different network namespaces on one machine are different hosts to us.
-  char ns[256] = {0};
-  ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
-  std::string key = std::string(name) + "|" + (n > 0 ? std::string(ns, n) : "");
+  // Ranks in different network or pid namespaces of one machine are
+  // different hosts to us: they cannot share memory through /proc/<pid>.
+  std::string key = name;
+  for (const char* ns : {"/proc/self/ns/net", "/proc/self/ns/pid"}) {
+    char target[256] = {0};
+    ssize_t n = readlink(ns, target, sizeof(target) - 1);
+    key += "|" + (n > 0 ? std::string(target, n) : std::string());
+  }
   return std::hash<std::string>{}(key);
 }
 

@@ -56,7 +56,12 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   Deadline deadline = Deadline::after(timeout_);
   bootstrap_ = std::make_unique<bootstrap::Bootstrap>(id, rank, nranks, config.hostRoot, deadline,
                                                       &abort_);
-  tcp_ = std::make_unique<transport::TcpTransport>(*bootstrap_, id.magic, &abort_, timeout_);
+  transport::ConnectorOptions connectorOptions{timeout_};
+  if (auto fifo = env::get({"HORA_SHM_FIFO_SIZE"}))
+    connectorOptions.shmFifoBytes = env::parseBytes(*fifo, "HORA_SHM_FIFO_SIZE");
+  HORA_CHECK_ARG(connectorOptions.shmFifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
+  connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_,
+                                                      chooseTransports(), connectorOptions);
 
   // One ring in rank order (topology-aware ordering comes with discovery).
   ringRanks_.resize(nranks);
@@ -65,11 +70,12 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   if (nranks > 1) {
     int next = ringRanks_[(ringPos_ + 1) % nranks];
     int prev = ringRanks_[(ringPos_ + nranks - 1) % nranks];
-    tcp_->sendTo(next);
-    tcp_->recvFrom(prev);
+    connector_->sendTo(next);
+    connector_->recvFrom(prev);
     std::string order;
     for (int r : ringRanks_) order += strCat(order.empty() ? "" : " -> ", r);
-    HORA_LOG(Info, "ring: ", order, " -> ", ringRanks_[0], " (tcp)");
+    HORA_LOG(Info, "ring: ", order, " -> ", ringRanks_[0], "; to the next rank via ",
+             transport::transportName(connector_->kindOf(next)));
   }
   bootstrap_->barrier(deadline);
   HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", chunkBytes_,
@@ -83,6 +89,22 @@ Communicator::~Communicator() {
   }
   queueCv_.notify_all();
   if (worker_.joinable()) worker_.join();
+}
+
+std::vector<transport::TransportKind> Communicator::chooseTransports() const {
+  // Same host (and pid/network namespace): shared memory; otherwise TCP.
+  // HORA_TRANSPORT=tcp or NCCL_SHM_DISABLE=1 force TCP everywhere.
+  auto forced = env::get({"HORA_TRANSPORT"});
+  HORA_CHECK_ARG(!forced || *forced == "tcp" || *forced == "shm", "HORA_TRANSPORT='", *forced,
+                 "' is not a transport hora has (tcp, shm)");
+  const bool shmAllowed = env::getInt({"NCCL_SHM_DISABLE"}, 0) == 0 && (!forced || *forced != "tcp");
+  const auto& peers = bootstrap_->peers();
+  std::vector<transport::TransportKind> kinds(nranks_, transport::TransportKind::Tcp);
+  for (int p = 0; p < nranks_; ++p) {
+    const bool sameHost = peers[p].hostHash == peers[rank_].hostHash;
+    if (sameHost && shmAllowed) kinds[p] = transport::TransportKind::Shm;
+  }
+  return kinds;
 }
 
 WaitPolicy Communicator::waitPolicy() const { return WaitPolicy{timeout_, spin_, &abort_, rank_}; }
@@ -106,7 +128,7 @@ void Communicator::markBroken(const Error& error) {
   }
   // Close our connections so that peers waiting on us fail now rather than
   // at their deadline.
-  tcp_->shutdown();
+  connector_->shutdown();
 }
 
 std::string Communicator::brokenReason() const {
@@ -207,7 +229,7 @@ void Communicator::barrier() {
 
 void Communicator::abort() {
   abort_.store(true);
-  tcp_->shutdown();
+  connector_->shutdown();
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     stopping_ = true;
@@ -281,8 +303,8 @@ void Communicator::runCollective(const Op& op) {
   transport::SendConnection* next = nullptr;
   transport::RecvConnection* prev = nullptr;
   if (nranks_ > 1) {
-    next = &tcp_->sendTo(ringRanks_[(ringPos_ + 1) % nranks_]);
-    prev = &tcp_->recvFrom(ringRanks_[(ringPos_ + nranks_ - 1) % nranks_]);
+    next = &connector_->sendTo(ringRanks_[(ringPos_ + 1) % nranks_]);
+    prev = &connector_->recvFrom(ringRanks_[(ringPos_ + nranks_ - 1) % nranks_]);
     engine.add(next);
     engine.add(prev);
   }
@@ -333,7 +355,7 @@ void Communicator::runPointToPoint(const std::vector<const Op*>& ops) {
   std::deque<std::uint64_t> headers;  // stable addresses while in flight
   for (const Op* op : ops) {
     if (op->kind != OpKind::Send || op->peer == rank_) continue;
-    auto& connection = tcp_->sendTo(op->peer);
+    auto& connection = connector_->sendTo(op->peer);
     engine.add(&connection);
     headers.push_back(op->count * dataTypeSize(op->type));
     connection.post(&headers.back(), sizeof(std::uint64_t));
@@ -342,7 +364,7 @@ void Communicator::runPointToPoint(const std::vector<const Op*>& ops) {
   engine.progressAll();
   for (const Op* op : ops) {
     if (op->kind != OpKind::Recv || op->peer == rank_) continue;
-    auto& connection = tcp_->recvFrom(op->peer);
+    auto& connection = connector_->recvFrom(op->peer);
     engine.add(&connection);
     std::uint64_t& header = headers.emplace_back(0);
     connection.post(&header, sizeof(header));

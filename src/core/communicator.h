@@ -19,7 +19,7 @@
 #include "core/host_primitives.h"
 #include "core/op.h"
 #include "core/work.h"
-#include "transport/tcp/tcp_transport.h"
+#include "transport/connector.h"
 
 namespace hora::core {
 
@@ -72,6 +72,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void checkUsable() const;
   void markBroken(const Error& error);
   WaitPolicy waitPolicy() const;
+  std::vector<transport::TransportKind> chooseTransports() const;
   void workerLoop();
 
   int rank_;
@@ -79,7 +80,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::chrono::milliseconds timeout_;
   std::atomic<bool> abort_{false};
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
-  std::unique_ptr<transport::TcpTransport> tcp_;
+  std::unique_ptr<transport::Connector> connector_;
   std::vector<int> ringRanks_;
   int ringPos_ = 0;
   std::size_t chunkBytes_;

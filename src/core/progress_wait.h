@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <sched.h>
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace hora::core {
@@ -25,12 +27,19 @@ void ProgressEngine::waitLoop(F done, const char* what) {
       continue;
     }
     if (idle > policy_.timeout) failStalled(what);
+    // Sleep until a socket is ready, or for the shortest slice a connection
+    // allows (shared memory wakes no descriptor), and look for dead peers.
     entries.clear();
-    for (auto* s : sends_)
-      if (auto e = s->pollEntry(); e.fd >= 0) entries.push_back(e);
-    for (auto* r : recvs_)
-      if (auto e = r->pollEntry(); e.fd >= 0) entries.push_back(e);
-    if (::poll(entries.data(), entries.size(), 20) < 0 && errno != EINTR)
+    int sliceMs = 20;
+    for (auto* s : sends_) {
+      s->checkAlive();
+      if (auto e = s->pollEntry(); e.fd >= 0) entries.push_back(e), sliceMs = std::min(sliceMs, s->sleepSliceMs());
+    }
+    for (auto* r : recvs_) {
+      r->checkAlive();
+      if (auto e = r->pollEntry(); e.fd >= 0) entries.push_back(e), sliceMs = std::min(sliceMs, r->sleepSliceMs());
+    }
+    if (::poll(entries.data(), entries.size(), sliceMs) < 0 && errno != EINTR)
       fail(ErrorKind::System, "rank ", policy_.rank, ": poll failed while ", what, ": ",
            errnoText(errno));
   }

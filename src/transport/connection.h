@@ -28,6 +28,11 @@ class SendConnection {
   virtual bool progress() = 0;
   // What to poll() on while waiting (fd -1: nothing to poll, spin instead).
   virtual pollfd pollEntry() const = 0;
+  // How long a waiter may sleep in poll() before progressing again: data
+  // that arrives in shared memory wakes no file descriptor.
+  virtual int sleepSliceMs() const { return 20; }
+  // Throws a Remote error if the peer is gone (called while a wait stalls).
+  virtual void checkAlive() {}
   virtual const std::string& peerName() const = 0;
 };
 
@@ -40,6 +45,11 @@ class RecvConnection {
   virtual std::uint64_t completedBytes() const = 0;
   virtual bool progress() = 0;
   virtual pollfd pollEntry() const = 0;
+  // How long a waiter may sleep in poll() before progressing again: data
+  // that arrives in shared memory wakes no file descriptor.
+  virtual int sleepSliceMs() const { return 20; }
+  // Throws a Remote error if the peer is gone (called while a wait stalls).
+  virtual void checkAlive() {}
   virtual const std::string& peerName() const = 0;
 };
 

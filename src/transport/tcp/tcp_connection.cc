@@ -1,5 +1,7 @@
 #include "transport/tcp/tcp_connection.h"
 
+#include <algorithm>
+
 namespace hora::transport {
 
 // Bytes handed to one send()/recv() call. Large enough to amortise the
@@ -12,57 +14,19 @@ TcpSendConnection::TcpSendConnection(Socket socket, std::string peerName)
   socket_.setNoDelay();
 }
 
-void TcpSendConnection::post(const void* data, std::size_t bytes) {
-  if (bytes == 0) return;
-  queue_.push_back({static_cast<const char*>(data), bytes});
-  posted_ += bytes;
-}
-
 bool TcpSendConnection::progress() {
-  bool moved = false;
-  while (!queue_.empty()) {
-    Piece& piece = queue_.front();
-    std::size_t n = socket_.trySend(piece.data, std::min(piece.left, kMaxBytesPerCall), peer_);
-    if (n == 0) break;
-    moved = true;
-    piece.data += n;
-    piece.left -= n;
-    completed_ += n;
-    if (piece.left == 0) queue_.pop_front();
-  }
-  return moved;
-}
-
-pollfd TcpSendConnection::pollEntry() const {
-  return {queue_.empty() ? -1 : socket_.fd(), POLLOUT, 0};
+  return queue_.drain([&](const char* data, std::size_t bytes) {
+    return socket_.trySend(data, std::min(bytes, kMaxBytesPerCall), peer_);
+  });
 }
 
 TcpRecvConnection::TcpRecvConnection(Socket socket, std::string peerName)
     : socket_(std::move(socket)), peer_(std::move(peerName)) {}
 
-void TcpRecvConnection::post(void* data, std::size_t bytes) {
-  if (bytes == 0) return;
-  queue_.push_back({static_cast<char*>(data), bytes});
-  posted_ += bytes;
-}
-
 bool TcpRecvConnection::progress() {
-  bool moved = false;
-  while (!queue_.empty()) {
-    Piece& piece = queue_.front();
-    std::size_t n = socket_.tryRecv(piece.data, std::min(piece.left, kMaxBytesPerCall), peer_);
-    if (n == 0) break;
-    moved = true;
-    piece.data += n;
-    piece.left -= n;
-    completed_ += n;
-    if (piece.left == 0) queue_.pop_front();
-  }
-  return moved;
-}
-
-pollfd TcpRecvConnection::pollEntry() const {
-  return {queue_.empty() ? -1 : socket_.fd(), POLLIN, 0};
+  return queue_.drain([&](char* data, std::size_t bytes) {
+    return socket_.tryRecv(data, std::min(bytes, kMaxBytesPerCall), peer_);
+  });
 }
 
 }  // namespace hora::transport

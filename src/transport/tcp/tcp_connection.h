@@ -3,57 +3,46 @@
 // receive at once and overlap the network with its own reductions.
 #pragma once
 
-#include <deque>
-
 #include "base/socket.h"
 #include "transport/connection.h"
+#include "transport/posted_queue.h"
 
 namespace hora::transport {
 
 class TcpSendConnection final : public SendConnection {
  public:
   TcpSendConnection(Socket socket, std::string peerName);
-  void post(const void* data, std::size_t bytes) override;
-  std::uint64_t postedBytes() const override { return posted_; }
-  std::uint64_t completedBytes() const override { return completed_; }
+  void post(const void* data, std::size_t bytes) override {
+    queue_.post(static_cast<const char*>(data), bytes);
+  }
+  std::uint64_t postedBytes() const override { return queue_.posted(); }
+  std::uint64_t completedBytes() const override { return queue_.completed(); }
   bool progress() override;
-  pollfd pollEntry() const override;
+  pollfd pollEntry() const override { return {queue_.empty() ? -1 : socket_.fd(), POLLOUT, 0}; }
   const std::string& peerName() const override { return peer_; }
   Socket& socket() { return socket_; }
 
  private:
-  struct Piece {
-    const char* data;
-    std::size_t left;
-  };
   Socket socket_;
   std::string peer_;
-  std::deque<Piece> queue_;
-  std::uint64_t posted_ = 0;
-  std::uint64_t completed_ = 0;
+  PostedQueue<const char*> queue_;
 };
 
 class TcpRecvConnection final : public RecvConnection {
  public:
   TcpRecvConnection(Socket socket, std::string peerName);
-  void post(void* data, std::size_t bytes) override;
-  std::uint64_t postedBytes() const override { return posted_; }
-  std::uint64_t completedBytes() const override { return completed_; }
+  void post(void* data, std::size_t bytes) override { queue_.post(static_cast<char*>(data), bytes); }
+  std::uint64_t postedBytes() const override { return queue_.posted(); }
+  std::uint64_t completedBytes() const override { return queue_.completed(); }
   bool progress() override;
-  pollfd pollEntry() const override;
+  pollfd pollEntry() const override { return {queue_.empty() ? -1 : socket_.fd(), POLLIN, 0}; }
   const std::string& peerName() const override { return peer_; }
   Socket& socket() { return socket_; }
 
  private:
-  struct Piece {
-    char* data;
-    std::size_t left;
-  };
   Socket socket_;
   std::string peer_;
-  std::deque<Piece> queue_;
-  std::uint64_t posted_ = 0;
-  std::uint64_t completed_ = 0;
+  PostedQueue<char*> queue_;
 };
 
 }  // namespace hora::transport

@@ -1,0 +1,111 @@
+#include "transport/connector.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "transport/shm/shm_connection.h"
+#include "transport/tcp/tcp_connection.h"
+
+namespace hora::transport {
+
+const char* transportName(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::Tcp: return "tcp";
+    case TransportKind::Shm: return "shm";
+  }
+  return "?";
+}
+
+Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
+                     const std::atomic<bool>* abort, std::vector<TransportKind> kinds,
+                     const ConnectorOptions& options)
+    : bootstrap_(bootstrap), magic_(magic), abort_(abort), kinds_(std::move(kinds)), options_(options) {
+  HORA_ENFORCE(static_cast<int>(kinds_.size()) == bootstrap.nranks(), "one transport per peer");
+  SocketAddress bindAddress = bootstrap.localAddress();
+  bindAddress.setPort(0);
+  listener_ = Socket::listen(bindAddress);
+  // Exchange listener addresses through the bootstrap ring.
+  std::vector<sockaddr_storage> all(bootstrap.nranks());
+  SocketAddress mine = listener_.localAddress();
+  std::memcpy(&all[bootstrap.rank()], &mine.storage, sizeof(sockaddr_storage));
+  bootstrap.allGather(all.data(), sizeof(sockaddr_storage), Deadline::after(options.timeout));
+  peerAddresses_.resize(all.size());
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    std::memcpy(&peerAddresses_[r].storage, &all[r], sizeof(sockaddr_storage));
+    peerAddresses_[r].length = all[r].ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  }
+}
+
+SendConnection& Connector::sendTo(int peer) {
+  auto found = sends_.find(peer);
+  if (found != sends_.end()) return *found->second;
+  Deadline deadline = Deadline::after(options_.timeout);
+  std::string name = bootstrap_.describe(peer);
+  Socket socket = Socket::connect(peerAddresses_[peer], deadline, abort_, name);
+  Introduction hello{magic_, bootstrap_.rank(), static_cast<std::int32_t>(kinds_[peer])};
+  socket.sendAll(&hello, sizeof(hello), deadline, abort_, name);
+  {
+    std::lock_guard<std::mutex> lock(socketsMutex_);
+    socketFds_.push_back(socket.fd());
+  }
+  std::unique_ptr<SendConnection> connection;
+  if (kinds_[peer] == TransportKind::Shm)
+    connection = connectShmSender(std::move(socket), name, options_.shmFifoBytes, deadline, abort_);
+  else
+    connection = std::make_unique<TcpSendConnection>(std::move(socket), name);
+  HORA_LOG(Trace, transportName(kinds_[peer]), ": sending to ", name);
+  return *(sends_[peer] = std::move(connection));
+}
+
+Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
+  const std::string name = bootstrap_.describe(peer);
+  while (earlyArrivals_.count(peer) == 0) {
+    Socket socket = listener_.accept(deadline, abort_, strCat("waiting for ", name, " to connect"));
+    Introduction hello{};
+    socket.recvAll(&hello, sizeof(hello), deadline, abort_, "a connecting peer");
+    if (hello.magic != magic_ || hello.rank < 0 || hello.rank >= bootstrap_.nranks() ||
+        earlyArrivals_.count(hello.rank) || recvs_.count(hello.rank)) {
+      HORA_LOG(Warn, "refusing a connection that claims to be rank ", hello.rank);
+      continue;
+    }
+    if (hello.kind != static_cast<std::int32_t>(kinds_[hello.rank]))
+      fail(ErrorKind::InvalidUsage, "rank ", bootstrap_.rank(), " and ", bootstrap_.describe(hello.rank),
+           " disagree on their transport (", transportName(kinds_[hello.rank]), " here, ",
+           transportName(static_cast<TransportKind>(hello.kind)),
+           " there): are HORA_TRANSPORT / NCCL_SHM_DISABLE set the same on every rank?");
+    earlyArrivals_[hello.rank] = std::move(socket);
+  }
+  Socket socket = std::move(earlyArrivals_[peer]);
+  earlyArrivals_.erase(peer);
+  return socket;
+}
+
+RecvConnection& Connector::recvFrom(int peer) {
+  auto found = recvs_.find(peer);
+  if (found != recvs_.end()) return *found->second;
+  Deadline deadline = Deadline::after(options_.timeout);
+  std::string name = bootstrap_.describe(peer);
+  Socket socket = acceptFrom(peer, deadline);
+  {
+    std::lock_guard<std::mutex> lock(socketsMutex_);
+    socketFds_.push_back(socket.fd());
+  }
+  std::unique_ptr<RecvConnection> connection;
+  if (kinds_[peer] == TransportKind::Shm)
+    connection = acceptShmReceiver(std::move(socket), name, deadline, abort_);
+  else
+    connection = std::make_unique<TcpRecvConnection>(std::move(socket), name);
+  HORA_LOG(Trace, transportName(kinds_[peer]), ": receiving from ", name);
+  return *(recvs_[peer] = std::move(connection));
+}
+
+void Connector::shutdown() {
+  std::lock_guard<std::mutex> lock(socketsMutex_);
+  for (int fd : socketFds_) ::shutdown(fd, SHUT_RDWR);
+  bootstrap_.shutdown();
+}
+
+}  // namespace hora::transport

@@ -1,0 +1,65 @@
+// Makes the connections of one communicator: for each (peer, direction) on
+// first use, with the transport chosen for that peer. Every connection starts
+// as a TCP connection to the peer's listener (the sending side connects and
+// introduces itself; the receiving side accepts, keeping early arrivals from
+// other peers for later); a TCP pair keeps using it, a shared-memory pair
+// sets its FIFO up over it and keeps it as a lifeline.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "transport/connection.h"
+
+namespace hora::transport {
+
+enum class TransportKind : std::uint8_t { Tcp = 0, Shm = 1 };
+const char* transportName(TransportKind kind);
+
+struct ConnectorOptions {
+  std::chrono::milliseconds timeout;
+  std::size_t shmFifoBytes = 1 << 20;
+};
+
+class Connector {
+ public:
+  // Collective over the communicator: exchanges listener addresses.
+  // kinds[p] is the transport to use with peer p (both sides must agree).
+  Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic, const std::atomic<bool>* abort,
+            std::vector<TransportKind> kinds, const ConnectorOptions& options);
+
+  SendConnection& sendTo(int peer);
+  RecvConnection& recvFrom(int peer);
+  TransportKind kindOf(int peer) const { return kinds_[peer]; }
+
+  // Shuts every socket down: peers blocked on this rank see EOF at once.
+  void shutdown();
+
+ private:
+  struct Introduction {
+    std::uint64_t magic;
+    std::int32_t rank;
+    std::int32_t kind;
+  };
+  Socket acceptFrom(int peer, const Deadline& deadline);
+
+  bootstrap::Bootstrap& bootstrap_;
+  std::uint64_t magic_;
+  const std::atomic<bool>* abort_;
+  std::vector<TransportKind> kinds_;
+  ConnectorOptions options_;
+  Socket listener_;
+  std::vector<SocketAddress> peerAddresses_;
+  std::map<int, std::unique_ptr<SendConnection>> sends_;
+  std::map<int, std::unique_ptr<RecvConnection>> recvs_;
+  std::map<int, Socket> earlyArrivals_;  // accepted, not yet asked for
+  std::mutex socketsMutex_;              // shutdown() may come from another thread
+  std::vector<int> socketFds_;           // for shutdown()
+};
+
+}  // namespace hora::transport
