@@ -1,0 +1,54 @@
+#include "exit_status.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace hora::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The wait status of a real child that runs `body`.
+template <typename Body>
+int wait_status_of_child(Body body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    body();
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST(ExitStatusTest, NormalExit) {
+  int success = wait_status_of_child([] { ::_exit(0); });
+  EXPECT_TRUE(is_success(success));
+  EXPECT_EQ(exit_code_for(success), 0);
+
+  int failure = wait_status_of_child([] { ::_exit(3); });
+  EXPECT_FALSE(is_success(failure));
+  EXPECT_EQ(exit_code_for(failure), 3);
+  EXPECT_EQ(describe_wait_status(failure), "exited with status 3");
+}
+
+TEST(ExitStatusTest, KilledBySignalUsesShellConvention) {
+  int killed = wait_status_of_child([] { ::raise(SIGKILL); });
+  EXPECT_FALSE(is_success(killed));
+  EXPECT_EQ(exit_code_for(killed), 128 + SIGKILL);
+  EXPECT_THAT(describe_wait_status(killed), HasSubstr("was killed by signal 9 (Killed"));
+}
+
+TEST(ExitStatusTest, SignalNames) {
+  EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(signal_name(SIGINT), "SIGINT");
+  EXPECT_EQ(signal_name(SIGKILL), "SIGKILL");
+  EXPECT_EQ(signal_name(SIGUSR1), "signal " + std::to_string(SIGUSR1));
+}
+
+}  // namespace
+}  // namespace hora::launcher

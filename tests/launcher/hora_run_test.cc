@@ -1,0 +1,248 @@
+// End-to-end tests of the hora-run binary with small shell programs as ranks.
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher_process.h"
+
+namespace hora::launcher::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// Lines of `lines` that start with `prefix`, in order.
+std::vector<std::string> lines_starting_with(const std::vector<std::string>& lines, const std::string& prefix) {
+  std::vector<std::string> selected;
+  std::copy_if(lines.begin(), lines.end(), std::back_inserter(selected),
+               [&](const std::string& line) { return line.rfind(prefix, 0) == 0; });
+  return selected;
+}
+
+constexpr const char* kPrintEnvironment =
+    R"(echo "RANK=$RANK LOCAL_RANK=$LOCAL_RANK WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE )"
+    R"(GROUP_RANK=$GROUP_RANK GROUP_WORLD_SIZE=$GROUP_WORLD_SIZE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT")";
+
+TEST(HoraRunTest, HelpPrintsUsageAndSucceeds) {
+  LauncherResult result = run_launcher({"--help"});
+  EXPECT_EQ(result.exit_code(), 0);
+  EXPECT_THAT(result.out, HasSubstr("Usage: hora-run"));
+  EXPECT_THAT(result.err, IsEmpty());
+}
+
+class HoraRunBadArgumentsTest : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(HoraRunBadArgumentsTest, ExitsWithTwoAndExplains) {
+  LauncherResult result = run_launcher(GetParam());
+  EXPECT_EQ(result.exit_code(), 2) << result.err;
+  EXPECT_THAT(result.err, AllOf(StartsWith("hora-run: "), HasSubstr("--help")));
+  EXPECT_THAT(result.out, IsEmpty());
+}
+
+INSTANTIATE_TEST_SUITE_P(CommandLines, HoraRunBadArgumentsTest,
+                         ::testing::Values(std::vector<std::string>{},                         //
+                                           std::vector<std::string>{"-n", "0", "true"},        //
+                                           std::vector<std::string>{"-n", "two", "true"},      //
+                                           std::vector<std::string>{"--nnodes", "2", "--node-rank", "2", "true"},
+                                           std::vector<std::string>{"--no-such-flag", "true"}));
+
+TEST(HoraRunTest, SetsTheRankEnvironmentOnOneNode) {
+  // "sh" without a path: hora-run searches PATH.
+  LauncherResult result = run_launcher({"-n", "3", "--tag-output", "sh", "-c", kPrintEnvironment});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+
+  std::vector<std::string> first = lines_starting_with(result.out_lines(), "[rank 0] ");
+  ASSERT_EQ(first.size(), 1u) << result.out;
+  // A free port was picked; every rank must be told the same one.
+  std::string port = first[0].substr(first[0].find("MASTER_PORT=") + 12);
+  ASSERT_FALSE(port.empty());
+  int port_number = std::stoi(port);
+  EXPECT_GT(port_number, 0);
+  EXPECT_LE(port_number, 65535);
+
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string r = std::to_string(rank);
+    EXPECT_THAT(result.out_lines(),
+                Contains("[rank " + r + "] RANK=" + r + " LOCAL_RANK=" + r +
+                         " WORLD_SIZE=3 LOCAL_WORLD_SIZE=3 GROUP_RANK=0 GROUP_WORLD_SIZE=1"
+                         " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port))
+        << result.out;
+  }
+  EXPECT_EQ(result.out_lines().size(), 3u) << result.out;
+}
+
+TEST(HoraRunTest, NumbersRanksOfTheSecondNode) {
+  LauncherResult result = run_launcher({"--nnodes", "2", "--node-rank", "1", "--nproc_per_node=2",
+                                        "--master-addr=10.0.0.7", "--tag-output", "/bin/sh", "-c", kPrintEnvironment});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  // Without --master-port, a multi-node job uses torchrun's 29500 on every node.
+  EXPECT_THAT(result.out_lines(),
+              Contains("[rank 2] RANK=2 LOCAL_RANK=0 WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 GROUP_RANK=1 GROUP_WORLD_SIZE=2"
+                       " MASTER_ADDR=10.0.0.7 MASTER_PORT=29500"));
+  EXPECT_THAT(result.out_lines(),
+              Contains("[rank 3] RANK=3 LOCAL_RANK=1 WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 GROUP_RANK=1 GROUP_WORLD_SIZE=2"
+                       " MASTER_ADDR=10.0.0.7 MASTER_PORT=29500"));
+  EXPECT_EQ(result.out_lines().size(), 2u) << result.out;
+}
+
+TEST(HoraRunTest, UsesTheGivenMasterPort) {
+  LauncherResult result = run_launcher({"--master_port", "12345", "/bin/sh", "-c", "echo $MASTER_PORT"});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_EQ(result.out, "12345\n");
+}
+
+TEST(HoraRunTest, WithoutTaggingRanksWriteStraightToTheLaunchersStreams) {
+  LauncherResult result = run_launcher({"-n", "2", "/bin/sh", "-c", "echo out $RANK; echo err $RANK >&2"});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  std::vector<std::string> out = result.out_lines(), err = result.err_lines();
+  std::sort(out.begin(), out.end());
+  std::sort(err.begin(), err.end());
+  EXPECT_THAT(out, ElementsAreArray({"out 0", "out 1"}));
+  EXPECT_THAT(err, ElementsAreArray({"err 0", "err 1"}));
+}
+
+TEST(HoraRunTest, TaggedOutputKeepsEveryRanksLinesWholeAndInOrder) {
+  // Every stdout line is written in two pieces, so a launcher forwarding raw
+  // chunks would mix ranks mid-line; the last line has no newline at all.
+  const int kRanks = 4, kOutLines = 300, kErrLines = 50;
+  const std::string pad(150, 'x');
+  std::string script = "i=0; while [ $i -lt " + std::to_string(kOutLines) +
+                       " ]; do printf \"out $i of rank $RANK \"; printf \"" + pad +
+                       "\\n\"; i=$((i+1)); done; "
+                       "i=0; while [ $i -lt " + std::to_string(kErrLines) +
+                       " ]; do echo \"err $i of rank $RANK\" >&2; i=$((i+1)); done; "
+                       "printf \"last words of rank $RANK\"";
+  LauncherResult result = run_launcher({"-n", std::to_string(kRanks), "--tag-output", "/bin/sh", "-c", script});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+
+  std::vector<std::string> out = result.out_lines(), err = result.err_lines();
+  EXPECT_EQ(out.size(), static_cast<std::size_t>(kRanks * (kOutLines + 1)));
+  EXPECT_EQ(err.size(), static_cast<std::size_t>(kRanks * kErrLines));
+  for (int rank = 0; rank < kRanks; ++rank) {
+    std::string r = std::to_string(rank), prefix = "[rank " + r + "] ";
+    std::vector<std::string> expected_out, expected_err;
+    for (int i = 0; i < kOutLines; ++i) {
+      expected_out.push_back(prefix + "out " + std::to_string(i) + " of rank " + r + " " + pad);
+    }
+    expected_out.push_back(prefix + "last words of rank " + r);
+    for (int i = 0; i < kErrLines; ++i) expected_err.push_back(prefix + "err " + std::to_string(i) + " of rank " + r);
+    EXPECT_EQ(lines_starting_with(out, prefix), expected_out) << "rank " << rank << " stdout";
+    EXPECT_EQ(lines_starting_with(err, prefix), expected_err) << "rank " << rank << " stderr";
+  }
+}
+
+TEST(HoraRunTest, FailingRankStopsTheOthersQuickly) {
+  LauncherResult result = run_launcher(
+      {"-n", "3", "/bin/sh", "-c", "if [ \"$RANK\" = 2 ]; then exit 3; fi; sleep 60"});
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 3) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("hora-run: rank 2 (pid "), HasSubstr("exited with status 3"),
+                                HasSubstr("stopping the other ranks")));
+  EXPECT_LT(result.elapsed, 10s) << "the sleeping ranks were not stopped";
+}
+
+TEST(HoraRunTest, ReportsARankKilledByASignal) {
+  LauncherResult result = run_launcher(
+      {"-n", "2", "/bin/sh", "-c", "if [ \"$RANK\" = 1 ]; then kill -9 $$; fi; sleep 60"});
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 128 + 9) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("rank 1 (pid "), HasSubstr("was killed by signal 9 (Killed)")));
+  EXPECT_LT(result.elapsed, 10s);
+}
+
+TEST(HoraRunTest, RankIgnoringSigtermIsKilledAfterTheKillTimeout) {
+  // Both ranks ignore SIGTERM (the ignoring survives exec) and say so with
+  // their pid; the test then kills rank 1, and rank 0 can only be stopped
+  // by the SIGKILL that follows the kill timeout.
+  LauncherProcess launcher({"-n", "2", "--tag-output", "--kill-timeout", "1", "/bin/sh", "-c",
+                            "trap '' TERM; echo ready $$; exec sleep 60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s)) << "the ranks never became ready";
+  std::string marker = "[rank 1] ready ";
+  std::string out = launcher.stdout_so_far();
+  std::size_t at = out.find(marker);
+  ASSERT_NE(at, std::string::npos) << out;
+  pid_t rank1 = std::stoi(out.substr(at + marker.size()));
+  auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(rank1, SIGKILL), 0);
+
+  LauncherResult result = launcher.finish(10s);
+  auto stopped_after = std::chrono::steady_clock::now() - killed_at;
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 128 + SIGKILL) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("rank 1 (pid " + std::to_string(rank1) + ") was killed by signal 9"),
+                                HasSubstr("rank 0 (pid "), HasSubstr("within 1 s of SIGTERM; sending SIGKILL")));
+  EXPECT_GE(stopped_after, 900ms) << "SIGKILL came before the kill timeout";
+  EXPECT_LT(stopped_after, 10s);
+}
+
+TEST(HoraRunTest, TimeoutStopsTheJob) {
+  LauncherResult result = run_launcher({"-n", "2", "--timeout", "1", "/bin/sh", "-c", "sleep 60"});
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 124) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("ran longer than --timeout 1 s"));
+  EXPECT_GE(result.elapsed, 900ms);
+  EXPECT_LT(result.elapsed, 10s);
+}
+
+TEST(HoraRunTest, ProgramThatCannotStartIsReported) {
+  LauncherResult result = run_launcher({"-n", "2", "/nonexistent/program"});
+  EXPECT_EQ(result.exit_code(), 127) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("cannot start '/nonexistent/program'"), HasSubstr("No such file")));
+}
+
+TEST(HoraRunTest, SucceedsOnlyWhenEveryRankSucceeds) {
+  EXPECT_EQ(run_launcher({"-n", "3", "true"}).exit_code(), 0);
+  EXPECT_NE(run_launcher({"-n", "3", "/bin/sh", "-c", "[ \"$RANK\" != 1 ]"}).exit_code(), 0);
+}
+
+class HoraRunSignalTest : public ::testing::TestWithParam<std::pair<int, std::string>> {};
+
+TEST_P(HoraRunSignalTest, ForwardsTheSignalToEveryRank) {
+  const auto& [signal_number, trap_name] = GetParam();
+  // Each rank traps the signal, says so, and exits 0; its background sleep
+  // keeps it busy until then and is stopped by the trap.
+  std::string script = "trap 'echo \"rank $RANK got " + trap_name + "\"; kill $sleeper; exit 0' " + trap_name +
+                       "; sleep 60 >/dev/null 2>&1 & sleeper=$!; echo ready; wait";
+  LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c", script});
+  ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s)) << "the ranks never became ready";
+  ASSERT_EQ(::kill(launcher.pid(), signal_number), 0);
+  LauncherResult result = launcher.finish(10s);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_THAT(result.out_lines(), Contains("[rank 0] rank 0 got " + trap_name));
+  EXPECT_THAT(result.out_lines(), Contains("[rank 1] rank 1 got " + trap_name));
+  EXPECT_THAT(result.err, HasSubstr("received SIG" + trap_name + "; forwarding it to the ranks"));
+  EXPECT_LT(result.elapsed, 10s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, HoraRunSignalTest,
+                         ::testing::Values(std::pair<int, std::string>{SIGTERM, "TERM"},
+                                           std::pair<int, std::string>{SIGINT, "INT"},
+                                           std::pair<int, std::string>{SIGHUP, "HUP"},
+                                           std::pair<int, std::string>{SIGQUIT, "QUIT"}),
+                         [](const auto& info) { return info.param.second; });
+
+TEST(HoraRunTest, RankKilledByAForwardedSignalFailsTheJob) {
+  LauncherProcess launcher({"-n", "2", "/bin/sh", "-c", "echo ready; exec sleep 60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  LauncherResult result = launcher.finish(10s);
+  EXPECT_EQ(result.exit_code(), 128 + SIGTERM) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("was killed by signal 15 (Terminated)"));
+}
+
+}  // namespace
+}  // namespace hora::launcher::testing

@@ -1,0 +1,151 @@
+#include "launch_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace hora::launcher {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+LaunchOptions parse(const std::vector<std::string>& arguments) { return parse_launch_options(arguments); }
+
+// The message of the UsageError parse() throws, or "" if it accepts them.
+std::string usage_error_of(const std::vector<std::string>& arguments) {
+  try {
+    parse(arguments);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(LaunchOptionsTest, DefaultsFollowTorchrun) {
+  LaunchOptions options = parse({"train"});
+  EXPECT_EQ(options.nproc_per_node, 1);
+  EXPECT_EQ(options.nnodes, 1);
+  EXPECT_EQ(options.node_rank, 0);
+  EXPECT_EQ(options.master_addr, "127.0.0.1");
+  EXPECT_FALSE(options.master_port.has_value());
+  EXPECT_FALSE(options.tag_output);
+  EXPECT_DOUBLE_EQ(options.kill_timeout_seconds, 5.0);
+  EXPECT_FALSE(options.timeout_seconds.has_value());
+  EXPECT_FALSE(options.show_help);
+  EXPECT_THAT(options.command, ElementsAre("train"));
+}
+
+TEST(LaunchOptionsTest, EverySpellingOfTheRankCountIsAccepted) {
+  for (const auto& arguments : std::vector<std::vector<std::string>>{
+           {"-n", "4", "p"},
+           {"-n4", "p"},
+           {"-n=4", "p"},
+           {"--nproc-per-node", "4", "p"},
+           {"--nproc-per-node=4", "p"},
+           {"--nproc_per_node", "4", "p"},
+           {"--nproc_per_node=4", "p"},
+       }) {
+    EXPECT_EQ(parse(arguments).nproc_per_node, 4) << ::testing::PrintToString(arguments);
+  }
+}
+
+TEST(LaunchOptionsTest, ValuedOptionsInBothForms) {
+  LaunchOptions options = parse({"--nnodes=3", "--node_rank", "2", "--master-addr=node0.example", "--master_port",
+                                 "1234", "--kill-timeout", "0.5", "--timeout=30", "--tag-output", "prog"});
+  EXPECT_EQ(options.nnodes, 3);
+  EXPECT_EQ(options.node_rank, 2);
+  EXPECT_EQ(options.master_addr, "node0.example");
+  EXPECT_EQ(options.master_port, 1234);
+  EXPECT_DOUBLE_EQ(options.kill_timeout_seconds, 0.5);
+  ASSERT_TRUE(options.timeout_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*options.timeout_seconds, 30.0);
+  EXPECT_TRUE(options.tag_output);
+
+  LaunchOptions underscores = parse({"--node-rank=1", "--nnodes", "2", "--master_addr", "h", "--master-port=9",
+                                     "--kill_timeout=0", "prog"});
+  EXPECT_EQ(underscores.node_rank, 1);
+  EXPECT_EQ(underscores.master_addr, "h");
+  EXPECT_EQ(underscores.master_port, 9);
+  EXPECT_DOUBLE_EQ(underscores.kill_timeout_seconds, 0.0);
+}
+
+TEST(LaunchOptionsTest, PrefixIsTagOutput) { EXPECT_TRUE(parse({"--prefix", "prog"}).tag_output); }
+
+TEST(LaunchOptionsTest, ArgumentsAfterTheProgramBelongToIt) {
+  LaunchOptions options = parse({"-n", "2", "prog", "-n", "3", "--help", "--", "x"});
+  EXPECT_EQ(options.nproc_per_node, 2);
+  EXPECT_FALSE(options.show_help);
+  EXPECT_THAT(options.command, ElementsAre("prog", "-n", "3", "--help", "--", "x"));
+}
+
+TEST(LaunchOptionsTest, DoubleDashEndsLauncherOptions) {
+  EXPECT_THAT(parse({"-n", "2", "--", "--odd-program", "a"}).command, ElementsAre("--odd-program", "a"));
+}
+
+TEST(LaunchOptionsTest, HelpNeedsNoProgram) {
+  EXPECT_TRUE(parse({"--help"}).show_help);
+  EXPECT_TRUE(parse({"-h"}).show_help);
+  EXPECT_TRUE(parse({"-n", "0", "-h"}).show_help) << "help wins over arguments that would not validate";
+}
+
+TEST(LaunchOptionsTest, RankArithmetic) {
+  LaunchOptions options = parse({"--nnodes", "3", "--node-rank", "2", "-n", "4", "prog"});
+  EXPECT_EQ(options.world_size(), 12);
+  EXPECT_EQ(options.global_rank(0), 8);
+  EXPECT_EQ(options.global_rank(3), 11);
+}
+
+struct BadArguments {
+  std::vector<std::string> arguments;
+  std::string message_part;  // the message must name what is wrong
+};
+
+class LaunchOptionsRejectTest : public ::testing::TestWithParam<BadArguments> {};
+
+TEST_P(LaunchOptionsRejectTest, ThrowsUsageErrorNamingTheProblem) {
+  std::string message = usage_error_of(GetParam().arguments);
+  ASSERT_FALSE(message.empty()) << "accepted: " << ::testing::PrintToString(GetParam().arguments);
+  EXPECT_THAT(message, HasSubstr(GetParam().message_part));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadCommandLines, LaunchOptionsRejectTest,
+    ::testing::Values(BadArguments{{}, "no program"},                                       //
+                      BadArguments{{"-n", "2"}, "no program"},                              //
+                      BadArguments{{"-n", "0", "p"}, "at least 1"},                         //
+                      BadArguments{{"-n", "-3", "p"}, "at least 1"},                        //
+                      BadArguments{{"-n", "four", "p"}, "whole number"},                    //
+                      BadArguments{{"-n", "4x", "p"}, "whole number"},                      //
+                      BadArguments{{"-n", "", "p"}, "whole number"},                        //
+                      BadArguments{{"-n", "99999999999", "p"}, "out of range"},             //
+                      BadArguments{{"-n"}, "needs a value"},                                //
+                      BadArguments{{"--nproc-per-node"}, "needs a value"},                  //
+                      BadArguments{{"--nnodes", "0", "p"}, "--nnodes"},                     //
+                      BadArguments{{"--nnodes", "1:4", "p"}, "elastic"},                    //
+                      BadArguments{{"--nnodes", "2", "--node-rank", "2", "p"}, "--node-rank"},  //
+                      BadArguments{{"--node-rank", "-1", "p"}, "--node-rank"},              //
+                      BadArguments{{"--node-rank", "1", "p"}, "--node-rank"},               //
+                      BadArguments{{"--master-port", "0", "p"}, "--master-port"},           //
+                      BadArguments{{"--master-port", "65536", "p"}, "--master-port"},       //
+                      BadArguments{{"--master-port=http", "p"}, "whole number"},            //
+                      BadArguments{{"--master-addr=", "p"}, "--master-addr"},               //
+                      BadArguments{{"--timeout", "0", "p"}, "--timeout"},                   //
+                      BadArguments{{"--timeout", "soon", "p"}, "seconds"},                  //
+                      BadArguments{{"--kill-timeout", "-1", "p"}, "negative"},              //
+                      BadArguments{{"--kill-timeout", "nan", "p"}, "seconds"},              //
+                      BadArguments{{"--kill-timeout", "inf", "p"}, "seconds"},              //
+                      BadArguments{{"--tag-output=yes", "p"}, "takes no value"},            //
+                      BadArguments{{"--bogus", "p"}, "unknown option '--bogus'"},           //
+                      BadArguments{{"-x", "p"}, "unknown option '-x'"},                     //
+                      BadArguments{{"--nnodes", "65536", "-n", "65536", "p"}, "too large"}));
+
+TEST(LaunchOptionsTest, UsageTextNamesEveryOption) {
+  std::string text = usage_text();
+  for (const char* option : {"--nproc-per-node", "--nnodes", "--node-rank", "--master-addr", "--master-port",
+                             "--tag-output", "--prefix", "--timeout", "--kill-timeout", "--help"}) {
+    EXPECT_THAT(text, HasSubstr(option));
+  }
+}
+
+}  // namespace
+}  // namespace hora::launcher

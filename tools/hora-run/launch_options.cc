@@ -1,0 +1,206 @@
+#include "launch_options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <string_view>
+#include <system_error>
+
+namespace hora::launcher {
+namespace {
+
+// Long options are accepted with dashes or underscores (torchrun spells them
+// with underscores, most tools with dashes); comparing one canonical spelling
+// keeps the table below short.
+std::string canonical_long_name(std::string_view name) {
+  std::string canonical(name);
+  std::replace(canonical.begin(), canonical.end(), '_', '-');
+  return canonical;
+}
+
+int parse_int(const std::string& option, const std::string& text) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error == std::errc::invalid_argument || stop != end) {
+    throw UsageError(option + " expects a whole number, got '" + text + "'");
+  }
+  if (error == std::errc::result_out_of_range) {
+    throw UsageError(option + " value '" + text + "' is out of range");
+  }
+  return value;
+}
+
+double parse_seconds(const std::string& option, const std::string& text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value)) {
+    throw UsageError(option + " expects a number of seconds, got '" + text + "'");
+  }
+  if (value < 0) throw UsageError(option + " must not be negative, got '" + text + "'");
+  return value;
+}
+
+// One argument list being consumed left to right.
+class ArgumentCursor {
+ public:
+  explicit ArgumentCursor(const std::vector<std::string>& arguments) : arguments_(arguments) {}
+
+  bool done() const { return next_ >= arguments_.size(); }
+  const std::string& peek() const { return arguments_[next_]; }
+  const std::string& take() { return arguments_[next_++]; }
+
+  // The value of an option written as "--flag value": the next argument.
+  std::string take_value_for(const std::string& option) {
+    if (done()) throw UsageError(option + " needs a value");
+    return take();
+  }
+
+  std::vector<std::string> take_rest() {
+    std::vector<std::string> rest(arguments_.begin() + static_cast<std::ptrdiff_t>(next_), arguments_.end());
+    next_ = arguments_.size();
+    return rest;
+  }
+
+ private:
+  const std::vector<std::string>& arguments_;
+  std::size_t next_ = 0;
+};
+
+void apply_valued_option(LaunchOptions& options, const std::string& name, const std::string& value) {
+  if (name == "-n" || name == "--nproc-per-node") {
+    options.nproc_per_node = parse_int(name, value);
+  } else if (name == "--nnodes") {
+    if (value.find(':') != std::string::npos) {
+      throw UsageError("--nnodes '" + value + "': elastic node ranges are not supported; give one number");
+    }
+    options.nnodes = parse_int(name, value);
+  } else if (name == "--node-rank") {
+    options.node_rank = parse_int(name, value);
+  } else if (name == "--master-addr") {
+    if (value.empty()) throw UsageError("--master-addr must not be empty");
+    options.master_addr = value;
+  } else if (name == "--master-port") {
+    options.master_port = parse_int(name, value);
+  } else if (name == "--kill-timeout") {
+    options.kill_timeout_seconds = parse_seconds(name, value);
+  } else if (name == "--timeout") {
+    options.timeout_seconds = parse_seconds(name, value);
+  }
+}
+
+bool is_valued_option(const std::string& name) {
+  static const char* const kValued[] = {"-n",          "--nproc-per-node", "--nnodes",       "--node-rank",
+                                        "--master-addr", "--master-port",  "--kill-timeout", "--timeout"};
+  return std::find(std::begin(kValued), std::end(kValued), name) != std::end(kValued);
+}
+
+bool apply_flag(LaunchOptions& options, const std::string& name) {
+  if (name == "-h" || name == "--help") {
+    options.show_help = true;
+  } else if (name == "--tag-output" || name == "--prefix") {
+    options.tag_output = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void validate(const LaunchOptions& options) {
+  if (options.nproc_per_node < 1) {
+    throw UsageError("--nproc-per-node must be at least 1, got " + std::to_string(options.nproc_per_node));
+  }
+  if (options.nnodes < 1) throw UsageError("--nnodes must be at least 1, got " + std::to_string(options.nnodes));
+  if (options.node_rank < 0 || options.node_rank >= options.nnodes) {
+    throw UsageError("--node-rank must be between 0 and nnodes-1 = " + std::to_string(options.nnodes - 1) +
+                     ", got " + std::to_string(options.node_rank));
+  }
+  if (options.nproc_per_node > INT_MAX / options.nnodes) {
+    throw UsageError("nnodes * nproc-per-node is too large");
+  }
+  if (options.master_port && (*options.master_port < 1 || *options.master_port > 65535)) {
+    throw UsageError("--master-port must be between 1 and 65535, got " + std::to_string(*options.master_port));
+  }
+  if (options.timeout_seconds && *options.timeout_seconds <= 0) {
+    throw UsageError("--timeout must be more than 0 seconds");
+  }
+  if (options.command.empty()) throw UsageError("no program to run was given");
+}
+
+}  // namespace
+
+LaunchOptions parse_launch_options(const std::vector<std::string>& arguments) {
+  LaunchOptions options;
+  ArgumentCursor cursor(arguments);
+  while (!cursor.done()) {
+    const std::string& argument = cursor.peek();
+    if (argument == "--") {
+      cursor.take();
+      break;
+    }
+    // The first argument that is not an option is the program; "-" alone is
+    // a (strange) program name rather than an option.
+    if (argument.size() < 2 || argument[0] != '-') break;
+    cursor.take();
+
+    std::string name = argument;
+    std::optional<std::string> inline_value;
+    if (argument.rfind("--", 0) == 0) {
+      auto equals = argument.find('=');
+      if (equals != std::string::npos) inline_value = argument.substr(equals + 1);
+      name = canonical_long_name(argument.substr(0, equals));
+    } else if (argument.size() > 2) {
+      // Short option with its value attached: "-n4" or "-n=4".
+      name = argument.substr(0, 2);
+      inline_value = argument.substr(argument[2] == '=' ? 3 : 2);
+    }
+
+    if (is_valued_option(name)) {
+      std::string value = inline_value ? *inline_value : cursor.take_value_for(name);
+      apply_valued_option(options, name, value);
+    } else if (apply_flag(options, name)) {
+      if (inline_value) throw UsageError(name + " takes no value, got '" + argument + "'");
+    } else {
+      throw UsageError("unknown option '" + argument + "'");
+    }
+  }
+  options.command = cursor.take_rest();
+  // Help wins over everything else: "hora-run --help" alone must work.
+  if (options.show_help) return options;
+  validate(options);
+  return options;
+}
+
+std::string usage_text() {
+  return R"(Usage: hora-run [options] [--] program [arguments...]
+
+Starts nproc-per-node copies of program on this node, one per rank, with the
+environment torch.distributed's env:// initialisation (and hora's) reads.
+
+Options (long options accept "--name value" and "--name=value"; dashes and
+underscores in names are interchangeable):
+  -n, --nproc-per-node N   ranks to start on this node (default 1)
+      --nnodes M           nodes in the job (default 1)
+      --node-rank K        this node's index, 0 <= K < M (default 0)
+      --master-addr ADDR   address of rank 0's node (default 127.0.0.1)
+      --master-port PORT   port rank 0 listens on (default: a free port when
+                           nnodes is 1, otherwise 29500)
+      --tag-output         prefix every output line with "[rank R] "
+      --prefix             same as --tag-output
+      --timeout SECONDS    stop the job and fail if it runs longer
+      --kill-timeout SECONDS
+                           grace between SIGTERM and SIGKILL when stopping
+                           ranks (default 5)
+  -h, --help               print this text
+
+Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
+GROUP_WORLD_SIZE, MASTER_ADDR and MASTER_PORT. When a rank fails the others are
+stopped, and hora-run exits with the failing rank's exit code (128+signal for a
+rank killed by a signal). Exit codes of hora-run itself: 2 bad arguments,
+124 --timeout expired, 127 program could not be started, 1 other failures.
+)";
+}
+
+}  // namespace hora::launcher

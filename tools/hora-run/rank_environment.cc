@@ -1,0 +1,38 @@
+#include "rank_environment.h"
+
+#include <string_view>
+
+namespace hora::launcher {
+
+std::vector<EnvironmentVariable> rank_variables(const LaunchOptions& options, int local_rank, int master_port) {
+  return {
+      {"RANK", std::to_string(options.global_rank(local_rank))},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"WORLD_SIZE", std::to_string(options.world_size())},
+      {"LOCAL_WORLD_SIZE", std::to_string(options.nproc_per_node)},
+      // torchrun calls a node's set of ranks a "group".
+      {"GROUP_RANK", std::to_string(options.node_rank)},
+      {"GROUP_WORLD_SIZE", std::to_string(options.nnodes)},
+      {"MASTER_ADDR", options.master_addr},
+      {"MASTER_PORT", std::to_string(master_port)},
+  };
+}
+
+std::vector<std::string> merged_environment(const char* const* inherited,
+                                            const std::vector<EnvironmentVariable>& overrides) {
+  auto is_overridden = [&](std::string_view entry) {
+    std::string_view name = entry.substr(0, entry.find('='));
+    for (const auto& [override_name, value] : overrides) {
+      if (name == override_name) return true;
+    }
+    return false;
+  };
+  std::vector<std::string> environment;
+  for (const char* const* entry = inherited; entry != nullptr && *entry != nullptr; ++entry) {
+    if (!is_overridden(*entry)) environment.emplace_back(*entry);
+  }
+  for (const auto& [name, value] : overrides) environment.push_back(name + "=" + value);
+  return environment;
+}
+
+}  // namespace hora::launcher

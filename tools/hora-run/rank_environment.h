@@ -1,0 +1,25 @@
+// The environment variables that tell one rank who it is and where rank 0
+// listens, named and numbered the way torchrun sets them, so programs written
+// for torch.distributed's env:// initialisation run under hora-run unchanged.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launch_options.h"
+
+namespace hora::launcher {
+
+using EnvironmentVariable = std::pair<std::string, std::string>;
+
+// RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE,
+// MASTER_ADDR and MASTER_PORT for the rank with this local index.
+std::vector<EnvironmentVariable> rank_variables(const LaunchOptions& options, int local_rank, int master_port);
+
+// "NAME=value" entries: the inherited environment with every variable of
+// `overrides` replacing any inherited entry of the same name.
+std::vector<std::string> merged_environment(const char* const* inherited,
+                                            const std::vector<EnvironmentVariable>& overrides);
+
+}  // namespace hora::launcher

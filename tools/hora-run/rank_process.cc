@@ -1,0 +1,76 @@
+#include "rank_process.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "posix_io.h"
+
+namespace hora::launcher {
+namespace {
+
+std::vector<char*> null_terminated(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (const std::string& text : strings) pointers.push_back(const_cast<char*>(text.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// Runs in the forked child. Only async-signal-safe calls: the launcher is one
+// thread, but keeping to them costs nothing and stays correct if that changes.
+[[noreturn]] void become_rank(const SpawnRequest& request, char* const* argv, char* const* envp, int status_fd) {
+  // Our own process group: a terminal's Ctrl-C reaches the launcher only,
+  // which forwards it once, and stopping a rank reaches its whole tree.
+  ::setpgid(0, 0);
+  for (const auto& [signal_number, action] : request.signal_actions) ::sigaction(signal_number, &action, nullptr);
+  ::sigprocmask(SIG_SETMASK, &request.signal_mask, nullptr);
+  if ((request.stdin_fd >= 0 && ::dup2(request.stdin_fd, STDIN_FILENO) < 0) ||
+      (request.stdout_fd >= 0 && ::dup2(request.stdout_fd, STDOUT_FILENO) < 0) ||
+      (request.stderr_fd >= 0 && ::dup2(request.stderr_fd, STDERR_FILENO) < 0)) {
+    int error = errno;
+    (void)!::write(status_fd, &error, sizeof(error));
+    ::_exit(127);
+  }
+  ::execvpe(argv[0], argv, envp);
+  int error = errno;
+  (void)!::write(status_fd, &error, sizeof(error));
+  ::_exit(127);
+}
+
+}  // namespace
+
+pid_t spawn_rank(const SpawnRequest& request) {
+  // Everything the child needs is built before fork(): allocating after it
+  // is not safe in general.
+  std::vector<char*> argv = null_terminated(request.command);
+  std::vector<char*> envp = null_terminated(request.environment);
+  // exec() closes this close-on-exec pipe: reading end-of-file means the
+  // program started; reading an errno means it did not.
+  Pipe exec_status = make_pipe("reporting whether the program started");
+
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("cannot fork a process for '" + request.command.front() + "'");
+  if (pid == 0) become_rank(request, argv.data(), envp.data(), exec_status.write_end.get());
+
+  exec_status.write_end.reset();
+  int child_errno = 0;
+  ssize_t count;
+  do {
+    count = ::read(exec_status.read_end.get(), &child_errno, sizeof(child_errno));
+  } while (count < 0 && errno == EINTR);
+  if (count == 0) return pid;
+
+  // The child already exited (or will at once); reap it here so it never
+  // shows up as a failed rank.
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (count != static_cast<ssize_t>(sizeof(child_errno))) {
+    throw SpawnError("cannot start '" + request.command.front() + "': the child reported nothing intelligible");
+  }
+  throw SpawnError("cannot start '" + request.command.front() + "': " + std::strerror(child_errno));
+}
+
+}  // namespace hora::launcher

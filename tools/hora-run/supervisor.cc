@@ -1,0 +1,285 @@
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <sstream>
+
+#include "exit_status.h"
+#include "rank_environment.h"
+#include "rank_process.h"
+
+extern char** environ;
+
+namespace hora::launcher {
+namespace {
+
+// How long ranks that ignore SIGKILL's effect (stuck in the kernel) are
+// waited for before hora-run gives up on them.
+constexpr std::chrono::seconds kAbandonAfterKill{5};
+// How long output is still read after the last rank exited: pipes normally
+// report end-of-file at once, but a process a rank left behind may hold
+// them open for ever.
+constexpr std::chrono::seconds kOutputDrainGrace{1};
+
+std::string seconds_text(double seconds) {
+  std::ostringstream text;
+  text << seconds << " s";
+  return text.str();
+}
+
+std::chrono::steady_clock::duration to_duration(double seconds) {
+  // Beyond about thirty years a deadline means "never"; capping keeps the
+  // conversion to nanoseconds from overflowing.
+  seconds = std::min(seconds, 1e9);
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string rank_name(int global_rank, pid_t pid) {
+  return "rank " + std::to_string(global_rank) + " (pid " + std::to_string(pid) + ")";
+}
+
+}  // namespace
+
+Supervisor::Supervisor(LaunchOptions options, int master_port)
+    : options_(std::move(options)), master_port_(master_port) {}
+
+Supervisor::~Supervisor() {
+  // Reached with ranks still running only when run() threw: never leave
+  // them behind.
+  for (Rank& rank : ranks_) {
+    if (!rank.running) continue;
+    ::kill(-rank.pid, SIGKILL);
+    while (::waitpid(rank.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void Supervisor::report(const std::string& message) const { write_all(STDERR_FILENO, "hora-run: " + message + "\n"); }
+
+int Supervisor::run() {
+  try {
+    start_ranks();
+  } catch (const SpawnError& error) {
+    exit_code_ = kExitCannotExecute;
+    report(error.what() + std::string(live_rank_count() > 0 ? "; stopping the other ranks" : ""));
+    stop_all();
+  } catch (const std::runtime_error& error) {
+    exit_code_ = kExitLauncherFailure;
+    report(error.what() + std::string(live_rank_count() > 0 ? "; stopping the other ranks" : ""));
+    stop_all();
+  }
+  if (options_.timeout_seconds) job_deadline_ = Clock::now() + to_duration(*options_.timeout_seconds);
+  if (live_rank_count() == 0) on_last_rank_gone();
+
+  std::vector<pollfd> watched;
+  std::vector<ForwardedStream*> watched_streams;  // watched[i] belongs to watched_streams[i]
+  while (!finished()) {
+    watched.clear();
+    watched_streams.clear();
+    for (const auto& stream : streams_) {
+      if (!stream->open()) continue;
+      watched.push_back({stream->fd(), POLLIN, 0});
+      watched_streams.push_back(stream.get());
+    }
+    watched.push_back({signals_.fd(), POLLIN, 0});
+    int ready = ::poll(watched.data(), watched.size(), poll_timeout_ms());
+    if (ready < 0 && errno != EINTR) throw_errno("poll failed");
+    if (ready > 0) {
+      // Output first, so a rank's last words come before the report of its exit.
+      for (std::size_t i = 0; i < watched_streams.size(); ++i) {
+        if (watched[i].revents != 0) watched_streams[i]->read_available();
+      }
+      if (watched.back().revents != 0) handle_signals();
+    }
+    check_deadlines();
+  }
+
+  for (const auto& stream : streams_) stream->close_now();
+  // Processes the ranks of a failed job left behind are stopped too.
+  if (stopping_) signal_rank_groups(SIGKILL, /*live_ranks_only=*/false);
+  return exit_code_.value_or(0);
+}
+
+void Supervisor::start_ranks() {
+  // Ranks run in process groups of their own, so a rank reading a terminal
+  // would be stopped by SIGTTIN; they read /dev/null instead.
+  UniqueFd null_input;
+  if (::isatty(STDIN_FILENO)) {
+    null_input.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null_input.valid()) throw_errno("cannot open /dev/null for the ranks' standard input");
+  }
+  ranks_.reserve(static_cast<std::size_t>(options_.nproc_per_node));
+  for (int local_rank = 0; local_rank < options_.nproc_per_node; ++local_rank) {
+    start_rank(local_rank, null_input.get());
+  }
+}
+
+void Supervisor::start_rank(int local_rank, int stdin_fd) {
+  Rank rank;
+  rank.local_rank = local_rank;
+  rank.global_rank = options_.global_rank(local_rank);
+
+  SpawnRequest request;
+  request.command = options_.command;
+  request.environment = merged_environment(environ, rank_variables(options_, local_rank, master_port_));
+  request.stdin_fd = stdin_fd;
+  request.signal_mask = signals_.original_mask();
+  request.signal_actions = signals_.original_actions();
+
+  std::optional<Pipe> out, err;
+  if (options_.tag_output) {
+    out = make_pipe("the standard output of rank " + std::to_string(rank.global_rank));
+    err = make_pipe("the standard error of rank " + std::to_string(rank.global_rank));
+    request.stdout_fd = out->write_end.get();
+    request.stderr_fd = err->write_end.get();
+  }
+  try {
+    rank.pid = spawn_rank(request);
+  } catch (const SpawnError& error) {
+    throw SpawnError("rank " + std::to_string(rank.global_rank) + ": " + error.what());
+  }
+  rank.running = true;
+  ranks_.push_back(rank);
+
+  if (options_.tag_output) {
+    // Only the child may hold the write ends, or end-of-file would never come.
+    out->write_end.reset();
+    err->write_end.reset();
+    std::string prefix = "[rank " + std::to_string(rank.global_rank) + "] ";
+    streams_.push_back(std::make_unique<ForwardedStream>(std::move(out->read_end), prefix,
+                                                         descriptor_sink(STDOUT_FILENO)));
+    streams_.push_back(std::make_unique<ForwardedStream>(std::move(err->read_end), prefix,
+                                                         descriptor_sink(STDERR_FILENO)));
+  }
+}
+
+void Supervisor::handle_signals() {
+  for (int signal_number : signals_.take_pending()) {
+    if (signal_number == SIGCHLD) {
+      reap_exited_ranks();
+    } else if (is_forwarded_signal(signal_number)) {
+      forward_signal(signal_number);
+    }
+  }
+}
+
+void Supervisor::reap_exited_ranks() {
+  while (true) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid <= 0) return;  // 0: others still running; ECHILD: none left
+    for (Rank& rank : ranks_) {
+      if (rank.pid != pid || !rank.running) continue;
+      rank.running = false;
+      rank.wait_status = status;
+      on_rank_exit(rank);
+    }
+  }
+}
+
+void Supervisor::on_rank_exit(const Rank& rank) {
+  if (!is_success(rank.wait_status) && !stopping_ && !exit_code_) {
+    // The first failure decides the job's exit code; what the others do
+    // while being stopped is a consequence, not news.
+    exit_code_ = exit_code_for(rank.wait_status);
+    report(rank_name(rank.global_rank, rank.pid) + " " + describe_wait_status(rank.wait_status) +
+           (live_rank_count() > 0 ? "; stopping the other ranks" : ""));
+    stop_all();
+  }
+  if (live_rank_count() == 0) on_last_rank_gone();
+}
+
+void Supervisor::on_last_rank_gone() {
+  if (!drain_deadline_) drain_deadline_ = Clock::now() + kOutputDrainGrace;
+}
+
+void Supervisor::forward_signal(int signal_number) {
+  if (live_rank_count() == 0) return;
+  report("received " + signal_name(signal_number) + "; forwarding it to the ranks");
+  signal_rank_groups(signal_number, /*live_ranks_only=*/true);
+}
+
+void Supervisor::stop_all() {
+  if (stopping_) return;
+  stopping_ = true;
+  // Groups of ranks that already exited are signalled too: processes they
+  // started may still be running.
+  signal_rank_groups(SIGTERM, /*live_ranks_only=*/false);
+  kill_deadline_ = Clock::now() + to_duration(options_.kill_timeout_seconds);
+}
+
+void Supervisor::signal_rank_groups(int signal_number, bool live_ranks_only) {
+  for (const Rank& rank : ranks_) {
+    if (live_ranks_only && !rank.running) continue;
+    // ESRCH (the group is already empty) is the expected, harmless case.
+    ::kill(-rank.pid, signal_number);
+  }
+}
+
+void Supervisor::check_deadlines() {
+  auto now = Clock::now();
+  if (job_deadline_ && now >= *job_deadline_) {
+    job_deadline_.reset();
+    if (!stopping_ && live_rank_count() > 0) {
+      exit_code_ = kExitTimeout;
+      report("the job ran longer than --timeout " + seconds_text(*options_.timeout_seconds) +
+             "; stopping all ranks");
+      stop_all();
+    }
+  }
+  if (kill_deadline_ && now >= *kill_deadline_) {
+    kill_deadline_.reset();
+    for (const Rank& rank : ranks_) {
+      if (!rank.running) continue;
+      report(rank_name(rank.global_rank, rank.pid) + " did not stop within " +
+             seconds_text(options_.kill_timeout_seconds) + " of SIGTERM; sending SIGKILL");
+    }
+    signal_rank_groups(SIGKILL, /*live_ranks_only=*/false);
+    abandon_deadline_ = now + kAbandonAfterKill;
+  }
+  if (abandon_deadline_ && now >= *abandon_deadline_) {
+    abandon_deadline_.reset();
+    for (Rank& rank : ranks_) {
+      if (!rank.running) continue;
+      report(rank_name(rank.global_rank, rank.pid) + " did not exit after SIGKILL; giving up on it");
+      rank.running = false;
+      if (!exit_code_) exit_code_ = kExitLauncherFailure;
+    }
+    on_last_rank_gone();
+  }
+}
+
+int Supervisor::live_rank_count() const {
+  int live = 0;
+  for (const Rank& rank : ranks_) live += rank.running ? 1 : 0;
+  return live;
+}
+
+bool Supervisor::finished() const {
+  if (live_rank_count() > 0) return false;
+  bool output_open = false;
+  for (const auto& stream : streams_) output_open = output_open || stream->open();
+  return !output_open || (drain_deadline_ && Clock::now() >= *drain_deadline_);
+}
+
+int Supervisor::poll_timeout_ms() const {
+  std::optional<Clock::time_point> earliest;
+  for (const auto& deadline : {job_deadline_, kill_deadline_, abandon_deadline_, drain_deadline_}) {
+    if (deadline && (!earliest || *deadline < *earliest)) earliest = deadline;
+  }
+  if (!earliest) return -1;  // only a child exit, a signal or output can change anything
+  auto remaining = *earliest - Clock::now();
+  if (remaining <= Clock::duration::zero()) return 0;
+  // Rounded up (waking early would only mean another round) and capped at an
+  // hour, which poll()'s int of milliseconds can hold.
+  auto milliseconds = std::chrono::ceil<std::chrono::milliseconds>(remaining).count();
+  return static_cast<int>(std::min<decltype(milliseconds)>(milliseconds, 3600 * 1000));
+}
+
+}  // namespace hora::launcher

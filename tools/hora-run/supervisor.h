@@ -1,0 +1,77 @@
+// Runs a job: starts every rank of this node, forwards their output and the
+// signals hora-run receives, and decides the job's fate. One thread waits in
+// poll() on a signalfd (child exits and signals to forward) and on the ranks'
+// output pipes; every wait has a deadline, so nothing spins and nothing hangs.
+//
+// The policy, as torchrun's: the job succeeds when every rank exits 0. The
+// first rank that fails (non-zero exit or killed by a signal) is reported,
+// the others get SIGTERM, then SIGKILL after the kill timeout, and hora-run
+// exits with the failing rank's code.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launch_options.h"
+#include "output_forwarder.h"
+#include "posix_io.h"
+#include "signal_routing.h"
+
+namespace hora::launcher {
+
+class Supervisor {
+ public:
+  Supervisor(LaunchOptions options, int master_port);
+  ~Supervisor();  // kills and reaps ranks still running (only after an error)
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Runs the job to its end and returns hora-run's exit code.
+  int run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  struct Rank {
+    int local_rank = 0;
+    int global_rank = 0;
+    pid_t pid = -1;  // also the process-group id
+    bool running = false;
+    int wait_status = 0;
+  };
+
+  void start_ranks();
+  void start_rank(int local_rank, int stdin_fd);
+  void handle_signals();
+  void reap_exited_ranks();
+  void on_rank_exit(const Rank& rank);
+  void forward_signal(int signal_number);
+  void stop_all();
+  void check_deadlines();
+  void on_last_rank_gone();
+  bool finished() const;
+  int poll_timeout_ms() const;
+  int live_rank_count() const;
+  void signal_rank_groups(int signal_number, bool live_ranks_only);
+  void report(const std::string& message) const;
+
+  LaunchOptions options_;
+  int master_port_;
+  SignalRouting signals_;
+  std::vector<Rank> ranks_;
+  std::vector<std::unique_ptr<ForwardedStream>> streams_;
+
+  std::optional<int> exit_code_;  // set by the first failure or the timeout
+  bool stopping_ = false;
+  std::optional<Clock::time_point> job_deadline_;      // --timeout
+  std::optional<Clock::time_point> kill_deadline_;     // SIGTERM sent; SIGKILL then
+  std::optional<Clock::time_point> abandon_deadline_;  // SIGKILL sent; stop waiting then
+  std::optional<Clock::time_point> drain_deadline_;    // all ranks gone; stop reading output then
+};
+
+}  // namespace hora::launcher
