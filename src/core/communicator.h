@@ -69,6 +69,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void runOps(const std::vector<Op>& ops);
   void runCollective(const Op& op);
   void runPointToPoint(const std::vector<const Op*>& ops);
+  bool useDirectAllReduce(const Op& op) const;
+  void runDirectAllReduce(const Op& op);
   void checkUsable() const;
   void markBroken(const Error& error);
   WaitPolicy waitPolicy() const;
@@ -86,6 +88,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::size_t chunkBytes_;
   StagingPool staging_;
   std::chrono::microseconds spin_;
+  std::size_t directMaxBytes_;     // all-reduces up to this size skip the ring
+  std::vector<char> gathered_;     // scratch of the direct all-reduce
 
   // Serialises execution: the calling thread or the worker, one at a time.
   std::mutex execMutex_;
