@@ -66,8 +66,10 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                                                       &abort_);
   transport::ConnectorOptions connectorOptions{timeout_};
   if (auto fifo = env::get({"HORA_SHM_FIFO_SIZE"}))
-    connectorOptions.shmFifoBytes = env::parseBytes(*fifo, "HORA_SHM_FIFO_SIZE");
-  HORA_CHECK_ARG(connectorOptions.shmFifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
+    connectorOptions.shm.fifoBytes = env::parseBytes(*fifo, "HORA_SHM_FIFO_SIZE");
+  HORA_CHECK_ARG(connectorOptions.shm.fifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
+  if (auto pull = env::get({"HORA_SHM_PULL_MIN"}))
+    connectorOptions.shm.pullMinBytes = env::parseBytes(*pull, "HORA_SHM_PULL_MIN");
   connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_,
                                                       chooseTransports(), connectorOptions);
 

@@ -53,7 +53,7 @@ SendConnection& Connector::sendTo(int peer) {
   }
   std::unique_ptr<SendConnection> connection;
   if (kinds_[peer] == TransportKind::Shm)
-    connection = connectShmSender(std::move(socket), name, options_.shmFifoBytes, deadline, abort_);
+    connection = connectShmSender(std::move(socket), name, options_.shm, deadline, abort_);
   else
     connection = std::make_unique<TcpSendConnection>(std::move(socket), name);
   HORA_LOG(Trace, transportName(kinds_[peer]), ": sending to ", name);

@@ -15,6 +15,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "transport/connection.h"
+#include "transport/shm/shm_connection.h"
 
 namespace hora::transport {
 
@@ -23,7 +24,7 @@ const char* transportName(TransportKind kind);
 
 struct ConnectorOptions {
   std::chrono::milliseconds timeout;
-  std::size_t shmFifoBytes = 1 << 20;
+  ShmOptions shm;
 };
 
 class Connector {

@@ -24,16 +24,24 @@ class PostedQueue {
   bool drain(Move&& move) {
     bool moved = false;
     while (!pieces_.empty()) {
-      Piece& piece = pieces_.front();
-      std::size_t n = move(piece.data, piece.left);
+      std::size_t n = move(pieces_.front().data, pieces_.front().left);
       if (n == 0) break;
       moved = true;
-      piece.data += n;
-      piece.left -= n;
-      completed_ += n;
-      if (piece.left == 0) pieces_.pop_front();
+      advance(n);
     }
     return moved;
+  }
+
+  // The unmoved part of the oldest piece (the queue must not be empty).
+  Pointer frontData() const { return pieces_.front().data; }
+  std::size_t frontBytes() const { return pieces_.front().left; }
+  // Marks `bytes` of the oldest piece as moved.
+  void advance(std::size_t bytes) {
+    Piece& piece = pieces_.front();
+    piece.data += bytes;
+    piece.left -= bytes;
+    completed_ += bytes;
+    if (piece.left == 0) pieces_.pop_front();
   }
 
   bool empty() const { return pieces_.empty(); }

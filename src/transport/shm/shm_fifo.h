@@ -22,6 +22,9 @@ struct alignas(64) ShmFifoHeader {
   std::uint64_t capacity;
   alignas(64) std::atomic<std::uint64_t> written;
   alignas(64) std::atomic<std::uint64_t> read;
+  // Payload bytes the receiver has finished with (copied out of the FIFO or
+  // pulled from the sender's memory): the sender's completion counter.
+  alignas(64) std::atomic<std::uint64_t> consumed;
 };
 
 // Offset of the data ring from the start of the segment.
@@ -36,6 +39,15 @@ class ShmFifo {
         data_(static_cast<char*>(segment) + kShmFifoDataOffset) {}
 
   std::uint64_t capacity() const { return header_->capacity; }
+  ShmFifoHeader& header() const { return *header_; }
+  std::uint64_t freeBytes() const {
+    return header_->capacity - (header_->written.load(std::memory_order_relaxed) -
+                                header_->read.load(std::memory_order_acquire));
+  }
+  std::uint64_t availableBytes() const {
+    return header_->written.load(std::memory_order_acquire) -
+           header_->read.load(std::memory_order_relaxed);
+  }
   // Copies up to `bytes` from `src` into the ring; returns the bytes taken.
   std::size_t push(const char* src, std::size_t bytes);
   // Copies up to `bytes` from the ring into `dst`; returns the bytes given.
