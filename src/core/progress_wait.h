@@ -31,11 +31,15 @@ void ProgressEngine::waitLoop(F done, const char* what) {
     // allows (shared memory wakes no descriptor), and look for dead peers.
     entries.clear();
     int sliceMs = 20;
+    // Only connections with work outstanding: a peer that finished its part
+    // with us may exit while we still work with others.
     for (auto* s : sends_) {
+      if (s->completedBytes() == s->postedBytes()) continue;
       s->checkAlive();
       if (auto e = s->pollEntry(); e.fd >= 0) entries.push_back(e), sliceMs = std::min(sliceMs, s->sleepSliceMs());
     }
     for (auto* r : recvs_) {
+      if (r->completedBytes() == r->postedBytes()) continue;
       r->checkAlive();
       if (auto e = r->pollEntry(); e.fd >= 0) entries.push_back(e), sliceMs = std::min(sliceMs, r->sleepSliceMs());
     }

@@ -189,6 +189,10 @@ bool ShmRecvConnection::progress() {
   return moved;
 }
 
-void ShmRecvConnection::checkAlive() { checkLifeline(lifeline_, peer_); }
+void ShmRecvConnection::checkAlive() {
+  // Bytes still in the FIFO are ours to read, whatever became of the sender.
+  if (fifo_.availableBytes() > 0) return;
+  checkLifeline(lifeline_, peer_);
+}
 
 }  // namespace hora::transport
