@@ -1,0 +1,146 @@
+#include "benchmark.h"
+
+#include <chrono>
+#include <string>
+
+#include "data_types.h"
+#include "report.h"
+#include "value_model.h"
+
+namespace hora::perf {
+namespace {
+
+const char* opName(std::optional<ncclRedOp_t> op) {
+  if (!op) return "none";
+  switch (*op) {
+    case ncclSum: return "sum";
+    case ncclProd: return "prod";
+    case ncclMax: return "max";
+    case ncclMin: return "min";
+    case ncclAvg: return "avg";
+    default: return "?";
+  }
+}
+
+void print(std::FILE* out, const std::string& text) {
+  if (out == nullptr) return;
+  std::fputs(text.c_str(), out);
+  std::fflush(out);
+}
+
+// Times options.iters calls after options.warmupIters untimed ones, and
+// combines the per-thread time across ranks.
+double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool inPlace) {
+  const Options& options = *thread.options;
+  for (int i = 0; i < options.warmupIters; ++i) thread.launch(plan, inPlace);
+  // Start together, so no rank's time includes waiting for a late peer.
+  thread.sync->barrier(thread.participant);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < options.iters; ++i) thread.launch(plan, inPlace);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return thread.sync->combineSeconds(thread.participant, elapsed.count() / options.iters, options.average);
+}
+
+// Runs options.checkIters checked iterations; the number of wrong elements
+// over all ranks.
+long long checkIterations(const BenchmarkThread& thread, const StepPlan& plan, const ValueModel& values,
+                          bool inPlace) {
+  long long wrong = 0;
+  for (int rep = 0; rep < thread.options->checkIters; ++rep) {
+    for (const LocalRank& local : thread.ranks) {
+      prepareInputs(plan, values, local.rank, inPlace, local.buffers, rep);
+    }
+    thread.launch(plan, inPlace);
+    for (const LocalRank& local : thread.ranks) {
+      wrong += countWrongElements(plan, values, local.rank, inPlace, local.buffers, rep);
+    }
+  }
+  return thread.sync->sumCounts(thread.participant, wrong);
+}
+
+PlaceResult measure(const BenchmarkThread& thread, const StepPlan& plan, bool inPlace) {
+  const ValueModel values(plan.type, plan.op, plan.nranks);
+  // Time on well-formed data: garbage could hold NaNs or subnormals, which
+  // make host arithmetic slower than real data would.
+  for (const LocalRank& local : thread.ranks) {
+    prepareInputs(plan, values, local.rank, inPlace, local.buffers, 0);
+  }
+  PlaceResult result;
+  result.seconds = timeIterations(thread, plan, inPlace);
+  const std::size_t bytes = plan.sizing.bytes(dataTypeInfo(plan.type).size);
+  result.algbw = algorithmBandwidth(bytes, result.seconds);
+  result.busbw = result.algbw * busBandwidthFactor(plan.collective, plan.nranks);
+  if (thread.options->checkIters > 0 && resultChecked(plan, inPlace)) {
+    result.wrong = checkIterations(thread, plan, values, inPlace);
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<StepPlan> planSteps(const Options& options, int nranks) {
+  const CollectiveInfo& info = collectiveInfo(options.collective);
+  std::vector<std::optional<ncclRedOp_t>> ops;
+  if (info.reduces) {
+    ops.assign(options.ops.begin(), options.ops.end());
+  } else {
+    ops.push_back(std::nullopt);
+  }
+  std::vector<int> roots;
+  if (!info.rooted) {
+    roots.push_back(-1);
+  } else if (options.root) {
+    roots.push_back(*options.root);
+  } else {
+    for (int root = 0; root < nranks; ++root) roots.push_back(root);
+  }
+  const std::vector<std::size_t> sizes = sizeSequence(options.sizes);
+
+  std::vector<StepPlan> steps;
+  for (ncclDataType_t type : options.types) {
+    const std::size_t typeSize = dataTypeInfo(type).size;
+    for (const auto& op : ops) {
+      for (int root : roots) {
+        for (std::size_t size : sizes) {
+          StepPlan plan{options.collective,
+                        type,
+                        op,
+                        root,
+                        nranks,
+                        sizeCollective(options.collective, size, typeSize, nranks)};
+          if (plan.sizing.bytes(typeSize) == 0) continue;
+          steps.push_back(plan);
+        }
+      }
+    }
+  }
+  return steps;
+}
+
+BenchmarkTotals runBenchmark(const BenchmarkThread& thread) {
+  BenchmarkTotals totals;
+  const std::vector<StepPlan> steps = planSteps(*thread.options, thread.nranks);
+  if (steps.empty()) {
+    print(thread.out, "# Nothing measured: no size in the range gives every rank a whole element\n");
+  }
+  for (const StepPlan& plan : steps) {
+    const DataTypeInfo& type = dataTypeInfo(plan.type);
+    print(thread.out, rowPrefix(plan.sizing.bytes(type.size), plan.sizing.paramCount, type.name,
+                                opName(plan.op), plan.root));
+    for (bool inPlace : {false, true}) {
+      if (inPlace && collectiveInfo(plan.collective).inPlace == InPlaceForm::Refused) {
+        print(thread.out, placeColumns(PlaceResult::notRun()));
+        continue;
+      }
+      const PlaceResult result = measure(thread, plan, inPlace);
+      print(thread.out, placeColumns(result));
+      totals.wrongElements += result.wrong.value_or(0);
+      totals.busbwSum += result.busbw;
+      ++totals.results;
+    }
+    print(thread.out, "\n");
+  }
+  return totals;
+}
+
+}  // namespace hora::perf

@@ -1,0 +1,49 @@
+// The measurement loop one thread runs for the ranks it drives: for every
+// type, op, root and size, time the collective out of place and in place,
+// check its results, and (on the printing thread) print the table rows.
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "data_check.h"
+#include "options.h"
+#include "rank_sync.h"
+
+namespace hora::perf {
+
+// Every measurement of a run, in the order they are made: types, then ops,
+// then roots, then sizes. Sizes whose element counts round down to zero are
+// left out.
+std::vector<StepPlan> planSteps(const Options& options, int nranks);
+
+struct LocalRank {
+  int rank = 0;
+  RankBuffers buffers;
+};
+
+// Runs the collective once for every rank in `ranks` of the thread (one
+// NCCL group when there are several) and returns when results are in place.
+using LaunchFunction = std::function<void(const StepPlan& plan, bool inPlace)>;
+
+struct BenchmarkThread {
+  const Options* options = nullptr;
+  int nranks = 1;
+  int participant = 0;           // index of this thread in `sync`
+  std::vector<LocalRank> ranks;  // the ranks this thread drives
+  RankSync* sync = nullptr;
+  LaunchFunction launch;
+  std::FILE* out = nullptr;  // set on the one thread that prints the table
+};
+
+struct BenchmarkTotals {
+  long long wrongElements = 0;  // over all ranks, sizes and places
+  double busbwSum = 0;          // over every measured result
+  int results = 0;
+  double averageBusbw() const { return results > 0 ? busbwSum / results : 0.0; }
+};
+
+BenchmarkTotals runBenchmark(const BenchmarkThread& thread);
+
+}  // namespace hora::perf

@@ -1,0 +1,23 @@
+// The NCCL calls themselves: one collective for every rank a thread drives.
+#pragma once
+
+#include <span>
+
+#include "data_check.h"
+#include "nccl.h"
+
+namespace hora::perf {
+
+struct NcclRank {
+  int rank = 0;
+  ncclComm_t comm = nullptr;
+  RankBuffers buffers;
+};
+
+// Issues the collective of `plan` for each rank in `ranks`, inside one
+// ncclGroupStart/End when there are several ranks (or for sendrecv, whose
+// send and receive must be grouped), and returns when it completed. On
+// failure, reports the rank and the error and ends the process.
+void launchCollective(const StepPlan& plan, bool inPlace, std::span<const NcclRank> ranks);
+
+}  // namespace hora::perf

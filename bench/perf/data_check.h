@@ -1,0 +1,54 @@
+// Where one rank's data lives for one measurement, how hora-perf fills it
+// before a checked iteration, and how it counts wrong result elements after.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+#include "collectives.h"
+#include "nccl.h"
+#include "value_model.h"
+
+namespace hora::perf {
+
+// Everything about one measurement that all ranks share.
+struct StepPlan {
+  Collective collective = Collective::AllReduce;
+  ncclDataType_t type = ncclFloat32;
+  std::optional<ncclRedOp_t> op;  // empty unless the collective reduces
+  int root = -1;                  // -1 unless the collective is rooted
+  int nranks = 1;
+  CollectiveSizing sizing;
+};
+
+// One rank's two buffers, each large enough for the largest measurement.
+struct RankBuffers {
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+// The pointers one rank passes to NCCL. In place, nccl-tests' convention:
+//   all_gather      send = recv + rank * sendCount
+//   reduce_scatter  recv = send + rank * recvCount (send is the receive buffer)
+//   the others      send = recv
+struct CallPointers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+};
+
+CallPointers callPointers(const StepPlan& plan, int rank, bool inPlace, const RankBuffers& buffers);
+
+// Whether the result of this form of the collective is checked.
+bool resultChecked(const StepPlan& plan, bool inPlace);
+
+// Writes rank's inputs for repetition `rep` where the call will read them,
+// and poisons the elements the call must write (see poisonBuffer).
+void prepareInputs(const StepPlan& plan, const ValueModel& values, int rank, bool inPlace,
+                   const RankBuffers& buffers, int rep);
+
+// The number of elements of rank's result that differ from the expected
+// ones; 0 where this rank has no defined result (a non-root of reduce).
+long long countWrongElements(const StepPlan& plan, const ValueModel& values, int rank, bool inPlace,
+                             const RankBuffers& buffers, int rep);
+
+}  // namespace hora::perf

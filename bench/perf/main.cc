@@ -1,0 +1,49 @@
+// hora-perf: nccl-tests' bandwidth benchmark for hora, on host memory.
+//
+//   hora-perf all_reduce -b 8 -e 128M -f 2 -t 4         4 ranks as threads
+//   hora-run -n 4 hora-perf all_reduce -b 8 -e 128M -f 2  4 ranks as processes
+//
+// See docs/hora-perf.md for the flags and the meaning of every column.
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launch_environment.h"
+#include "options.h"
+#include "run_modes.h"
+
+namespace {
+
+constexpr int kUsageExitStatus = 2;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace hora::perf;
+  Options options;
+  std::optional<ProcessRank> process;
+  try {
+    options = parseOptions(std::vector<std::string>(argv + 1, argv + argc), argc > 0 ? argv[0] : "hora-perf");
+    if (options.showHelp) {
+      std::fputs(usageText().c_str(), stdout);
+      return 0;
+    }
+    process = processRankFromEnvironment([](const char* name) { return std::getenv(name); });
+    if (process && options.ranksInProcess() != 1) {
+      throw UsageError("under hora-run each process is one rank, so -t and -g must be 1 (got -t " +
+                       std::to_string(options.threads) + " -g " + std::to_string(options.ranksPerThread) +
+                       ")");
+    }
+    const int nranks = process ? process->worldSize : options.ranksInProcess();
+    if (collectiveInfo(options.collective).rooted && options.root && *options.root >= nranks) {
+      throw UsageError("-r/--root " + std::to_string(*options.root) + " is not a rank: there are " +
+                       std::to_string(nranks) + " ranks (0 to " + std::to_string(nranks - 1) + ")");
+    }
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "hora-perf: %s\nRun 'hora-perf -h' for usage.\n", error.what());
+    return kUsageExitStatus;
+  }
+  return process ? runAsProcessRank(options, *process) : runRanksAsThreads(options);
+}

@@ -1,0 +1,275 @@
+#include "options.h"
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <limits>
+
+#include "data_types.h"
+
+namespace hora::perf {
+namespace {
+
+// One flag of the command line: its short and long names, and what its
+// value does to the options.
+struct Flag {
+  char shortName;
+  std::string_view longName;
+  bool takesValue;
+  std::function<void(Options&, std::string_view value, const std::string& shown)> apply;
+};
+
+std::string shownName(const Flag& flag) {
+  std::string name = "-";
+  name += flag.shortName;
+  name += "/--";
+  name += flag.longName;
+  return name;
+}
+
+long long parseInteger(std::string_view text, const std::string& flag, long long min, long long max) {
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  const auto [last, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || last != end) {
+    throw UsageError(flag + " takes a whole number, got '" + std::string(text) + "'");
+  }
+  if (value < min || value > max) {
+    throw UsageError(flag + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                     ", got " + std::string(text));
+  }
+  return value;
+}
+
+int parseInt(std::string_view text, const std::string& flag, int min,
+             int max = std::numeric_limits<int>::max()) {
+  return static_cast<int>(parseInteger(text, flag, min, max));
+}
+
+std::vector<ncclRedOp_t> parseOps(std::string_view text, const std::string& flag) {
+  struct Named {
+    std::string_view name;
+    ncclRedOp_t op;
+  };
+  static constexpr Named kOps[] = {
+      {"sum", ncclSum}, {"prod", ncclProd}, {"max", ncclMax}, {"min", ncclMin}, {"avg", ncclAvg}};
+  if (text == "all") return {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  for (const Named& named : kOps) {
+    if (text == named.name) return {named.op};
+  }
+  throw UsageError(flag + " takes sum, prod, min, max, avg or all, got '" + std::string(text) + "'");
+}
+
+std::vector<ncclDataType_t> parseTypes(std::string_view text, const std::string& flag) {
+  if (text == "all") {
+    std::vector<ncclDataType_t> types;
+    for (const DataTypeInfo& info : allDataTypes()) types.push_back(info.type);
+    return types;
+  }
+  if (auto type = parseDataTypeName(text)) return {*type};
+  std::string known;
+  for (const DataTypeInfo& info : allDataTypes()) known += std::string(info.name) + " ";
+  throw UsageError(flag + " takes a type name (" + known + "or all), got '" + std::string(text) + "'");
+}
+
+const std::vector<Flag>& flags() {
+  static const std::vector<Flag> kFlags = {
+      {'b', "minbytes", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.sizes.minBytes = parseByteSize(v, f); }},
+      {'e', "maxbytes", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.sizes.maxBytes = parseByteSize(v, f); }},
+      {'f', "stepfactor", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.sizes.stepFactor = parseInt(v, f, 1); }},
+      {'i', "stepbytes", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.sizes.stepBytes = parseByteSize(v, f); }},
+      {'n', "iters", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.iters = parseInt(v, f, 1); }},
+      {'w', "warmup_iters", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.warmupIters = parseInt(v, f, 0); }},
+      {'c', "check", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.checkIters = parseInt(v, f, 0); }},
+      {'o', "op", true, [](Options& o, std::string_view v, const std::string& f) { o.ops = parseOps(v, f); }},
+      {'d', "datatype", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.types = parseTypes(v, f); }},
+      {'r', "root", true,
+       [](Options& o, std::string_view v, const std::string& f) {
+         if (v == "all") {
+           o.root.reset();
+         } else {
+           o.root = parseInt(v, f, 0);
+         }
+       }},
+      {'z', "blocking", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.blocking = parseInt(v, f, 0, 1) == 1; }},
+      {'t', "nthreads", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.threads = parseInt(v, f, 1, 1024); }},
+      {'g', "ngpus", true,
+       [](Options& o, std::string_view v, const std::string& f) {
+         o.ranksPerThread = parseInt(v, f, 1, 1024);
+       }},
+      {'a', "average", true,
+       [](Options& o, std::string_view v, const std::string& f) {
+         o.average = static_cast<AverageMode>(parseInt(v, f, 0, 3));
+       }},
+      {'h', "help", false, [](Options& o, std::string_view, const std::string&) { o.showHelp = true; }},
+  };
+  return kFlags;
+}
+
+const Flag* findShort(char name) {
+  for (const Flag& flag : flags()) {
+    if (flag.shortName == name) return &flag;
+  }
+  return nullptr;
+}
+
+const Flag* findLong(std::string_view name) {
+  for (const Flag& flag : flags()) {
+    if (flag.longName == name) return &flag;
+  }
+  return nullptr;
+}
+
+std::string_view baseName(std::string_view path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string collectiveList() {
+  std::string list;
+  for (const CollectiveInfo& info : allCollectives()) {
+    if (!list.empty()) list += ", ";
+    list += info.name;
+  }
+  return list;
+}
+
+}  // namespace
+
+std::size_t parseByteSize(std::string_view text, std::string_view flag) {
+  const std::string shown(flag);
+  std::string_view digits = text;
+  unsigned shift = 0;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'K':
+      case 'k': shift = 10; break;
+      case 'M':
+      case 'm': shift = 20; break;
+      case 'G':
+      case 'g': shift = 30; break;
+      default: break;
+    }
+    if (shift != 0) digits.remove_suffix(1);
+  }
+  std::uint64_t value = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [last, error] = std::from_chars(digits.data(), end, value);
+  if (digits.empty() || error != std::errc() || last != end) {
+    throw UsageError(shown + " takes a size in bytes with an optional K, M or G suffix, got '" +
+                     std::string(text) + "'");
+  }
+  if (value > (std::numeric_limits<std::size_t>::max() >> shift)) {
+    throw UsageError(shown + " size '" + std::string(text) + "' is too large");
+  }
+  return static_cast<std::size_t>(value) << shift;
+}
+
+Options parseOptions(const std::vector<std::string>& arguments, std::string_view programName) {
+  Options options;
+  std::optional<Collective> collective = parseCollectiveName(baseName(programName));
+  bool collectiveGiven = false;
+
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    const std::string& argument = arguments[i];
+    const Flag* flag = nullptr;
+    std::optional<std::string_view> value;
+    if (argument.starts_with("--") && argument.size() > 2) {
+      std::string_view name = std::string_view(argument).substr(2);
+      if (const auto equals = name.find('='); equals != std::string_view::npos) {
+        value = name.substr(equals + 1);
+        name = name.substr(0, equals);
+      }
+      flag = findLong(name);
+      if (flag == nullptr) throw UsageError("unknown option '--" + std::string(name) + "'");
+    } else if (argument.starts_with("-") && argument.size() > 1) {
+      flag = findShort(argument[1]);
+      if (flag == nullptr) throw UsageError("unknown option '" + argument.substr(0, 2) + "'");
+      if (argument.size() > 2) value = std::string_view(argument).substr(2);  // "-b8"
+    } else {
+      if (collectiveGiven) {
+        throw UsageError("unexpected argument '" + argument + "': the collective was already given");
+      }
+      collective = parseCollectiveName(argument);
+      if (!collective) {
+        throw UsageError("unknown collective '" + argument + "'; choose one of " + collectiveList());
+      }
+      collectiveGiven = true;
+      continue;
+    }
+
+    const std::string shown = shownName(*flag);
+    if (!flag->takesValue) {
+      if (value) throw UsageError(shown + " takes no value");
+      flag->apply(options, {}, shown);
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= arguments.size()) throw UsageError(shown + " needs a value");
+      value = arguments[++i];
+    }
+    flag->apply(options, *value, shown);
+  }
+
+  if (options.showHelp) return options;
+  if (!collective) throw UsageError("no collective given; choose one of " + collectiveList());
+  options.collective = *collective;
+  try {
+    sizeSequence(options.sizes);
+  } catch (const Error& error) {
+    throw UsageError(error.what());
+  }
+  return options;
+}
+
+std::string usageText() {
+  return R"(Usage: hora-perf <collective> [options]
+
+Measures the time and bandwidth of one NCCL collective over a range of message
+sizes, on host memory, and checks every result.
+
+Collectives: all_reduce reduce_scatter all_gather broadcast reduce sendrecv
+             alltoall (nccl-tests' names such as all_reduce_perf work too)
+
+Ranks:
+  -t, --nthreads N        threads in this process (default 1)
+  -g, --ngpus N           ranks each thread drives in one group (default 1)
+                          Under hora-run, each process is one rank and -t/-g
+                          must stay 1.
+Sizes:
+  -b, --minbytes SIZE     smallest size (default 32M; K, M, G = 2^10, 2^20, 2^30)
+  -e, --maxbytes SIZE     largest size (default 32M)
+  -f, --stepfactor F      multiply the size by F each step (default: off)
+  -i, --stepbytes SIZE    add SIZE each step when -f is off (default 1M)
+Operation:
+  -o, --op OP             sum, prod, min, max, avg or all (default sum)
+  -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half float double
+                          bfloat16 f8e4m3 f8e5m2, or all (default float)
+  -r, --root R            root rank of broadcast and reduce, or all (default 0)
+Measurement:
+  -n, --iters N           timed iterations per size (default 20)
+  -w, --warmup_iters N    untimed iterations before them (default 5)
+  -c, --check N           iterations whose results are checked, 0 for none
+                          (default 1)
+  -a, --average M         time reported across ranks: 0 rank 0, 1 mean,
+                          2 min, 3 max (default 1)
+  -z, --blocking 0|1      accepted for nccl-tests compatibility; host
+                          collectives always return complete
+  -h, --help              print this text
+
+Exit status: 0 when every result was right, 1 when a result was wrong or an
+NCCL call failed, 2 for a command line hora-perf cannot run.
+)";
+}
+
+}  // namespace hora::perf

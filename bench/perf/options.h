@@ -1,0 +1,58 @@
+// hora-perf's command line: nccl-tests' flags (short and long names) plus
+// the collective to run. Parsing has no side effects; main() acts on the
+// result, and turns a UsageError into exit status 2.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectives.h"
+#include "hora/communicator.h"
+#include "nccl.h"
+#include "size_sequence.h"
+
+namespace hora::perf {
+
+// A command line hora-perf cannot run. what() says which flag and why.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& message) : Error(ErrorKind::InvalidArgument, message) {}
+};
+
+// How per-rank times combine into the reported time (-a, nccl-tests' values).
+enum class AverageMode { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
+
+struct Options {
+  Collective collective = Collective::AllReduce;
+  SizeRange sizes{32u << 20, 32u << 20, 1, 1u << 20};  // nccl-tests: 32M, 32M, +1M
+  int iters = 20;
+  int warmupIters = 5;
+  int checkIters = 1;  // 0: do not check results
+  std::vector<ncclRedOp_t> ops{ncclSum};
+  std::vector<ncclDataType_t> types{ncclFloat32};
+  std::optional<int> root = 0;  // empty: every rank in turn ("-r all")
+  bool blocking = false;
+  int threads = 1;
+  int ranksPerThread = 1;  // -g: ranks one thread drives in a group
+  AverageMode average = AverageMode::Mean;
+  bool showHelp = false;
+
+  int ranksInProcess() const { return threads * ranksPerThread; }
+};
+
+// Parses argv[1..]. `programName` is argv[0]: when its base name is a
+// nccl-tests binary name ("all_reduce_perf"), the collective may be left
+// out. Throws UsageError.
+Options parseOptions(const std::vector<std::string>& arguments, std::string_view programName = "hora-perf");
+
+// "8", "1K", "32M", "2G" (powers of 1024, as nccl-tests). Throws UsageError
+// naming `flag` when the text is not a size.
+std::size_t parseByteSize(std::string_view text, std::string_view flag);
+
+// The text -h prints.
+std::string usageText();
+
+}  // namespace hora::perf

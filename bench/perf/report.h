@@ -1,0 +1,51 @@
+// The text hora-perf prints, laid out like nccl-tests' so that scripts which
+// read nccl-tests output read hora-perf's too.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "options.h"
+
+namespace hora::perf {
+
+// "# nThread 1 nGpus 1 minBytes 8 maxBytes ... validation: 1 graph: 0"
+std::string optionsLine(const Options& options);
+
+// "#  Rank  0 Group  0 Pid   1234 on   hostname device  host"
+std::string rankLine(int rank, long pid, const std::string& host);
+
+// The three header lines of the table.
+std::string tableHeader();
+
+// The columns that describe one row: size, count, type, redop, root.
+// `redop` is "none" and root -1 where they do not apply.
+std::string rowPrefix(std::size_t bytes, std::size_t count, const char* typeName, const char* redopName,
+                      int root);
+
+// One out-of-place or in-place result.
+struct PlaceResult {
+  bool ran = true;                 // false: this form was not run (all N/A)
+  double seconds = 0;              // per iteration
+  double algbw = 0;                // GB/s
+  double busbw = 0;                // GB/s
+  std::optional<long long> wrong;  // empty: not checked (printed N/A)
+
+  static PlaceResult notRun() {
+    PlaceResult result;
+    result.ran = false;
+    return result;
+  }
+};
+
+// time, algbw, busbw and #wrong of one result.
+std::string placeColumns(const PlaceResult& result);
+
+// Microseconds with nccl-tests' precision: fewer decimals as times grow.
+std::string formatMicroseconds(double microseconds);
+
+// "# Out of bounds values : 0 OK" and "# Avg bus bandwidth    : X".
+std::string summaryLines(long long wrongElements, double averageBusbw);
+
+}  // namespace hora::perf

@@ -1,0 +1,166 @@
+#include "run_modes.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "benchmark.h"
+#include "collective_call.h"
+#include "host_buffer.h"
+#include "nccl_failure.h"
+#include "nccl_rank_sync.h"
+#include "report.h"
+
+#ifndef HORA_PERF_VERSION
+#define HORA_PERF_VERSION "unknown"
+#endif
+
+namespace hora::perf {
+namespace {
+
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+// The lines before the rank list.
+std::string runHeader(const Options& options) {
+  int libraryVersion = 0;
+  checkNccl(ncclGetVersion(&libraryVersion), "ncclGetVersion", -1, nullptr);
+  return "# hora-perf version " HORA_PERF_VERSION " nccl-headers=" + std::to_string(NCCL_VERSION_CODE) +
+         " nccl-library=" + std::to_string(libraryVersion) +
+         "\n# Collective test starting: " + collectiveInfo(options.collective).name + "\n" +
+         optionsLine(options) + "#\n# Using devices\n";
+}
+
+// Both buffers of every rank hold the largest measurement: no effective
+// size exceeds the largest requested one.
+struct RankMemory {
+  HostBuffer send;
+  HostBuffer recv;
+  explicit RankMemory(std::size_t bytes) : send(bytes), recv(bytes) {}
+};
+
+RankBuffers allocateBuffers(std::vector<std::unique_ptr<RankMemory>>& owner, const Options& options,
+                            int rank) {
+  owner.push_back(std::make_unique<RankMemory>(options.sizes.maxBytes));
+  const RankMemory& memory = *owner.back();
+  if (memory.send.data() == nullptr || memory.recv.data() == nullptr) {
+    const std::string message = "rank " + std::to_string(rank) + ": cannot allocate 2 x " +
+                                std::to_string(options.sizes.maxBytes) +
+                                " bytes of host buffers (-e is too large)";
+    failAndExit(message.c_str());
+  }
+  return {memory.send.data(), memory.recv.data()};
+}
+
+int finish(const BenchmarkTotals& totals, bool printer) {
+  if (printer) {
+    std::fputs(summaryLines(totals.wrongElements, totals.averageBusbw()).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return totals.wrongElements == 0 ? 0 : kFailureExitStatus;
+}
+
+}  // namespace
+
+int runRanksAsThreads(const Options& options) {
+  const int nranks = options.ranksInProcess();
+  std::vector<ncclComm_t> comms(static_cast<std::size_t>(nranks));
+  checkNccl(ncclCommInitAll(comms.data(), nranks, nullptr), "ncclCommInitAll", -1, nullptr);
+
+  std::string header = runHeader(options);
+  const std::string host = hostName();
+  for (int rank = 0; rank < nranks; ++rank) header += rankLine(rank, static_cast<long>(getpid()), host);
+  std::fputs((header + "#\n" + tableHeader()).c_str(), stdout);
+  std::fflush(stdout);
+
+  std::vector<std::unique_ptr<RankMemory>> memory;
+  std::vector<NcclRank> ranks;
+  for (int rank = 0; rank < nranks; ++rank) {
+    ranks.push_back({rank, comms[static_cast<std::size_t>(rank)], allocateBuffers(memory, options, rank)});
+  }
+
+  ThreadRankSync sync(options.threads);
+  std::vector<BenchmarkTotals> totals(static_cast<std::size_t>(options.threads));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < options.threads; ++t) {
+    // Thread t drives ranks [t*g, (t+1)*g), like nccl-tests' GPUs per thread.
+    const std::span<const NcclRank> driven(
+        ranks.data() + static_cast<std::ptrdiff_t>(t) * options.ranksPerThread,
+        static_cast<std::size_t>(options.ranksPerThread));
+    BenchmarkThread thread;
+    thread.options = &options;
+    thread.nranks = nranks;
+    thread.participant = t;
+    for (const NcclRank& rank : driven) thread.ranks.push_back({rank.rank, rank.buffers});
+    thread.sync = &sync;
+    thread.launch = [driven](const StepPlan& plan, bool inPlace) { launchCollective(plan, inPlace, driven); };
+    thread.out = t == 0 ? stdout : nullptr;
+    threads.emplace_back(
+        [thread, &totals, t] { totals[static_cast<std::size_t>(t)] = runBenchmark(thread); });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  for (const NcclRank& rank : ranks)
+    checkNccl(ncclCommDestroy(rank.comm), "ncclCommDestroy", rank.rank, nullptr);
+  // Wrong counts were summed across threads; thread 0 holds the totals.
+  return finish(totals.front(), true);
+}
+
+int runAsProcessRank(const Options& options, const ProcessRank& process) {
+  // Every rank derives the same unique id from rank 0's address, so no
+  // out-of-band exchange is needed; rank 0 listens there.
+  const std::string address = commIdAddress(process);
+  if (setenv("NCCL_COMM_ID", address.c_str(), 1) != 0) failAndExit("cannot set NCCL_COMM_ID");
+  ncclUniqueId id;
+  checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId", process.rank, nullptr);
+  ncclComm_t comm = nullptr;
+  checkNccl(ncclCommInitRank(&comm, process.worldSize, id, process.rank), "ncclCommInitRank", process.rank,
+            nullptr);
+
+  // Rank 0 prints every rank's line: gather fixed-size records.
+  constexpr std::size_t kRecordBytes = 160;
+  std::vector<char> records(kRecordBytes * static_cast<std::size_t>(process.worldSize));
+  std::vector<char> mine(kRecordBytes);
+  const std::string line = rankLine(process.rank, static_cast<long>(getpid()), hostName());
+  std::strncpy(mine.data(), line.c_str(), kRecordBytes - 1);
+  checkNccl(ncclAllGather(mine.data(), records.data(), kRecordBytes, ncclChar, comm, nullptr),
+            "ncclAllGather (rank list)", process.rank, comm);
+  const bool printer = process.rank == 0;
+  if (printer) {
+    std::string header = runHeader(options);
+    for (int rank = 0; rank < process.worldSize; ++rank) {
+      const char* record = records.data() + static_cast<std::size_t>(rank) * kRecordBytes;
+      header.append(record, strnlen(record, kRecordBytes));
+    }
+    std::fputs((header + "#\n" + tableHeader()).c_str(), stdout);
+    std::fflush(stdout);
+  }
+
+  std::vector<std::unique_ptr<RankMemory>> memory;
+  const NcclRank self{process.rank, comm, allocateBuffers(memory, options, process.rank)};
+  NcclRankSync sync(comm, process.rank, process.worldSize);
+  BenchmarkThread thread;
+  thread.options = &options;
+  thread.nranks = process.worldSize;
+  thread.ranks.push_back({self.rank, self.buffers});
+  thread.sync = &sync;
+  thread.launch = [&self](const StepPlan& plan, bool inPlace) {
+    launchCollective(plan, inPlace, std::span<const NcclRank>(&self, 1));
+  };
+  thread.out = printer ? stdout : nullptr;
+  const BenchmarkTotals totals = runBenchmark(thread);
+
+  checkNccl(ncclCommDestroy(comm), "ncclCommDestroy", process.rank, nullptr);
+  return finish(totals, printer);
+}
+
+}  // namespace hora::perf

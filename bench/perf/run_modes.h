@@ -1,0 +1,18 @@
+// The two ways hora-perf runs its ranks. Both print the table on rank 0 and
+// return the process exit status (0, or kFailureExitStatus when a result
+// was wrong).
+#pragma once
+
+#include "launch_environment.h"
+#include "options.h"
+
+namespace hora::perf {
+
+// All options.ranksInProcess() ranks in this process: ncclCommInitAll, then
+// options.threads threads, each driving options.ranksPerThread ranks.
+int runRanksAsThreads(const Options& options);
+
+// This process is one rank of a job started by hora-run.
+int runAsProcessRank(const Options& options, const ProcessRank& process);
+
+}  // namespace hora::perf

@@ -1,0 +1,113 @@
+#include "value_model.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "data_types.h"
+
+namespace hora::perf {
+namespace {
+
+// A cheap mix of (rank, index, rep) so that neighbouring elements, ranks and
+// repetitions get different values; reduced modulo a bound by the callers.
+std::uint64_t mix(int rank, std::size_t index, int rep, std::uint64_t modulus) {
+  return (static_cast<std::uint64_t>(rank) * 37 + (index % modulus) * 11 +
+          static_cast<std::uint64_t>(rep) * 13) %
+         modulus;
+}
+
+// Whether `rank` is one of the `active` ranks that contribute at `index`:
+// a window of consecutive ranks that slides with the index, so every rank
+// contributes somewhere in any run of n elements.
+bool isActive(int rank, std::size_t index, int rep, int nranks, std::size_t active) {
+  const auto n = static_cast<std::uint64_t>(nranks);
+  return (static_cast<std::uint64_t>(rank) + index % n + static_cast<std::uint64_t>(rep)) % n < active;
+}
+
+}  // namespace
+
+ValueModel::ValueModel(ncclDataType_t type, std::optional<ncclRedOp_t> op, int nranks)
+    : type_(type), op_(op), nranks_(nranks) {
+  const DataTypeInfo& info = dataTypeInfo(type);
+  limit_ = static_cast<std::size_t>(info.exactLimit);
+  const auto n = static_cast<std::size_t>(nranks);
+  // Floating avg multiplies each input by 1/n, then sums. When n is a power
+  // of two up to 64, 1/n and every v/n are exact even in fp8, and so is the
+  // average; otherwise see below.
+  const bool floating = info.valueClass == ValueClass::Floating;
+  const bool inexactAverage = op && *op == ncclAvg && floating && !(std::has_single_bit(n) && n <= 64);
+  if (!op || *op == ncclMin || *op == ncclMax) {
+    pattern_ = Pattern::Varied;
+  } else if (*op == ncclProd) {
+    pattern_ = Pattern::PowersOfTwo;
+    activeRanks_ = std::min<std::size_t>(n, std::bit_width(limit_) - 1);  // floor(log2 L) twos
+  } else {
+    pattern_ = Pattern::SmallSum;
+    // Two contributors bound the roundings of an inexact average to three.
+    activeRanks_ = std::min(n, inexactAverage ? std::size_t{2} : limit_);
+    largestAddend_ = limit_ / activeRanks_;
+  }
+
+  if (inexactAverage) {
+    // result = round(round(a * s) + round(b * s)) with s = round(1/n): the
+    // scalar's own error (known exactly) and three roundings of at most
+    // half a unit in the last place (relative u), or of half the smallest
+    // subnormal where a product falls below the normal range. Summing
+    // first and dividing once (another way to average) stays within it.
+    unsigned char scalar[8];
+    storeElement(type, scalar, 0, 1.0 / static_cast<double>(n));
+    const double scalarError = std::fabs(loadElement(type, scalar, 0) * static_cast<double>(n) - 1.0);
+    const double unitRoundoff = std::ldexp(1.0, -(info.mantissaBits + 1));
+    // (1 + scalarError)(1 + u)^3 - 1, expanded so that it does not round to
+    // zero in double when u is double's own roundoff.
+    const double u = unitRoundoff;
+    const double threeRoundings = 3 * u + 3 * u * u + u * u * u;
+    relativeError_ = scalarError + (1.0 + scalarError) * threeRoundings;
+    absoluteError_ = 2.0 * info.smallestSubnormal;
+  }
+}
+
+double ValueModel::input(int rank, std::size_t index, int rep) const {
+  switch (pattern_) {
+    case Pattern::Varied: return static_cast<double>(mix(rank, index, rep, limit_ + 1));
+    case Pattern::SmallSum:
+      if (!isActive(rank, index, rep, nranks_, activeRanks_)) return 0.0;
+      return 1.0 + static_cast<double>(mix(rank, index, rep, largestAddend_));
+    case Pattern::PowersOfTwo:
+      if (!isActive(rank, index, rep, nranks_, activeRanks_)) return 1.0;
+      return mix(rank, index, rep, 3) != 0 ? 2.0 : 1.0;
+  }
+  return 0.0;
+}
+
+double ValueModel::reduced(std::size_t index, int rep) const {
+  const ncclRedOp_t op = op_.value_or(ncclSum);
+  double result = input(0, index, rep);
+  for (int rank = 1; rank < nranks_; ++rank) {
+    const double value = input(rank, index, rep);
+    switch (op) {
+      case ncclProd: result *= value; break;
+      case ncclMax: result = std::max(result, value); break;
+      case ncclMin: result = std::min(result, value); break;
+      default: result += value; break;  // sum and avg
+    }
+  }
+  if (op == ncclAvg) {
+    // Integer avg divides the exact sum, truncating (all sums are >= 0).
+    const bool integer = dataTypeInfo(type_).valueClass != ValueClass::Floating;
+    result = integer ? std::floor(result / nranks_) : result / nranks_;
+  }
+  return result;
+}
+
+double ValueModel::tolerance(double expected) const {
+  return relativeError_ * std::fabs(expected) + absoluteError_;
+}
+
+bool ValueModel::matches(double got, double expected) const {
+  return std::fabs(got - expected) <= tolerance(expected);
+}
+
+}  // namespace hora::perf

@@ -1,0 +1,289 @@
+// The measurement loop, run against the host reference collectives instead
+// of the library: correct collectives must report no wrong elements, and a
+// faulty one must be caught.
+#include "benchmark.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "data_types.h"
+#include "host_collectives.h"
+
+namespace hora::perf {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::runOnHost;
+
+Options smallRun(Collective collective) {
+  Options options;
+  options.collective = collective;
+  options.sizes = {8, 1024, 4, 0};
+  options.iters = 2;
+  options.warmupIters = 1;
+  options.checkIters = 2;
+  return options;
+}
+
+// All ranks of a simulated job, with buffers for sizes up to `bytes`.
+struct Job {
+  Job(int nranks, std::size_t bytes) {
+    for (int r = 0; r < nranks; ++r) {
+      memory.push_back(std::make_unique<unsigned char[]>(bytes));
+      memory.push_back(std::make_unique<unsigned char[]>(bytes));
+      buffers.push_back({memory[memory.size() - 2].get(), memory.back().get()});
+    }
+  }
+  std::vector<std::unique_ptr<unsigned char[]>> memory;
+  std::vector<RankBuffers> buffers;
+};
+
+// Captures what the printing thread writes.
+struct Capture {
+  Capture() : file(std::tmpfile()) {}
+  ~Capture() { std::fclose(file); }
+  std::string text() const {
+    std::rewind(file);
+    std::string result;
+    for (int c; (c = std::fgetc(file)) != EOF;) result.push_back(static_cast<char>(c));
+    return result;
+  }
+  std::FILE* file;
+};
+
+std::vector<std::string> rows(const std::string& text) {
+  std::vector<std::string> result;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) result.push_back(line);
+  return result;
+}
+
+// One thread drives every rank, like -g n.
+BenchmarkTotals runSingleThread(const Options& options, int nranks, std::FILE* out, bool faulty = false) {
+  Job job(nranks, options.sizes.maxBytes);
+  ThreadRankSync sync(1);
+  BenchmarkThread thread;
+  thread.options = &options;
+  thread.nranks = nranks;
+  for (int r = 0; r < nranks; ++r) thread.ranks.push_back({r, job.buffers[static_cast<std::size_t>(r)]});
+  thread.sync = &sync;
+  thread.launch = [&](const StepPlan& plan, bool inPlace) {
+    runOnHost(plan, inPlace, job.buffers);
+    if (faulty) {
+      // Drop the first result element of the last rank.
+      poisonBuffer(callPointers(plan, nranks - 1, inPlace, job.buffers.back()).recv, 1);
+    }
+  };
+  thread.out = out;
+  return runBenchmark(thread);
+}
+
+TEST(PlanSteps, SizesTypesOpsAndRoots) {
+  Options options = smallRun(Collective::AllReduce);
+  options.ops = {ncclSum, ncclMax};
+  options.types = {ncclFloat32, ncclInt8};
+  const std::vector<StepPlan> steps = planSteps(options, 2);
+  // 8, 32, 128, 512 bytes for 2 types x 2 ops.
+  ASSERT_EQ(steps.size(), 16u);
+  EXPECT_EQ(steps[0].type, ncclFloat32);
+  EXPECT_EQ(steps[0].op, ncclSum);
+  EXPECT_EQ(steps[0].sizing.paramCount, 2u);
+  EXPECT_EQ(steps[4].op, ncclMax);
+  EXPECT_EQ(steps[8].type, ncclInt8);
+  EXPECT_EQ(steps[8].sizing.paramCount, 8u);
+  EXPECT_EQ(steps[0].root, -1);
+}
+
+TEST(PlanSteps, RootAllVisitsEveryRank) {
+  Options options = smallRun(Collective::Broadcast);
+  options.root.reset();
+  const std::vector<StepPlan> steps = planSteps(options, 3);
+  ASSERT_EQ(steps.size(), 12u);
+  EXPECT_EQ(steps[0].root, 0);
+  EXPECT_EQ(steps[4].root, 1);
+  EXPECT_EQ(steps[8].root, 2);
+  EXPECT_FALSE(steps[0].op.has_value());
+}
+
+TEST(PlanSteps, SizesTooSmallForEveryRankAreSkipped) {
+  const Options options = smallRun(Collective::AllGather);
+  const std::vector<StepPlan> steps = planSteps(options, 3);
+  // 8 bytes is 2 floats: not one per rank. 32, 128 and 512 remain.
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].sizing.bytes(4), 24u);
+}
+
+TEST(Benchmark, CorrectCollectivesPrintRowsWithNoWrongElements) {
+  for (const CollectiveInfo& info : allCollectives()) {
+    Options options = smallRun(info.collective);
+    options.ops = {ncclAvg};
+    Capture capture;
+    const BenchmarkTotals totals = runSingleThread(options, 3, capture.file);
+    EXPECT_EQ(totals.wrongElements, 0) << info.name << "\n" << capture.text();
+    const std::vector<std::string> printed = rows(capture.text());
+    const std::size_t expectedRows = planSteps(options, 3).size();
+    ASSERT_EQ(printed.size(), expectedRows) << info.name;
+    const bool inPlaceRuns = info.inPlace != InPlaceForm::Refused;
+    EXPECT_EQ(totals.results, static_cast<int>((inPlaceRuns ? 2 : 1) * expectedRows));
+    for (const std::string& row : printed) {
+      std::istringstream fields(row);
+      std::string size, count, type, redop, root;
+      fields >> size >> count >> type >> redop >> root;
+      EXPECT_EQ(type, "float");
+      EXPECT_EQ(redop, info.reduces ? "avg" : "none");
+      EXPECT_EQ(root, info.rooted ? "0" : "-1");
+      std::string time, algbw, busbw, wrongOut, wrongIn;
+      fields >> time >> algbw >> busbw >> wrongOut >> time >> algbw >> busbw >> wrongIn;
+      EXPECT_EQ(wrongOut, "0") << row;
+      EXPECT_EQ(wrongIn, info.inPlace == InPlaceForm::Checked ? "0" : "N/A") << row;
+      if (!inPlaceRuns) {
+        EXPECT_EQ(time, "N/A") << row;
+      }
+    }
+  }
+}
+
+TEST(Benchmark, FaultyCollectiveIsCaught) {
+  for (const CollectiveInfo& info : allCollectives()) {
+    Options options = smallRun(info.collective);
+    options.root = 2;  // the faulty rank: it has a result for every collective
+    Capture capture;
+    const BenchmarkTotals totals = runSingleThread(options, 3, capture.file, true);
+    // One wrong element per checked iteration, per place checked, per size.
+    const long long places = info.inPlace == InPlaceForm::Checked ? 2 : 1;
+    const auto sizes = static_cast<long long>(planSteps(options, 3).size());
+    EXPECT_EQ(totals.wrongElements, places * sizes * options.checkIters) << info.name;
+    // The out-of-place #wrong column of each row shows the row's count.
+    for (const std::string& row : rows(capture.text())) {
+      std::istringstream fields(row);
+      std::string field;
+      for (int column = 0; column < 9; ++column) fields >> field;
+      EXPECT_EQ(field, std::to_string(options.checkIters)) << row;
+    }
+  }
+}
+
+TEST(Benchmark, RefusedInPlaceFormsAreNeverCalled) {
+  const Options options = smallRun(Collective::AlltoAll);
+  Job job(2, options.sizes.maxBytes);
+  ThreadRankSync sync(1);
+  BenchmarkThread thread;
+  thread.options = &options;
+  thread.nranks = 2;
+  thread.ranks = {{0, job.buffers[0]}, {1, job.buffers[1]}};
+  thread.sync = &sync;
+  int outOfPlaceCalls = 0;
+  thread.launch = [&](const StepPlan& plan, bool inPlace) {
+    ASSERT_FALSE(inPlace);
+    ++outOfPlaceCalls;
+    runOnHost(plan, inPlace, job.buffers);
+  };
+  const BenchmarkTotals totals = runBenchmark(thread);
+  EXPECT_EQ(totals.wrongElements, 0);
+  const int sizes = static_cast<int>(planSteps(options, 2).size());
+  EXPECT_EQ(totals.results, sizes);
+  EXPECT_EQ(outOfPlaceCalls, sizes * (options.warmupIters + options.iters + options.checkIters));
+}
+
+TEST(Benchmark, NoCheckMeansNA) {
+  Options options = smallRun(Collective::AllReduce);
+  options.checkIters = 0;
+  Capture capture;
+  const BenchmarkTotals totals = runSingleThread(options, 2, capture.file, true);
+  EXPECT_EQ(totals.wrongElements, 0);
+  for (const std::string& row : rows(capture.text())) EXPECT_THAT(row, HasSubstr("N/A"));
+}
+
+TEST(Benchmark, SaysSoWhenNothingCanBeMeasured) {
+  Options options = smallRun(Collective::AllGather);
+  options.sizes = {4, 8, 2, 0};  // at most 2 floats for 3 ranks
+  Capture capture;
+  const BenchmarkTotals totals = runSingleThread(options, 3, capture.file);
+  EXPECT_EQ(totals.results, 0);
+  EXPECT_EQ(totals.averageBusbw(), 0.0);
+  EXPECT_THAT(capture.text(), HasSubstr("# Nothing measured"));
+}
+
+TEST(Benchmark, BusBandwidthAverageCoversBothPlaces) {
+  const Options options = smallRun(Collective::AllReduce);
+  const BenchmarkTotals totals = runSingleThread(options, 2, nullptr);
+  EXPECT_EQ(totals.results, 8);
+  EXPECT_GT(totals.busbwSum, 0.0);
+  EXPECT_DOUBLE_EQ(totals.averageBusbw(), totals.busbwSum / 8);
+}
+
+TEST(Benchmark, ThreadsCombineTheirCounts) {
+  // Two threads with two ranks each; the reference collective runs once all
+  // four ranks have called it, like a real one.
+  constexpr int kThreads = 2;
+  constexpr int kPerThread = 2;
+  Options options = smallRun(Collective::ReduceScatter);
+  options.threads = kThreads;
+  options.ranksPerThread = kPerThread;
+  Job job(kThreads * kPerThread, options.sizes.maxBytes);
+  ThreadRankSync sync(kThreads);
+  std::barrier<> meet(kThreads);
+  std::vector<BenchmarkTotals> totals(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    BenchmarkThread thread;
+    thread.options = &options;
+    thread.nranks = kThreads * kPerThread;
+    thread.participant = t;
+    for (int i = 0; i < kPerThread; ++i) {
+      const int rank = t * kPerThread + i;
+      thread.ranks.push_back({rank, job.buffers[static_cast<std::size_t>(rank)]});
+    }
+    thread.sync = &sync;
+    thread.launch = [&, t](const StepPlan& plan, bool inPlace) {
+      meet.arrive_and_wait();
+      if (t == 0) {
+        runOnHost(plan, inPlace, job.buffers);
+        // Break one element of rank 3 (driven by thread 1).
+        poisonBuffer(callPointers(plan, 3, inPlace, job.buffers[3]).recv, 1);
+      }
+      meet.arrive_and_wait();
+    };
+    threads.emplace_back(
+        [thread, &totals, t] { totals[static_cast<std::size_t>(t)] = runBenchmark(thread); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const auto sizes = static_cast<long long>(planSteps(options, 4).size());
+  // Both threads see the total over all ranks.
+  EXPECT_EQ(totals[0].wrongElements, 2 * sizes * options.checkIters);
+  EXPECT_EQ(totals[1].wrongElements, totals[0].wrongElements);
+}
+
+TEST(RankSync, CombineTimesPerAverageMode) {
+  const std::vector<double> times = {4.0, 1.0, 7.0};
+  EXPECT_DOUBLE_EQ(combineTimes(times, AverageMode::Rank0), 4.0);
+  EXPECT_DOUBLE_EQ(combineTimes(times, AverageMode::Mean), 4.0);
+  EXPECT_DOUBLE_EQ(combineTimes(times, AverageMode::Min), 1.0);
+  EXPECT_DOUBLE_EQ(combineTimes(times, AverageMode::Max), 7.0);
+  EXPECT_DOUBLE_EQ(combineTimes({1.0, 2.0}, AverageMode::Mean), 1.5);
+}
+
+TEST(RankSync, ThreadsGetTheCombinedValue) {
+  ThreadRankSync sync(3);
+  std::vector<double> maxSeen(3);
+  std::vector<long long> sums(3);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      maxSeen[static_cast<std::size_t>(t)] = sync.combineSeconds(t, 1.0 + t, AverageMode::Max);
+      sums[static_cast<std::size_t>(t)] = sync.sumCounts(t, 10 * (t + 1));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(maxSeen, (std::vector<double>{3.0, 3.0, 3.0}));
+  EXPECT_EQ(sums, (std::vector<long long>{60, 60, 60}));
+}
+
+}  // namespace
+}  // namespace hora::perf

@@ -1,0 +1,170 @@
+// End-to-end tests of the hora-perf binary against the real library: every
+// collective must run and check clean with ranks as threads and as hora-run
+// processes, and bad command lines must fail with status 2.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "program_run.h"
+
+namespace hora::perf {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::programFromEnvironment;
+using testing::ProgramResult;
+using testing::ProgramRun;
+using testing::runProgram;
+
+// Launcher variables that would turn threads mode into process mode.
+const std::vector<std::string> kLauncherVariables = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                                                     "MASTER_PORT"};
+
+ProgramResult runPerf(const std::vector<std::string>& arguments, int timeoutSeconds = 60) {
+  ProgramRun run;
+  run.arguments.push_back(programFromEnvironment("HORA_PERF"));
+  run.arguments.insert(run.arguments.end(), arguments.begin(), arguments.end());
+  run.unset = kLauncherVariables;
+  run.timeoutSeconds = timeoutSeconds;
+  return runProgram(run);
+}
+
+// The table rows: the lines that do not start with '#'.
+std::vector<std::vector<std::string>> tableRows(const ProgramResult& result) {
+  std::vector<std::vector<std::string>> rows;
+  for (const std::string& line : result.outLines()) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream in(line);
+    std::vector<std::string> fields;
+    for (std::string field; in >> field;) fields.push_back(field);
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+// Every row has 13 columns and no wrong element (N/A where unchecked).
+void expectCleanTable(const ProgramResult& result, std::size_t expectedRows) {
+  EXPECT_EQ(result.exitCode, 0) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("# Out of bounds values : 0 OK"));
+  EXPECT_THAT(result.out, HasSubstr("# Avg bus bandwidth    : "));
+  const auto rows = tableRows(result);
+  EXPECT_EQ(rows.size(), expectedRows) << result.out;
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 13u) << result.out;
+    EXPECT_EQ(row[8], "0") << result.out;
+    EXPECT_TRUE(row[12] == "0" || row[12] == "N/A") << result.out;
+  }
+}
+
+class EveryCollective : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EveryCollective, ThreeThreadsCheckClean) {
+  const ProgramResult result = runPerf({GetParam(), "-t", "3", "-b", "8", "-e", "1M", "-f", "4", "-c", "1"});
+  // 8 B .. 512 KiB in steps of 4 is 9 sizes; the split collectives cannot
+  // give 3 ranks a float each from 8 bytes, so they have 8.
+  const std::string name = GetParam();
+  const bool split = name == "all_gather" || name == "reduce_scatter" || name == "alltoall";
+  expectCleanTable(result, split ? 8 : 9);
+  EXPECT_THAT(result.out, HasSubstr("# Collective test starting: " + name));
+  EXPECT_THAT(result.out, HasSubstr("#  Rank  2 Group  0 Pid"));
+}
+
+TEST_P(EveryCollective, TwoProcessesUnderHoraRun) {
+  ProgramRun run;
+  run.arguments = {programFromEnvironment("HORA_RUN"),
+                   "-n",
+                   "2",
+                   programFromEnvironment("HORA_PERF"),
+                   GetParam(),
+                   "-b",
+                   "64",
+                   "-e",
+                   "64K",
+                   "-f",
+                   "8",
+                   "-n",
+                   "5",
+                   "-w",
+                   "1"};
+  run.unset = kLauncherVariables;
+  const ProgramResult result = runProgram(run);
+  expectCleanTable(result, 4);
+  // Rank 0 alone prints the table, listing both ranks.
+  EXPECT_THAT(result.out, HasSubstr("#  Rank  1 Group  0 Pid"));
+  std::size_t headers = 0;
+  for (const std::string& line : result.outLines()) headers += line.find("out-of-place") != std::string::npos;
+  EXPECT_EQ(headers, 1u) << result.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(HoraPerf, EveryCollective,
+                         ::testing::Values("all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                           "reduce", "sendrecv", "alltoall"));
+
+TEST(HoraPerf, GroupedRanksEveryTypeAndOp) {
+  // 2 threads driving 2 ranks each, all 12 types x 5 ops at 2 sizes.
+  const ProgramResult result = runPerf({"all_reduce", "-t", "2", "-g", "2", "-d", "all", "-o", "all", "-b",
+                                        "1K", "-e", "8K", "-f", "8", "-n", "2", "-w", "1"},
+                                       120);
+  expectCleanTable(result, 12 * 5 * 2);
+}
+
+TEST(HoraPerf, EveryRootInTurn) {
+  const ProgramResult result = runPerf({"reduce", "-t", "3", "-r", "all", "-o", "prod", "-d", "half", "-b",
+                                        "1K", "-e", "1K", "-n", "2", "-c", "2"});
+  expectCleanTable(result, 3);
+  const auto rows = tableRows(result);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2][4], "2");
+}
+
+TEST(HoraPerf, HelpExitsZero) {
+  const ProgramResult result = runPerf({"-h"});
+  EXPECT_EQ(result.exitCode, 0);
+  EXPECT_THAT(result.out, HasSubstr("Usage: hora-perf <collective>"));
+}
+
+TEST(HoraPerf, BadCommandLinesExitTwo) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"all_reduce", "-b", "lots"}, "-b/--minbytes takes a size"},
+      {{"all_reduce", "--nope"}, "unknown option '--nope'"},
+      {{"allreduce"}, "unknown collective 'allreduce'"},
+      {{}, "no collective given"},
+      {{"broadcast", "-t", "2", "-r", "2"}, "-r/--root 2 is not a rank: there are 2 ranks"},
+      {{"all_reduce", "-b", "1M", "-e", "1K"}, "larger than maximum"},
+  };
+  for (const auto& [arguments, message] : cases) {
+    const ProgramResult result = runPerf(arguments);
+    EXPECT_EQ(result.exitCode, 2) << result.err;
+    EXPECT_THAT(result.err, HasSubstr(message));
+    EXPECT_THAT(result.out, Not(HasSubstr("out-of-place")));
+  }
+}
+
+TEST(HoraPerf, FailedNcclCallExitsOneNamingRankAndCall) {
+  // Rank 1 of a job whose rank 0 never comes: init fails at the deadline.
+  ProgramRun run;
+  run.arguments = {programFromEnvironment("HORA_PERF"), "all_reduce", "-b", "8", "-e", "8"};
+  run.set = {{"RANK", "1"},
+             {"WORLD_SIZE", "2"},
+             {"MASTER_ADDR", "127.0.0.1"},
+             {"MASTER_PORT", "1"},
+             {"HORA_TIMEOUT", "2"}};
+  const ProgramResult result = runProgram(run);
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_THAT(result.err, HasSubstr("hora-perf: rank 1: ncclCommInitRank failed: "));
+  EXPECT_THAT(result.out, Not(HasSubstr("out-of-place")));
+}
+
+TEST(HoraPerf, ProcessModeRefusesThreads) {
+  ProgramRun run;
+  run.arguments = {programFromEnvironment("HORA_PERF"), "all_reduce", "-t", "2"};
+  run.set = {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}};
+  const ProgramResult result = runProgram(run);
+  EXPECT_EQ(result.exitCode, 2);
+  EXPECT_THAT(result.err, HasSubstr("-t and -g must be 1"));
+}
+
+}  // namespace
+}  // namespace hora::perf

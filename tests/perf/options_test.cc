@@ -1,0 +1,203 @@
+#include "options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace hora::perf {
+namespace {
+
+using ::testing::HasSubstr;
+
+Options parse(std::vector<std::string> arguments, std::string_view program = "hora-perf") {
+  return parseOptions(arguments, program);
+}
+
+// The message of the UsageError that parsing `arguments` throws.
+std::string usageErrorOf(std::vector<std::string> arguments, std::string_view program = "hora-perf") {
+  try {
+    parseOptions(arguments, program);
+  } catch (const UsageError& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    return error.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+
+TEST(Options, DefaultsAreNcclTests) {
+  const Options options = parse({"all_reduce"});
+  EXPECT_EQ(options.collective, Collective::AllReduce);
+  EXPECT_EQ(options.sizes.minBytes, 32u << 20);
+  EXPECT_EQ(options.sizes.maxBytes, 32u << 20);
+  EXPECT_EQ(options.sizes.stepBytes, 1u << 20);
+  EXPECT_EQ(options.sizes.stepFactor, 1);
+  EXPECT_EQ(options.iters, 20);
+  EXPECT_EQ(options.warmupIters, 5);
+  EXPECT_EQ(options.checkIters, 1);
+  EXPECT_EQ(options.ops, std::vector<ncclRedOp_t>{ncclSum});
+  EXPECT_EQ(options.types, std::vector<ncclDataType_t>{ncclFloat32});
+  EXPECT_EQ(options.root, 0);
+  EXPECT_EQ(options.threads, 1);
+  EXPECT_EQ(options.ranksPerThread, 1);
+  EXPECT_EQ(options.average, AverageMode::Mean);
+  EXPECT_FALSE(options.blocking);
+  EXPECT_FALSE(options.showHelp);
+}
+
+TEST(Options, ShortFlags) {
+  const Options options =
+      parse({"reduce", "-b", "8",        "-e", "1M", "-f", "4", "-n", "7", "-w", "2", "-c", "3", "-o",
+             "max",    "-d", "bfloat16", "-r", "2",  "-z", "1", "-t", "3", "-g", "2", "-a", "3"});
+  EXPECT_EQ(options.collective, Collective::Reduce);
+  EXPECT_EQ(options.sizes.minBytes, 8u);
+  EXPECT_EQ(options.sizes.maxBytes, 1u << 20);
+  EXPECT_EQ(options.sizes.stepFactor, 4);
+  EXPECT_EQ(options.iters, 7);
+  EXPECT_EQ(options.warmupIters, 2);
+  EXPECT_EQ(options.checkIters, 3);
+  EXPECT_EQ(options.ops, std::vector<ncclRedOp_t>{ncclMax});
+  EXPECT_EQ(options.types, std::vector<ncclDataType_t>{ncclBfloat16});
+  EXPECT_EQ(options.root, 2);
+  EXPECT_TRUE(options.blocking);
+  EXPECT_EQ(options.threads, 3);
+  EXPECT_EQ(options.ranksPerThread, 2);
+  EXPECT_EQ(options.ranksInProcess(), 6);
+  EXPECT_EQ(options.average, AverageMode::Max);
+}
+
+TEST(Options, LongFlagsWithSpaceOrEquals) {
+  const Options options = parse({"--minbytes=1K",
+                                 "--maxbytes",
+                                 "2G",
+                                 "--stepbytes=512M",
+                                 "--iters",
+                                 "3",
+                                 "--warmup_iters=0",
+                                 "--check",
+                                 "0",
+                                 "--op=avg",
+                                 "--datatype",
+                                 "f8e5m2",
+                                 "--root=all",
+                                 "--blocking=0",
+                                 "--nthreads",
+                                 "4",
+                                 "--ngpus=1",
+                                 "--average",
+                                 "0",
+                                 "broadcast"});
+  EXPECT_EQ(options.collective, Collective::Broadcast);
+  EXPECT_EQ(options.sizes.minBytes, 1024u);
+  EXPECT_EQ(options.sizes.maxBytes, std::size_t{2} << 30);
+  EXPECT_EQ(options.sizes.stepBytes, 512u << 20);
+  EXPECT_EQ(options.iters, 3);
+  EXPECT_EQ(options.warmupIters, 0);
+  EXPECT_EQ(options.checkIters, 0);
+  EXPECT_EQ(options.ops, std::vector<ncclRedOp_t>{ncclAvg});
+  EXPECT_EQ(options.types, std::vector<ncclDataType_t>{ncclFloat8e5m2});
+  EXPECT_FALSE(options.root.has_value());
+  EXPECT_EQ(options.threads, 4);
+  EXPECT_EQ(options.average, AverageMode::Rank0);
+}
+
+TEST(Options, ValueAttachedToShortFlag) {
+  const Options options = parse({"all_gather", "-b8", "-e64", "-t2"});
+  EXPECT_EQ(options.sizes.minBytes, 8u);
+  EXPECT_EQ(options.sizes.maxBytes, 64u);
+  EXPECT_EQ(options.threads, 2);
+}
+
+TEST(Options, AllOpsAndAllTypes) {
+  const Options options = parse({"all_reduce", "-o", "all", "-d", "all"});
+  EXPECT_EQ(options.ops, (std::vector<ncclRedOp_t>{ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg}));
+  ASSERT_EQ(options.types.size(), static_cast<std::size_t>(ncclNumTypes));
+  for (int t = 0; t < ncclNumTypes; ++t) EXPECT_EQ(options.types[static_cast<std::size_t>(t)], t);
+}
+
+TEST(Options, EveryCollectiveByNameAndBinaryName) {
+  const std::pair<const char*, Collective> names[] = {
+      {"all_reduce", Collective::AllReduce}, {"reduce_scatter", Collective::ReduceScatter},
+      {"all_gather", Collective::AllGather}, {"broadcast", Collective::Broadcast},
+      {"reduce", Collective::Reduce},        {"sendrecv", Collective::SendRecv},
+      {"alltoall", Collective::AlltoAll}};
+  for (const auto& [name, collective] : names) {
+    EXPECT_EQ(parse({name}).collective, collective) << name;
+    EXPECT_EQ(parse({std::string(name) + "_perf"}).collective, collective) << name;
+  }
+}
+
+TEST(Options, CollectiveFromProgramName) {
+  EXPECT_EQ(parse({"-b", "8"}, "/opt/bin/alltoall_perf").collective, Collective::AlltoAll);
+  // An explicit collective wins over the program name.
+  EXPECT_EQ(parse({"sendrecv"}, "all_gather_perf").collective, Collective::SendRecv);
+}
+
+TEST(Options, HelpNeedsNoCollective) {
+  EXPECT_TRUE(parse({"-h"}).showHelp);
+  EXPECT_TRUE(parse({"--help"}).showHelp);
+}
+
+TEST(Options, SizeSuffixesArePowersOf1024) {
+  EXPECT_EQ(parseByteSize("0", "-b"), 0u);
+  EXPECT_EQ(parseByteSize("8", "-b"), 8u);
+  EXPECT_EQ(parseByteSize("3k", "-b"), 3072u);
+  EXPECT_EQ(parseByteSize("3K", "-b"), 3072u);
+  EXPECT_EQ(parseByteSize("5M", "-b"), 5u << 20);
+  EXPECT_EQ(parseByteSize("2g", "-b"), std::size_t{2} << 30);
+}
+
+TEST(Options, BadSizesNameTheFlag) {
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-b", "8X"}), HasSubstr("-b/--minbytes"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", ""}), HasSubstr("-e/--maxbytes"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "-5"}), HasSubstr("size in bytes"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1.5M"}), HasSubstr("'1.5M'"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "99999999999999999999"}), HasSubstr("-e/--maxbytes"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "17179869184G"}), HasSubstr("too large"));
+}
+
+TEST(Options, BadNumbersSayTheRange) {
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-n", "0"}), HasSubstr("-n/--iters must be between 1"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-w", "-1"}), HasSubstr("-w/--warmup_iters must be between 0"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-t", "two"}), HasSubstr("-t/--nthreads takes a whole number"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-a", "4"}), HasSubstr("-a/--average must be between 0 and 3"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-z", "2"}), HasSubstr("-z/--blocking"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-g", "0"}), HasSubstr("-g/--ngpus"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-r", "-1"}), HasSubstr("-r/--root"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-f", "0"}), HasSubstr("-f/--stepfactor"));
+}
+
+TEST(Options, BadNamesListTheChoices) {
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-o", "mean"}), HasSubstr("sum, prod, min, max, avg or all"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-d", "float128"}), HasSubstr("bfloat16"));
+  EXPECT_THAT(usageErrorOf({"allreduce"}),
+              HasSubstr("unknown collective 'allreduce'; choose one of all_reduce"));
+}
+
+TEST(Options, UnknownAndMalformedFlags) {
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-x"}), HasSubstr("unknown option '-x'"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "--frobnicate=1"}), HasSubstr("unknown option '--frobnicate'"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-b"}), HasSubstr("-b/--minbytes needs a value"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "--help=yes"}), HasSubstr("takes no value"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "broadcast"}), HasSubstr("the collective was already given"));
+}
+
+TEST(Options, MissingCollective) { EXPECT_THAT(usageErrorOf({"-b", "8"}), HasSubstr("no collective given")); }
+
+TEST(Options, SizeRangeIsValidated) {
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-b", "2M", "-e", "1M"}), HasSubstr("larger than maximum"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-b", "0", "-e", "1M", "-f", "2"}), HasSubstr("minimum size of 0"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-b", "0", "-e", "1M", "-i", "0"}), HasSubstr("at least 1 byte"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-b", "1", "-e", "1G", "-i", "1"}), HasSubstr("more than"));
+}
+
+TEST(Options, UsageTextListsEveryFlag) {
+  const std::string text = usageText();
+  for (const char* flag :
+       {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters", "--warmup_iters", "--check",
+        "--op", "--datatype", "--root", "--blocking", "--nthreads", "--ngpus", "--average", "--help"}) {
+    EXPECT_THAT(text, HasSubstr(flag));
+  }
+}
+
+}  // namespace
+}  // namespace hora::perf

@@ -1,0 +1,92 @@
+#include "report.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <vector>
+
+namespace hora::perf {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> result;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) result.push_back(line);
+  return result;
+}
+
+TEST(Report, TableHeaderMatchesNcclTests) {
+  const std::vector<std::string> header = lines(tableHeader());
+  ASSERT_EQ(header.size(), 3u);
+  EXPECT_EQ(header[0],
+            "#                                                              out-of-place                     "
+            "  in-place");
+  EXPECT_EQ(header[1],
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+            "algbw   "
+            "busbw #wrong");
+  EXPECT_EQ(header[2],
+            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
+            "(GB/s)  "
+            "(GB/s)");
+}
+
+TEST(Report, RowColumnsLineUpWithTheHeader) {
+  const std::string row = rowPrefix(1048576, 262144, "float", "sum", -1) +
+                          placeColumns({.seconds = 24.13e-6, .algbw = 43.45, .busbw = 65.18, .wrong = 0}) +
+                          placeColumns({.seconds = 23.5e-6, .algbw = 44.6, .busbw = 66.9, .wrong = 0});
+  EXPECT_EQ(row,
+            "     1048576        262144     float     sum      -1    24.13   43.45   65.18      0    23.50   "
+            "44.60   "
+            "66.90      0");
+  // Every column ends where its header label ends.
+  const std::string header = lines(tableHeader())[1];
+  ASSERT_EQ(row.size(), header.size());
+  for (std::size_t i = 1; i < header.size(); ++i) {
+    if (header[i] != ' ' && (i + 1 == header.size() || header[i + 1] == ' ')) {
+      EXPECT_NE(row[i], ' ') << "column ending at " << i;
+    }
+  }
+}
+
+TEST(Report, UncheckedResultsSayNA) {
+  EXPECT_EQ(placeColumns({.seconds = 1e-3, .algbw = 1.0, .busbw = 1.0, .wrong = std::nullopt}),
+            "   1000.0    1.00    1.00    N/A");
+  EXPECT_EQ(placeColumns({.seconds = 1e-3, .algbw = 1.0, .busbw = 1.0, .wrong = 12}),
+            "   1000.0    1.00    1.00     12");
+  // A form that was not run at all.
+  EXPECT_EQ(placeColumns(PlaceResult::notRun()), "      N/A     N/A     N/A    N/A");
+}
+
+TEST(Report, TimePrecisionShrinksAsTimesGrow) {
+  EXPECT_EQ(formatMicroseconds(5.256), "5.26");
+  EXPECT_EQ(formatMicroseconds(100.0), "100.00");
+  EXPECT_EQ(formatMicroseconds(123.45), "123.5");
+  EXPECT_EQ(formatMicroseconds(12345.6), "12346");
+}
+
+TEST(Report, Summary) {
+  EXPECT_EQ(summaryLines(0, 12.5), "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 12.5\n#\n");
+  EXPECT_THAT(summaryLines(7, 0.25), HasSubstr("# Out of bounds values : 7 FAILED\n"));
+}
+
+TEST(Report, RankAndOptionsLines) {
+  EXPECT_EQ(rankLine(3, 4242, "node1"), "#  Rank  3 Group  0 Pid   4242 on      node1 device  host\n");
+  Options options;
+  options.sizes = {8, 1 << 20, 4, 0};
+  options.threads = 3;
+  EXPECT_EQ(optionsLine(options),
+            "# nThread 3 nGpus 1 minBytes 8 maxBytes 1048576 step: 4(factor) warmup iters: 5 iters: 20 agg "
+            "iters: 1 "
+            "validation: 1 graph: 0\n");
+  options.sizes = {0, 100, 1, 10};
+  options.checkIters = 0;
+  EXPECT_THAT(optionsLine(options), HasSubstr("step: 10(bytes)"));
+  EXPECT_THAT(optionsLine(options), HasSubstr("validation: 0"));
+}
+
+}  // namespace
+}  // namespace hora::perf
