@@ -275,8 +275,7 @@ Socket Socket::connect(const SocketAddress& address, const Deadline& deadline,
     int rc = ::connect(socket.fd(), reinterpret_cast<const sockaddr*>(&address.storage),
                        address.length);
     if (rc != 0 && errno == EINPROGRESS) {
-      waitReady(socket.fd(), POLLOUT, deadline, abort,
-                strCat("connecting to ", peer, " at ", address.toString()));
+      waitReady(socket.fd(), POLLOUT, deadline, abort, strCat("connecting to ", peer));
       socklen_t length = sizeof(rc);
       ::getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &rc, &length);
       errno = rc;
@@ -289,11 +288,10 @@ Socket Socket::connect(const SocketAddress& address, const Deadline& deadline,
     bool retryable = lastError == ECONNREFUSED || lastError == ETIMEDOUT ||
                      lastError == EHOSTUNREACH || lastError == ENETUNREACH || lastError == EAGAIN;
     if (!retryable)
-      fail(ErrorKind::System, "connect to ", peer, " at ", address.toString(), " failed: ",
-           errnoText(lastError));
+      fail(ErrorKind::System, "connect to ", peer, " failed: ", errnoText(lastError));
     if (deadline.expired())
-      fail(ErrorKind::Remote, "timed out connecting to ", peer, " at ", address.toString(),
-           " (last error ", errnoText(lastError), "; is it running? HORA_TIMEOUT)");
+      fail(ErrorKind::Remote, "timed out connecting to ", peer, " (last error ",
+           errnoText(lastError), "; is it running? HORA_TIMEOUT)");
     // Back off a little: the listener may still be starting.
     std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 20 ? 10 : 100));
   }

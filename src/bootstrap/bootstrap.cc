@@ -76,7 +76,8 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   // Ring: connect to the next rank, accept the previous one. Each side says
   // who it is, so a stray connection is recognised.
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
-  next_ = Socket::connect(peers_[next].listenAddress(), deadline, abort, describe(next));
+  next_ = Socket::connect(peers_[next].listenAddress(), deadline, abort,
+                          strCat(describe(next), " at ", peers_[next].listenAddress().toString()));
   std::int32_t me = rank;
   next_.sendAll(&me, sizeof(me), deadline, abort, describe(next));
   for (;;) {

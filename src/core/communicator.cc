@@ -64,7 +64,8 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   Deadline deadline = Deadline::after(timeout_);
   bootstrap_ = std::make_unique<bootstrap::Bootstrap>(id, rank, nranks, config.hostRoot, deadline,
                                                       &abort_);
-  transport::ConnectorOptions connectorOptions{timeout_};
+  transport::ConnectorOptions connectorOptions;
+  connectorOptions.timeout = timeout_;
   if (auto fifo = env::get({"HORA_SHM_FIFO_SIZE"}))
     connectorOptions.shm.fifoBytes = env::parseBytes(*fifo, "HORA_SHM_FIFO_SIZE");
   HORA_CHECK_ARG(connectorOptions.shm.fifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");

@@ -44,7 +44,8 @@ SendConnection& Connector::sendTo(int peer) {
   if (found != sends_.end()) return *found->second;
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
-  Socket socket = Socket::connect(peerAddresses_[peer], deadline, abort_, name);
+  Socket socket = Socket::connect(peerAddresses_[peer], deadline, abort_,
+                                  strCat(name, " at ", peerAddresses_[peer].toString()));
   Introduction hello{magic_, bootstrap_.rank(), static_cast<std::int32_t>(kinds_[peer])};
   socket.sendAll(&hello, sizeof(hello), deadline, abort_, name);
   {
