@@ -19,18 +19,29 @@ void registerComm(ncclComm* comm) {
   registry().insert(comm);
 }
 
-void unregisterComm(ncclComm* comm) {
-  std::lock_guard<std::mutex> lock(registryMutex);
-  registry().erase(comm);
-}
-
-ncclComm& checkComm(ncclComm_t comm) {
+namespace {
+void checkLive(ncclComm_t comm) {
   HORA_CHECK_ARG(comm != nullptr, "the communicator is NULL");
-  std::lock_guard<std::mutex> lock(registryMutex);
   if (registry().count(comm) == 0 || comm->magic != kCommMagic)
     fail(ErrorKind::InvalidArgument, "the communicator ", static_cast<const void*>(comm),
          " is not a live communicator (already destroyed, or never created)");
-  return *comm;
+}
+}  // namespace
+
+CommPtr unregisterComm(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  checkLive(comm);
+  registry().erase(comm);
+  CommPtr impl = std::move(comm->impl);
+  comm->magic = 0;
+  delete comm;
+  return impl;
+}
+
+CommPtr checkComm(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  checkLive(comm);
+  return comm->impl;
 }
 
 ncclResult_t resultOf(ErrorKind kind) {

@@ -20,12 +20,12 @@ void noteGroupError(ncclResult_t result) {
   if (inGroup() && group.error == ncclSuccess) group.error = result;
 }
 
-void issue(ncclComm& comm, const core::Op& op) {
+void issue(const CommPtr& comm, const core::Op& op) {
   if (inGroup()) {
-    group.ops.emplace_back(comm.impl, op);
+    group.ops.emplace_back(comm, op);
     return;
   }
-  comm.impl->execute({op});
+  comm->execute({op});
 }
 
 namespace {

@@ -10,7 +10,7 @@
 namespace hora::api {
 
 // Runs `op` now, or queues it if this thread is inside a group.
-void issue(ncclComm& comm, const core::Op& op);
+void issue(const CommPtr& comm, const core::Op& op);
 bool inGroup();
 // Remembers an argument error inside a group: ncclGroupEnd reports it.
 void noteGroupError(ncclResult_t result);

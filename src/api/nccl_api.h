@@ -26,11 +26,17 @@ namespace hora::api {
 
 inline constexpr std::uint64_t kCommMagic = 0x686f7261636f6d6dull;  // "horacomm"
 
+using CommPtr = std::shared_ptr<core::Communicator>;
+
 // Live communicators; a handle not registered here (NULL, destroyed, garbage)
 // is refused with a clear error instead of being dereferenced.
 void registerComm(ncclComm* comm);
-void unregisterComm(ncclComm* comm);
-ncclComm& checkComm(ncclComm_t comm);
+// Removes the handle and returns its communicator (for destroy and abort).
+CommPtr unregisterComm(ncclComm_t comm);
+// The communicator behind a live handle. Entry points hold the returned
+// pointer for the whole call, so a concurrent ncclCommAbort or Destroy
+// cannot free it underneath them.
+CommPtr checkComm(ncclComm_t comm);
 
 ncclResult_t resultOf(ErrorKind kind);
 // Records the text ncclGetLastError returns on this thread.

@@ -62,13 +62,13 @@ HORA_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff,
               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return call("ncclAllReduce", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
     checkedBytes(count, type, 1);
     checkBuffer(sendbuff, count, "sendbuff");
     checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = makeOp(core::OpKind::AllReduce, sendbuff, recvbuff, count, type);
-    o.reduce = c.impl->reduceSpecFor(op, type);
+    o.reduce = c->reduceSpecFor(op, type);
     api::issue(c, o);
   });
 }
@@ -78,13 +78,13 @@ HORA_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvb
               cudaStream_t stream) {
   (void)stream;
   return call("ncclReduceScatter", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
-    checkedBytes(recvcount, type, c.impl->nranks());
+    checkedBytes(recvcount, type, c->nranks());
     checkBuffer(sendbuff, recvcount, "sendbuff");
     checkBuffer(recvbuff, recvcount, "recvbuff");
     core::Op o = makeOp(core::OpKind::ReduceScatter, sendbuff, recvbuff, recvcount, type);
-    o.reduce = c.impl->reduceSpecFor(op, type);
+    o.reduce = c->reduceSpecFor(op, type);
     api::issue(c, o);
   });
 }
@@ -93,9 +93,9 @@ HORA_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff,
               ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return call("ncclAllGather", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
-    checkedBytes(sendcount, type, c.impl->nranks());
+    checkedBytes(sendcount, type, c->nranks());
     checkBuffer(sendbuff, sendcount, "sendbuff");
     checkBuffer(recvbuff, sendcount, "recvbuff");
     api::issue(c, makeOp(core::OpKind::AllGather, sendbuff, recvbuff, sendcount, type));
@@ -106,11 +106,11 @@ HORA_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff,
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return call("ncclBroadcast", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
     checkedBytes(count, type, 1);
-    checkRoot(root, c.impl->nranks());
-    if (c.impl->rank() == root) checkBuffer(sendbuff, count, "sendbuff (at the root)");
+    checkRoot(root, c->nranks());
+    if (c->rank() == root) checkBuffer(sendbuff, count, "sendbuff (at the root)");
     checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = makeOp(core::OpKind::Broadcast, sendbuff, recvbuff, count, type);
     o.root = root;
@@ -128,14 +128,14 @@ HORA_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, si
               cudaStream_t stream) {
   (void)stream;
   return call("ncclReduce", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
     checkedBytes(count, type, 1);
-    checkRoot(root, c.impl->nranks());
+    checkRoot(root, c->nranks());
     checkBuffer(sendbuff, count, "sendbuff");
-    if (c.impl->rank() == root) checkBuffer(recvbuff, count, "recvbuff (at the root)");
+    if (c->rank() == root) checkBuffer(recvbuff, count, "recvbuff (at the root)");
     core::Op o = makeOp(core::OpKind::Reduce, sendbuff, recvbuff, count, type);
-    o.reduce = c.impl->reduceSpecFor(op, type);
+    o.reduce = c->reduceSpecFor(op, type);
     o.root = root;
     api::issue(c, o);
   });
@@ -145,10 +145,10 @@ HORA_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
               int peer, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return call("ncclSend", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
     checkedBytes(count, type, 1);
-    checkPeer(peer, c.impl->nranks());
+    checkPeer(peer, c->nranks());
     checkBuffer(sendbuff, count, "sendbuff");
     core::Op o = makeOp(core::OpKind::Send, sendbuff, nullptr, count, type);
     o.peer = peer;
@@ -160,10 +160,10 @@ HORA_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
               int peer, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return call("ncclRecv", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
     checkedBytes(count, type, 1);
-    checkPeer(peer, c.impl->nranks());
+    checkPeer(peer, c->nranks());
     checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = makeOp(core::OpKind::Recv, nullptr, recvbuff, count, type);
     o.peer = peer;
@@ -175,10 +175,10 @@ namespace {
 // All-to-all, gather and scatter: one group of point-to-point messages.
 // `sendTo(p)` / `recvFrom(p)` give the block for peer p, or null to skip it.
 template <typename SendBlock, typename RecvBlock>
-void pointToPointPattern(ncclComm& comm, std::size_t count, DataType type, SendBlock sendTo,
+void pointToPointPattern(const api::CommPtr& comm, std::size_t count, DataType type, SendBlock sendTo,
                          RecvBlock recvFrom) {
   std::vector<core::Op> ops;
-  for (int p = 0; p < comm.impl->nranks(); ++p) {
+  for (int p = 0; p < comm->nranks(); ++p) {
     if (const void* block = sendTo(p)) {
       core::Op o = makeOp(core::OpKind::Send, block, nullptr, count, type);
       o.peer = p;
@@ -193,7 +193,7 @@ void pointToPointPattern(ncclComm& comm, std::size_t count, DataType type, SendB
   if (api::inGroup()) {
     for (const auto& o : ops) api::issue(comm, o);
   } else {
-    comm.impl->execute(ops);
+    comm->execute(ops);
   }
 }
 }  // namespace
@@ -202,10 +202,10 @@ HORA_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, 
               ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return call("ncclAlltoAll", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
     std::size_t blockBytes = checkedBytes(count, type, 1);
-    checkedBytes(count, type, c.impl->nranks());
+    checkedBytes(count, type, c->nranks());
     checkBuffer(sendbuff, count, "sendbuff");
     checkBuffer(recvbuff, count, "recvbuff");
     HORA_CHECK_ARG(count == 0 || sendbuff != recvbuff, "ncclAlltoAll cannot run in place");
@@ -221,13 +221,13 @@ HORA_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, si
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return call("ncclGather", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
     std::size_t blockBytes = checkedBytes(count, type, 1);
-    checkedBytes(count, type, c.impl->nranks());
-    checkRoot(root, c.impl->nranks());
+    checkedBytes(count, type, c->nranks());
+    checkRoot(root, c->nranks());
     checkBuffer(sendbuff, count, "sendbuff");
-    const bool isRoot = c.impl->rank() == root;
+    const bool isRoot = c->rank() == root;
     if (isRoot) checkBuffer(recvbuff, count, "recvbuff (at the root)");
     auto* out = static_cast<char*>(recvbuff);
     pointToPointPattern(
@@ -240,13 +240,13 @@ HORA_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, s
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return call("ncclScatter", [&] {
-    ncclComm& c = api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     DataType type = checkType(datatype);
     std::size_t blockBytes = checkedBytes(count, type, 1);
-    checkedBytes(count, type, c.impl->nranks());
-    checkRoot(root, c.impl->nranks());
+    checkedBytes(count, type, c->nranks());
+    checkRoot(root, c->nranks());
     checkBuffer(recvbuff, count, "recvbuff");
-    const bool isRoot = c.impl->rank() == root;
+    const bool isRoot = c->rank() == root;
     if (isRoot) checkBuffer(sendbuff, count, "sendbuff (at the root)");
     auto* in = static_cast<const char*>(sendbuff);
     pointToPointPattern(

@@ -93,9 +93,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
       if (!errors[r]) continue;
       for (int k = 0; k < ndev; ++k) {
         if (comms[k] == nullptr) continue;
-        api::unregisterComm(comms[k]);
-        comms[k]->impl->abort();
-        delete comms[k];
+        api::unregisterComm(comms[k])->abort();
         comms[k] = nullptr;
       }
       std::rethrow_exception(errors[r]);
@@ -104,46 +102,39 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  return api::guarded("ncclCommFinalize", [&] { api::checkComm(comm).impl->finalize(); });
+  return api::guarded("ncclCommFinalize", [&] { api::checkComm(comm)->finalize(); });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   return api::guarded("ncclCommDestroy", [&] {
-    ncclComm& live = api::checkComm(comm);
-    api::unregisterComm(comm);
+    api::CommPtr impl = api::unregisterComm(comm);
     try {
-      live.impl->finalize();
+      impl->finalize();
     } catch (const Error&) {
       // Destroy frees the communicator even if its last work failed.
     }
-    live.magic = 0;
-    delete comm;
   });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   return api::guarded("ncclCommAbort", [&] {
-    ncclComm& live = api::checkComm(comm);
-    api::unregisterComm(comm);
-    live.impl->abort();
-    live.magic = 0;
-    delete comm;
+    api::unregisterComm(comm)->abort();
   });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
   return api::guarded("ncclCommCount", [&] {
     HORA_CHECK_ARG(count != nullptr, "count is NULL");
-    *count = api::checkComm(comm).impl->nranks();
+    *count = api::checkComm(comm)->nranks();
   });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
   return api::guarded("ncclCommUserRank", [&] {
     HORA_CHECK_ARG(rank != nullptr, "rank is NULL");
-    *rank = api::checkComm(comm).impl->rank();
+    *rank = api::checkComm(comm)->rank();
   });
 }
 
@@ -158,7 +149,8 @@ HORA_NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device
 HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   return api::guarded("ncclCommGetAsyncError", [&] {
     HORA_CHECK_ARG(asyncError != nullptr, "asyncError is NULL");
-    auto& impl = *api::checkComm(comm).impl;
+    api::CommPtr held = api::checkComm(comm);
+    auto& impl = *held;
     if (impl.aborted()) *asyncError = ncclInvalidUsage;
     else if (!impl.brokenReason().empty()) *asyncError = api::resultOf(impl.brokenKind());
     else *asyncError = ncclSuccess;
@@ -196,13 +188,13 @@ HORA_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* sca
     std::uint64_t bits = 0;
     // Host memory either way: the scalar is read now.
     std::memcpy(&bits, scalar, dataTypeSize(type));
-    *op = static_cast<ncclRedOp_t>(api::checkComm(comm).impl->createPreMulSum(type, bits));
+    *op = static_cast<ncclRedOp_t>(api::checkComm(comm)->createPreMulSum(type, bits));
   });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   return api::guarded("ncclRedOpDestroy", [&] {
     HORA_CHECK_ARG(op >= ncclNumOps, "built-in reduction op ", int(op), " cannot be destroyed");
-    api::checkComm(comm).impl->destroyRedOp(op);
+    api::checkComm(comm)->destroyRedOp(op);
   });
 }

@@ -22,6 +22,10 @@ class Deadline {
     return left < cap ? static_cast<int>(left) : cap;
   }
   Clock::time_point at() const { return at_; }
+  // This deadline moved later by `extra` (never past never()).
+  Deadline extendedBy(std::chrono::milliseconds extra) const {
+    return at_ > Clock::time_point::max() - extra ? never() : Deadline(at_ + extra);
+  }
 
  private:
   explicit Deadline(Clock::time_point at) : at_(at) {}

@@ -166,9 +166,13 @@ bool sameSubnet(const NetworkInterface& interface, const SocketAddress& target) 
 }
 
 std::string interfaceNames(const std::vector<NetworkInterface>& list) {
-  std::string names;
-  for (const auto& interface : list) names += (names.empty() ? "" : ", ") + interface.name;
-  return names.empty() ? "none" : names;
+  std::vector<std::string> names;  // an interface with IPv4 and IPv6 is listed once
+  for (const auto& interface : list)
+    if (std::find(names.begin(), names.end(), interface.name) == names.end())
+      names.push_back(interface.name);
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text.empty() ? "none" : text;
 }
 }  // namespace
 

@@ -66,9 +66,9 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   Socket root = Socket::connect(id.root, deadline, abort, rootName);
   root.sendAll(&hello, sizeof(hello), deadline, abort, rootName);
   RootReply reply;
-  root.recvAll(&reply, sizeof(reply), deadline, abort, rootName);
+  root.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootReplyGrace), abort, rootName);
   if (!reply.ok)
-    fail(ErrorKind::InvalidUsage, "rank ", rank, ": communicator init failed: ", reply.error);
+    fail(static_cast<ErrorKind>(reply.kind), "rank ", rank, ": communicator init failed: ", reply.error);
   peers_.resize(nranks);
   root.recvAll(peers_.data(), peers_.size() * sizeof(PeerInfo), deadline, abort, rootName);
 

@@ -23,8 +23,9 @@ struct Arrival {
   Hello hello;
 };
 
-void replyError(Socket& socket, const std::string& text, const Deadline& deadline) {
+void replyError(Socket& socket, ErrorKind kind, const std::string& text, const Deadline& deadline) {
   RootReply reply;
+  reply.kind = static_cast<std::int32_t>(kind);
   std::snprintf(reply.error, sizeof(reply.error), "%s", text.c_str());
   try {
     socket.sendAll(&reply, sizeof(reply), deadline, nullptr, "a joining rank");
@@ -72,6 +73,7 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
   std::vector<Arrival> arrived;
   int nranks = -1;
   std::string error;
+  ErrorKind errorKind = ErrorKind::InvalidUsage;  // inconsistent joins
   try {
     while (nranks < 0 || static_cast<int>(arrived.size()) < nranks) {
       Arrival arrival;
@@ -79,7 +81,7 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
       arrival.socket.recvAll(&arrival.hello, sizeof(Hello), deadline, nullptr, "a joining rank");
       if (arrival.hello.magic != magic) {
         // Someone else's job (or a stale id): refuse it, keep waiting for ours.
-        replyError(arrival.socket,
+        replyError(arrival.socket, ErrorKind::InvalidUsage,
                    "this root belongs to another communicator (unique id magic does not match)",
                    deadline);
         continue;
@@ -95,13 +97,15 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
       if (!error.empty()) break;
     }
   } catch (const Error& e) {
+    errorKind = ErrorKind::Remote;  // ranks that never came
     error = nranks > 0 ? strCat("init timed out: ", missingRanks(arrived, nranks), " (", e.what(), ")")
                        : strCat("init failed at the root: ", e.what());
   }
 
   if (!error.empty()) {
     HORA_LOG(Warn, "bootstrap root: ", error);
-    for (auto& arrival : arrived) replyError(arrival.socket, error, deadline);
+    Deadline replyDeadline = Deadline::after(std::chrono::seconds(2));
+    for (auto& arrival : arrived) replyError(arrival.socket, errorKind, error, replyDeadline);
     return;
   }
   std::vector<PeerInfo> table(nranks);

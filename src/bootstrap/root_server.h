@@ -34,8 +34,14 @@ struct Hello {
 
 struct RootReply {
   std::int32_t ok = 0;     // 1: the table of nranks PeerInfo follows
+  std::int32_t kind = 0;   // when ok == 0: the hora::ErrorKind to report
   char error[512] = {0};  // when ok == 0
 };
+
+// Ranks wait this much longer for the root's answer than the root waits for
+// them, so that when a rank never arrives the others hear which one it was
+// rather than timing out themselves.
+inline constexpr std::chrono::milliseconds kRootReplyGrace{5000};
 
 inline constexpr std::uint32_t kProtocolVersion = 1;
 

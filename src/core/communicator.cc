@@ -1,6 +1,8 @@
 #include "core/communicator.h"
 
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "algorithms/ring.h"
 #include "base/env.h"
@@ -44,6 +46,26 @@ const char* opKindName(OpKind kind) {
   return "?";
 }
 
+namespace {
+// The machine is described once per process: loading it (hwloc with I/O
+// devices, or a file) costs milliseconds, and it does not change.
+const topology::System& processSystem() {
+  static std::once_flag once;
+  static std::unique_ptr<topology::System> system;
+  std::call_once(once, [] { system = std::make_unique<topology::System>(topology::loadSystem()); });
+  return *system;
+}
+
+// RankPlacement on the wire (fixed size).
+struct PlacementRecord {
+  std::int32_t rank;
+  std::uint8_t hasInfiniband;
+  std::uint64_t hostHash;
+  std::uint64_t fingerprint;
+  char gpuBusId[32];
+};
+}  // namespace
+
 Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                            const CommunicatorConfig& config)
     : rank_(rank),
@@ -71,13 +93,17 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   HORA_CHECK_ARG(connectorOptions.shm.fifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
   if (auto pull = env::get({"HORA_SHM_PULL_MIN"}))
     connectorOptions.shm.pullMinBytes = env::parseBytes(*pull, "HORA_SHM_PULL_MIN");
-  connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_,
-                                                      chooseTransports(), connectorOptions);
+  const topology::System& system = processSystem();
+  auto placements = gatherPlacements(system, deadline);
+  connector_ = std::make_unique<transport::Connector>(
+      *bootstrap_, id.magic, &abort_, chooseTransports(placements, system), connectorOptions);
 
-  // One ring in rank order (topology-aware ordering comes with discovery).
-  ringRanks_.resize(nranks);
-  for (int r = 0; r < nranks; ++r) ringRanks_[r] = r;
-  ringPos_ = rank;
+  // The ring: hosts contiguous, devices by locality (the same on every rank).
+  ringRanks_ = topology::ringOrder(placements, &system);
+  HORA_ENFORCE(static_cast<int>(ringRanks_.size()) == nranks, "ring of ", ringRanks_.size(),
+               " ranks for ", nranks);
+  for (int p = 0; p < nranks; ++p)
+    if (ringRanks_[p] == rank) ringPos_ = p;
   if (nranks > 1) {
     int next = ringRanks_[(ringPos_ + 1) % nranks];
     int prev = ringRanks_[(ringPos_ + nranks - 1) % nranks];
@@ -102,18 +128,42 @@ Communicator::~Communicator() {
   if (worker_.joinable()) worker_.join();
 }
 
-std::vector<transport::TransportKind> Communicator::chooseTransports() const {
-  // Same host (and pid/network namespace): shared memory; otherwise TCP.
-  // HORA_TRANSPORT=tcp or NCCL_SHM_DISABLE=1 force TCP everywhere.
-  auto forced = env::get({"HORA_TRANSPORT"});
-  HORA_CHECK_ARG(!forced || *forced == "tcp" || *forced == "shm", "HORA_TRANSPORT='", *forced,
-                 "' is not a transport hora has (tcp, shm)");
-  const bool shmAllowed = env::getInt({"NCCL_SHM_DISABLE"}, 0) == 0 && (!forced || *forced != "tcp");
-  const auto& peers = bootstrap_->peers();
+
+std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topology::System& system,
+                                                                    const Deadline& deadline) {
+  topology::RankPlacement mine =
+      topology::localPlacement(rank_, bootstrap_->peers()[rank_].hostHash, "", system);
+  std::vector<PlacementRecord> records(nranks_);
+  PlacementRecord& own = records[rank_];
+  own.rank = rank_;
+  own.hasInfiniband = mine.hasInfiniband;
+  own.hostHash = mine.hostHash;
+  own.fingerprint = mine.topologyFingerprint;
+  std::snprintf(own.gpuBusId, sizeof(own.gpuBusId), "%s", mine.gpuBusId.c_str());
+  bootstrap_->allGather(records.data(), sizeof(PlacementRecord), deadline);
+  std::vector<topology::RankPlacement> all(nranks_);
+  for (int r = 0; r < nranks_; ++r)
+    all[r] = {records[r].rank, records[r].hostHash, records[r].gpuBusId,
+              records[r].hasInfiniband != 0, records[r].fingerprint};
+  return all;
+}
+
+std::vector<transport::TransportKind> Communicator::chooseTransports(
+    const std::vector<topology::RankPlacement>& placements, const topology::System& system) const {
+  const auto policy = topology::TransportPolicy::fromEnvironment();
   std::vector<transport::TransportKind> kinds(nranks_, transport::TransportKind::Tcp);
   for (int p = 0; p < nranks_; ++p) {
-    const bool sameHost = peers[p].hostHash == peers[rank_].hostHash;
-    if (sameHost && shmAllowed) kinds[p] = transport::TransportKind::Shm;
+    if (p == rank_) continue;
+    auto choice = topology::chooseTransport(placements[rank_], placements[p], system, policy);
+    // Until the p2p and ib transports exist, their pairs use shm and tcp.
+    switch (choice.kind) {
+      case topology::TransportKind::Shm:
+      case topology::TransportKind::P2p: kinds[p] = transport::TransportKind::Shm; break;
+      case topology::TransportKind::Ib:
+      case topology::TransportKind::Tcp: kinds[p] = transport::TransportKind::Tcp; break;
+    }
+    HORA_LOG(Info, "rank ", rank_, " <-> rank ", p, ": ", transport::transportName(kinds[p]), " (",
+             choice.reason, ")");
   }
   return kinds;
 }

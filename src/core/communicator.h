@@ -19,6 +19,7 @@
 #include "core/host_primitives.h"
 #include "core/op.h"
 #include "core/work.h"
+#include "topology/topology.h"
 #include "transport/connector.h"
 
 namespace hora::core {
@@ -74,7 +75,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void checkUsable() const;
   void markBroken(const Error& error);
   WaitPolicy waitPolicy() const;
-  std::vector<transport::TransportKind> chooseTransports() const;
+  // Placement of every rank (all-gathered), then transport per peer and the ring.
+  std::vector<topology::RankPlacement> gatherPlacements(const topology::System& system,
+                                                        const Deadline& deadline);
+  std::vector<transport::TransportKind> chooseTransports(
+      const std::vector<topology::RankPlacement>& placements, const topology::System& system) const;
   void workerLoop();
 
   int rank_;

@@ -1,0 +1,102 @@
+// Builds a System from what an importer finds (hwloc, NCCL XML, NVML):
+// a tree of CPUs (NUMA nodes), host bridges, PCIe bridges and devices, and
+// an NVLink graph. build() derives every path class and bandwidth estimate,
+// so importers only describe, and the rules live in one place.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "topology/topology.h"
+
+namespace hora::topology {
+
+// Estimates used where a description gives no number (GB/s, one direction).
+inline constexpr double kDefaultPcieGBps = 15.75;     // PCIe gen3 x16
+inline constexpr double kSmpInterconnectGBps = 10.0;  // between sockets (UPI/xGMI class)
+
+// PCIe link bandwidth in GB/s from a transfer rate and a width: 8b/10b
+// encoding up to 5 GT/s, 128b/130b from 8 GT/s.
+double pcieLinkGBps(double gigaTransfersPerSecond, int width);
+
+// NVLink bandwidth of one link (per direction) for a GPU architecture
+// (compute capability major*10+minor, e.g. 80); 0 = unknown architecture.
+double nvlinkGBpsPerLink(int smVersion);
+
+// Total NVLink bandwidth of a GPU attached to an NVSwitch fabric, by
+// architecture; used for LoadOptions::assumeNvSwitch.
+double nvswitchGBpsPerGpu(int smVersion);
+
+class SystemBuilder {
+ public:
+  explicit SystemBuilder(std::string source);
+
+  CpuSummary& cpuSummary() { return cpu_; }
+
+  // Tree nodes. A CPU node stands for a NUMA node (one per OS index).
+  int cpuNode(int numaNode);
+  int addHostBridge(int cpuNode);
+  // A PCIe bridge level. isSwitch: a PCIe switch (its upstream port, with its
+  // downstream ports folded in); false: a root port of the host bridge.
+  int addBridge(int parentNode, std::string busId, bool isSwitch, double linkGBps);
+
+  // A device below parentNode (a CPU node for NICs known only by name; -1
+  // for an NVSwitch fabric seen only through NVLink). linkGBps: its PCIe
+  // link; 0 = unknown. Returns the device's id for addNvLink.
+  int addDevice(int parentNode, Device device, double linkGBps);
+  int deviceCount() const { return static_cast<int>(devices_.size()); }
+  const Device& device(int id) const { return devices_[static_cast<std::size_t>(id)].device; }
+  Device& device(int id) { return devices_[static_cast<std::size_t>(id)].device; }
+  // The device with this canonical bus id and kind, or -1.
+  int findDevice(const std::string& busId, DeviceKind kind) const;
+
+  // NVLink between two devices (GPU or NVSwitch) or from a GPU to its CPU
+  // (POWER); bandwidths of repeated calls add up.
+  void addNvLink(int deviceA, int deviceB, double GBps);
+  void addNvLinkToCpu(int device, int cpuNode, double GBps);
+  bool hasNvLinks(int device) const;
+
+  // Joins every GPU that has no NVLink yet to one NVSwitch fabric
+  // (LoadOptions::assumeNvSwitch), at nvswitchGBpsPerGpu() of its architecture.
+  void attachAllGpusToNvSwitchFabric();
+
+  System build();
+
+ private:
+  enum class NodeKind { Cpu, HostBridge, Bridge };
+  struct Node {
+    NodeKind kind;
+    int parent;  // -1 for CPU nodes
+    int cpu;     // the CPU node above (itself for a CPU node)
+    int numaNode;
+    std::string busId;
+    bool isSwitch = false;
+    double linkGBps = 0;
+  };
+  struct PendingDevice {
+    Device device;
+    int parentNode;
+    double linkGBps;
+  };
+  // An NVLink graph vertex is a device id, or -(cpuNode+1) for a CPU.
+  struct NvLinkEdge {
+    int a, b;
+    double GBps;
+  };
+
+  PathClass pcieClass(int nodeA, int nodeB) const;
+  double pcieBandwidth(int deviceA, int deviceB) const;
+  Path nvlinkPath(int deviceA, int deviceB) const;
+  double fabricGBps(int device) const;
+  std::vector<int> ancestors(int node) const;  // node first, CPU last
+
+  std::string source_;
+  CpuSummary cpu_;
+  std::vector<Node> nodes_;
+  std::map<int, int> cpuByNuma_;
+  std::vector<PendingDevice> devices_;
+  std::vector<NvLinkEdge> nvlinks_;
+};
+
+}  // namespace hora::topology

@@ -1,0 +1,172 @@
+// Which transport connects two ranks. The rules, in order:
+//   different hosts      -> ib when both hosts have a usable RDMA NIC, else tcp
+//   same host, two GPUs  -> p2p when their path is no worse than the P2P level
+//                           (PXB by default: NVLink or a PCIe switch tree)
+//   same host otherwise  -> shm
+// then the overrides (disables, HORA_TRANSPORT) as TransportPolicy documents.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <sstream>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "hora_config.h"
+#include "topology/bus_id.h"
+#include "topology/topology.h"
+
+namespace hora::topology {
+
+namespace {
+
+constexpr std::array<std::string_view, 4> kTransportNames = {"p2p", "shm", "ib", "tcp"};
+
+bool flag(std::initializer_list<const char*> names) { return env::getInt(names, 0) != 0; }
+
+std::string lower(std::string_view text) {
+  std::string result(text);
+  for (char& c : result) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return result;
+}
+
+struct GpuPair {
+  std::optional<Path> path;  // set when both GPUs are known to the System
+  std::string why;           // why p2p is impossible, when it is
+};
+
+// Where two same-host ranks' GPUs stand to each other.
+GpuPair gpuPair(const RankPlacement& a, const RankPlacement& b, const System& system) {
+  if (a.gpuBusId.empty() || b.gpuBusId.empty())
+    return {std::nullopt, strCat("rank ", a.gpuBusId.empty() ? a.rank : b.rank, " has no GPU")};
+  auto ga = system.findGpu(a.gpuBusId);
+  auto gb = system.findGpu(b.gpuBusId);
+  if (!ga || !gb) {
+    const std::string& missing = !ga ? a.gpuBusId : b.gpuBusId;
+    return {std::nullopt, strCat("GPU ", missing, " is not in the topology (", system.source(), ")")};
+  }
+  return {system.path(*ga, *gb), ""};
+}
+
+std::string describe(const Path& path) {
+  std::ostringstream out;
+  out << pathClassName(path.cls);
+  if (path.bandwidthGBps > 0) out << ", ~" << static_cast<long>(path.bandwidthGBps + 0.5) << " GB/s";
+  return out.str();
+}
+
+TransportChoice network(const RankPlacement& a, const RankPlacement& b, const TransportPolicy& policy,
+                        const std::string& prefix) {
+  if (a.hasInfiniband && b.hasInfiniband && !policy.ibDisabled)
+    return {TransportKind::Ib, prefix + "both hosts have an RDMA NIC"};
+  std::string why = policy.ibDisabled && a.hasInfiniband && b.hasInfiniband
+                        ? "IB disabled (IB_DISABLE=1)"
+                        : strCat("no usable RDMA NIC on rank ", !a.hasInfiniband ? a.rank : b.rank, "'s host");
+  return {TransportKind::Tcp, prefix + why};
+}
+
+// The choice without HORA_TRANSPORT.
+TransportChoice natural(const RankPlacement& a, const RankPlacement& b, const System& system,
+                        const TransportPolicy& policy) {
+  if (a.hostHash != b.hostHash) return network(a, b, policy, "different hosts; ");
+
+  GpuPair gpus = gpuPair(a, b, system);
+  std::string notP2p;
+  if (!gpus.path) {
+    notP2p = gpus.why;
+  } else if (policy.p2pDisabled) {
+    notP2p = "P2P disabled (P2P_DISABLE=1)";
+  } else if (gpus.path->cls > policy.p2pLevel) {
+    notP2p = strCat("GPUs ", a.gpuBusId, " and ", b.gpuBusId, " connect through ", describe(*gpus.path),
+                    ", beyond the P2P level ", pathClassName(policy.p2pLevel));
+  } else if (gpus.path->cls == PathClass::Loc) {
+    return {TransportKind::P2p, strCat("same host; both ranks drive GPU ", a.gpuBusId)};
+  } else {
+    return {TransportKind::P2p, strCat("same host; GPUs ", a.gpuBusId, " and ", b.gpuBusId, " connect through ",
+                                       describe(*gpus.path))};
+  }
+  if (!policy.shmDisabled) return {TransportKind::Shm, "same host; " + notP2p};
+  return network(a, b, policy, "same host, but SHM disabled (SHM_DISABLE=1) and " + notP2p + "; ");
+}
+
+}  // namespace
+
+std::string_view transportName(TransportKind kind) { return kTransportNames[static_cast<std::size_t>(kind)]; }
+
+std::optional<TransportKind> parseTransportName(std::string_view name) {
+  std::string wanted = lower(name);
+  for (std::size_t i = 0; i < kTransportNames.size(); ++i)
+    if (kTransportNames[i] == wanted) return static_cast<TransportKind>(i);
+  return std::nullopt;
+}
+
+TransportPolicy TransportPolicy::fromEnvironment() {
+  TransportPolicy policy;
+  policy.p2pDisabled = flag({"HORA_P2P_DISABLE", "NCCL_P2P_DISABLE"});
+  policy.shmDisabled = flag({"HORA_SHM_DISABLE", "NCCL_SHM_DISABLE"});
+  policy.ibDisabled = flag({"HORA_IB_DISABLE", "NCCL_IB_DISABLE"});
+  if (auto level = env::get({"HORA_P2P_LEVEL", "NCCL_P2P_LEVEL"})) {
+    auto parsed = parsePathClass(*level);
+    if (!parsed || *parsed == PathClass::Net)
+      fail(ErrorKind::InvalidArgument, "P2P level '", *level,
+           "' (HORA_P2P_LEVEL / NCCL_P2P_LEVEL) is not one of LOC, NVL, PIX, PXB, PHB, NODE, SYS");
+    policy.p2pLevel = *parsed;
+  }
+  if (auto forced = env::get({"HORA_TRANSPORT"})) {
+    policy.forced = parseTransportName(*forced);
+    if (!policy.forced)
+      fail(ErrorKind::InvalidArgument, "HORA_TRANSPORT='", *forced, "' is not one of p2p, shm, ib, tcp");
+  }
+  return policy;
+}
+
+RankPlacement localPlacement(int rank, std::uint64_t hostHash, std::string gpuBusId, const System& system) {
+  RankPlacement placement;
+  placement.rank = rank;
+  placement.hostHash = hostHash;
+  if (!gpuBusId.empty()) placement.gpuBusId = canonicalBusId(gpuBusId).value_or(gpuBusId);
+  placement.hasInfiniband = HORA_HAVE_IBVERBS && system.hasRdmaNic();
+  placement.topologyFingerprint = system.fingerprint();
+  return placement;
+}
+
+TransportChoice chooseTransport(const RankPlacement& a, const RankPlacement& b, const System& localSystem,
+                                const TransportPolicy& policy) {
+  HORA_CHECK_ARG(a.rank != b.rank, "chooseTransport: rank ", a.rank, " cannot be its own peer");
+  TransportChoice choice = natural(a, b, localSystem, policy);
+  if (!policy.forced || *policy.forced == choice.kind) return choice;
+
+  // HORA_TRANSPORT: honoured where the forced transport can join the pair.
+  const TransportKind forced = *policy.forced;
+  const bool sameHost = a.hostHash == b.hostHash;
+  std::string impossible;
+  switch (forced) {
+    case TransportKind::Tcp:
+      break;  // loopback or network: always possible
+    case TransportKind::Ib:
+      if (!a.hasInfiniband || !b.hasInfiniband) impossible = "a host has no usable RDMA NIC";
+      else if (policy.ibDisabled) impossible = "IB is disabled (IB_DISABLE=1)";
+      break;
+    case TransportKind::Shm:
+      if (!sameHost) impossible = "the ranks are on different hosts";
+      else if (policy.shmDisabled) impossible = "SHM is disabled (SHM_DISABLE=1)";
+      break;
+    case TransportKind::P2p:
+      if (!sameHost) impossible = "the ranks are on different hosts";
+      else if (policy.p2pDisabled) impossible = "P2P is disabled (P2P_DISABLE=1)";
+      else if (auto gpus = gpuPair(a, b, localSystem); !gpus.path) impossible = gpus.why;
+      break;
+  }
+  const std::string name(transportName(forced));
+  if (!impossible.empty()) {
+    choice.reason = strCat("HORA_TRANSPORT=", name, " cannot connect ranks ", a.rank, " and ", b.rank, " (",
+                           impossible, "); ", choice.reason);
+    return choice;
+  }
+  return {forced, strCat("HORA_TRANSPORT=", name, " (else: ", transportName(choice.kind), ", ", choice.reason, ")")};
+}
+
+TransportChoice chooseTransport(const RankPlacement& a, const RankPlacement& b, const System& localSystem) {
+  return chooseTransport(a, b, localSystem, TransportPolicy::fromEnvironment());
+}
+
+}  // namespace hora::topology

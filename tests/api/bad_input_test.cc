@@ -1,0 +1,371 @@
+// Bad input to the nccl.h API: each call fails with the documented result
+// code and a ncclGetLastError text that says what is wrong, and leaves the
+// communicator usable. Ranks are threads of this process.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "local_comms.h"
+#include "nccl_outcome.h"
+
+namespace hora_api_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::size_t kCount = 16;
+
+// One rank: any call that passes its argument checks completes at once, so
+// a check that wrongly lets bad input through cannot hang the test.
+class SingleRank : public ::testing::Test {
+ protected:
+  LocalComms comms_{1};
+  ncclComm_t comm() const { return comms_[0]; }
+  std::vector<float> in_ = std::vector<float>(kCount, 1.0f);
+  std::vector<float> out_ = std::vector<float>(kCount, 0.0f);
+};
+
+struct NamedCall {
+  const char* name;
+  std::function<ncclResult_t()> call;
+};
+
+TEST_F(SingleRank, NullBufferWithNonZeroCountIsRefused) {
+  float* in = in_.data();
+  float* out = out_.data();
+  ncclComm_t c = comm();
+  const std::vector<std::pair<NamedCall, Words>> cases = {
+      {{"ncclAllReduce", [&] { return ncclAllReduce(nullptr, out, kCount, ncclFloat, ncclSum, c, nullptr); }},
+       {"ncclAllReduce", "sendbuff", "NULL"}},
+      {{"ncclAllReduce", [&] { return ncclAllReduce(in, nullptr, kCount, ncclFloat, ncclSum, c, nullptr); }},
+       {"ncclAllReduce", "recvbuff", "NULL"}},
+      {{"ncclBroadcast", [&] { return ncclBroadcast(nullptr, out, kCount, ncclFloat, 0, c, nullptr); }},
+       {"ncclBroadcast", "sendbuff", "NULL"}},
+      {{"ncclBcast", [&] { return ncclBcast(nullptr, kCount, ncclFloat, 0, c, nullptr); }},
+       {"NULL"}},
+      {{"ncclReduce", [&] { return ncclReduce(in, nullptr, kCount, ncclFloat, ncclSum, 0, c, nullptr); }},
+       {"ncclReduce", "recvbuff", "NULL"}},
+      {{"ncclAllGather", [&] { return ncclAllGather(nullptr, out, kCount, ncclFloat, c, nullptr); }},
+       {"ncclAllGather", "sendbuff", "NULL"}},
+      {{"ncclReduceScatter",
+        [&] { return ncclReduceScatter(in, nullptr, kCount, ncclFloat, ncclSum, c, nullptr); }},
+       {"ncclReduceScatter", "recvbuff", "NULL"}},
+      {{"ncclAlltoAll", [&] { return ncclAlltoAll(nullptr, out, kCount, ncclFloat, c, nullptr); }},
+       {"ncclAlltoAll", "sendbuff", "NULL"}},
+      {{"ncclGather", [&] { return ncclGather(in, nullptr, kCount, ncclFloat, 0, c, nullptr); }},
+       {"ncclGather", "recvbuff", "NULL"}},
+      {{"ncclScatter", [&] { return ncclScatter(nullptr, out, kCount, ncclFloat, 0, c, nullptr); }},
+       {"ncclScatter", "sendbuff", "NULL"}},
+      {{"ncclSend", [&] { return ncclSend(nullptr, kCount, ncclFloat, 0, c, nullptr); }},
+       {"ncclSend", "sendbuff", "NULL"}},
+      {{"ncclRecv", [&] { return ncclRecv(nullptr, kCount, ncclFloat, 0, c, nullptr); }},
+       {"ncclRecv", "recvbuff", "NULL"}},
+  };
+  for (const auto& [named, words] : cases)
+    EXPECT_THAT(outcomeOf(named.call()), FailsWith(ncclInvalidArgument, words)) << named.name;
+}
+
+TEST_F(SingleRank, NullBufferWithZeroCountIsANoOp) {
+  EXPECT_EQ(ncclAllReduce(nullptr, nullptr, 0, ncclFloat, ncclSum, comm(), nullptr), ncclSuccess);
+  EXPECT_EQ(ncclBroadcast(nullptr, nullptr, 0, ncclInt8, 0, comm(), nullptr), ncclSuccess);
+}
+
+TEST_F(SingleRank, InvalidDatatypeIsRefused) {
+  for (int type : {42, -1, static_cast<int>(ncclNumTypes)}) {
+    auto datatype = static_cast<ncclDataType_t>(type);
+    EXPECT_THAT(outcomeOf(ncclAllReduce(in_.data(), out_.data(), kCount, datatype, ncclSum, comm(), nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"ncclAllReduce", "datatype", std::to_string(type)}));
+    EXPECT_THAT(outcomeOf(ncclSend(in_.data(), kCount, datatype, 0, comm(), nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"ncclSend", "datatype", std::to_string(type)}));
+  }
+  float scalar = 2.0f;
+  ncclRedOp_t op;
+  EXPECT_THAT(outcomeOf(ncclRedOpCreatePreMulSum(&op, &scalar, static_cast<ncclDataType_t>(42),
+                                                 ncclScalarHostImmediate, comm())),
+              FailsWith(ncclInvalidArgument, Words{"ncclRedOpCreatePreMulSum", "datatype", "42"}));
+}
+
+TEST_F(SingleRank, InvalidReductionOpIsRefused) {
+  auto op = static_cast<ncclRedOp_t>(99);
+  EXPECT_THAT(outcomeOf(ncclAllReduce(in_.data(), out_.data(), kCount, ncclFloat, op, comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclAllReduce", "reduction op 99"}));
+  EXPECT_THAT(outcomeOf(ncclReduce(in_.data(), out_.data(), kCount, ncclFloat, op, 0, comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclReduce", "reduction op 99"}));
+  EXPECT_THAT(outcomeOf(ncclRedOpDestroy(ncclSum, comm())),
+              FailsWith(ncclInvalidArgument, Words{"ncclRedOpDestroy", "built-in"}));
+}
+
+TEST_F(SingleRank, DestroyedPreMulSumHandleIsRefused) {
+  float scalar = 0.5f;
+  ncclRedOp_t op;
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat, ncclScalarHostImmediate, comm()), ncclSuccess);
+  ASSERT_GE(static_cast<int>(op), static_cast<int>(ncclNumOps));
+  ASSERT_EQ(ncclRedOpDestroy(op, comm()), ncclSuccess);
+  const std::string handle = std::to_string(static_cast<int>(op));
+  EXPECT_THAT(outcomeOf(ncclAllReduce(in_.data(), out_.data(), kCount, ncclFloat, op, comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclAllReduce", "reduction op " + handle}));
+  EXPECT_THAT(outcomeOf(ncclRedOpDestroy(op, comm())),
+              FailsWith(ncclInvalidArgument, Words{"ncclRedOpDestroy", handle, "destroyed"}));
+}
+
+TEST_F(SingleRank, PreMulSumHandleUsedWithAnotherTypeIsRefused) {
+  float scalar = 0.5f;
+  ncclRedOp_t op;
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat, ncclScalarHostImmediate, comm()), ncclSuccess);
+  std::vector<double> in(kCount, 1.0), out(kCount);
+  EXPECT_THAT(outcomeOf(ncclAllReduce(in.data(), out.data(), kCount, ncclDouble, op, comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"float", "double"}));
+  EXPECT_EQ(ncclRedOpDestroy(op, comm()), ncclSuccess);
+}
+
+TEST_F(SingleRank, CountThatOverflowsTheAddressSpaceIsRefused) {
+  const std::size_t huge = std::numeric_limits<std::size_t>::max();
+  EXPECT_THAT(outcomeOf(ncclAllReduce(in_.data(), out_.data(), huge, ncclFloat, ncclSum, comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclAllReduce", "count", "overflow"}));
+  EXPECT_THAT(outcomeOf(ncclBroadcast(in_.data(), out_.data(), huge, ncclInt8, 0, comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclBroadcast", "overflow"}));
+  EXPECT_THAT(outcomeOf(ncclSend(in_.data(), huge / 4, ncclFloat64, 0, comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclSend", "overflow"}));
+}
+
+TEST(BadInput, CountTimesRanksThatOverflowsIsRefused) {
+  // Each count fits, but the all-gather output (count x nranks) does not.
+  LocalComms comms(2);
+  std::vector<float> in(kCount), out(2 * kCount);
+  const std::size_t count = std::numeric_limits<std::size_t>::max() / 4 / 2 + 1;
+  EXPECT_THAT(outcomeOf(ncclAllGather(in.data(), out.data(), count, ncclFloat, comms[0], nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclAllGather", "overflow"}));
+  EXPECT_THAT(outcomeOf(ncclReduceScatter(in.data(), out.data(), count, ncclFloat, ncclSum, comms[0], nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclReduceScatter", "overflow"}));
+}
+
+TEST(BadInput, RootOrPeerOutsideTheCommunicatorIsRefused) {
+  LocalComms comms(2);
+  ncclComm_t c = comms[0];
+  std::vector<float> in(2 * kCount), out(2 * kCount);
+  for (int bad : {-1, 2, 1000}) {
+    const std::string said = std::to_string(bad);
+    EXPECT_THAT(outcomeOf(ncclBroadcast(in.data(), out.data(), kCount, ncclFloat, bad, c, nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"ncclBroadcast", "root " + said, "[0, 2)"}));
+    EXPECT_THAT(outcomeOf(ncclReduce(in.data(), out.data(), kCount, ncclFloat, ncclSum, bad, c, nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"ncclReduce", "root " + said}));
+    EXPECT_THAT(outcomeOf(ncclGather(in.data(), out.data(), kCount, ncclFloat, bad, c, nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"ncclGather", "root " + said}));
+    EXPECT_THAT(outcomeOf(ncclScatter(in.data(), out.data(), kCount, ncclFloat, bad, c, nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"ncclScatter", "root " + said}));
+    EXPECT_THAT(outcomeOf(ncclSend(in.data(), kCount, ncclFloat, bad, c, nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"ncclSend", "peer " + said, "[0, 2)"}));
+    EXPECT_THAT(outcomeOf(ncclRecv(out.data(), kCount, ncclFloat, bad, c, nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"ncclRecv", "peer " + said}));
+  }
+}
+
+TEST(BadInput, GarbageUniqueIdIsRefused) {
+  ncclUniqueId zeroes;
+  std::memset(zeroes.internal, 0, sizeof(zeroes.internal));
+  ncclUniqueId random;
+  std::mt19937 generator(12345);  // fixed: the test must not depend on luck
+  for (char& byte : random.internal) byte = static_cast<char>(generator());
+  for (const ncclUniqueId& id : {zeroes, random}) {
+    ncclComm_t comm = reinterpret_cast<ncclComm_t>(0x1);  // must be overwritten
+    EXPECT_THAT(outcomeOf(ncclCommInitRank(&comm, 1, id, 0)),
+                FailsWith(ncclInvalidArgument, Words{"ncclCommInitRank", "ncclUniqueId", "not valid"}));
+    EXPECT_EQ(comm, nullptr) << "a failed init must leave a NULL communicator";
+  }
+}
+
+TEST(BadInput, NullCommunicatorIsRefused) {
+  float value = 1.0f;
+  int number = 0;
+  EXPECT_THAT(outcomeOf(ncclAllReduce(&value, &value, 1, ncclFloat, ncclSum, nullptr, nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclAllReduce", "communicator", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclSend(&value, 1, ncclFloat, 0, nullptr, nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclSend", "communicator", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclCommCount(nullptr, &number)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommCount", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclCommUserRank(nullptr, &number)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommUserRank", "NULL"}));
+  ncclResult_t async;
+  EXPECT_THAT(outcomeOf(ncclCommGetAsyncError(nullptr, &async)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommGetAsyncError", "NULL"}));
+  // As with NVIDIA's library, destroying or aborting NULL does nothing.
+  EXPECT_EQ(ncclCommDestroy(nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(nullptr), ncclSuccess);
+}
+
+TEST(BadInput, NullOutputPointersAreRefused) {
+  LocalComms comms(1);
+  EXPECT_THAT(outcomeOf(ncclCommCount(comms[0], nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommCount", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclCommCuDevice(comms[0], nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommCuDevice", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclGetVersion(nullptr)), FailsWith(ncclInvalidArgument, Words{"ncclGetVersion", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclGetUniqueId(nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclGetUniqueId", "NULL"}));
+}
+
+TEST(BadInput, UseAfterDestroyIsRefusedNotACrash) {
+  // hora keeps a registry of live communicators: a destroyed handle is
+  // recognised instead of dereferenced.
+  for (bool abort : {false, true}) {
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess);
+    ASSERT_EQ(abort ? ncclCommAbort(comm) : ncclCommDestroy(comm), ncclSuccess);
+    float value = 1.0f;
+    int number = 0;
+    const Words dead = {"not a live communicator"};
+    EXPECT_THAT(outcomeOf(ncclAllReduce(&value, &value, 1, ncclFloat, ncclSum, comm, nullptr)),
+                FailsWith(ncclInvalidArgument, dead));
+    EXPECT_THAT(outcomeOf(ncclCommCount(comm, &number)), FailsWith(ncclInvalidArgument, dead));
+    EXPECT_THAT(outcomeOf(ncclCommFinalize(comm)), FailsWith(ncclInvalidArgument, dead));
+    EXPECT_THAT(outcomeOf(ncclCommDestroy(comm)), FailsWith(ncclInvalidArgument, dead));
+    EXPECT_THAT(outcomeOf(ncclCommAbort(comm)), FailsWith(ncclInvalidArgument, dead));
+  }
+}
+
+TEST(BadInput, InitWithInvalidSizeOrRankIsRefused) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = nullptr;
+  EXPECT_THAT(outcomeOf(ncclCommInitRank(&comm, 0, id, 0)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommInitRank", "nranks", "0"}));
+  EXPECT_THAT(outcomeOf(ncclCommInitRank(&comm, -3, id, 0)),
+              FailsWith(ncclInvalidArgument, Words{"nranks", "-3"}));
+  EXPECT_THAT(outcomeOf(ncclCommInitRank(&comm, 2, id, 2)),
+              FailsWith(ncclInvalidArgument, Words{"rank 2", "[0, 2)"}));
+  EXPECT_THAT(outcomeOf(ncclCommInitRank(&comm, 2, id, -1)),
+              FailsWith(ncclInvalidArgument, Words{"rank -1", "[0, 2)"}));
+  EXPECT_THAT(outcomeOf(ncclCommInitRank(nullptr, 1, id, 0)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommInitRank", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclCommInitAll(&comm, 0, nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommInitAll", "ndev", "0"}));
+  EXPECT_THAT(outcomeOf(ncclCommInitAll(nullptr, 2, nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommInitAll", "NULL"}));
+}
+
+TEST(BadInput, InitWithAnUninitialisedConfigIsRefused) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = nullptr;
+  ncclConfig_t garbage;
+  std::memset(&garbage, 0x5a, sizeof(garbage));
+  EXPECT_THAT(outcomeOf(ncclCommInitRankConfig(&comm, 1, id, 0, &garbage)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommInitRankConfig", "NCCL_CONFIG_INITIALIZER"}));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 7;
+  EXPECT_THAT(outcomeOf(ncclCommInitRankConfig(&comm, 1, id, 0, &config)),
+              FailsWith(ncclInvalidArgument, Words{"blocking", "7"}));
+}
+
+TEST(BadInput, GroupEndWithoutGroupStartIsRefused) {
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()), FailsWith(ncclInvalidUsage, Words{"ncclGroupEnd", "ncclGroupStart"}));
+  // Nesting is fine; the extra end is not.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+}
+
+TEST(BadInput, ArgumentErrorInsideAGroupFailsGroupEndAndRunsNothing) {
+  LocalComms comms(2);
+  std::vector<float> in0(kCount, 1.0f), in1(kCount, 2.0f);
+  std::vector<float> out0(kCount, -1.0f), out1(kCount, -1.0f);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  // Valid on rank 0: queued. Had it run alone, it would wait for rank 1.
+  EXPECT_EQ(ncclAllReduce(in0.data(), out0.data(), kCount, ncclFloat, ncclSum, comms[0], nullptr), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclAllReduce(in1.data(), out1.data(), kCount, static_cast<ncclDataType_t>(42),
+                                      ncclSum, comms[1], nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"datatype 42"}));
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()), FailsWith(ncclInvalidArgument, Words{"datatype 42"}));
+  EXPECT_THAT(out0, ::testing::Each(-1.0f)) << "an operation of the failed group ran";
+  EXPECT_THAT(out1, ::testing::Each(-1.0f));
+
+  // Nothing was left half-done: the next group runs on both ranks.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in0.data(), out0.data(), kCount, ncclFloat, ncclSum, comms[0], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in1.data(), out1.data(), kCount, ncclFloat, ncclSum, comms[1], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_THAT(out0, ::testing::Each(3.0f));
+  EXPECT_THAT(out1, ::testing::Each(3.0f));
+}
+
+TEST(BadInput, MismatchedSendAndReceiveSizesNameThePeer) {
+  LocalComms comms(2);
+  std::vector<float> sent(10, 1.0f), received(20, 0.0f);
+  Outcome receiver{};
+  comms.onEachRank([&](int rank) {
+    if (rank == 0) {
+      ncclSend(sent.data(), sent.size(), ncclFloat, 1, comms[0], nullptr);  // may succeed: it was sent
+    } else {
+      receiver = outcomeOf(ncclRecv(received.data(), received.size(), ncclFloat, 0, comms[1], nullptr));
+    }
+  });
+  // Rank 1 expected 80 bytes from rank 0, which sent 40.
+  EXPECT_THAT(receiver, FailsWith(ncclInvalidUsage, Words{"ncclRecv", "rank 0", "80", "40"}));
+}
+
+TEST(BadInput, ArgumentErrorsLeaveTheCommunicatorUsable) {
+  LocalComms comms(2);
+  std::vector<float> in(kCount, 1.5f);
+  std::vector<std::vector<float>> out(2, std::vector<float>(kCount));
+  comms.onEachRank([&](int rank) {
+    ncclAllReduce(in.data(), out[rank].data(), kCount, static_cast<ncclDataType_t>(42), ncclSum, comms[rank], nullptr);
+    ncclBroadcast(in.data(), out[rank].data(), kCount, ncclFloat, 7, comms[rank], nullptr);
+    ncclResult_t async = ncclInternalError;
+    EXPECT_EQ(ncclCommGetAsyncError(comms[rank], &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSuccess) << "an argument error must not break the communicator";
+    EXPECT_EQ(ncclAllReduce(in.data(), out[rank].data(), kCount, ncclFloat, ncclSum, comms[rank], nullptr),
+              ncclSuccess)
+        << ncclGetLastError(nullptr);
+  });
+  EXPECT_THAT(out[0], ::testing::Each(3.0f));
+  EXPECT_THAT(out[1], ::testing::Each(3.0f));
+}
+
+TEST(BadInput, UnsupportedEntryPointsSaySo) {
+  LocalComms comms(1);
+  ncclComm_t comm = comms[0];
+  ncclComm_t child = nullptr;
+  void* pointer = nullptr;
+  ncclWindow_t window = nullptr;
+  int rank = 0;
+  ncclUniqueId id{};
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  const std::vector<NamedCall> calls = {
+      {"ncclMemAlloc", [&] { return ncclMemAlloc(&pointer, 64); }},
+      {"ncclMemFree", [&] { return ncclMemFree(pointer); }},
+      {"ncclCommSplit", [&] { return ncclCommSplit(comm, 0, 0, &child, nullptr); }},
+      {"ncclCommShrink", [&] { return ncclCommShrink(comm, &rank, 1, &child, nullptr, NCCL_SHRINK_DEFAULT); }},
+      {"ncclCommRevoke", [&] { return ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); }},
+      {"ncclCommInitRankScalable", [&] { return ncclCommInitRankScalable(&child, 1, 0, 1, &id, nullptr); }},
+      {"ncclCommRegister", [&] { return ncclCommRegister(comm, &rank, sizeof(rank), &pointer); }},
+      {"ncclCommDeregister", [&] { return ncclCommDeregister(comm, pointer); }},
+      {"ncclCommWindowRegister",
+       [&] { return ncclCommWindowRegister(comm, &rank, sizeof(rank), &window, NCCL_WIN_DEFAULT); }},
+      {"ncclCommWindowDeregister", [&] { return ncclCommWindowDeregister(comm, window); }},
+      {"ncclGroupSimulateEnd", [&] { return ncclGroupSimulateEnd(&info); }},
+  };
+  for (const auto& named : calls)
+    EXPECT_THAT(outcomeOf(named.call()), FailsWith(ncclInvalidUsage, Words{named.name, "not supported"}));
+}
+
+TEST(BadInput, EveryResultCodeHasAnErrorString) {
+  for (int code = ncclSuccess; code <= ncclNumResults + 5; ++code) {
+    const char* text = ncclGetErrorString(static_cast<ncclResult_t>(code));
+    ASSERT_NE(text, nullptr) << code;
+    EXPECT_GT(std::strlen(text), 0u) << code;
+  }
+  EXPECT_STRNE(ncclGetErrorString(ncclInvalidArgument), ncclGetErrorString(ncclInvalidUsage));
+  EXPECT_THAT(ncclGetErrorString(ncclRemoteError), HasSubstr("remote"));
+}
+
+}  // namespace
+}  // namespace hora_api_test

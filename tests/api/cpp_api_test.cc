@@ -1,0 +1,269 @@
+// hora's C++ API (include/hora/communicator.h) with ranks as threads:
+// init methods, asynchronous collectives and their Work, ordering, blocking
+// forms, barrier, abort, and the errors of bad arguments and init strings.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <numeric>
+#include <thread>
+
+#include "cpp_world.h"
+
+namespace hora_api_test {
+namespace {
+
+using hora::DataType;
+using hora::ErrorKind;
+using hora::RedOp;
+using ::testing::Each;
+using ::testing::HasSubstr;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kFinish = seconds(15);
+
+// Runs `call`, expecting a hora::Error of `kind` whose text has every word.
+template <typename Call>
+void expectError(Call&& call, ErrorKind kind, const std::vector<std::string>& words) {
+  try {
+    call();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const hora::Error& error) {
+    EXPECT_EQ(error.kind(), kind) << error.what();
+    for (const auto& word : words) EXPECT_THAT(error.what(), HasSubstr(word));
+  }
+}
+
+void expectErrorIn(std::exception_ptr error, ErrorKind kind, const std::vector<std::string>& words) {
+  ASSERT_TRUE(error) << "the operation succeeded";
+  expectError([&] { std::rethrow_exception(error); }, kind, words);
+}
+
+TEST(CppApi, TcpInitMethodMakesAWorldOfThreads) {
+  World world = makeWorld(freeTcpInitMethod(), 3);
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(world[rank]->rank(), rank);
+    EXPECT_EQ(world[rank]->size(), 3);
+  }
+  std::vector<std::vector<double>> data(3);
+  onEachRank(3, [&](int rank) {
+    data[rank] = {double(rank), 1.0};
+    world[rank]->allReduce(data[rank].data(), data[rank].data(), 2, DataType::Float64, RedOp::Sum);
+  });
+  for (const auto& values : data) EXPECT_EQ(values, (std::vector<double>{3.0, 3.0}));
+}
+
+TEST(CppApi, FileInitMethodMakesAWorldOfThreads) {
+  auto path = std::filesystem::path(::testing::TempDir()) /
+              ("hora-api-rendezvous-" + std::to_string(getpid()));
+  std::filesystem::remove(path);
+  World world = makeWorld("file://" + path.string(), 2);
+  std::vector<std::vector<int>> data = {{7, 8, 9}, {0, 0, 0}};
+  onEachRank(2, [&](int rank) {
+    world[rank]->broadcast(data[rank].data(), data[rank].data(), 3, DataType::Int32, 0);
+  });
+  EXPECT_EQ(data[1], (std::vector<int>{7, 8, 9}));
+  std::filesystem::remove(path);
+}
+
+TEST(CppApi, AsyncCollectivesCompleteThroughTheirWork) {
+  World world = makeWorld(freeTcpInitMethod(), 2);
+  std::vector<std::vector<float>> data = {std::vector<float>(1000, 1.0f), std::vector<float>(1000, 2.0f)};
+  // One thread issues for both ranks: the work runs on each rank's worker.
+  std::vector<hora::WorkPtr> works;
+  for (int rank = 0; rank < 2; ++rank)
+    works.push_back(world[rank]->allReduceAsync(data[rank].data(), data[rank].data(), 1000,
+                                                DataType::Float32, RedOp::Sum));
+  for (auto& work : works) {
+    EXPECT_EQ(finishWithin(*work, kFinish), nullptr);
+    EXPECT_TRUE(work->test());
+    EXPECT_NO_THROW(work->wait());
+  }
+  EXPECT_THAT(data[0], Each(3.0f));
+  EXPECT_THAT(data[1], Each(3.0f));
+}
+
+TEST(CppApi, AsyncOperationsRunInIssueOrder) {
+  // Each operation reads what the previous one wrote, so any reordering
+  // shows in the results. Only the last Work is waited for.
+  constexpr int kRanks = 3;
+  constexpr std::size_t kCount = 4096;
+  World world = makeWorld(freeTcpInitMethod(), kRanks);
+  struct Buffers {
+    std::vector<int> a = std::vector<int>(kCount);
+    std::vector<int> b = std::vector<int>(kCount);
+    std::vector<int> gathered = std::vector<int>(kCount * kRanks);
+    std::vector<int> scattered = std::vector<int>(kCount);
+  };
+  std::vector<Buffers> buffers(kRanks);
+  std::vector<std::vector<hora::WorkPtr>> works(kRanks);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    auto& mine = buffers[rank];
+    auto& comm = *world[rank];
+    std::iota(mine.a.begin(), mine.a.end(), rank);
+    works[rank].push_back(comm.allReduceAsync(mine.a.data(), mine.a.data(), kCount, DataType::Int32, RedOp::Sum));
+    works[rank].push_back(comm.broadcastAsync(mine.a.data(), mine.b.data(), kCount, DataType::Int32, 1));
+    works[rank].push_back(comm.allGatherAsync(mine.b.data(), mine.gathered.data(), kCount, DataType::Int32));
+    works[rank].push_back(comm.reduceScatterAsync(mine.gathered.data(), mine.scattered.data(), kCount,
+                                                  DataType::Int32, RedOp::Max));
+  }
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ASSERT_EQ(finishWithin(*works[rank].back(), kFinish), nullptr);
+    for (auto& work : works[rank]) EXPECT_TRUE(work->test()) << "an earlier operation is still running";
+  }
+  for (int rank = 0; rank < kRanks; ++rank) {
+    for (std::size_t i = 0; i < kCount; ++i) {
+      int reduced = kRanks * int(i) + kRanks * (kRanks - 1) / 2;  // sum over ranks of i + rank
+      ASSERT_EQ(buffers[rank].a[i], reduced) << "rank " << rank << " element " << i;
+      ASSERT_EQ(buffers[rank].b[i], reduced);
+      ASSERT_EQ(buffers[rank].scattered[i], reduced);
+    }
+  }
+}
+
+TEST(CppApi, FailedAsyncOperationReportsThroughItsWork) {
+  World world = makeWorld(freeTcpInitMethod(), 2);
+  std::vector<float> sent(10, 1.0f), received(20);
+  auto send = world[0]->sendAsync(sent.data(), sent.size(), DataType::Float32, 1);
+  auto recv = world[1]->recvAsync(received.data(), received.size(), DataType::Float32, 0);
+  std::exception_ptr error = finishWithin(*recv, kFinish);
+  EXPECT_TRUE(recv->test());
+  expectErrorIn(error, ErrorKind::InvalidUsage, {"rank 0", "80", "40"});
+  expectError([&] { recv->wait(); }, ErrorKind::InvalidUsage, {"rank 0"});
+  finishWithin(*send, kFinish);  // rank 0's send may succeed or fail: it was sent
+  // The receiving communicator is broken now: later operations fail at once
+  // with the first error.
+  expectError([&] { world[1]->allReduceAsync(received.data(), received.data(), 1, DataType::Float32, RedOp::Sum); },
+              ErrorKind::InvalidUsage, {"earlier error", "rank 0"});
+}
+
+TEST(CppApi, InvalidArgumentsThrowAtTheCall) {
+  World world = makeWorld(freeTcpInitMethod(), 2);
+  auto& comm = *world[0];
+  float value = 0;
+  auto badType = static_cast<DataType>(42);
+  auto badOp = static_cast<RedOp>(99);
+  const auto kInvalid = ErrorKind::InvalidArgument;
+  expectError([&] { comm.allReduceAsync(&value, &value, 1, badType, RedOp::Sum); }, kInvalid, {"data type", "42"});
+  expectError([&] { comm.allReduce(&value, &value, 1, DataType::Float32, badOp); }, kInvalid, {"op", "99"});
+  expectError([&] { comm.broadcastAsync(&value, &value, 1, DataType::Float32, 2); }, kInvalid, {"root 2", "[0, 2)"});
+  expectError([&] { comm.reduce(&value, &value, 1, DataType::Float32, RedOp::Sum, -1); }, kInvalid, {"root -1"});
+  expectError([&] { comm.sendAsync(&value, 1, DataType::Float32, 5); }, kInvalid, {"peer 5"});
+  expectError([&] { comm.recv(&value, 1, DataType::Float32, -2); }, kInvalid, {"peer -2"});
+  // Argument errors leave the communicator usable.
+  std::vector<float> data = {1.0f, 2.0f};
+  onEachRank(2, [&](int rank) {
+    std::vector<float> mine = data;
+    world[rank]->allReduce(mine.data(), mine.data(), 2, DataType::Float32, RedOp::Max);
+    EXPECT_EQ(mine, data);
+  });
+}
+
+TEST(CppApi, BlockingFormsReturnWithTheResult) {
+  constexpr int kRanks = 2;
+  World world = makeWorld(freeTcpInitMethod(), kRanks);
+  onEachRank(kRanks, [&](int rank) {
+    auto& comm = *world[rank];
+    const int peer = 1 - rank;
+    std::vector<int> in = {rank + 1, 10 * (rank + 1)}, out(2);
+    comm.reduce(in.data(), out.data(), 2, DataType::Int32, RedOp::Prod, 1);
+    if (rank == 1) {
+      EXPECT_EQ(out, (std::vector<int>{2, 200}));
+    }
+    std::vector<int> gathered(4);
+    comm.allGather(in.data(), gathered.data(), 2, DataType::Int32);
+    EXPECT_EQ(gathered, (std::vector<int>{1, 10, 2, 20}));
+    int mine = 0;
+    comm.reduceScatter(gathered.data(), &mine, 1, DataType::Int32, RedOp::Min);
+    EXPECT_EQ(mine, gathered[rank]);
+    // A matched exchange: the lower rank sends first.
+    int message = 100 + rank, reply = 0;
+    if (rank == 0) {
+      comm.send(&message, 1, DataType::Int32, peer);
+      comm.recv(&reply, 1, DataType::Int32, peer);
+    } else {
+      comm.recv(&reply, 1, DataType::Int32, peer);
+      comm.send(&message, 1, DataType::Int32, peer);
+    }
+    EXPECT_EQ(reply, 100 + peer);
+  });
+}
+
+TEST(CppApi, BarrierReturnsOnlyWhenEveryRankArrived) {
+  constexpr int kRanks = 3;
+  constexpr milliseconds kLate{300};
+  World world = makeWorld(freeTcpInitMethod(), kRanks);
+  std::vector<long long> waited(kRanks);
+  onEachRank(kRanks, [&](int rank) {
+    if (rank == kRanks - 1) std::this_thread::sleep_for(kLate);
+    auto start = Clock::now();
+    world[rank]->barrier();
+    waited[rank] = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  });
+  for (int rank = 0; rank + 1 < kRanks; ++rank)
+    EXPECT_GE(waited[rank], kLate.count() - 50) << "rank " << rank << " left the barrier early";
+}
+
+TEST(CppApi, SynchronizeWaitsForQueuedWork) {
+  World world = makeWorld(freeTcpInitMethod(), 2);
+  std::vector<std::vector<float>> data(2, std::vector<float>(1 << 16, 1.0f));
+  std::vector<hora::WorkPtr> works;
+  for (int round = 0; round < 3; ++round)
+    for (int rank = 0; rank < 2; ++rank)
+      works.push_back(world[rank]->allReduceAsync(data[rank].data(), data[rank].data(), data[rank].size(),
+                                                  DataType::Float32, RedOp::Sum));
+  onEachRank(2, [&](int rank) { world[rank]->synchronize(); });
+  for (auto& work : works) EXPECT_TRUE(work->test());
+  EXPECT_THAT(data[0], Each(8.0f));
+}
+
+TEST(CppApi, AbortEndsABlockedOperationPromptly) {
+  World world = makeWorld(freeTcpInitMethod(), 2);
+  std::vector<float> data(1 << 16, 1.0f);
+  // Rank 1 never joins the all-reduce: only the abort can end rank 0's wait.
+  auto work = world[0]->allReduceAsync(data.data(), data.data(), data.size(), DataType::Float32, RedOp::Sum);
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_FALSE(work->test());
+  auto start = Clock::now();
+  world[0]->abort();
+  std::exception_ptr error = finishWithin(*work, seconds(5));
+  EXPECT_LT(std::chrono::duration_cast<milliseconds>(Clock::now() - start).count(), 2000);
+  expectErrorIn(error, ErrorKind::InvalidUsage, {"abort"});
+  expectError([&] { world[0]->allReduce(data.data(), data.data(), 1, DataType::Float32, RedOp::Sum); },
+              ErrorKind::InvalidUsage, {"aborted"});
+}
+
+TEST(CppApi, PeerThatNeverJoinsFailsInitWithinTheTimeout) {
+  hora::CommunicatorOptions options;
+  options.timeout = seconds(1);
+  auto start = Clock::now();
+  // Only rank 1 of 2: rank 0 (which hosts the rendezvous) never comes.
+  expectError([&] { hora::Communicator::fromInitMethod(freeTcpInitMethod(), 1, 2, options); },
+              ErrorKind::Remote, {"127.0.0.1"});
+  EXPECT_LT(std::chrono::duration_cast<milliseconds>(Clock::now() - start).count(), 4000);
+}
+
+TEST(CppApi, BadInitMethodsAreRefused) {
+  const auto kInvalid = ErrorKind::InvalidArgument;
+  auto init = [](const std::string& method, int rank = 0, int size = 1) {
+    return [=] { hora::Communicator::fromInitMethod(method, rank, size); };
+  };
+  expectError(init(""), kInvalid, {"unknown init method", "env://", "tcp://", "file://"});
+  expectError(init("mpi://world"), kInvalid, {"unknown init method 'mpi://world'"});
+  expectError(init("TCP://127.0.0.1:1234"), kInvalid, {"unknown init method"});
+  expectError(init("tcp://127.0.0.1"), kInvalid, {"127.0.0.1", "port"});
+  expectError(init("tcp://127.0.0.1:http"), kInvalid, {"port"});
+  expectError(init("tcp://127.0.0.1:99999"), kInvalid, {"port"});
+  expectError(init("tcp://"), kInvalid, {"port"});
+  expectError(init("tcp://no-such-host.invalid:1234"), kInvalid, {"no-such-host.invalid"});
+  expectError(init("tcp://127.0.0.1:1234", 2, 2), kInvalid, {"rank 2", "[0, 2)"});
+  expectError(init("tcp://127.0.0.1:1234", 0, 0), kInvalid, {"world size", "0"});
+}
+
+}  // namespace
+}  // namespace hora_api_test

@@ -1,0 +1,93 @@
+// Bad settings in the environment: each makes the call that reads it fail
+// with ncclInvalidArgument and a text naming the variable and the value.
+// Every case runs in a child process with its own environment.
+#include <stdlib.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "rank_process.h"
+
+namespace hora_api_test {
+namespace {
+
+using std::chrono::seconds;
+
+// Runs `call` in a child whose environment `prepare` set up; returns its outcome.
+Outcome outcomeInChild(const std::function<void()>& prepare, const std::function<ncclResult_t()>& call) {
+  ChildProcess child([&](Reporter& reporter) {
+    prepare();
+    reportOutcome(reporter, "call", outcomeOf(call()));
+    return 0;
+  });
+  ChildExit exit = child.waitExit(seconds(15));
+  EXPECT_TRUE(exit.exited && exit.code == 0) << exit.describe();
+  return reportedOutcome(child, "call");
+}
+
+ncclResult_t createUniqueId() {
+  ncclUniqueId id;
+  return ncclGetUniqueId(&id);
+}
+
+// A one-rank communicator through the full init path.
+ncclResult_t createOneRankCommunicator() {
+  ncclUniqueId id;
+  ncclComm_t comm = nullptr;
+  ncclResult_t result = ncclGetUniqueId(&id);
+  if (result != ncclSuccess) return result;
+  result = ncclCommInitRank(&comm, 1, id, 0);
+  if (result == ncclSuccess) ncclCommDestroy(comm);
+  return result;
+}
+
+TEST(EnvironmentInput, UnknownInterfaceNameListsTheInterfaces) {
+  auto unknownInterface = [] {
+    unsetenv("HORA_COMM_ID");
+    setEnvironment("HORA_SOCKET_IFNAME", "nosuchif0");
+    setEnvironment("HORA_TIMEOUT", "3");
+  };
+  const Words explains = {"nosuchif0", "HORA_SOCKET_IFNAME"};
+  const char* listsLoopback = "has: (.*, )?lo(,|$)";
+  // Where ncclGetUniqueId picks the interface of the rendezvous root...
+  Outcome uniqueId = outcomeInChild(unknownInterface, createUniqueId);
+  EXPECT_THAT(uniqueId, FailsWith(ncclInvalidArgument, explains));
+  EXPECT_THAT(uniqueId.text, ::testing::ContainsRegex(listsLoopback));
+  // ...and where init picks the interface the rank listens on.
+  const int port = freeLoopbackPort();
+  auto unknownInterfaceWithRoot = [&] {
+    unknownInterface();
+    setEnvironment("HORA_COMM_ID", "127.0.0.1:" + std::to_string(port));
+  };
+  Outcome init = outcomeInChild(unknownInterfaceWithRoot, createOneRankCommunicator);
+  EXPECT_THAT(init, FailsWith(ncclInvalidArgument, explains));
+  EXPECT_THAT(init.text, ::testing::ContainsRegex(listsLoopback));
+}
+
+TEST(EnvironmentInput, InvalidTimeoutIsNamed) {
+  auto badTimeout = [] {
+    setEnvironment("HORA_SOCKET_IFNAME", "lo");
+    setEnvironment("HORA_TIMEOUT", "soon");
+  };
+  EXPECT_THAT(outcomeInChild(badTimeout, createOneRankCommunicator),
+              FailsWith(ncclInvalidArgument, Words{"HORA_TIMEOUT", "soon"}));
+}
+
+TEST(EnvironmentInput, InvalidRendezvousAddressIsNamed) {
+  auto badAddress = [] {
+    setEnvironment("HORA_SOCKET_IFNAME", "lo");
+    setEnvironment("HORA_COMM_ID", "localhost-without-port");
+  };
+  EXPECT_THAT(outcomeInChild(badAddress, createUniqueId),
+              FailsWith(ncclInvalidArgument, Words{"ncclGetUniqueId", "localhost-without-port", "port"}));
+}
+
+TEST(EnvironmentInput, WorkingEnvironmentCreatesACommunicator) {
+  // The control case: the same path succeeds with good settings.
+  const int port = freeLoopbackPort();
+  auto good = [&] { useRendezvous(port, "5"); };
+  EXPECT_EQ(outcomeInChild(good, createOneRankCommunicator).result, ncclSuccess);
+}
+
+}  // namespace
+}  // namespace hora_api_test

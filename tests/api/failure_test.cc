@@ -1,0 +1,255 @@
+// Failures and deadlines with ranks as processes: a rank that never joins,
+// one killed or stopped in the middle of a collective, an abort from another
+// thread, and ranks that leave right after a collective. In every failure
+// the surviving ranks must get an error that names a peer, within a bounded
+// time, and the communicator must then fail fast with that first error.
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "rank_process.h"
+
+namespace hora_api_test {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::Lt;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+// How a surviving rank's error names its peer: "rank N (host H, pid P)".
+constexpr const char* kNamesAPeer = "rank [0-9]+ \\(host ";
+
+long long reportedNumber(ChildProcess& child, const std::string& key) {
+  std::string text = child.value(key);
+  return text.empty() ? -1 : std::stoll(text);
+}
+
+// A rank that joins, then runs large all-reduces until one fails (or
+// `iterations` passed), and reports what happened after the failure.
+int allReduceUntilFailure(Reporter& reporter, int nranks, int rank, int iterations) {
+  ncclComm_t comm = joinCommunicator(reporter, nranks, rank);
+  if (comm == nullptr) return 1;
+  const std::size_t count = 1 << 20;
+  std::vector<float> data(count, 1.0f);
+  Outcome first{ncclSuccess, ""};
+  for (int i = 0; i < iterations && first.result == ncclSuccess; ++i) {
+    if (i == 2) reporter.report("running", "");
+    first = outcomeOf(ncclAllReduce(data.data(), data.data(), count, ncclFloat, ncclSum, comm, nullptr));
+  }
+  reportOutcome(reporter, "first", first);
+  // Later calls fail at once with the first error.
+  auto start = Clock::now();
+  reportOutcome(reporter, "again",
+                outcomeOf(ncclAllReduce(data.data(), data.data(), count, ncclFloat, ncclSum, comm, nullptr)));
+  reporter.report("again_ms", std::to_string(millisecondsSince(start)));
+  ncclResult_t async = ncclSuccess;
+  reportOutcome(reporter, "async_call", outcomeOf(ncclCommGetAsyncError(comm, &async)));
+  reporter.report("async", std::to_string(async));
+  reportOutcome(reporter, "destroy", outcomeOf(ncclCommDestroy(comm)));
+  return 0;
+}
+
+// A rank that joins and then waits to be stopped or killed.
+int joinAndIdle(Reporter& reporter, int nranks, int rank) {
+  if (joinCommunicator(reporter, nranks, rank) == nullptr) return 1;
+  for (;;) pause();
+}
+
+TEST(Failure, RankThatNeverJoinsFailsInitNamingIt) {
+  // Ranks 0 and 2 of 3 start; rank 1 never does.
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank : {0, 2}) {
+    ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
+      useRendezvous(port, "2");
+      auto start = Clock::now();
+      ncclComm_t comm = joinCommunicator(reporter, 3, rank);
+      reporter.report("init_ms", std::to_string(millisecondsSince(start)));
+      return comm == nullptr ? 0 : 1;
+    }));
+  }
+  for (auto& child : ranks) {
+    ChildExit exit = child->waitExit(seconds(15));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << exit.describe() << "; " << reportedOutcome(*child, "init");
+    Outcome init = reportedOutcome(*child, "init");
+    // A missing rank is a peer failure, reported by the rendezvous to every
+    // rank that did arrive, before their own deadline passes.
+    EXPECT_EQ(init.result, ncclRemoteError) << init;
+    EXPECT_THAT(init.text, HasSubstr("never arrived")) << init;
+    EXPECT_THAT(init.text, ContainsRegex("never arrived: 1[^0-9]")) << init;
+    EXPECT_THAT(reportedNumber(*child, "init_ms"), Lt(6000)) << "HORA_TIMEOUT is 2 s";
+  }
+}
+
+TEST(Failure, MissingRendezvousRootFailsInitNamingIt) {
+  // Rank 1 of 2 starts; rank 0, which hosts the rendezvous, never does.
+  const int port = freeLoopbackPort();
+  ChildProcess rank1([=](Reporter& reporter) {
+    useRendezvous(port, "2");
+    auto start = Clock::now();
+    ncclComm_t comm = joinCommunicator(reporter, 2, 1);
+    reporter.report("init_ms", std::to_string(millisecondsSince(start)));
+    return comm == nullptr ? 0 : 1;
+  });
+  ChildExit exit = rank1.waitExit(seconds(15));
+  ASSERT_TRUE(exit.exited && exit.code == 0) << exit.describe();
+  Outcome init = reportedOutcome(rank1, "init");
+  EXPECT_EQ(init.result, ncclRemoteError) << init;
+  EXPECT_THAT(init.text, HasSubstr("root")) << init;
+  EXPECT_THAT(init.text, HasSubstr("127.0.0.1:" + std::to_string(port))) << init;
+  EXPECT_THAT(reportedNumber(rank1, "init_ms"), Lt(6000));
+}
+
+// The peer-failure cases run over each transport that links ranks of one
+// host: shared memory (the default) and TCP.
+class PeerFailure : public ::testing::TestWithParam<const char*> {
+ protected:
+  // The environment of a rank process of this case.
+  void prepareRank(int port, const std::string& timeoutSeconds) const {
+    useRendezvous(port, timeoutSeconds);
+    setEnvironment("HORA_TRANSPORT", GetParam());
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, PeerFailure, ::testing::Values("shm", "tcp"));
+
+TEST_P(PeerFailure, RanksThatExitRightAfterACollectiveLeaveTheOthersUnharmed) {
+  // A collective returns on a rank once that rank's part is done: its data
+  // may still be on its way to a slower peer. A program that destroys its
+  // communicator and exits at once (init, all-reduce, destroy, exit) must
+  // not make that peer fail.
+  constexpr int kRanks = 3;
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < kRanks; ++rank)
+    ranks.push_back(std::make_unique<ChildProcess>([=, this](Reporter& reporter) {
+      prepareRank(port, "10");
+      ncclComm_t comm = joinCommunicator(reporter, kRanks, rank);
+      if (comm == nullptr) return 1;
+      long long value = 1LL << (10 * rank);
+      Outcome allReduce = outcomeOf(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comm, nullptr));
+      Outcome destroy = outcomeOf(ncclCommDestroy(comm));  // at once: the peers may still be reading
+      reportOutcome(reporter, "allreduce", allReduce);
+      reportOutcome(reporter, "destroy", destroy);
+      reporter.report("sum", std::to_string(value));
+      return 0;
+    }));
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ChildExit exit = ranks[rank]->waitExit(seconds(15));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << " " << exit.describe();
+    EXPECT_EQ(reportedOutcome(*ranks[rank], "allreduce").result, ncclSuccess)
+        << "rank " << rank << ": " << reportedOutcome(*ranks[rank], "allreduce");
+    EXPECT_EQ(ranks[rank]->value("sum"), std::to_string(1LL + (1LL << 10) + (1LL << 20))) << "rank " << rank;
+  }
+}
+
+TEST_P(PeerFailure, RankKilledMidCollectiveFailsTheOthersPromptly) {
+  constexpr int kRanks = 3;
+  constexpr int kVictim = 2;
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < kRanks; ++rank)
+    ranks.push_back(std::make_unique<ChildProcess>([=, this](Reporter& reporter) {
+      prepareRank(port, "5");
+      return allReduceUntilFailure(reporter, kRanks, rank, 100000);
+    }));
+  ASSERT_TRUE(ranks[kVictim]->waitFor("running", seconds(20)))
+      << "rank " << kVictim << " did not start its all-reduces: " << reportedOutcome(*ranks[kVictim], "init");
+  ranks[kVictim]->signal(SIGKILL);
+  auto killed = Clock::now();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    if (rank == kVictim) continue;
+    ChildProcess& survivor = *ranks[rank];
+    ASSERT_TRUE(survivor.waitFor("first_result", seconds(10))) << "rank " << rank << " hangs";
+    // The connection closes when the process dies: no need to wait for HORA_TIMEOUT.
+    EXPECT_LT(millisecondsSince(killed), 4000) << "rank " << rank;
+    ChildExit exit = survivor.waitExit(seconds(10));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << ": " << exit.describe();
+
+    Outcome first = reportedOutcome(survivor, "first");
+    EXPECT_THAT(first.result, AnyOf(ncclRemoteError, ncclSystemError)) << first;
+    EXPECT_THAT(first.text, ContainsRegex(kNamesAPeer)) << first;
+    Outcome again = reportedOutcome(survivor, "again");
+    EXPECT_EQ(again.result, first.result) << again;
+    EXPECT_THAT(again.text, HasSubstr("earlier error")) << again;
+    // The first error's own text, after the function name.
+    EXPECT_THAT(again.text, HasSubstr(first.text.substr(first.text.find(": ") + 2))) << again;
+    EXPECT_LT(reportedNumber(survivor, "again_ms"), 500);
+    EXPECT_EQ(reportedOutcome(survivor, "async_call").result, ncclSuccess);
+    EXPECT_EQ(reportedNumber(survivor, "async"), first.result) << "ncclCommGetAsyncError";
+    EXPECT_EQ(reportedOutcome(survivor, "destroy").result, ncclSuccess) << "destroy after an error";
+  }
+}
+
+TEST_P(PeerFailure, StoppedPeerTimesOutNamingIt) {
+  const int port = freeLoopbackPort();
+  ChildProcess rank1([=, this](Reporter& reporter) {
+    prepareRank(port, "2");
+    return joinAndIdle(reporter, 2, 1);
+  });
+  ChildProcess rank0([=, this](Reporter& reporter) {
+    prepareRank(port, "2");
+    return allReduceUntilFailure(reporter, 2, 0, 1);
+  });
+  ASSERT_TRUE(rank1.waitFor("ready", seconds(10))) << reportedOutcome(rank1, "init");
+  rank1.signal(SIGSTOP);  // alive, connections open, never answers
+  ASSERT_TRUE(rank0.waitFor("first_result", seconds(15))) << "rank 0 hangs";
+  ChildExit exit = rank0.waitExit(seconds(10));
+  ASSERT_TRUE(exit.exited && exit.code == 0) << exit.describe();
+  Outcome first = reportedOutcome(rank0, "first");
+  EXPECT_EQ(first.result, ncclRemoteError) << first;
+  EXPECT_THAT(first.text, HasSubstr("rank 1 (host")) << first;
+  EXPECT_THAT(first.text, HasSubstr("HORA_TIMEOUT")) << first;
+  EXPECT_EQ(reportedOutcome(rank0, "again").result, ncclRemoteError);
+  EXPECT_LT(reportedNumber(rank0, "again_ms"), 500);
+  EXPECT_EQ(reportedNumber(rank0, "async"), ncclRemoteError);
+}
+
+TEST_P(PeerFailure, AbortFromAnotherThreadEndsAWaitingCollective) {
+  // HORA_TIMEOUT is long: only the abort can end the wait on the stopped peer.
+  const int port = freeLoopbackPort();
+  ChildProcess rank1([=, this](Reporter& reporter) {
+    prepareRank(port, "60");
+    return joinAndIdle(reporter, 2, 1);
+  });
+  ChildProcess rank0([=, this](Reporter& reporter) {
+    prepareRank(port, "60");
+    ncclComm_t comm = joinCommunicator(reporter, 2, 0);
+    if (comm == nullptr) return 1;
+    std::atomic<long long> abortedAt{0};
+    auto start = Clock::now();
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(milliseconds(500));
+      abortedAt = millisecondsSince(start);
+      reportOutcome(reporter, "abort", outcomeOf(ncclCommAbort(comm)));
+    });
+    std::vector<float> data(1 << 20, 1.0f);
+    Outcome call = outcomeOf(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm, nullptr));
+    reporter.report("returned_after_abort_ms", std::to_string(millisecondsSince(start) - abortedAt));
+    reportOutcome(reporter, "call", call);
+    aborter.join();
+    return 0;
+  });
+  ASSERT_TRUE(rank1.waitFor("ready", seconds(10))) << reportedOutcome(rank1, "init");
+  rank1.signal(SIGSTOP);
+  ChildExit exit = rank0.waitExit(seconds(15));
+  ASSERT_TRUE(exit.exited && exit.code == 0) << exit.describe();
+  EXPECT_EQ(reportedOutcome(rank0, "abort").result, ncclSuccess) << reportedOutcome(rank0, "abort");
+  Outcome call = reportedOutcome(rank0, "call");
+  EXPECT_NE(call.result, ncclSuccess) << call;
+  EXPECT_THAT(call.text, HasSubstr("abort")) << call;
+  EXPECT_LT(reportedNumber(rank0, "returned_after_abort_ms"), 2000);
+}
+
+}  // namespace
+}  // namespace hora_api_test

@@ -1,0 +1,133 @@
+// hora-topo: its command line, and the tool run on fixtures.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "options.h"
+#include "topology_test_support.h"
+
+namespace hora::topo_tool {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string usageErrorOf(const std::vector<std::string>& arguments) {
+  try {
+    parseOptions(arguments);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+std::vector<std::string> hostsOf(const std::vector<SimulatedRank>& layout) {
+  std::vector<std::string> hosts;
+  for (const auto& r : layout) hosts.push_back(std::to_string(r.rank) + "@" + r.host);
+  return hosts;
+}
+
+TEST(HoraTopoOptionsTest, ParsesLayouts) {
+  EXPECT_THAT(hostsOf(parseLayout("host0:0-1,host1:2-3")), ElementsAre("0@host0", "1@host0", "2@host1", "3@host1"));
+  EXPECT_THAT(hostsOf(parseLayout("a:0,2,b:1,3")), ElementsAre("0@a", "2@a", "1@b", "3@b"));
+  EXPECT_THAT(hostsOf(parseLayout("solo:0")), ElementsAre("0@solo"));
+}
+
+TEST(HoraTopoOptionsTest, RejectsBadLayouts) {
+  auto errorOf = [](const std::string& text) {
+    try {
+      parseLayout(text);
+    } catch (const UsageError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_THAT(errorOf("0-3"), HasSubstr("before any 'host:'"));
+  EXPECT_THAT(errorOf("a:0-1,b:1-2"), HasSubstr("rank 1 appears twice"));
+  EXPECT_THAT(errorOf("a:0,b:2"), HasSubstr("rank 1 is missing"));
+  EXPECT_THAT(errorOf("a:3-1"), HasSubstr("runs backwards"));
+  EXPECT_THAT(errorOf("a:x"), HasSubstr("not a non-negative number"));
+  EXPECT_THAT(errorOf(":0"), HasSubstr("empty host name"));
+  EXPECT_THAT(errorOf("a:0,,1"), HasSubstr("empty rank"));
+}
+
+TEST(HoraTopoOptionsTest, ParsesFlags) {
+  Options options = parseOptions({"--topo", "m.xml", "--nvswitch", "--ranks=4", "--json", "--reasons"});
+  EXPECT_EQ(options.topologyFile, "m.xml");
+  EXPECT_TRUE(options.assumeNvSwitch);
+  EXPECT_EQ(options.rankCount, 4);
+  EXPECT_TRUE(options.json);
+  EXPECT_TRUE(options.reasons);
+  EXPECT_FALSE(options.help);
+  EXPECT_THAT(usageErrorOf({"--ranks", "2", "--layout", "a:0-1"}), HasSubstr("not both"));
+  EXPECT_THAT(usageErrorOf({"--topo"}), HasSubstr("--topo needs a value"));
+  EXPECT_THAT(usageErrorOf({"--json=yes"}), HasSubstr("takes no value"));
+  EXPECT_THAT(usageErrorOf({"--frobnicate"}), HasSubstr("unknown argument '--frobnicate'"));
+}
+
+// Runs hora-topo (HORA_TOPO_BIN) with arguments; returns its exit status and output.
+std::pair<int, std::string> runTool(const std::string& arguments) {
+  const char* tool = std::getenv("HORA_TOPO_BIN");
+  if (tool == nullptr) return {-1, ""};
+  std::string command = std::string("timeout 30 ") + tool + " " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+class HoraTopoToolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::getenv("HORA_TOPO_BIN") == nullptr) GTEST_SKIP() << "HORA_TOPO_BIN names no hora-topo binary";
+  }
+};
+
+TEST_F(HoraTopoToolTest, DescribesThisHost) {
+  auto [status, output] = runTool("--ranks 2 --reasons");
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("Machine: hwloc (this host)"));
+  EXPECT_THAT(output, HasSubstr("CPUs: "));
+  EXPECT_THAT(output, HasSubstr("Ring: 0 1"));
+}
+
+TEST_F(HoraTopoToolTest, PrintsMatrixTransportsAndRingForAFixture) {
+  auto [status, output] = runTool("--topo " + hora::topology::testing::fixture("nccl-topo/azure-ndv4-topo.xml") +
+                                  " --nvswitch --layout a:0,2,4,6,8,10,12,14,b:1,3,5,7,9,11,13,15");
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("GPUs (8):"));
+  EXPECT_THAT(output, HasSubstr("PCIe switches (4):"));
+  EXPECT_THAT(output, HasSubstr("GPU0 -> NIC0 (PIX"));
+  EXPECT_THAT(output, HasSubstr("p2p"));
+  EXPECT_THAT(output, HasSubstr("Ring: 0 2 4 6 8 10 12 14 1 3 5 7 9 11 13 15"));
+}
+
+TEST_F(HoraTopoToolTest, WritesJson) {
+  auto [status, output] = runTool("--topo " + hora::topology::testing::fixture("hwloc/power8gpudistances.hwloc-2.9.0.xml") +
+                                  " --ranks 4 --json");
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(output.front(), '{');
+  EXPECT_THAT(output, HasSubstr("\"ring\":[0,1,2,3]"));
+  EXPECT_THAT(output, HasSubstr("{\"a\":0,\"b\":1,\"transport\":\"p2p\""));
+  EXPECT_THAT(output, HasSubstr("\"class\":\"NVL\""));
+}
+
+TEST_F(HoraTopoToolTest, ReportsErrorsAndUsage) {
+  auto [status, output] = runTool("--topo " + hora::topology::testing::fixture("nccl-topo/azure-ncv4-graph.xml"));
+  EXPECT_EQ(status, 1);
+  EXPECT_THAT(output, HasSubstr("hora-topo: "));
+  EXPECT_THAT(output, HasSubstr("NCCL_GRAPH_FILE"));
+  auto [usageStatus, usage] = runTool("--bogus");
+  EXPECT_EQ(usageStatus, 2);
+  EXPECT_THAT(usage, HasSubstr("usage: hora-topo"));
+}
+
+}  // namespace
+}  // namespace hora::topo_tool

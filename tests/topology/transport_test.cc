@@ -1,0 +1,221 @@
+// Transport choice: the rules table, the overrides, and reading them from
+// the environment.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "hora/communicator.h"
+#include "hora_config.h"
+#include "synthetic_machines.h"
+#include "topology_test_support.h"
+
+namespace hora::topology {
+namespace {
+
+using testing::fixture;
+using testing::ScopedEnv;
+using testing::TempFile;
+using ::testing::HasSubstr;
+
+class TransportTest : public ::testing::Test {
+ protected:
+  TransportTest() : file_(testing::kMixedMachine), system_(loadSystemFromFile(file_.path())) {}
+
+  // A rank on host 1 or 2 driving GPU number `gpu` (-1: none).
+  RankPlacement rank(int number, int gpu, std::uint64_t host = 1, bool infiniband = true) const {
+    RankPlacement p;
+    p.rank = number;
+    p.hostHash = host;
+    if (gpu >= 0) p.gpuBusId = system_.devices()[testing::gpuIndex(system_, gpu)].busId;
+    p.hasInfiniband = infiniband;
+    return p;
+  }
+
+  TempFile file_;
+  System system_;
+};
+
+struct Case {
+  const char* what;
+  int gpuA, gpuB;                       // -1: no GPU
+  std::uint64_t hostB;                  // rank A is on host 1
+  bool ibA, ibB;
+  void (*tweak)(TransportPolicy&);      // nullptr: defaults
+  TransportKind expected;
+  const char* reasonHas;
+};
+
+void none(TransportPolicy&) {}
+
+TEST_F(TransportTest, RulesTable) {
+  const std::vector<Case> cases = {
+      {"PIX pair", 0, 1, 1, true, true, none, TransportKind::P2p, "PIX"},
+      {"PXB pair", 0, 2, 1, true, true, none, TransportKind::P2p, "PXB"},
+      {"PHB pair is beyond the default level", 0, 3, 1, true, true, none, TransportKind::Shm,
+       "beyond the P2P level PXB"},
+      {"PHB pair with P2P level PHB", 0, 3, 1, true, true, [](TransportPolicy& p) { p.p2pLevel = PathClass::Phb; },
+       TransportKind::P2p, "PHB"},
+      {"SYS pair with P2P level NODE", 0, 4, 1, true, true, [](TransportPolicy& p) { p.p2pLevel = PathClass::Node; },
+       TransportKind::Shm, "SYS"},
+      {"SYS pair with P2P level SYS", 0, 4, 1, true, true, [](TransportPolicy& p) { p.p2pLevel = PathClass::Sys; },
+       TransportKind::P2p, "SYS"},
+      {"PIX pair with P2P level NVL", 0, 1, 1, true, true, [](TransportPolicy& p) { p.p2pLevel = PathClass::Nvl; },
+       TransportKind::Shm, "beyond the P2P level NVL"},
+      {"one rank without GPU", 0, -1, 1, true, true, none, TransportKind::Shm, "rank 1 has no GPU"},
+      {"both on one GPU", 2, 2, 1, true, true, none, TransportKind::P2p, "both ranks drive GPU 0000:15:00.0"},
+      {"P2P disabled", 0, 1, 1, true, true, [](TransportPolicy& p) { p.p2pDisabled = true; }, TransportKind::Shm,
+       "P2P disabled"},
+      {"SHM disabled, p2p still possible", 0, 1, 1, true, true, [](TransportPolicy& p) { p.shmDisabled = true; },
+       TransportKind::P2p, "PIX"},
+      {"SHM disabled without p2p: the network (ib)", 0, 3, 1, true, true,
+       [](TransportPolicy& p) { p.shmDisabled = true; }, TransportKind::Ib, "SHM disabled"},
+      {"SHM disabled without p2p or IB: tcp", -1, -1, 1, false, false,
+       [](TransportPolicy& p) { p.shmDisabled = true; }, TransportKind::Tcp, "SHM disabled"},
+      {"different hosts with RDMA NICs", 0, 0, 2, true, true, none, TransportKind::Ib, "different hosts"},
+      {"different hosts, one without RDMA NIC", 0, 0, 2, true, false, none, TransportKind::Tcp,
+       "no usable RDMA NIC on rank 1's host"},
+      {"different hosts, IB disabled", 0, 0, 2, true, true, [](TransportPolicy& p) { p.ibDisabled = true; },
+       TransportKind::Tcp, "IB disabled"},
+      {"different hosts without GPUs", -1, -1, 2, true, true, none, TransportKind::Ib, "both hosts"},
+      {"forced tcp on one host", 0, 1, 1, true, true, [](TransportPolicy& p) { p.forced = TransportKind::Tcp; },
+       TransportKind::Tcp, "HORA_TRANSPORT=tcp (else: p2p"},
+      {"forced shm across hosts cannot be", 0, 0, 2, true, true,
+       [](TransportPolicy& p) { p.forced = TransportKind::Shm; }, TransportKind::Ib,
+       "HORA_TRANSPORT=shm cannot connect ranks 0 and 1 (the ranks are on different hosts)"},
+      {"forced p2p beyond the P2P level", 0, 4, 1, true, true,
+       [](TransportPolicy& p) { p.forced = TransportKind::P2p; }, TransportKind::P2p, "HORA_TRANSPORT=p2p"},
+      {"forced p2p without a GPU cannot be", 0, -1, 1, true, true,
+       [](TransportPolicy& p) { p.forced = TransportKind::P2p; }, TransportKind::Shm, "cannot connect"},
+      {"forced p2p while P2P is disabled cannot be", 0, 1, 1, true, true,
+       [](TransportPolicy& p) {
+         p.forced = TransportKind::P2p;
+         p.p2pDisabled = true;
+       },
+       TransportKind::Shm, "P2P is disabled"},
+      {"forced ib without an RDMA NIC cannot be", 0, 0, 2, false, true,
+       [](TransportPolicy& p) { p.forced = TransportKind::Ib; }, TransportKind::Tcp, "no usable RDMA NIC"},
+      {"forced ib on one host", 0, 1, 1, true, true, [](TransportPolicy& p) { p.forced = TransportKind::Ib; },
+       TransportKind::Ib, "HORA_TRANSPORT=ib"},
+  };
+  for (const Case& c : cases) {
+    TransportPolicy policy;
+    c.tweak(policy);
+    TransportChoice choice = chooseTransport(rank(0, c.gpuA, 1, c.ibA), rank(1, c.gpuB, c.hostB, c.ibB), system_, policy);
+    EXPECT_EQ(transportName(choice.kind), transportName(c.expected)) << c.what << ": " << choice.reason;
+    EXPECT_THAT(choice.reason, HasSubstr(c.reasonHas)) << c.what;
+    // The reason is one line for the log.
+    EXPECT_EQ(choice.reason.find('\n'), std::string::npos) << c.what;
+  }
+}
+
+TEST_F(TransportTest, ChoiceIsSymmetric) {
+  for (int a = -1; a < 5; ++a)
+    for (int b = -1; b < 5; ++b)
+      EXPECT_EQ(chooseTransport(rank(0, a), rank(1, b), system_, {}).kind,
+                chooseTransport(rank(1, b), rank(0, a), system_, {}).kind)
+          << a << "," << b;
+}
+
+TEST_F(TransportTest, GpuMissingFromTheTopologyMeansShm) {
+  RankPlacement stranger = rank(1, -1);
+  stranger.gpuBusId = "0000:99:00.0";
+  auto choice = chooseTransport(rank(0, 0), stranger, system_, {});
+  EXPECT_EQ(choice.kind, TransportKind::Shm);
+  EXPECT_THAT(choice.reason, HasSubstr("GPU 0000:99:00.0 is not in the topology"));
+}
+
+TEST_F(TransportTest, NvlinkPairsUseP2pAndSocketsApartUseShm) {
+  System power8 = loadSystemFromFile(fixture("hwloc/power8gpudistances.hwloc-2.9.0.xml"));
+  auto ranks = testing::rankPerGpu(power8);
+  EXPECT_EQ(chooseTransport(ranks[0], ranks[1], power8, {}).kind, TransportKind::P2p);
+  EXPECT_THAT(chooseTransport(ranks[0], ranks[1], power8, {}).reason, HasSubstr("NVL, ~40 GB/s"));
+  EXPECT_EQ(chooseTransport(ranks[1], ranks[2], power8, {}).kind, TransportKind::Shm);
+}
+
+TEST_F(TransportTest, APeerIsNotItself) {
+  try {
+    chooseTransport(rank(3, 0), rank(3, 1), system_, {});
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    EXPECT_THAT(error.what(), HasSubstr("rank 3 cannot be its own peer"));
+  }
+}
+
+TEST(TransportPolicyTest, ReadsEnvironmentHoraNamesFirst) {
+  ScopedEnv a("HORA_P2P_DISABLE", std::nullopt), b("NCCL_P2P_DISABLE", "1");
+  ScopedEnv c("HORA_SHM_DISABLE", "1"), d("NCCL_SHM_DISABLE", "0");
+  ScopedEnv e("HORA_IB_DISABLE", std::nullopt), f("NCCL_IB_DISABLE", std::nullopt);
+  ScopedEnv g("HORA_P2P_LEVEL", "sys"), h("NCCL_P2P_LEVEL", "PIX");
+  ScopedEnv i("HORA_TRANSPORT", "IB");
+  TransportPolicy policy = TransportPolicy::fromEnvironment();
+  EXPECT_TRUE(policy.p2pDisabled);
+  EXPECT_TRUE(policy.shmDisabled);  // HORA_SHM_DISABLE=1 wins over NCCL_SHM_DISABLE=0
+  EXPECT_FALSE(policy.ibDisabled);
+  EXPECT_EQ(policy.p2pLevel, PathClass::Sys);
+  EXPECT_EQ(policy.forced, TransportKind::Ib);
+}
+
+TEST(TransportPolicyTest, DefaultsWhenNothingIsSet) {
+  ScopedEnv a("HORA_P2P_DISABLE", std::nullopt), b("NCCL_P2P_DISABLE", std::nullopt);
+  ScopedEnv c("HORA_SHM_DISABLE", std::nullopt), d("NCCL_SHM_DISABLE", std::nullopt);
+  ScopedEnv e("HORA_IB_DISABLE", std::nullopt), f("NCCL_IB_DISABLE", std::nullopt);
+  ScopedEnv g("HORA_P2P_LEVEL", std::nullopt), h("NCCL_P2P_LEVEL", "NODE");
+  ScopedEnv i("HORA_TRANSPORT", std::nullopt);
+  TransportPolicy policy = TransportPolicy::fromEnvironment();
+  EXPECT_FALSE(policy.p2pDisabled || policy.shmDisabled || policy.ibDisabled);
+  EXPECT_EQ(policy.p2pLevel, PathClass::Node);  // NCCL's name is read too
+  EXPECT_FALSE(policy.forced.has_value());
+}
+
+TEST(TransportPolicyTest, BadValuesNameTheVariable) {
+  auto errorOf = [] {
+    try {
+      TransportPolicy::fromEnvironment();
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  {
+    ScopedEnv level("HORA_P2P_LEVEL", "PCI"), t("HORA_TRANSPORT", std::nullopt);
+    EXPECT_THAT(errorOf(), HasSubstr("P2P level 'PCI' (HORA_P2P_LEVEL / NCCL_P2P_LEVEL)"));
+  }
+  {
+    ScopedEnv level("HORA_P2P_LEVEL", std::nullopt), n("NCCL_P2P_LEVEL", std::nullopt);
+    ScopedEnv t("HORA_TRANSPORT", "pigeon");
+    EXPECT_THAT(errorOf(), HasSubstr("HORA_TRANSPORT='pigeon' is not one of p2p, shm, ib, tcp"));
+  }
+  {
+    ScopedEnv t("HORA_TRANSPORT", std::nullopt), h("HORA_IB_DISABLE", std::nullopt), n("NCCL_IB_DISABLE", "yes");
+    EXPECT_THAT(errorOf(), HasSubstr("NCCL_IB_DISABLE"));
+  }
+}
+
+TEST_F(TransportTest, EnvironmentOverloadAppliesTheVariables) {
+  ScopedEnv a("HORA_P2P_DISABLE", "1"), t("HORA_TRANSPORT", std::nullopt), l("HORA_P2P_LEVEL", std::nullopt);
+  ScopedEnv n("NCCL_P2P_LEVEL", std::nullopt), s("HORA_SHM_DISABLE", std::nullopt), s2("NCCL_SHM_DISABLE", std::nullopt);
+  EXPECT_EQ(chooseTransport(rank(0, 0), rank(1, 1), system_).kind, TransportKind::Shm);
+}
+
+TEST(LocalPlacementTest, CarriesFingerprintCanonicalBusIdAndUsableRdma) {
+  System ndv4 = loadSystemFromFile(fixture("nccl-topo/azure-ndv4-topo.xml"));
+  RankPlacement p = localPlacement(5, 42, "0001:00:00.0", ndv4);
+  EXPECT_EQ(p.rank, 5);
+  EXPECT_EQ(p.hostHash, 42u);
+  EXPECT_EQ(p.topologyFingerprint, ndv4.fingerprint());
+  EXPECT_EQ(p.hasInfiniband, static_cast<bool>(HORA_HAVE_IBVERBS));  // the NICs are InfiniBand
+  EXPECT_EQ(localPlacement(0, 1, "00000001:00:00.0", ndv4).gpuBusId, "0001:00:00.0");
+  System ncv4 = loadSystemFromFile(fixture("nccl-topo/azure-ncv4-topo.xml"));
+  EXPECT_FALSE(localPlacement(0, 1, "", ncv4).hasInfiniband);  // Ethernet only
+}
+
+TEST(TransportNamesTest, RoundTrip) {
+  for (TransportKind kind : {TransportKind::P2p, TransportKind::Shm, TransportKind::Ib, TransportKind::Tcp})
+    EXPECT_EQ(parseTransportName(transportName(kind)), kind);
+  EXPECT_EQ(parseTransportName("TCP"), TransportKind::Tcp);
+  EXPECT_FALSE(parseTransportName("nvls").has_value());
+}
+
+}  // namespace
+}  // namespace hora::topology

@@ -1,0 +1,55 @@
+// hora-topo: the machine as hora sees it, and what hora would do on it.
+//
+//   hora-topo                                   this host
+//   hora-topo --topo ndv4.xml --nvswitch --ranks 8
+//   hora-topo --topo ndv4.xml --layout a:0-7,b:8-15 --json
+#include <cstdlib>
+#include <iostream>
+#include <vector>
+
+#include "base/env.h"
+#include "hora/communicator.h"
+#include "options.h"
+#include "report.h"
+#include "topology/topology.h"
+
+int main(int argc, char** argv) {
+  using namespace hora::topo_tool;
+  Options options;
+  try {
+    options = parseOptions(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const UsageError& error) {
+    std::cerr << "hora-topo: " << error.what() << "\n\n" << kUsage;
+    return 2;
+  }
+  if (options.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  try {
+    hora::topology::System system = [&] {
+      if (options.topologyFile) {
+        hora::topology::LoadOptions load;
+        load.assumeNvSwitch = options.assumeNvSwitch || hora::env::getInt({"HORA_TOPO_NVSWITCH"}, 0) != 0;
+        return hora::topology::loadSystemFromFile(*options.topologyFile, load);
+      }
+      // Exactly what a communicator would see: HORA_TOPO_FILE or this host,
+      // with --nvswitch meaning HORA_TOPO_NVSWITCH=1.
+      if (options.assumeNvSwitch) setenv("HORA_TOPO_NVSWITCH", "1", 1);
+      return hora::topology::loadSystem();
+    }();
+
+    std::vector<SimulatedRank> layout = options.layout;
+    if (options.rankCount)
+      for (int r = 0; r < *options.rankCount; ++r) layout.push_back(SimulatedRank{r, "host0"});
+    RankView ranks;
+    if (!layout.empty()) ranks = simulateRanks(system, layout, hora::topology::TransportPolicy::fromEnvironment());
+
+    if (options.json) printJson(std::cout, system, layout.empty() ? nullptr : &ranks);
+    else printText(std::cout, system, layout.empty() ? nullptr : &ranks, options.reasons);
+  } catch (const hora::Error& error) {
+    std::cerr << "hora-topo: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,380 @@
+#include "report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+namespace hora::topo_tool {
+
+using topology::Device;
+using topology::DeviceKind;
+using topology::PathClass;
+using topology::System;
+
+namespace {
+
+std::uint64_t hashHostName(const std::string& name) {
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : name) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::string formatGBps(double GBps) {
+  if (GBps <= 0) return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(GBps < 10 ? 1 : 0) << GBps;
+  return out.str();
+}
+
+// GPUs and NICs: the devices the path matrix shows.
+std::vector<int> matrixDevices(const System& system) {
+  auto list = system.devicesOfKind(DeviceKind::Gpu);
+  auto nics = system.devicesOfKind(DeviceKind::Nic);
+  list.insert(list.end(), nics.begin(), nics.end());
+  return list;
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// Rank lists as ranges: 0-3,6.
+std::string rankRanges(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!text.empty()) text += ',';
+    text += std::to_string(ranks[i]);
+    if (j > i) {
+      text += '-';
+      text += std::to_string(ranks[j]);
+    }
+    i = j + 1;
+  }
+  return text;
+}
+
+void printTable(std::ostream& out, const std::vector<std::string>& labels,
+                const std::vector<std::vector<std::string>>& cells) {
+  std::size_t width = 4;
+  for (const auto& l : labels) width = std::max(width, l.size() + 2);
+  for (const auto& row : cells)
+    for (const auto& c : row) width = std::max(width, c.size() + 2);
+  out << std::string(width, ' ');
+  for (const auto& l : labels) out << std::setw(static_cast<int>(width)) << l;
+  out << "\n";
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    out << std::left << std::setw(static_cast<int>(width)) << labels[i] << std::right;
+    for (const auto& c : cells[i]) out << std::setw(static_cast<int>(width)) << c;
+    out << "\n";
+  }
+}
+
+void printDevices(std::ostream& out, const System& system, DeviceKind kind, const char* title) {
+  auto list = system.devicesOfKind(kind);
+  if (list.empty()) {
+    out << title << ": none\n";
+    return;
+  }
+  out << title << " (" << list.size() << "):\n";
+  std::size_t nameWidth = 6;
+  for (int index : list)
+    nameWidth = std::max(nameWidth, system.devices()[static_cast<std::size_t>(index)].name.size() + 2);
+  for (int index : list) {
+    const Device& d = system.devices()[static_cast<std::size_t>(index)];
+    out << "  " << std::left << std::setw(static_cast<int>(nameWidth)) << d.name << std::setw(14)
+        << (d.busId.empty() ? "-" : d.busId) << std::right;
+    if (kind != DeviceKind::NvSwitch) out << "NUMA " << d.numaNode;
+    if (!d.detail.empty()) out << "  " << d.detail;
+    if (d.smVersion > 0) out << "  sm_" << d.smVersion;
+    if (d.nvlinkGBps > 0) out << "  NVLink " << formatGBps(d.nvlinkGBps) << " GB/s";
+    if (kind == DeviceKind::Nic) {
+      if (d.rdma) out << "  RDMA";
+      if (d.speedGbps > 0) out << "  " << formatGBps(d.speedGbps) << " Gbit/s";
+    }
+    out << "\n";
+  }
+}
+
+// A tiny JSON emitter: values are written as they come; it tracks commas.
+class Json {
+ public:
+  explicit Json(std::ostream& out) : out_(out) {}
+  Json& open(char bracket) {
+    comma();
+    out_ << bracket;
+    first_ = true;
+    return *this;
+  }
+  Json& close(char bracket) {
+    out_ << bracket;
+    first_ = false;
+    return *this;
+  }
+  Json& key(const std::string& name) {
+    comma();
+    string(name);
+    out_ << ":";
+    first_ = true;
+    return *this;
+  }
+  Json& value(const std::string& text) {
+    comma();
+    string(text);
+    return *this;
+  }
+  Json& value(const char* text) { return value(std::string(text)); }
+  Json& value(std::string_view text) { return value(std::string(text)); }
+  Json& value(double number) {
+    comma();
+    out_ << number;
+    return *this;
+  }
+  Json& value(int number) {
+    comma();
+    out_ << number;
+    return *this;
+  }
+  Json& value(bool flag) {
+    comma();
+    out_ << (flag ? "true" : "false");
+    return *this;
+  }
+  Json& null() {
+    comma();
+    out_ << "null";
+    return *this;
+  }
+  template <typename T>
+  Json& field(const std::string& name, const T& v) {
+    key(name);
+    return value(v);
+  }
+
+ private:
+  void comma() {
+    if (!first_) out_ << ",";
+    first_ = false;
+  }
+  void string(const std::string& text) {
+    out_ << '"';
+    for (unsigned char c : text) {
+      if (c == '"' || c == '\\') out_ << '\\' << c;
+      else if (c < 0x20) {
+        char escaped[8];
+        std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+        out_ << escaped;
+      } else out_ << c;
+    }
+    out_ << '"';
+  }
+  std::ostream& out_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+RankView simulateRanks(const System& system, const std::vector<SimulatedRank>& layout,
+                       const topology::TransportPolicy& policy) {
+  RankView view;
+  const auto gpus = system.devicesOfKind(DeviceKind::Gpu);
+  view.placements.resize(layout.size());
+  view.hostOf.resize(layout.size());
+  std::map<std::string, std::vector<int>> ranksOfHost;
+  for (const auto& r : layout) ranksOfHost[r.host].push_back(r.rank);
+  for (auto& [host, ranks] : ranksOfHost) {
+    std::sort(ranks.begin(), ranks.end());
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      std::string bus = gpus.empty() ? "" : system.devices()[static_cast<std::size_t>(gpus[k % gpus.size()])].busId;
+      auto rank = static_cast<std::size_t>(ranks[k]);
+      view.placements[rank] = topology::localPlacement(ranks[k], hashHostName(host), bus, system);
+      view.hostOf[rank] = host;
+    }
+  }
+  const std::size_t n = layout.size();
+  view.transports.assign(n, std::vector<topology::TransportChoice>(n));
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b)
+      if (a != b)
+        view.transports[a][b] = topology::chooseTransport(view.placements[a], view.placements[b], system, policy);
+  view.ring = topology::ringOrder(view.placements, &system);
+  return view;
+}
+
+void printText(std::ostream& out, const System& system, const RankView* ranks, bool reasons) {
+  const auto& cpu = system.cpu();
+  out << "Machine: " << system.source() << "\n";
+  out << "CPUs: ";
+  if (cpu.packages > 0) out << plural(static_cast<std::size_t>(cpu.packages), "package", "packages") << ", ";
+  out << plural(static_cast<std::size_t>(cpu.numaNodes), "NUMA node", "NUMA nodes");
+  if (cpu.cores > 0) out << ", " << plural(static_cast<std::size_t>(cpu.cores), "core", "cores");
+  if (cpu.hardwareThreads > 0) out << ", " << cpu.hardwareThreads << " hardware threads";
+  std::string about = cpu.architecture;
+  if (!cpu.model.empty()) about += (about.empty() ? "" : ", ") + cpu.model;
+  if (!about.empty()) out << " (" << about << ")";
+  out << "\n\n";
+
+  printDevices(out, system, DeviceKind::Gpu, "GPUs");
+  printDevices(out, system, DeviceKind::Nic, "NICs");
+  const auto& switches = system.pciSwitches();
+  if (switches.empty()) out << "PCIe switches: none\n";
+  else out << "PCIe switches (" << switches.size() << "):\n";
+  for (const auto& sw : switches) {
+    out << "  " << sw.busId << "  NUMA " << sw.numaNode << " ->";
+    for (int d : sw.devices) out << " " << system.devices()[static_cast<std::size_t>(d)].name;
+    out << "\n";
+  }
+  if (!system.devicesOfKind(DeviceKind::NvSwitch).empty())
+    printDevices(out, system, DeviceKind::NvSwitch, "NVSwitches");
+
+  auto shown = matrixDevices(system);
+  if (shown.size() >= 2) {
+    std::vector<std::string> labels;
+    for (int d : shown) labels.push_back(system.devices()[static_cast<std::size_t>(d)].name);
+    std::vector<std::vector<std::string>> classes, bandwidths;
+    for (int a : shown) {
+      classes.emplace_back();
+      bandwidths.emplace_back();
+      for (int b : shown) {
+        const auto& p = system.path(a, b);
+        classes.back().push_back(a == b ? "X" : std::string(topology::pathClassName(p.cls)));
+        bandwidths.back().push_back(a == b ? "X" : formatGBps(p.bandwidthGBps));
+      }
+    }
+    out << "\nPaths (NVL NVLink, PIX one PCIe switch, PXB several, PHB host bridge,\n"
+           "       NODE across host bridges, SYS across NUMA nodes):\n";
+    printTable(out, labels, classes);
+    out << "\nBandwidth estimates (GB/s):\n";
+    printTable(out, labels, bandwidths);
+  }
+  auto gpus = system.devicesOfKind(DeviceKind::Gpu);
+  if (!gpus.empty() && !system.devicesOfKind(DeviceKind::Nic).empty()) {
+    out << "\nNearest NIC:\n";
+    for (int g : gpus) {
+      auto nic = system.nearestNic(g);
+      const auto& gd = system.devices()[static_cast<std::size_t>(g)];
+      const auto& nd = system.devices()[static_cast<std::size_t>(*nic)];
+      const auto& p = system.path(g, *nic);
+      out << "  " << gd.name << " -> " << nd.name << " (" << topology::pathClassName(p.cls) << ", "
+          << formatGBps(p.bandwidthGBps) << " GB/s)\n";
+    }
+  }
+
+  if (ranks == nullptr || ranks->placements.empty()) return;
+  const std::size_t n = ranks->placements.size();
+  std::map<std::string, std::vector<int>> ranksOfHost;
+  for (std::size_t r = 0; r < n; ++r) ranksOfHost[ranks->hostOf[r]].push_back(static_cast<int>(r));
+  out << "\nRanks: " << n << " on " << plural(ranksOfHost.size(), "host", "hosts") << " (";
+  bool firstHost = true;
+  for (const auto& [host, list] : ranksOfHost) {
+    out << (firstHost ? "" : "; ") << host << ": " << rankRanges(list);
+    firstHost = false;
+  }
+  out << ")\n";
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto& p = ranks->placements[r];
+    out << "  rank " << r << ": " << ranks->hostOf[r] << ", " << (p.gpuBusId.empty() ? "no GPU" : "GPU " + p.gpuBusId)
+        << (p.hasInfiniband ? ", RDMA NIC" : "") << "\n";
+  }
+  std::vector<std::string> labels;
+  for (std::size_t r = 0; r < n; ++r) labels.push_back(std::to_string(r));
+  std::vector<std::vector<std::string>> cells(n);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b)
+      cells[a].push_back(a == b ? "-" : std::string(topology::transportName(ranks->transports[a][b].kind)));
+  out << "\nTransports:\n";
+  printTable(out, labels, cells);
+  if (reasons) {
+    out << "\nWhy:\n";
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = a + 1; b < n; ++b)
+        out << "  " << a << " <-> " << b << ": " << topology::transportName(ranks->transports[a][b].kind) << " ("
+            << ranks->transports[a][b].reason << ")\n";
+  }
+  out << "\nRing:";
+  for (int r : ranks->ring) out << " " << r;
+  out << "\n";
+}
+
+void printJson(std::ostream& out, const System& system, const RankView* ranks) {
+  Json json(out);
+  json.open('{');
+  json.field("source", system.source());
+  const auto& cpu = system.cpu();
+  json.key("cpu").open('{')
+      .field("packages", cpu.packages)
+      .field("numaNodes", cpu.numaNodes)
+      .field("cores", cpu.cores)
+      .field("hardwareThreads", cpu.hardwareThreads)
+      .field("architecture", cpu.architecture)
+      .field("model", cpu.model)
+      .close('}');
+  json.key("devices").open('[');
+  for (std::size_t i = 0; i < system.devices().size(); ++i) {
+    const Device& d = system.devices()[i];
+    json.open('{').field("index", static_cast<int>(i)).field("kind", topology::deviceKindName(d.kind))
+        .field("name", d.name).field("busId", d.busId).field("numaNode", d.numaNode).field("detail", d.detail);
+    if (d.kind == DeviceKind::Gpu) json.field("smVersion", d.smVersion).field("nvlinkGBps", d.nvlinkGBps);
+    if (d.kind == DeviceKind::Nic) json.field("rdma", d.rdma).field("speedGbps", d.speedGbps);
+    if (d.kind == DeviceKind::Gpu) {
+      json.key("nearestNic");
+      if (auto nic = system.nearestNic(static_cast<int>(i)))
+        json.value(system.devices()[static_cast<std::size_t>(*nic)].name);
+      else json.null();
+    }
+    json.close('}');
+  }
+  json.close(']');
+  json.key("pciSwitches").open('[');
+  for (const auto& sw : system.pciSwitches()) {
+    json.open('{').field("busId", sw.busId).field("numaNode", sw.numaNode).key("devices").open('[');
+    for (int d : sw.devices) json.value(system.devices()[static_cast<std::size_t>(d)].name);
+    json.close(']').close('}');
+  }
+  json.close(']');
+  // paths[i][j] between devices[i] and devices[j].
+  json.key("paths").open('[');
+  for (std::size_t a = 0; a < system.devices().size(); ++a) {
+    json.open('[');
+    for (std::size_t b = 0; b < system.devices().size(); ++b) {
+      const auto& p = system.path(static_cast<int>(a), static_cast<int>(b));
+      json.open('{').field("class", topology::pathClassName(p.cls)).field("GBps", p.bandwidthGBps).close('}');
+    }
+    json.close(']');
+  }
+  json.close(']');
+  json.field("fingerprint", std::to_string(system.fingerprint()));
+  if (ranks != nullptr && !ranks->placements.empty()) {
+    const std::size_t n = ranks->placements.size();
+    json.key("ranks").open('[');
+    for (std::size_t r = 0; r < n; ++r) {
+      const auto& p = ranks->placements[r];
+      json.open('{').field("rank", static_cast<int>(r)).field("host", ranks->hostOf[r]).field("gpuBusId", p.gpuBusId)
+          .field("hasInfiniband", p.hasInfiniband).close('}');
+    }
+    json.close(']');
+    json.key("transports").open('[');
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b) {
+        if (a == b) continue;
+        const auto& t = ranks->transports[a][b];
+        json.open('{').field("a", static_cast<int>(a)).field("b", static_cast<int>(b))
+            .field("transport", topology::transportName(t.kind)).field("reason", t.reason).close('}');
+      }
+    json.close(']');
+    json.key("ring").open('[');
+    for (int r : ranks->ring) json.value(r);
+    json.close(']');
+  }
+  json.close('}');
+  out << "\n";
+}
+
+}  // namespace hora::topo_tool
