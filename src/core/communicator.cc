@@ -168,6 +168,12 @@ std::vector<transport::TransportKind> Communicator::chooseTransports(
   return kinds;
 }
 
+ProgressEngine& Communicator::freshEngine() {
+  if (!engine_) engine_ = std::make_unique<ProgressEngine>(waitPolicy());
+  engine_->reset();
+  return *engine_;
+}
+
 WaitPolicy Communicator::waitPolicy() const { return WaitPolicy{timeout_, spin_, &abort_, rank_}; }
 
 void Communicator::checkUsable() const {
@@ -367,7 +373,7 @@ void Communicator::runDirectAllReduce(const Op& op) {
   const std::size_t bytes = op.count * dataTypeSize(op.type);
   gathered_.resize(bytes * nranks_);
   std::memcpy(gathered_.data() + rank_ * bytes, op.send, bytes);
-  ProgressEngine engine(waitPolicy());
+  ProgressEngine& engine = freshEngine();
   for (int peer = 0; peer < nranks_; ++peer) {
     if (peer == rank_) continue;
     auto& connection = connector_->sendTo(peer);
@@ -396,7 +402,7 @@ void Communicator::runCollective(const Op& op) {
     return;
   }
   const std::size_t elemSize = dataTypeSize(op.type);
-  ProgressEngine engine(waitPolicy());
+  ProgressEngine& engine = freshEngine();
   transport::SendConnection* next = nullptr;
   transport::RecvConnection* prev = nullptr;
   if (nranks_ > 1) {
@@ -448,7 +454,7 @@ void Communicator::runPointToPoint(const std::vector<const Op*>& ops) {
 
   // Each message to a peer is preceded by its size, so a mismatched pair is
   // reported instead of corrupting the stream.
-  ProgressEngine engine(waitPolicy());
+  ProgressEngine& engine = freshEngine();
   std::deque<std::uint64_t> headers;  // stable addresses while in flight
   for (const Op* op : ops) {
     if (op->kind != OpKind::Send || op->peer == rank_) continue;

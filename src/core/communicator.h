@@ -95,6 +95,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::chrono::microseconds spin_;
   std::size_t directMaxBytes_;     // all-reduces up to this size skip the ring
   std::vector<char> gathered_;     // scratch of the direct all-reduce
+  std::unique_ptr<ProgressEngine> engine_;  // reused by every operation (no allocation per call)
+  ProgressEngine& freshEngine();
 
   // Serialises execution: the calling thread or the worker, one at a time.
   std::mutex execMutex_;

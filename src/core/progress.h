@@ -25,6 +25,11 @@ class ProgressEngine {
  public:
   explicit ProgressEngine(const WaitPolicy& policy) : policy_(policy) {}
 
+  // Forgets the connections (keeps the capacity) for the next operation.
+  void reset() {
+    sends_.clear();
+    recvs_.clear();
+  }
   void add(transport::SendConnection* connection);
   void add(transport::RecvConnection* connection);
 

@@ -10,20 +10,39 @@
 
 namespace hora::core {
 
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 template <typename F>
 void ProgressEngine::waitLoop(F done, const char* what) {
   using Clock = std::chrono::steady_clock;
+  // Three phases while nothing moves: a tight spin (a peer on another core
+  // usually answers within a microsecond or two), then spinning with
+  // sched_yield so a rank sharing this core can run, then sleeping in poll().
+  constexpr int kTightSpins = 2000;
   auto lastProgress = Clock::now();
+  int idleSpins = 0;
   std::vector<pollfd> entries;
   for (;;) {
-    if (progressAll()) lastProgress = Clock::now();
+    if (progressAll()) {
+      idleSpins = 0;
+      lastProgress = Clock::now();
+    }
     if (done()) return;
     if (policy_.abort != nullptr && policy_.abort->load(std::memory_order_relaxed))
       fail(ErrorKind::InvalidUsage, "rank ", policy_.rank, ": communicator aborted while ", what);
+    if (++idleSpins < kTightSpins) {
+      cpuRelax();
+      continue;
+    }
     auto idle = Clock::now() - lastProgress;
     if (idle < policy_.spin) {
-      // Let another rank sharing this core run; returns at once if none waits.
-      sched_yield();
+      sched_yield();  // returns at once if no other thread waits for this core
       continue;
     }
     if (idle > policy_.timeout) failStalled(what);

@@ -35,6 +35,16 @@ struct ReduceSpec {
 // post() divides by the divisor for SumPostDiv and is the identity otherwise.
 // dst may equal local or remote (in-place); other overlaps are not allowed.
 // Pointers need only the element type's natural alignment.
+//
+// Element semantics are those of kernels/reduce_ops.h: float16, bfloat16 and
+// fp8 compute in float and round once to the type (fp8 saturating); integers
+// wrap modulo 2^bits and divide truncating toward zero; floating Max/Min
+// return NaN if either operand is NaN (which NaN is unspecified).
+// Throws hora::Error(InvalidArgument) for an invalid type or kind (naming the
+// value), a SumPostDiv divisor of 0, and, when count > 0, null, misaligned or
+// partially overlapping pointers. count == 0 does nothing.
+// Runs the loops of the fastest instruction set the CPU has (reduce_isa.h);
+// every instruction set gives the same results (up to which NaN).
 void reduceHost(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
                 std::size_t count, bool finalize);
 
