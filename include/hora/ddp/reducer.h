@@ -16,8 +16,10 @@
 //
 // Buckets are all-reduced asynchronously while backward goes on, strictly in
 // bucket order on every rank. The mean is taken by pre-multiplying: each
-// bucket is scaled by 1/worldSize on its rank just before its all-reduce
-// (sum), which keeps values in range for 16-bit compression hooks.
+// rank's values are multiplied by 1/worldSize before they are summed, inside
+// the all-reduce (RedOp::Avg) rather than in a separate pass over the bucket,
+// which keeps partial sums in range for 16-bit buckets and hooks
+// (see comm_hook.h).
 //
 // Gradient accumulation: under `auto guard = reducer.noSync();` steps only
 // accumulate locally (markReady records, finish() returns at once); the next
@@ -35,6 +37,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "hora/communicator.h"
@@ -89,7 +92,7 @@ struct GradientView {
 
 struct ReducerOptions {
   BucketCaps caps;                 // 1 MiB first bucket, 25 MiB after
-  std::shared_ptr<CommHook> hook;  // null: makeAllReduceHook()
+  std::shared_ptr<CommHook> hook = nullptr;  // null: makeAllReduceHook()
 };
 
 class Reducer {

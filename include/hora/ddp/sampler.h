@@ -20,9 +20,8 @@ namespace hora::ddp {
 // torch.randperm(n, generator=g) after g.manual_seed(seed), bit for bit.
 // PyTorch's CPU generator is MT19937 seeded with the low 32 bits of the seed;
 // its randperm starts from 0..n-1 and, for i = 0 .. n-2, swaps element i with
-// element i + (next 32-bit draw mod (n - i)). Checked against PyTorch 1.13 for
-// every n (later PyTorch releases may draw differently for n of about 2^31/10
-// and above).
+// element i + (next 32-bit draw mod (n - i)). PyTorch 1.13 does this for every
+// n; later releases may draw differently for n of about 2^31/10 and above.
 std::vector<std::size_t> torchRandperm(std::size_t n, std::uint64_t seed);
 
 struct DistributedSamplerOptions {

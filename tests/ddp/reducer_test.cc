@@ -1,0 +1,185 @@
+// The Reducer over the in-process fake group: the shared scenarios for 1-4
+// ranks, and what only the fake can observe (which collectives were issued,
+// when, and in which order).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include "hora/ddp/reducer.h"
+#include "in_process_group.h"
+#include "reducer_scenarios.h"
+
+namespace hora::ddp::testing {
+namespace {
+
+class ReducerOnFake : public ::testing::TestWithParam<int> {
+ protected:
+  // Runs scenario(group) on every rank of a fresh fake world.
+  void runOnAllRanks(const std::function<void(const GroupPtr&)>& scenario) {
+    auto world = InProcessWorld::create(GetParam());
+    runRanks(GetParam(), [&](int rank) { scenario(world->group(rank)); });
+  }
+};
+
+TEST_P(ReducerOnFake, BroadcastAndAveraging) { runOnAllRanks(expectBroadcastAndAveraging); }
+TEST_P(ReducerOnFake, NoSyncAccumulation) { runOnAllRanks(expectNoSyncAccumulation); }
+TEST_P(ReducerOnFake, Hooks) { runOnAllRanks(expectHooks); }
+TEST_P(ReducerOnFake, SixteenBitBuckets) { runOnAllRanks(expectSixteenBitBuckets); }
+TEST_P(ReducerOnFake, UsageErrors) { runOnAllRanks(expectUsageErrors); }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ReducerOnFake, ::testing::Values(1, 2, 3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// Failures need a second rank.
+class ReducerFailuresOnFake : public ReducerOnFake {};
+
+TEST_P(ReducerFailuresOnFake, LayoutMismatch) { runOnAllRanks(expectLayoutMismatchDetected); }
+
+TEST_P(ReducerFailuresOnFake, RankLeaves) {
+  auto world = InProcessWorld::create(GetParam());
+  runRanks(GetParam(), [&](int rank) {
+    auto group = world->group(rank);
+    expectFailureWhenARankLeaves(
+        group, [&] { world->failFrom(world->issued(rank).size()); }, std::chrono::seconds(5));
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ReducerFailuresOnFake, ::testing::Values(2, 3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+std::vector<Parameter> floatParameters(std::vector<std::vector<float>>& storage) {
+  std::vector<Parameter> parameters;
+  for (std::size_t i = 0; i < storage.size(); ++i)
+    parameters.emplace_back(std::string("w").append(std::to_string(i)), std::span<float>(storage[i]));
+  return parameters;
+}
+
+TEST(Reducer, GradientsAreViewsIntoBuckets) {
+  auto world = InProcessWorld::create(1);
+  std::vector<std::vector<float>> storage{std::vector<float>(3), std::vector<float>(5),
+                                          std::vector<float>(100)};
+  Reducer reducer(world->group(0), floatParameters(storage),
+                  {.caps = {.firstBucketBytes = 30, .bucketBytes = 1000}});
+  // Walk 2 (400 bytes) closes the first bucket; 1 and 0 share the second.
+  ASSERT_EQ(reducer.buckets().size(), 2u);
+  const auto& shared = reducer.buckets()[1];
+  ASSERT_EQ(shared.parameters, (std::vector<std::size_t>{1, 0}));
+  const auto* base = static_cast<float*>(reducer.gradient(1).data);
+  EXPECT_EQ(reducer.gradient(0).data, base + 5) << "p0 lies right after p1 in the bucket";
+  EXPECT_EQ(reducer.gradient(0).count, 3u);
+  EXPECT_EQ(reducer.gradientAs<float>(2).size(), 100u);
+  EXPECT_NE(reducer.gradient(2).data, reducer.gradient(0).data);
+  EXPECT_THROW(reducer.gradientAs<double>(0), Error);
+}
+
+TEST(Reducer, BucketsStartInOrderAsSoonAsTheyAndTheirPredecessorsAreReady) {
+  auto world = InProcessWorld::create(1);
+  std::vector<std::vector<float>> storage(6, std::vector<float>(4));  // 16 bytes each
+  Reducer reducer(world->group(0), floatParameters(storage),
+                  {.caps = {.firstBucketBytes = 16, .bucketBytes = 32}});
+  // Buckets: {5}, {4, 3}, {2, 1}, {0}.
+  ASSERT_EQ(reducer.buckets().size(), 4u);
+  const std::size_t setup = world->issued(0).size();  // the layout all-gather
+  auto allReducesIssued = [&] { return world->issued(0).size() - setup; };
+
+  reducer.markReady(0);  // completes the last bucket: it must wait
+  reducer.markReady(2);
+  reducer.markReady(1);  // completes bucket 2: still waits for 0 and 1
+  EXPECT_EQ(allReducesIssued(), 0u);
+  reducer.markReady(5);  // bucket 0 complete: starts alone
+  EXPECT_EQ(allReducesIssued(), 1u);
+  reducer.markReady(4);
+  EXPECT_EQ(allReducesIssued(), 1u);
+  reducer.markReady(3);  // bucket 1 complete: 1, 2 and 3 start, in that order
+  EXPECT_EQ(allReducesIssued(), 4u);
+  reducer.finish();
+
+  const auto issued = world->issued(0);
+  for (std::size_t b = 0; b < 4; ++b) {
+    EXPECT_EQ(issued[setup + b].kind, "allreduce");
+    EXPECT_EQ(issued[setup + b].buffer, reducer.gradient(reducer.buckets()[b].parameters[0]).data)
+        << "bucket " << b << " was not issued in its turn";
+  }
+}
+
+TEST(Reducer, NoSyncStepsIssueNoCollectives) {
+  auto world = InProcessWorld::create(2);
+  runRanks(2, [&](int rank) {
+    std::vector<std::vector<float>> storage(3, std::vector<float>(8));
+    Reducer reducer(world->group(rank), floatParameters(storage));
+    const std::size_t before = world->issued(rank).size();
+    {
+      auto guard = reducer.noSync();
+      for (int step = 0; step < 3; ++step) {
+        for (std::size_t i = 0; i < 3; ++i) reducer.markReady(i);
+        reducer.finish();
+      }
+    }
+    EXPECT_EQ(world->issued(rank).size(), before);
+    for (std::size_t i = 0; i < 3; ++i) reducer.markReady(i);
+    reducer.finish();
+    EXPECT_EQ(world->issued(rank).size(), before + reducer.buckets().size());
+  });
+}
+
+TEST(Reducer, ConstructionBroadcastsOncePerBucketAfterTheLayoutCheck) {
+  auto world = InProcessWorld::create(2);
+  runRanks(2, [&](int rank) {
+    std::vector<std::vector<float>> storage(5, std::vector<float>(100, float(rank)));
+    Reducer reducer(world->group(rank), floatParameters(storage),
+                    {.caps = {.firstBucketBytes = 400, .bucketBytes = 800}});
+    const auto issued = world->issued(rank);
+    ASSERT_EQ(issued.size(), 1 + reducer.buckets().size());
+    EXPECT_EQ(issued[0].kind, "allgather");
+    for (std::size_t k = 1; k < issued.size(); ++k) EXPECT_EQ(issued[k].kind, "broadcast");
+    for (const auto& values : storage)
+      for (float value : values) ASSERT_EQ(value, 0.0f);
+  });
+}
+
+TEST(Reducer, RegisterParameterBeforeTheFirstStepKeepsGradients) {
+  auto world = InProcessWorld::create(2);
+  runRanks(2, [&](int rank) {
+    std::vector<std::vector<float>> storage(2, std::vector<float>(4, float(rank)));
+    Reducer reducer(world->group(rank), floatParameters(storage));
+    reducer.gradientAs<float>(1)[3] = 7.0f * rank;
+    std::vector<double> extra(6, rank + 1.0);
+    const std::size_t index = reducer.registerParameter(Parameter("extra", extra));
+    EXPECT_EQ(index, 2u);
+    EXPECT_EQ(extra[5], 1.0) << "the new parameter is broadcast from rank 0";
+    EXPECT_EQ(reducer.gradientAs<float>(1)[3], 7.0f * rank) << "gradients survive the re-layout";
+    EXPECT_EQ(reducer.buckets().size(), 2u);  // float and double never share
+    for (auto& g : reducer.gradientAs<double>(2)) g = rank;
+    for (std::size_t i = 0; i < 3; ++i) reducer.markReady(i);
+    reducer.finish();
+    EXPECT_DOUBLE_EQ(reducer.gradientAs<double>(2)[0], 0.5);
+    EXPECT_FLOAT_EQ(reducer.gradientAs<float>(1)[3], 3.5f);
+  });
+}
+
+TEST(Reducer, FailedCollectiveSurfacesFromFinishAndStopsTheReducer) {
+  auto world = InProcessWorld::create(2);
+  runRanks(2, [&](int rank) {
+    std::vector<std::vector<float>> storage(4, std::vector<float>(64));
+    Reducer reducer(world->group(rank), floatParameters(storage),
+                    {.caps = {.firstBucketBytes = 256, .bucketBytes = 256}});
+    ASSERT_EQ(reducer.buckets().size(), 4u);
+    world->failFrom(world->issued(rank).size() + 2);  // the third bucket fails
+    for (std::size_t i = 4; i-- > 0;) reducer.markReady(i);
+    try {
+      reducer.finish();
+      FAIL() << "finish() hid a failed all-reduce";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::Remote);
+      EXPECT_NE(std::string(error.what()).find("gradient bucket 2"), std::string::npos)
+          << error.what();
+    }
+    EXPECT_THROW(reducer.markReady(0), Error);
+    EXPECT_THROW(reducer.finish(), Error);
+  });
+}
+
+}  // namespace
+}  // namespace hora::ddp::testing
