@@ -30,6 +30,7 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
 
+  std::shared_future<void> rootDone;
   if (hostRoot && rank == 0) {
     Socket rootListener;
     try {
@@ -38,9 +39,9 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
       fail(ErrorKind::System, "rank 0 cannot host the rendezvous at ", id.root.toString(), ": ",
            e.what(), " (is the port in use, or the address not on this host?)");
     }
-    startRootServer(std::move(rootListener), id.magic,
-                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline.at() -
-                                                                          Deadline::Clock::now()));
+    rootDone = startRootServer(
+        std::move(rootListener), id.magic,
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline.at() - Deadline::Clock::now()));
   }
 
   NetworkInterface interface = chooseInterface(&id.root);
@@ -67,6 +68,9 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   root.sendAll(&hello, sizeof(hello), deadline, abort, rootName);
   RootReply reply;
   root.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootReplyGrace), abort, rootName);
+  // The root in this process must finish answering the other ranks before
+  // this rank returns (and perhaps exits).
+  if (rootDone.valid()) rootDone.wait_for(kRootReplyGrace);
   if (!reply.ok)
     fail(static_cast<ErrorKind>(reply.kind), "rank ", rank, ": communicator init failed: ", reply.error);
   peers_.resize(nranks);

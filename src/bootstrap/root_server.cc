@@ -126,14 +126,19 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
 
 }  // namespace
 
-void startRootServer(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeout) {
-  std::thread([socket = std::move(listener), magic, timeout]() mutable {
+std::shared_future<void> startRootServer(Socket listener, std::uint64_t magic,
+                                         std::chrono::milliseconds timeout) {
+  auto answered = std::make_shared<std::promise<void>>();
+  std::shared_future<void> done = answered->get_future().share();
+  std::thread([socket = std::move(listener), magic, timeout, answered]() mutable {
     try {
       serve(std::move(socket), magic, timeout);
     } catch (const std::exception& e) {
       HORA_LOG(Warn, "bootstrap root stopped: ", e.what());
     }
+    answered->set_value();
   }).detach();
+  return done;
 }
 
 }  // namespace hora::bootstrap

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 
 #include "base/socket.h"
@@ -47,7 +48,10 @@ inline constexpr std::uint32_t kProtocolVersion = 1;
 
 // Serves one rendezvous on `listener` in a background thread, then ends. The
 // thread owns the socket; it gives up after `timeout` (telling the ranks that
-// did arrive which ones are missing).
-void startRootServer(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeout);
+// did arrive which ones are missing). The future is ready once every rank
+// that arrived has been answered: a process hosting the root waits for it
+// before it may exit, or the others would miss their answer.
+std::shared_future<void> startRootServer(Socket listener, std::uint64_t magic,
+                                         std::chrono::milliseconds timeout);
 
 }  // namespace hora::bootstrap

@@ -102,7 +102,7 @@ UniqueId startRoot(SocketAddress address, const std::string& interfaceName) {
   id.magic = (static_cast<std::uint64_t>(random()) << 32) ^ random();
   HORA_LOG(Info, "bootstrap root listening at ", id.root.toString(), " (interface ",
            interfaceName, ")");
-  startRootServer(std::move(listener), id.magic, env::defaultTimeout());
+  (void)startRootServer(std::move(listener), id.magic, env::defaultTimeout());
   return id;
 }
 }  // namespace
