@@ -91,7 +91,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<int> ringRanks_;
   int ringPos_ = 0;
   std::size_t chunkBytes_;
-  StagingPool staging_;
+  std::unique_ptr<StagingPool> staging_;  // sized for the ring's transport
   std::chrono::microseconds spin_;
   std::size_t directMaxBytes_;     // all-reduces up to this size skip the ring
   std::vector<char> gathered_;     // scratch of the direct all-reduce

@@ -27,9 +27,12 @@
 namespace hora::transport {
 
 struct ShmOptions {
-  std::size_t fifoBytes = 1 << 20;
-  // Messages of at least this many bytes are pulled (0: never pull).
-  std::size_t pullMinBytes = 64 << 10;
+  std::size_t fifoBytes = 4 << 20;
+  // Messages of at least this many bytes are pulled (0: never pull). Off by
+  // default: on the virtual machines measured, process_vm_readv (which pins
+  // the sender's pages on every call) lost to two plain copies through the
+  // FIFO by 1.5-2x (docs/performance.md).
+  std::size_t pullMinBytes = 0;
 };
 
 class ShmSendConnection;
