@@ -1,0 +1,188 @@
+// Shared pieces of the peer benchmarks in this folder (Gloo, MPI): the
+// command line and the result table. Both follow the interface of
+// nccl-tests so that hora-perf, Gloo and MPI print tables that one script
+// can read column by column:
+//
+//   size  count  type  redop  root | time algbw busbw #wrong | (same, in-place)
+//
+// algbw is bytes / time. busbw rescales algbw so that it is comparable
+// with the bandwidth of one link whatever the number of ranks: a ring
+// all-reduce makes every rank send (and receive) 2(n-1)/n times the buffer,
+// so busbw = algbw * 2(n-1)/n.
+//
+// Header-only on purpose: each peer program is built with one compiler
+// call against a system package, without the rest of the project.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct Options {
+  size_t min_bytes = 16u << 20;
+  size_t max_bytes = 256u << 20;
+  size_t step_factor = 2;
+  int iterations = 20;
+  int warmup = 5;
+  bool check = true;
+  // Only for programs that launch their own ranks and offer several
+  // algorithms (-p, -a); MPI takes both from mpirun and has one entry point.
+  int processes = 2;
+  std::string algorithm;
+};
+
+// Parses "16M", "8", "1G", "64K" (powers of two, as nccl-tests does).
+inline size_t parse_size(const std::string& text) {
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str()) {
+    throw std::invalid_argument("size '" + text + "' is not a number");
+  }
+  const std::string suffix(end);
+  if (suffix.empty()) return value;
+  if (suffix == "K" || suffix == "k") return value << 10;
+  if (suffix == "M" || suffix == "m") return value << 20;
+  if (suffix == "G" || suffix == "g") return value << 30;
+  throw std::invalid_argument("size '" + text + "' has an unknown suffix (use K, M or G)");
+}
+
+inline void print_usage(const char* program, const char* extra) {
+  std::fprintf(stderr,
+               "usage: %s [-b minbytes] [-e maxbytes] [-f factor] [-n iters] [-w warmup]\n"
+               "          [-c 0|1] [-d float] [-o sum]%s\n"
+               "Times an all-reduce of float sums for sizes minbytes..maxbytes, multiplying\n"
+               "by factor each step, and prints a table in the format of nccl-tests.\n",
+               program, extra);
+}
+
+// Returns std::nullopt (after printing why) when the command line is wrong.
+// extra_help documents -p and -a for the programs that accept them.
+inline std::optional<Options> parse_options(int argc, char** argv, bool self_launched,
+                                            const char* extra_help = "") {
+  Options options;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string flag = argv[i];
+      if (flag == "-h" || flag == "--help") {
+        print_usage(argv[0], extra_help);
+        return std::nullopt;
+      }
+      if (i + 1 >= argc) throw std::invalid_argument("option " + flag + " needs a value");
+      const std::string value = argv[++i];
+      if (flag == "-b") {
+        options.min_bytes = parse_size(value);
+      } else if (flag == "-e") {
+        options.max_bytes = parse_size(value);
+      } else if (flag == "-f") {
+        options.step_factor = parse_size(value);
+      } else if (flag == "-n") {
+        options.iterations = std::stoi(value);
+      } else if (flag == "-w") {
+        options.warmup = std::stoi(value);
+      } else if (flag == "-c") {
+        options.check = std::stoi(value) != 0;
+      } else if (flag == "-d") {
+        if (value != "float") throw std::invalid_argument("only -d float is measured here");
+      } else if (flag == "-o") {
+        if (value != "sum") throw std::invalid_argument("only -o sum is measured here");
+      } else if (flag == "-a" && self_launched) {
+        options.algorithm = value;
+      } else if (flag == "-p" && self_launched) {
+        options.processes = std::stoi(value);
+      } else {
+        throw std::invalid_argument("unknown option " + flag);
+      }
+    }
+    if (options.step_factor < 2) throw std::invalid_argument("-f must be at least 2");
+    if (options.processes < 2) throw std::invalid_argument("-p must be at least 2");
+    if (options.iterations < 1) throw std::invalid_argument("-n must be at least 1");
+    if (options.min_bytes < sizeof(float) || options.min_bytes > options.max_bytes) {
+      throw std::invalid_argument("need 4 <= minbytes <= maxbytes");
+    }
+    // Both peers take the element count as an int.
+    if (options.max_bytes / sizeof(float) > static_cast<size_t>(INT_MAX)) {
+      throw std::invalid_argument("maxbytes must stay below 8G (the peers count elements in int)");
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
+    print_usage(argv[0], extra_help);
+    return std::nullopt;
+  }
+  return options;
+}
+
+inline std::vector<size_t> message_sizes(const Options& options) {
+  std::vector<size_t> sizes;
+  for (size_t bytes = options.min_bytes; bytes <= options.max_bytes;
+       bytes *= options.step_factor) {
+    sizes.push_back(bytes / sizeof(float) * sizeof(float));
+  }
+  return sizes;
+}
+
+// One timed variant (out-of-place or in-place) of one message size.
+struct Measurement {
+  bool measured = false;  // false: this variant does not exist for the peer.
+  double seconds_per_op = 0;
+  long wrong = -1;  // -1: not checked.
+};
+
+inline double bus_factor(int ranks) { return 2.0 * (ranks - 1) / ranks; }
+
+inline void print_header(const char* title, int ranks) {
+  std::printf("# %s, %d ranks\n", title, ranks);
+  std::printf("#%51s%-38s%s\n", "", "  out-of-place", "  in-place");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %10s  %7s  %7s  %6s  %10s  %7s  %7s  %6s\n",
+              "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+              "time", "algbw", "busbw", "#wrong");
+  std::printf("#%11s  %12s  %8s  %6s  %6s  %10s  %7s  %7s  %6s  %10s  %7s  %7s  %6s\n", "(B)",
+              "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+              "(GB/s)", "");
+}
+
+inline void print_measurement(size_t bytes, int ranks, const Measurement& m) {
+  if (!m.measured) {
+    std::printf("  %10s  %7s  %7s  %6s", "N/A", "N/A", "N/A", "N/A");
+    return;
+  }
+  const double algbw = bytes / m.seconds_per_op / 1e9;
+  char wrong[24];
+  if (m.wrong < 0) {
+    std::snprintf(wrong, sizeof wrong, "N/A");
+  } else {
+    std::snprintf(wrong, sizeof wrong, "%ld", m.wrong);
+  }
+  std::printf("  %10.2f  %7.3f  %7.3f  %6s", m.seconds_per_op * 1e6, algbw,
+              algbw * bus_factor(ranks), wrong);
+}
+
+inline void print_row(size_t bytes, int ranks, const Measurement& out_of_place,
+                      const Measurement& in_place) {
+  std::printf(" %11zu  %12zu  %8s  %6s  %6d", bytes, bytes / sizeof(float), "float", "sum", -1);
+  print_measurement(bytes, ranks, out_of_place);
+  print_measurement(bytes, ranks, in_place);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+// Every rank contributes rank+1 in every element, so every element of a
+// correct sum is n(n+1)/2: small integers, exact in float.
+inline float contribution(int rank) { return static_cast<float>(rank + 1); }
+inline float expected_sum(int ranks) { return ranks * (ranks + 1) / 2.0f; }
+
+inline long count_wrong(const float* data, size_t count, int ranks) {
+  const float expected = expected_sum(ranks);
+  long wrong = 0;
+  for (size_t i = 0; i < count; ++i) wrong += data[i] != expected;
+  return wrong;
+}
+
+}  // namespace bench
