@@ -59,17 +59,6 @@ bootstrap::UniqueId rendezvousThroughFile(const std::string& path, int rank,
   }
 }
 
-core::Op makeOp(core::OpKind kind, const void* send, void* recv, std::size_t count, DataType type) {
-  core::Op op;
-  op.kind = kind;
-  op.send = send;
-  op.recv = recv;
-  op.count = count;
-  op.type = type;
-  op.reduce.type = type;
-  return op;
-}
-
 void checkType(DataType type) {
   int value = static_cast<int>(type);
   HORA_CHECK_ARG(value >= 0 && value < kNumDataTypes, "invalid data type ", value);
@@ -131,7 +120,7 @@ core::Op allReduceOp(core::Communicator& c, const void* send, void* recv, std::s
                      DataType type, RedOp op) {
   checkType(type);
   checkOp(op);
-  core::Op o = makeOp(core::OpKind::AllReduce, send, recv, count, type);
+  core::Op o = core::makeOp(core::OpKind::AllReduce, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   return o;
 }
@@ -139,7 +128,7 @@ core::Op broadcastOp(core::Communicator& c, const void* send, void* recv, std::s
                      DataType type, int root) {
   checkType(type);
   HORA_CHECK_ARG(root >= 0 && root < c.nranks(), "root ", root, " is outside [0, ", c.nranks(), ")");
-  core::Op o = makeOp(core::OpKind::Broadcast, send, recv, count, type);
+  core::Op o = core::makeOp(core::OpKind::Broadcast, send, recv, count, type);
   o.root = root;
   return o;
 }
@@ -148,7 +137,7 @@ core::Op reduceOp(core::Communicator& c, const void* send, void* recv, std::size
   checkType(type);
   checkOp(op);
   HORA_CHECK_ARG(root >= 0 && root < c.nranks(), "root ", root, " is outside [0, ", c.nranks(), ")");
-  core::Op o = makeOp(core::OpKind::Reduce, send, recv, count, type);
+  core::Op o = core::makeOp(core::OpKind::Reduce, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   o.root = root;
   return o;
@@ -157,13 +146,13 @@ core::Op reduceScatterOp(core::Communicator& c, const void* send, void* recv, st
                          DataType type, RedOp op) {
   checkType(type);
   checkOp(op);
-  core::Op o = makeOp(core::OpKind::ReduceScatter, send, recv, count, type);
+  core::Op o = core::makeOp(core::OpKind::ReduceScatter, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   return o;
 }
 core::Op allGatherOp(const void* send, void* recv, std::size_t count, DataType type) {
   checkType(type);
-  return makeOp(core::OpKind::AllGather, send, recv, count, type);
+  return core::makeOp(core::OpKind::AllGather, send, recv, count, type);
 }
 core::Op p2pOp(core::Communicator& c, core::OpKind kind, const void* send, void* recv,
                std::size_t count, DataType type, int peer) {

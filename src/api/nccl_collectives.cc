@@ -45,17 +45,6 @@ ncclResult_t call(const char* function, Body&& body) {
   return result;
 }
 
-core::Op makeOp(core::OpKind kind, const void* send, void* recv, std::size_t count, DataType type) {
-  core::Op op;
-  op.kind = kind;
-  op.send = send;
-  op.recv = recv;
-  op.count = count;
-  op.type = type;
-  op.reduce.type = type;
-  return op;
-}
-
 }  // namespace
 
 HORA_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
@@ -67,7 +56,7 @@ HORA_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff,
     checkedBytes(count, type, 1);
     checkBuffer(sendbuff, count, "sendbuff");
     checkBuffer(recvbuff, count, "recvbuff");
-    core::Op o = makeOp(core::OpKind::AllReduce, sendbuff, recvbuff, count, type);
+    core::Op o = core::makeOp(core::OpKind::AllReduce, sendbuff, recvbuff, count, type);
     o.reduce = c->reduceSpecFor(op, type);
     api::issue(c, o);
   });
@@ -83,7 +72,7 @@ HORA_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvb
     checkedBytes(recvcount, type, c->nranks());
     checkBuffer(sendbuff, recvcount, "sendbuff");
     checkBuffer(recvbuff, recvcount, "recvbuff");
-    core::Op o = makeOp(core::OpKind::ReduceScatter, sendbuff, recvbuff, recvcount, type);
+    core::Op o = core::makeOp(core::OpKind::ReduceScatter, sendbuff, recvbuff, recvcount, type);
     o.reduce = c->reduceSpecFor(op, type);
     api::issue(c, o);
   });
@@ -98,7 +87,7 @@ HORA_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff,
     checkedBytes(sendcount, type, c->nranks());
     checkBuffer(sendbuff, sendcount, "sendbuff");
     checkBuffer(recvbuff, sendcount, "recvbuff");
-    api::issue(c, makeOp(core::OpKind::AllGather, sendbuff, recvbuff, sendcount, type));
+    api::issue(c, core::makeOp(core::OpKind::AllGather, sendbuff, recvbuff, sendcount, type));
   });
 }
 
@@ -112,7 +101,7 @@ HORA_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff,
     checkRoot(root, c->nranks());
     if (c->rank() == root) checkBuffer(sendbuff, count, "sendbuff (at the root)");
     checkBuffer(recvbuff, count, "recvbuff");
-    core::Op o = makeOp(core::OpKind::Broadcast, sendbuff, recvbuff, count, type);
+    core::Op o = core::makeOp(core::OpKind::Broadcast, sendbuff, recvbuff, count, type);
     o.root = root;
     api::issue(c, o);
   });
@@ -134,7 +123,7 @@ HORA_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, si
     checkRoot(root, c->nranks());
     checkBuffer(sendbuff, count, "sendbuff");
     if (c->rank() == root) checkBuffer(recvbuff, count, "recvbuff (at the root)");
-    core::Op o = makeOp(core::OpKind::Reduce, sendbuff, recvbuff, count, type);
+    core::Op o = core::makeOp(core::OpKind::Reduce, sendbuff, recvbuff, count, type);
     o.reduce = c->reduceSpecFor(op, type);
     o.root = root;
     api::issue(c, o);
@@ -150,7 +139,7 @@ HORA_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
     checkedBytes(count, type, 1);
     checkPeer(peer, c->nranks());
     checkBuffer(sendbuff, count, "sendbuff");
-    core::Op o = makeOp(core::OpKind::Send, sendbuff, nullptr, count, type);
+    core::Op o = core::makeOp(core::OpKind::Send, sendbuff, nullptr, count, type);
     o.peer = peer;
     api::issue(c, o);
   });
@@ -165,7 +154,7 @@ HORA_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
     checkedBytes(count, type, 1);
     checkPeer(peer, c->nranks());
     checkBuffer(recvbuff, count, "recvbuff");
-    core::Op o = makeOp(core::OpKind::Recv, nullptr, recvbuff, count, type);
+    core::Op o = core::makeOp(core::OpKind::Recv, nullptr, recvbuff, count, type);
     o.peer = peer;
     api::issue(c, o);
   });
@@ -180,12 +169,12 @@ void pointToPointPattern(const api::CommPtr& comm, std::size_t count, DataType t
   std::vector<core::Op> ops;
   for (int p = 0; p < comm->nranks(); ++p) {
     if (const void* block = sendTo(p)) {
-      core::Op o = makeOp(core::OpKind::Send, block, nullptr, count, type);
+      core::Op o = core::makeOp(core::OpKind::Send, block, nullptr, count, type);
       o.peer = p;
       ops.push_back(o);
     }
     if (void* block = recvFrom(p)) {
-      core::Op o = makeOp(core::OpKind::Recv, nullptr, block, count, type);
+      core::Op o = core::makeOp(core::OpKind::Recv, nullptr, block, count, type);
       o.peer = p;
       ops.push_back(o);
     }

@@ -28,4 +28,17 @@ struct Op {
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };
 
+// An Op with its buffers, count and type set (reduction, root and peer are
+// the caller's to fill in).
+inline Op makeOp(OpKind kind, const void* send, void* recv, std::size_t count, DataType type) {
+  Op op;
+  op.kind = kind;
+  op.send = send;
+  op.recv = recv;
+  op.count = count;
+  op.type = type;
+  op.reduce.type = type;
+  return op;
+}
+
 }  // namespace hora::core
