@@ -24,7 +24,7 @@ void ProgressEngine::waitLoop(F done, const char* what) {
   // Three phases while nothing moves: a tight spin (a peer on another core
   // usually answers within a microsecond or two), then spinning with
   // sched_yield so a rank sharing this core can run, then sleeping in poll().
-  constexpr int kTightSpins = 2000;
+  constexpr int kTightSpins = 64;
   auto lastProgress = Clock::now();
   int idleSpins = 0;
   std::vector<pollfd> entries;
