@@ -15,7 +15,7 @@ namespace hora::core {
 namespace {
 // Elements per ring step and loop. Large enough to amortise per-step costs,
 // small enough that the ring's pipeline fills quickly (HORA_CHUNK_SIZE).
-constexpr std::size_t kDefaultChunkBytes = 1 << 20;
+constexpr std::size_t kDefaultChunkBytes = 512 << 10;
 // Staging slices: received, reduced and forwarded while still in cache.
 // Over shared memory a slice should stay in cache; over TCP fewer, larger
 // socket calls win (measured on loopback: 512K beats 128K by ~15%).
