@@ -20,7 +20,6 @@ class TcpSendConnection final : public SendConnection {
   bool progress() override;
   pollfd pollEntry() const override { return {queue_.empty() ? -1 : socket_.fd(), POLLOUT, 0}; }
   const std::string& peerName() const override { return peer_; }
-  Socket& socket() { return socket_; }
 
  private:
   Socket socket_;
@@ -37,7 +36,6 @@ class TcpRecvConnection final : public RecvConnection {
   bool progress() override;
   pollfd pollEntry() const override { return {queue_.empty() ? -1 : socket_.fd(), POLLIN, 0}; }
   const std::string& peerName() const override { return peer_; }
-  Socket& socket() { return socket_; }
 
  private:
   Socket socket_;
