@@ -27,6 +27,10 @@ constexpr int kStagingSlots = 16;
 // message latency instead of the ring's 2(n-1) (HORA_DIRECT_MAX_BYTES).
 constexpr std::size_t kDefaultDirectMaxBytes = 16 << 10;
 constexpr int kDirectMaxRanks = 16;
+constexpr std::size_t kStreamAlignment = 64;
+// Outputs of at least this size are written with streaming stores
+// (kernels/copy_host.h): they exceed what the caches keep anyway.
+constexpr std::size_t kStreamingMinBytes = 8 << 20;
 
 std::size_t sliceBytes(transport::TransportKind next) {
   auto bytes = env::get({"HORA_SLICE_SIZE"});
@@ -95,8 +99,6 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   if (auto fifo = env::get({"HORA_SHM_FIFO_SIZE"}))
     connectorOptions.shm.fifoBytes = env::parseBytes(*fifo, "HORA_SHM_FIFO_SIZE");
   HORA_CHECK_ARG(connectorOptions.shm.fifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
-  if (auto pull = env::get({"HORA_SHM_PULL_MIN"}))
-    connectorOptions.shm.pullMinBytes = env::parseBytes(*pull, "HORA_SHM_PULL_MIN");
   const topology::System& system = processSystem();
   auto placements = gatherPlacements(system, deadline);
   connector_ = std::make_unique<transport::Connector>(
@@ -108,6 +110,14 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                " ranks for ", nranks);
   for (int p = 0; p < nranks; ++p)
     if (ringRanks_[p] == rank) ringPos_ = p;
+  if (connector_->kindOf(ringRanks_[(ringPos_ + 1) % nranks]) == transport::TransportKind::Shm ||
+      connector_->kindOf(ringRanks_[(ringPos_ + nranks - 1) % nranks]) == transport::TransportKind::Shm) {
+    // Reductions in place wait for room in the next rank's FIFO before they
+    // take data from the previous one. A rank's sends lead its receives by
+    // at most one ring step, so while a step fits in half a FIFO the FIFOs of
+    // a ring cannot all be full at once, and such waits always end.
+    chunkBytes_ = std::min(chunkBytes_, connectorOptions.shm.fifoBytes / 2);
+  }
   staging_ = std::make_unique<StagingPool>(
       sliceBytes(connector_->kindOf(ringRanks_[(ringPos_ + 1) % nranks])), kStagingSlots);
   if (nranks > 1) {
@@ -408,6 +418,8 @@ void Communicator::runCollective(const Op& op) {
     return;
   }
   const std::size_t elemSize = dataTypeSize(op.type);
+  const std::size_t outputBytes =
+      op.count * elemSize * (op.kind == OpKind::AllGather ? static_cast<std::size_t>(nranks_) : 1);
   ProgressEngine& engine = freshEngine();
   transport::SendConnection* next = nullptr;
   transport::RecvConnection* prev = nullptr;
@@ -416,8 +428,13 @@ void Communicator::runCollective(const Op& op) {
     prev = &connector_->recvFrom(ringRanks_[(ringPos_ + nranks_ - 1) % nranks_]);
     engine.add(next);
     engine.add(prev);
+    // Both ends pad at the same point of the stream, so every collective's
+    // data starts aligned in a shared-memory FIFO and can be reduced there.
+    next->alignStream(kStreamAlignment);
+    prev->alignStream(kStreamAlignment);
   }
-  HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, *staging_);
+  HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, *staging_,
+                       outputBytes >= kStreamingMinBytes);
   algorithms::Ring ring{nranks_, ringPos_, ringRanks_.data()};
   const std::size_t chunk = std::max<std::size_t>(1, chunkBytes_ / elemSize);
   const std::size_t align = std::max<std::size_t>(1, 64 / elemSize);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "kernels/copy_host.h"
 
 namespace hora::core {
 
@@ -11,7 +12,8 @@ StagingPool::StagingPool(std::size_t slotBytes, int slots)
 
 HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::SendConnection* next,
                                transport::RecvConnection* prev, const void* in, void* out,
-                               const kernels::ReduceSpec& spec, StagingPool& staging)
+                               const kernels::ReduceSpec& spec, StagingPool& staging,
+                               bool streamingStores)
     : engine_(engine),
       next_(next),
       prev_(prev),
@@ -20,8 +22,28 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::SendConnection
       spec_(spec),
       elemSize_(dataTypeSize(spec.type)),
       hasPre_(spec.kind == kernels::ReduceKind::PreMulSum),
+      streaming_(streamingStores),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
+}
+
+void HostPrimitives::copyOut(char* dst, const char* src, std::size_t bytes) {
+  if (streaming_) kernels::copyStreaming(dst, src, bytes);
+  else std::memcpy(dst, src, bytes);
+}
+
+std::span<char> HostPrimitives::waitRoom(std::size_t minBytes, std::size_t maxBytes) {
+  std::span<char> room;
+  engine_.waitUntil([&] { return (room = next_->writable(maxBytes)).size() >= minBytes; },
+                    "waiting for room in the next rank's buffer");
+  return room;
+}
+
+std::span<const char> HostPrimitives::waitData(std::size_t minBytes) {
+  std::span<const char> data;
+  engine_.waitUntil([&] { return (data = prev_->readable()).size() >= minBytes; },
+                    "receiving from the previous rank");
+  return data;
 }
 
 char* HostPrimitives::acquireSlot(int* index) {
@@ -65,11 +87,30 @@ void HostPrimitives::send(std::size_t inOffset, std::size_t count) {
 }
 
 void HostPrimitives::recv(std::size_t outOffset, std::size_t count) {
-  if (count > 0) receiveInto(outAt(outOffset), count * elemSize_);
+  if (count == 0) return;
+  if (!prev_->receivesInPlace()) {
+    receiveInto(outAt(outOffset), count * elemSize_);
+    return;
+  }
+  // Out of the previous rank's buffer, with the output's kind of stores.
+  const std::size_t total = count * elemSize_;
+  char* dst = outAt(outOffset);
+  prev_->postInPlace(total);
+  for (std::size_t done = 0; done < total;) {
+    std::span<const char> data = waitData(1);
+    const std::size_t n = std::min(data.size(), total - done);
+    copyOut(dst + done, data.data(), n);
+    prev_->consumeRead(n);
+    done += n;
+  }
 }
 
 void HostPrimitives::recvReduce(std::size_t inOffset, char* dst, std::size_t count, bool finalize,
                                 bool forward, bool dstIsSlot) {
+  if (prev_->receivesInPlace()) {
+    recvReduceInPlace(inOffset, dstIsSlot ? nullptr : dst, count, finalize, forward);
+    return;
+  }
   for (std::size_t done = 0; done < count;) {
     std::size_t n = std::min(sliceElems(), count - done);
     int index;
@@ -81,6 +122,45 @@ void HostPrimitives::recvReduce(std::size_t inOffset, char* dst, std::size_t cou
       if (dstIsSlot) sendFromSlot(index, n * elemSize_);
       else next_->post(target, n * elemSize_);
     }
+    done += n;
+  }
+}
+
+void HostPrimitives::recvReduceInPlace(std::size_t inOffset, char* dst, std::size_t count,
+                                       bool finalize, bool forward) {
+  const bool sendInPlace = forward && next_->sendsInPlace();
+  const bool viaSlot = forward && dst == nullptr && !sendInPlace;
+  prev_->postInPlace(count * elemSize_);
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t want = std::min(sliceElems(), count - done);
+    // Room first, then data: while waiting for room we hold nothing of the
+    // previous rank's, so it can always go on sending to us.
+    std::span<char> room;
+    int slotIndex = -1;
+    if (sendInPlace) room = waitRoom(elemSize_, want * elemSize_);
+    else if (viaSlot) room = {acquireSlot(&slotIndex), want * elemSize_};
+    std::span<const char> data = waitData(elemSize_);
+    std::size_t n = std::min(want, data.size() / elemSize_);
+    if (sendInPlace || viaSlot) n = std::min(n, room.size() / elemSize_);
+    const std::size_t bytes = n * elemSize_;
+    const char* local = inAt(inOffset + done);
+    char* target = dst == nullptr ? nullptr : dst + done * elemSize_;
+    if ((sendInPlace || viaSlot) && target == local) {
+      // In place: the output's lines are in cache (just read); reduce there
+      // and copy to the next rank.
+      kernels::reduceHost(spec_, target, local, data.data(), n, finalize);
+      std::memcpy(room.data(), target, bytes);
+    } else if (sendInPlace || viaSlot) {
+      // Reduce into the next rank's buffer (or a slot), then keep a copy.
+      kernels::reduceHost(spec_, room.data(), local, data.data(), n, finalize && target != nullptr);
+      if (target != nullptr) copyOut(target, room.data(), bytes);
+    } else {
+      kernels::reduceHost(spec_, target, local, data.data(), n, finalize);
+      if (forward) next_->post(target, bytes);
+    }
+    if (sendInPlace) next_->commitWritten(bytes);
+    else if (viaSlot) sendFromSlot(slotIndex, bytes);
+    prev_->consumeRead(bytes);
     done += n;
   }
 }
@@ -99,6 +179,24 @@ void HostPrimitives::recvReduceCopySend(std::size_t inOffset, std::size_t outOff
 }
 
 void HostPrimitives::recvCopySend(std::size_t outOffset, std::size_t count) {
+  if (prev_->receivesInPlace() && next_->sendsInPlace()) {
+    // From the previous rank's buffer into the next rank's and the output.
+    const std::size_t total = count * elemSize_;
+    char* dst = outAt(outOffset);
+    prev_->postInPlace(total);
+    for (std::size_t done = 0; done < total;) {
+      const std::size_t want = std::min(staging_.slotBytes(), total - done);
+      std::span<char> room = waitRoom(1, want);
+      std::span<const char> data = waitData(1);
+      const std::size_t n = std::min({want, room.size(), data.size()});
+      std::memcpy(room.data(), data.data(), n);
+      next_->commitWritten(n);
+      copyOut(dst + done, data.data(), n);
+      prev_->consumeRead(n);
+      done += n;
+    }
+    return;
+  }
   // Forward each slice as soon as it has arrived (cut-through).
   for (std::size_t done = 0; done < count;) {
     std::size_t n = std::min(sliceElems(), count - done);
@@ -123,11 +221,15 @@ void HostPrimitives::localReduceCopy(std::size_t inOffset, std::size_t outOffset
 void HostPrimitives::localCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count) {
   const char* src = inAt(inOffset);
   char* dst = outAt(outOffset);
-  if (count > 0 && src != dst) std::memmove(dst, src, count * elemSize_);
+  const std::size_t bytes = count * elemSize_;
+  if (bytes == 0 || src == dst) return;
+  if (src < dst + bytes && dst < src + bytes) std::memmove(dst, src, bytes);  // overlapping
+  else copyOut(dst, src, bytes);
 }
 
 void HostPrimitives::finish() {
   if (next_ != nullptr) engine_.drain("finishing sends to the next rank");
+  if (streaming_) kernels::streamingFence();
 }
 
 }  // namespace hora::core

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/progress.h"
@@ -38,9 +39,11 @@ class StagingPool {
 
 class HostPrimitives {
  public:
+  // streamingStores: the output is large; copies into it bypass the cache
+  // (kernels/copy_host.h).
   HostPrimitives(ProgressEngine& engine, transport::SendConnection* next,
                  transport::RecvConnection* prev, const void* in, void* out,
-                 const kernels::ReduceSpec& spec, StagingPool& staging);
+                 const kernels::ReduceSpec& spec, StagingPool& staging, bool streamingStores);
 
   void send(std::size_t inOffset, std::size_t count);
   void recv(std::size_t outOffset, std::size_t count);
@@ -59,6 +62,12 @@ class HostPrimitives {
   const char* inAt(std::size_t offset) const { return in_ + offset * elemSize_; }
   char* outAt(std::size_t offset) const { return out_ + offset * elemSize_; }
   std::size_t sliceElems() const { return staging_.slotBytes() / elemSize_; }
+  // Copies into the output buffer.
+  void copyOut(char* dst, const char* src, std::size_t bytes);
+  // Waits for room in the next rank's buffer (at least `minBytes`, at most
+  // `maxBytes`) or for data in the previous rank's (in-place transports).
+  std::span<char> waitRoom(std::size_t minBytes, std::size_t maxBytes);
+  std::span<const char> waitData(std::size_t minBytes);
   // A free staging slot (waits for its previous send if needed).
   char* acquireSlot(int* index);
   void receiveInto(char* dst, std::size_t bytes);
@@ -66,6 +75,10 @@ class HostPrimitives {
   // Shared body of the recv-and-reduce primitives.
   void recvReduce(std::size_t inOffset, char* dst, std::size_t count, bool finalize, bool forward,
                   bool dstIsSlot);
+  // The same, reading the operand in the previous rank's buffer. dst ==
+  // nullptr: the result only goes on to the next rank.
+  void recvReduceInPlace(std::size_t inOffset, char* dst, std::size_t count, bool finalize,
+                         bool forward);
 
   ProgressEngine& engine_;
   transport::SendConnection* next_;
@@ -75,6 +88,7 @@ class HostPrimitives {
   kernels::ReduceSpec spec_;
   std::size_t elemSize_;
   bool hasPre_;
+  bool streaming_;
   StagingPool& staging_;
   int nextSlot_ = 0;
 };

@@ -39,10 +39,14 @@ void ProgressEngine::failStalled(const char* what) {
     if (r->completedBytes() != r->postedBytes())
       waiting += strCat(waiting.empty() ? "" : "; ", "data from ", r->peerName(), " (",
                         r->postedBytes() - r->completedBytes(), " bytes outstanding)");
-  for (auto* s : sends_)
+  for (auto* s : sends_) {
+    if (s->idle()) continue;
     if (s->completedBytes() != s->postedBytes())
       waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to accept data (",
                         s->postedBytes() - s->completedBytes(), " bytes outstanding)");
+    else
+      waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to make room in its buffer");
+  }
   fail(ErrorKind::Remote, "rank ", policy_.rank, ": no progress for ",
        policy_.timeout.count() / 1000.0, " s while ", what, ", waiting for ",
        waiting.empty() ? "nothing?" : waiting, " (HORA_TIMEOUT; the peer may be hung or dead)");

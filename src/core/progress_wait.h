@@ -24,20 +24,29 @@ void ProgressEngine::waitLoop(F done, const char* what) {
   // Three phases while nothing moves: a tight spin (a peer on another core
   // usually answers within a microsecond or two), then spinning with
   // sched_yield so a rank sharing this core can run, then sleeping in poll().
-  constexpr int kTightSpins = 64;
+  // The tight phase is timed, not counted: a pause instruction lasts from
+  // ten to a hundred and forty cycles depending on the CPU. A yield costs a
+  // system call (about a microsecond on a virtual machine), which is the
+  // latency a small collective adds if its data arrives during one.
+  constexpr auto kTightSpin = std::chrono::microseconds(5);
+  constexpr int kSpinsPerClockRead = 16;
   auto lastProgress = Clock::now();
   int idleSpins = 0;
+  bool tight = true;
   std::vector<pollfd> entries;
   for (;;) {
     if (progressAll()) {
       idleSpins = 0;
+      tight = true;
       lastProgress = Clock::now();
     }
     if (done()) return;
     if (policy_.abort != nullptr && policy_.abort->load(std::memory_order_relaxed))
       fail(ErrorKind::InvalidUsage, "rank ", policy_.rank, ": communicator aborted while ", what);
-    if (++idleSpins < kTightSpins) {
+    if (tight) {
       cpuRelax();
+      if (++idleSpins % kSpinsPerClockRead != 0) continue;
+      tight = Clock::now() - lastProgress < kTightSpin;
       continue;
     }
     auto idle = Clock::now() - lastProgress;
@@ -49,20 +58,22 @@ void ProgressEngine::waitLoop(F done, const char* what) {
     // Sleep until a socket is ready, or for the shortest slice a connection
     // allows (shared memory wakes no descriptor), and look for dead peers.
     entries.clear();
-    int sliceMs = 20;
+    std::chrono::microseconds slice = std::chrono::milliseconds(20);
     // Only connections with work outstanding: a peer that finished its part
     // with us may exit while we still work with others.
-    for (auto* s : sends_) {
-      if (s->completedBytes() == s->postedBytes()) continue;
-      s->checkAlive();
-      if (auto e = s->pollEntry(); e.fd >= 0) entries.push_back(e), sliceMs = std::min(sliceMs, s->sleepSliceMs());
-    }
-    for (auto* r : recvs_) {
-      if (r->completedBytes() == r->postedBytes()) continue;
-      r->checkAlive();
-      if (auto e = r->pollEntry(); e.fd >= 0) entries.push_back(e), sliceMs = std::min(sliceMs, r->sleepSliceMs());
-    }
-    if (::poll(entries.data(), entries.size(), sliceMs) < 0 && errno != EINTR)
+    auto watch = [&](auto* connection) {
+      if (connection->idle()) return;
+      connection->checkAlive();
+      if (auto e = connection->pollEntry(); e.fd >= 0) {
+        entries.push_back(e);
+        slice = std::min(slice, connection->sleepSlice());
+      }
+    };
+    for (auto* s : sends_) watch(s);
+    for (auto* r : recvs_) watch(r);
+    const timespec timeout{static_cast<time_t>(slice.count() / 1000000),
+                           static_cast<long>(slice.count() % 1000000 * 1000)};
+    if (::ppoll(entries.data(), entries.size(), &timeout, nullptr) < 0 && errno != EINTR)
       fail(ErrorKind::System, "rank ", policy_.rank, ": poll failed while ", what, ": ",
            errnoText(errno));
   }

@@ -5,14 +5,23 @@
 // The executor posts buffers and calls progress() from its wait loop; a
 // transport moves what it can and returns. Counters of posted and completed
 // bytes let the executor know when a buffer may be reused (send) or read
-// (recv). Every transport (tcp now; shm, ib later) implements these.
+// (recv). Every transport (tcp, shm; ib later) implements these.
+//
+// A transport whose buffer is memory the peer can read (shared memory) also
+// lets the executor work in that buffer directly: a reduction then reads its
+// operand from where the peer put it and writes its result where the next
+// rank will read it, instead of copying through staging buffers.
 #pragma once
 
 #include <poll.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+
+#include "base/error.h"
 
 namespace hora::transport {
 
@@ -30,10 +39,26 @@ class SendConnection {
   virtual pollfd pollEntry() const = 0;
   // How long a waiter may sleep in poll() before progressing again: data
   // that arrives in shared memory wakes no file descriptor.
-  virtual int sleepSliceMs() const { return 20; }
+  virtual std::chrono::microseconds sleepSlice() const { return std::chrono::milliseconds(20); }
   // Throws a Remote error if the peer is gone (called while a wait stalls).
   virtual void checkAlive() {}
   virtual const std::string& peerName() const = 0;
+  // Nothing outstanding: a stalled wait need not watch this peer.
+  virtual bool idle() const { return completedBytes() == postedBytes(); }
+
+  // In-place sending. Once everything posted has been handed to the
+  // transport, writable(max) is where the next bytes of the stream go (up to
+  // `max` of them; empty while there is no room), and commitWritten(n) sends
+  // the first n bytes written there (they count as posted at once).
+  virtual bool sendsInPlace() const { return false; }
+  // Pads the stream to a multiple of `alignment` (at most 64) bytes, so that
+  // what follows lies aligned in the transport's buffer; the receiver pads
+  // at the same point. A no-op for transports without in-place access.
+  virtual void alignStream(std::size_t /*alignment*/) {}
+  virtual std::span<char> writable(std::size_t /*maxBytes*/) { return {}; }
+  virtual void commitWritten(std::size_t /*bytes*/) {
+    fail(ErrorKind::Internal, "this transport cannot send in place");
+  }
 };
 
 class RecvConnection {
@@ -47,10 +72,25 @@ class RecvConnection {
   virtual pollfd pollEntry() const = 0;
   // How long a waiter may sleep in poll() before progressing again: data
   // that arrives in shared memory wakes no file descriptor.
-  virtual int sleepSliceMs() const { return 20; }
+  virtual std::chrono::microseconds sleepSlice() const { return std::chrono::milliseconds(20); }
   // Throws a Remote error if the peer is gone (called while a wait stalls).
   virtual void checkAlive() {}
   virtual const std::string& peerName() const = 0;
+  virtual bool idle() const { return completedBytes() == postedBytes(); }
+
+  // In-place receiving. postInPlace(n) queues a receive of n bytes that the
+  // caller reads in the transport's buffer: once the receives posted before
+  // it have completed, readable() shows the bytes of it that have arrived,
+  // and consumeRead(k) releases the first k of them (completing k bytes).
+  virtual bool receivesInPlace() const { return false; }
+  virtual void alignStream(std::size_t /*alignment*/) {}
+  virtual void postInPlace(std::size_t /*bytes*/) {
+    fail(ErrorKind::Internal, "this transport cannot receive in place");
+  }
+  virtual std::span<const char> readable() { return {}; }
+  virtual void consumeRead(std::size_t /*bytes*/) {
+    fail(ErrorKind::Internal, "this transport cannot receive in place");
+  }
 };
 
 }  // namespace hora::transport

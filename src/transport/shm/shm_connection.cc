@@ -1,7 +1,6 @@
 #include "transport/shm/shm_connection.h"
 
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,21 +15,17 @@ struct SegmentOffer {
   std::int32_t pid;
   std::int32_t fd;
   std::uint64_t bytes;
-  std::uint64_t probeAddress;  // where the sender mapped the segment: a pull test
+  std::uint64_t ringOffset;
 };
 
-// The receiver's answer.
-constexpr char kAckPullAllowed = 1;
-constexpr char kAckCopyOnly = 2;
+constexpr char kAck = 1;
+constexpr char kZeros[kMaxStreamAlignment] = {};
 
-struct RecordHeader {
-  std::uint64_t length;
-  std::uint64_t address;  // 0: the payload follows inline
-};
-
-// Inline records are cut to at most this much payload each, so a large
-// message without pull still streams through a small FIFO.
-constexpr std::size_t kMaxInlineRecord = 256 << 10;
+// Bytes that bring `position` to a multiple of `alignment`.
+std::size_t paddingFor(std::uint64_t position, std::size_t alignment) {
+  HORA_ENFORCE(alignment > 0 && alignment <= kMaxStreamAlignment, "stream alignment ", alignment);
+  return (alignment - position % alignment) % alignment;
+}
 
 void checkLifeline(Socket& lifeline, const std::string& peer) {
   char byte;
@@ -39,28 +34,25 @@ void checkLifeline(Socket& lifeline, const std::string& peer) {
     fail(ErrorKind::Remote, "shared-memory peer ", peer,
          " closed its connection: the peer process exited or aborted");
 }
-
-bool readRemote(pid_t pid, void* dst, std::uint64_t address, std::size_t bytes) {
-  iovec local{dst, bytes};
-  iovec remote{reinterpret_cast<void*>(address), bytes};
-  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
-}
 }  // namespace
 
 std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string peerName,
                                                     const ShmOptions& options,
                                                     const Deadline& deadline,
                                                     const std::atomic<bool>* abort) {
-  const std::size_t bytes = kShmFifoDataOffset + options.fifoBytes;
-  ShmSegment segment = ShmSegment::create(bytes);
+  const std::size_t page = ShmSegment::pageBytes();
+  static_assert(sizeof(ShmFifoHeader) <= 4096);
+  const std::size_t capacity = (options.fifoBytes + page - 1) / page * page;
+  const std::size_t ringOffset = page;
+  ShmSegment segment = ShmSegment::create(ringOffset + capacity, ringOffset);
   auto* header = new (segment.data()) ShmFifoHeader();
   header->magic = ShmFifoHeader::kMagic;
-  header->capacity = options.fifoBytes;
-  SegmentOffer offer{static_cast<std::int32_t>(getpid()), segment.fd(), bytes,
-                     reinterpret_cast<std::uint64_t>(segment.data())};
+  header->capacity = capacity;
+  header->dataOffset = ringOffset;
+  SegmentOffer offer{static_cast<std::int32_t>(getpid()), segment.fd(), segment.size(), ringOffset};
   lifeline.sendAll(&offer, sizeof(offer), deadline, abort, peerName);
   return std::make_unique<ShmSendConnection>(std::move(segment), std::move(lifeline),
-                                             std::move(peerName), options);
+                                             std::move(peerName));
 }
 
 std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::string peerName,
@@ -68,70 +60,55 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
                                                      const std::atomic<bool>* abort) {
   SegmentOffer offer{};
   lifeline.recvAll(&offer, sizeof(offer), deadline, abort, peerName);
-  ShmSegment segment = ShmSegment::openPeer(offer.pid, offer.fd, offer.bytes);
+  ShmSegment segment = ShmSegment::openPeer(offer.pid, offer.fd, offer.bytes, offer.ringOffset);
   auto* header = static_cast<ShmFifoHeader*>(segment.data());
-  if (header->magic != ShmFifoHeader::kMagic)
-    fail(ErrorKind::Internal, "the shared-memory segment of ", peerName, " has no FIFO header");
-  // May we read the sender's memory (same user, no ptrace restriction)?
-  std::uint64_t magic = 0;
-  bool pull = readRemote(offer.pid, &magic, offer.probeAddress, sizeof(magic)) &&
-              magic == ShmFifoHeader::kMagic;
-  char ack = pull ? kAckPullAllowed : kAckCopyOnly;
-  lifeline.sendAll(&ack, 1, deadline, abort, peerName);
+  if (header->magic != ShmFifoHeader::kMagic || header->dataOffset != offer.ringOffset ||
+      header->dataOffset + header->capacity != offer.bytes)
+    fail(ErrorKind::Internal, "the shared-memory segment of ", peerName,
+         " has no FIFO header of this version of hora");
+  lifeline.sendAll(&kAck, 1, deadline, abort, peerName);
   return std::make_unique<ShmRecvConnection>(std::move(segment), std::move(lifeline),
-                                             std::move(peerName), offer.pid);
+                                             std::move(peerName));
 }
 
 // ------------------------------------------------------------------ sender
 
-ShmSendConnection::ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName,
-                                     const ShmOptions& options)
+ShmSendConnection::ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName)
     : segment_(std::move(segment)),
       fifo_(segment_.data()),
       lifeline_(std::move(lifeline)),
-      peer_(std::move(peerName)),
-      options_(options) {}
+      peer_(std::move(peerName)) {}
 
 bool ShmSendConnection::progress() {
   if (awaitingAck_) collectAck();
-  bool moved = false;
-  for (;;) {
-    if (inlineLeft_ > 0) {
-      std::size_t n = fifo_.push(queue_.frontData(), std::min(inlineLeft_, queue_.frontBytes()));
-      if (n == 0) break;
-      queue_.advance(n);
-      inlineLeft_ -= n;
-      moved = true;
-      continue;
-    }
-    if (queue_.empty() || fifo_.freeBytes() < sizeof(RecordHeader)) break;
-    const std::size_t bytes = queue_.frontBytes();
-    RecordHeader record{};
-    if (pullAllowed_ && options_.pullMinBytes > 0 && bytes >= options_.pullMinBytes) {
-      record = {bytes, reinterpret_cast<std::uint64_t>(queue_.frontData())};
-      fifo_.push(reinterpret_cast<const char*>(&record), sizeof(record));
-      queue_.advance(bytes);  // described; complete once consumed
-    } else {
-      record = {std::min(bytes, kMaxInlineRecord), 0};
-      fifo_.push(reinterpret_cast<const char*>(&record), sizeof(record));
-      inlineLeft_ = record.length;
-    }
-    moved = true;
-  }
-  return moved;
+  return queue_.drain([&](const char* data, std::size_t bytes) { return fifo_.push(data, bytes); });
 }
 
-pollfd ShmSendConnection::pollEntry() const {
-  bool pending = completedBytes() != postedBytes();
-  return {pending ? lifeline_.fd() : -1, POLLIN, 0};
+std::span<char> ShmSendConnection::writable(std::size_t maxBytes) {
+  if (!queue_.empty()) return {};  // posted bytes go first
+  std::size_t room;
+  char* region = fifo_.writeRegion(&room);
+  wantsRoom_ = room < maxBytes;
+  return {region, std::min(room, maxBytes)};
 }
+
+void ShmSendConnection::commitWritten(std::size_t bytes) {
+  wantsRoom_ = false;
+  fifo_.commitWrite(bytes);
+  queue_.countMoved(bytes);
+}
+
+void ShmSendConnection::alignStream(std::size_t alignment) {
+  post(kZeros, paddingFor(postedBytes(), alignment));
+}
+
+pollfd ShmSendConnection::pollEntry() const { return {idle() ? -1 : lifeline_.fd(), POLLIN, 0}; }
 
 void ShmSendConnection::collectAck() {
   char ack;
   if (lifeline_.tryRecv(&ack, 1, peer_) == 1) {
     segment_.closeDescriptor();
     awaitingAck_ = false;
-    pullAllowed_ = ack == kAckPullAllowed;
   }
 }
 
@@ -142,51 +119,32 @@ void ShmSendConnection::checkAlive() {
 
 // ---------------------------------------------------------------- receiver
 
-ShmRecvConnection::ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName,
-                                     pid_t senderPid)
+ShmRecvConnection::ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName)
     : segment_(std::move(segment)),
       fifo_(segment_.data()),
       lifeline_(std::move(lifeline)),
-      peer_(std::move(peerName)),
-      senderPid_(senderPid),
-      senderIsUs_(senderPid == getpid()) {}
-
-void ShmRecvConnection::pull(char* dst, std::uint64_t address, std::size_t bytes) {
-  if (senderIsUs_) {
-    std::memcpy(dst, reinterpret_cast<const void*>(address), bytes);  // a rank of this process
-    return;
-  }
-  if (!readRemote(senderPid_, dst, address, bytes))
-    fail(ErrorKind::Remote, "reading ", bytes, " bytes from the memory of ", peer_,
-         " failed: ", errnoText(errno), " (the peer process exited?)");
-}
+      peer_(std::move(peerName)) {}
 
 bool ShmRecvConnection::progress() {
-  bool moved = false;
-  auto& consumed = fifo_.header().consumed;
-  while (!queue_.empty()) {
-    if (recordLeft_ == 0) {
-      if (fifo_.availableBytes() < sizeof(RecordHeader)) break;
-      RecordHeader record;
-      fifo_.pop(reinterpret_cast<char*>(&record), sizeof(record));
-      recordLeft_ = record.length;
-      recordAddress_ = record.address;
-      continue;
-    }
-    std::size_t n = std::min<std::uint64_t>(queue_.frontBytes(), recordLeft_);
-    if (recordAddress_ == 0) {
-      n = fifo_.pop(queue_.frontData(), n);
-      if (n == 0) break;
-    } else {
-      pull(queue_.frontData(), recordAddress_, n);
-      recordAddress_ += n;
-    }
-    recordLeft_ -= n;
-    queue_.advance(n);
-    consumed.fetch_add(n, std::memory_order_release);
-    moved = true;
-  }
-  return moved;
+  return queue_.drain([&](char* data, std::size_t bytes) { return fifo_.pop(data, bytes); });
+}
+
+std::span<const char> ShmRecvConnection::readable() {
+  if (!queue_.frontInPlace()) return {};  // earlier receives go first
+  std::size_t ready;
+  const char* region = fifo_.readRegion(&ready);
+  return {region, std::min(ready, queue_.frontBytes())};
+}
+
+void ShmRecvConnection::consumeRead(std::size_t bytes) {
+  HORA_ENFORCE(queue_.frontInPlace() && bytes <= queue_.frontBytes(),
+               "consuming more than the in-place receive from ", peer_);
+  fifo_.commitRead(bytes);
+  queue_.advance(bytes);
+}
+
+void ShmRecvConnection::alignStream(std::size_t alignment) {
+  post(padding_, paddingFor(postedBytes(), alignment));
 }
 
 void ShmRecvConnection::checkAlive() {

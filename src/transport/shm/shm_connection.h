@@ -1,20 +1,16 @@
 // Shared memory as a hora connection. The sender owns a FIFO segment
-// (shm_fifo.h) that the receiver maps; the FIFO carries records:
+// (shm_fifo.h) that the receiver maps; the FIFO carries the byte stream.
+// Posted buffers are copied in by the sender and out by the receiver, or,
+// in place, the executor reduces straight out of the FIFO and into the next
+// rank's FIFO (connection.h).
 //
-//   inline record: {length, 0} then `length` payload bytes, copied in by the
-//                  sender and out by the receiver (small messages);
-//   pull record:   {length, address}: the receiver copies the bytes straight
-//                  out of the sender's memory with process_vm_readv (one copy
-//                  instead of two; large messages).
-//
-// The sender's buffers count as sent only when the receiver has consumed them
-// (the `consumed` counter), because a pull reads them in place.
+// The sender's bytes count as sent once they are in the FIFO and the
+// receiver has mapped it: from then on no buffer of the caller's is
+// involved, and the data survives the sender's exit.
 //
 // The TCP socket that set the pair up stays open as a lifeline: it has no
 // traffic, so when it becomes readable the peer has exited or aborted.
 #pragma once
-
-#include <sys/types.h>
 
 #include <memory>
 
@@ -26,13 +22,17 @@
 
 namespace hora::transport {
 
+// The largest alignment alignStream() accepts.
+inline constexpr std::size_t kMaxStreamAlignment = 64;
+
+// A waiter sleeps this long at a time (data in shared memory wakes no
+// descriptor): short, because a rank that went to sleep while its peer's
+// CPU was briefly taken away should not make the next step wait long.
+inline constexpr std::chrono::microseconds kShmSleepSlice{50};
+
 struct ShmOptions {
+  // The FIFO of each direction (rounded up to whole pages).
   std::size_t fifoBytes = 4 << 20;
-  // Messages of at least this many bytes are pulled (0: never pull). Off by
-  // default: on the virtual machines measured, process_vm_readv (which pins
-  // the sender's pages on every call) lost to two plain copies through the
-  // FIFO by 1.5-2x (docs/performance.md).
-  std::size_t pullMinBytes = 0;
 };
 
 class ShmSendConnection;
@@ -41,8 +41,8 @@ class ShmRecvConnection;
 // The handshake over `lifeline` (already introduced) never waits on the
 // peer's progress, so two ranks that both connect before they accept cannot
 // deadlock: the sender creates the segment and sends its pid/fd at once; the
-// receiver maps it, checks whether it may read the sender's memory, and
-// answers with one byte that the sender reads later (then closes its fd).
+// receiver maps it and answers with one byte that the sender reads later
+// (then closes its fd).
 std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string peerName,
                                                     const ShmOptions& options,
                                                     const Deadline& deadline,
@@ -53,20 +53,26 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
 
 class ShmSendConnection final : public SendConnection {
  public:
-  ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName,
-                    const ShmOptions& options);
+  ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName);
   void post(const void* data, std::size_t bytes) override {
     queue_.post(static_cast<const char*>(data), bytes);
   }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
-  std::uint64_t completedBytes() const override {
-    return fifo_.header().consumed.load(std::memory_order_acquire);
-  }
+  // A posted buffer is free again once copied into the FIFO, provided the
+  // receiver has mapped it: from then on the bytes outlive this process.
+  std::uint64_t completedBytes() const override { return awaitingAck_ ? 0 : queue_.completed(); }
   bool progress() override;
   pollfd pollEntry() const override;
-  int sleepSliceMs() const override { return 1; }
+  std::chrono::microseconds sleepSlice() const override { return kShmSleepSlice; }
   void checkAlive() override;
   const std::string& peerName() const override { return peer_; }
+
+  // Also busy while an in-place sender waits for room.
+  bool idle() const override { return completedBytes() == postedBytes() && !wantsRoom_; }
+  bool sendsInPlace() const override { return true; }
+  void alignStream(std::size_t alignment) override;
+  std::span<char> writable(std::size_t maxBytes) override;
+  void commitWritten(std::size_t bytes) override;
 
  private:
   // Reads the receiver's answer once it is there (non-blocking).
@@ -76,37 +82,36 @@ class ShmSendConnection final : public SendConnection {
   ShmFifo fifo_;
   Socket lifeline_;
   std::string peer_;
-  ShmOptions options_;
-  PostedQueue<const char*> queue_;  // "moved" = described in the FIFO
-  std::size_t inlineLeft_ = 0;      // payload still owed to the current inline record
+  PostedQueue<const char*> queue_;  // "moved" = in the FIFO
   bool awaitingAck_ = true;
-  bool pullAllowed_ = false;        // the receiver may read our memory
+  bool wantsRoom_ = false;  // writable() found less room than asked for
 };
 
 class ShmRecvConnection final : public RecvConnection {
  public:
-  ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName, pid_t senderPid);
+  ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName);
   void post(void* data, std::size_t bytes) override { queue_.post(static_cast<char*>(data), bytes); }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
   std::uint64_t completedBytes() const override { return queue_.completed(); }
   bool progress() override;
   pollfd pollEntry() const override { return {queue_.empty() ? -1 : lifeline_.fd(), POLLIN, 0}; }
-  int sleepSliceMs() const override { return 1; }
+  std::chrono::microseconds sleepSlice() const override { return kShmSleepSlice; }
   void checkAlive() override;
   const std::string& peerName() const override { return peer_; }
 
- private:
-  void pull(char* dst, std::uint64_t address, std::size_t bytes);
+  bool receivesInPlace() const override { return true; }
+  void alignStream(std::size_t alignment) override;
+  void postInPlace(std::size_t bytes) override { queue_.postInPlace(bytes); }
+  std::span<const char> readable() override;
+  void consumeRead(std::size_t bytes) override;
 
+ private:
   ShmSegment segment_;
   ShmFifo fifo_;
   Socket lifeline_;
   std::string peer_;
-  pid_t senderPid_;
-  bool senderIsUs_;
   PostedQueue<char*> queue_;
-  std::uint64_t recordLeft_ = 0;
-  std::uint64_t recordAddress_ = 0;  // 0: inline
+  char padding_[kMaxStreamAlignment];  // where alignment padding is received
 };
 
 }  // namespace hora::transport

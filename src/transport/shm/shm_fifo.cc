@@ -6,30 +6,22 @@
 namespace hora::transport {
 
 std::size_t ShmFifo::push(const char* src, std::size_t bytes) {
-  const std::uint64_t capacity = header_->capacity;
-  const std::uint64_t written = header_->written.load(std::memory_order_relaxed);
-  const std::uint64_t read = header_->read.load(std::memory_order_acquire);
-  std::size_t n = std::min<std::uint64_t>(bytes, capacity - (written - read));
+  std::size_t room;
+  char* region = writeRegion(&room);
+  const std::size_t n = std::min(bytes, room);
   if (n == 0) return 0;
-  std::size_t at = written % capacity;
-  std::size_t first = std::min<std::size_t>(n, capacity - at);
-  std::memcpy(data_ + at, src, first);
-  std::memcpy(data_, src + first, n - first);
-  header_->written.store(written + n, std::memory_order_release);
+  std::memcpy(region, src, n);
+  commitWrite(n);
   return n;
 }
 
 std::size_t ShmFifo::pop(char* dst, std::size_t bytes) {
-  const std::uint64_t capacity = header_->capacity;
-  const std::uint64_t read = header_->read.load(std::memory_order_relaxed);
-  const std::uint64_t written = header_->written.load(std::memory_order_acquire);
-  std::size_t n = std::min<std::uint64_t>(bytes, written - read);
+  std::size_t ready;
+  const char* region = readRegion(&ready);
+  const std::size_t n = std::min(bytes, ready);
   if (n == 0) return 0;
-  std::size_t at = read % capacity;
-  std::size_t first = std::min<std::size_t>(n, capacity - at);
-  std::memcpy(dst, data_ + at, first);
-  std::memcpy(dst + first, data_, n - first);
-  header_->read.store(read + n, std::memory_order_release);
+  std::memcpy(dst, region, n);
+  commitRead(n);
   return n;
 }
 

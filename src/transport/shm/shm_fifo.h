@@ -8,6 +8,12 @@
 //
 // The acquire load of the other side's counter orders the data copies
 // against it, so no lock and no fence beyond those is needed.
+//
+// The ring is mapped twice back to back (shm_segment.h), so the free and the
+// available bytes are always one contiguous range: a side may also work in
+// the ring itself (writeRegion/commitWrite, readRegion/commitRead), which is
+// how a reduction reads its operand from the FIFO, or writes its result into
+// it, without a copy of its own.
 #pragma once
 
 #include <atomic>
@@ -17,37 +23,53 @@
 namespace hora::transport {
 
 struct alignas(64) ShmFifoHeader {
-  static constexpr std::uint64_t kMagic = 0x686f72612d666966ull;  // "hora-fif"
+  static constexpr std::uint64_t kMagic = 0x686f72612d666967ull;  // "hora-fig"
   std::uint64_t magic;
   std::uint64_t capacity;
+  std::uint64_t dataOffset;  // where the ring starts in the segment
   alignas(64) std::atomic<std::uint64_t> written;
   alignas(64) std::atomic<std::uint64_t> read;
-  // Payload bytes the receiver has finished with (copied out of the FIFO or
-  // pulled from the sender's memory): the sender's completion counter.
-  alignas(64) std::atomic<std::uint64_t> consumed;
 };
-
-// Offset of the data ring from the start of the segment.
-inline constexpr std::size_t kShmFifoDataOffset = 4096;
-static_assert(sizeof(ShmFifoHeader) <= kShmFifoDataOffset);
 
 // The FIFO over one mapped segment; the segment outlives it.
 class ShmFifo {
  public:
   explicit ShmFifo(void* segment)
       : header_(static_cast<ShmFifoHeader*>(segment)),
-        data_(static_cast<char*>(segment) + kShmFifoDataOffset) {}
+        data_(static_cast<char*>(segment) + header_->dataOffset),
+        capacity_(header_->capacity) {}
 
-  std::uint64_t capacity() const { return header_->capacity; }
+  std::uint64_t capacity() const { return capacity_; }
   ShmFifoHeader& header() const { return *header_; }
   std::uint64_t freeBytes() const {
-    return header_->capacity - (header_->written.load(std::memory_order_relaxed) -
-                                header_->read.load(std::memory_order_acquire));
+    return capacity_ - (header_->written.load(std::memory_order_relaxed) -
+                        header_->read.load(std::memory_order_acquire));
   }
   std::uint64_t availableBytes() const {
     return header_->written.load(std::memory_order_acquire) -
            header_->read.load(std::memory_order_relaxed);
   }
+
+  // The free bytes, contiguous, and publishing `bytes` of them once written.
+  char* writeRegion(std::size_t* bytes) const {
+    const std::uint64_t written = header_->written.load(std::memory_order_relaxed);
+    *bytes = freeBytes();
+    return data_ + written % capacity_;
+  }
+  void commitWrite(std::size_t bytes) {
+    header_->written.store(header_->written.load(std::memory_order_relaxed) + bytes,
+                           std::memory_order_release);
+  }
+  // The available bytes, contiguous, and releasing `bytes` of them once read.
+  const char* readRegion(std::size_t* bytes) const {
+    *bytes = availableBytes();
+    return data_ + header_->read.load(std::memory_order_relaxed) % capacity_;
+  }
+  void commitRead(std::size_t bytes) {
+    header_->read.store(header_->read.load(std::memory_order_relaxed) + bytes,
+                        std::memory_order_release);
+  }
+
   // Copies up to `bytes` from `src` into the ring; returns the bytes taken.
   std::size_t push(const char* src, std::size_t bytes);
   // Copies up to `bytes` from the ring into `dst`; returns the bytes given.
@@ -56,6 +78,7 @@ class ShmFifo {
  private:
   ShmFifoHeader* header_;
   char* data_;
+  std::uint64_t capacity_;
 };
 
 }  // namespace hora::transport

@@ -12,27 +12,52 @@
 
 namespace hora::transport {
 
-namespace {
-void* mapShared(int fd, std::size_t bytes, const char* what) {
-  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (data == MAP_FAILED) fail(ErrorKind::System, "mmap of ", what, " (", bytes, " bytes) failed: ", errnoText(errno));
-  return data;
+std::size_t ShmSegment::pageBytes() {
+  static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
 }
-}  // namespace
 
-ShmSegment ShmSegment::create(std::size_t bytes) {
+void ShmSegment::map(std::size_t bytes, std::size_t ringOffset, const char* what) {
+  const std::size_t page = pageBytes();
+  HORA_ENFORCE(bytes % page == 0 && ringOffset % page == 0 && ringOffset < bytes,
+               "shared-memory segment of ", bytes, " bytes with a ring at ", ringOffset,
+               " is not page-aligned");
+  const std::size_t ringBytes = bytes - ringOffset;
+  const std::size_t total = bytes + ringBytes;
+  // Reserve the whole range first, so that both mappings land back to back
+  // and nothing else can be placed in between.
+  void* base = ::mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED)
+    fail(ErrorKind::System, "reserving ", total, " bytes of address space for ", what,
+         " failed: ", errnoText(errno));
+  char* at = static_cast<char*>(base);
+  void* first = ::mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd_, 0);
+  void* second = first == MAP_FAILED
+                     ? MAP_FAILED
+                     : ::mmap(at + bytes, ringBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                              fd_, static_cast<off_t>(ringOffset));
+  if (second == MAP_FAILED) {
+    int error = errno;
+    ::munmap(base, total);
+    fail(ErrorKind::System, "mmap of ", what, " (", bytes, " bytes) failed: ", errnoText(error));
+  }
+  data_ = base;
+  size_ = bytes;
+  mappedBytes_ = total;
+}
+
+ShmSegment ShmSegment::create(std::size_t bytes, std::size_t ringOffset) {
   ShmSegment segment;
   segment.fd_ = ::memfd_create("hora-shm", MFD_CLOEXEC);
   if (segment.fd_ < 0) fail(ErrorKind::System, "memfd_create failed: ", errnoText(errno));
   if (::ftruncate(segment.fd_, static_cast<off_t>(bytes)) != 0)
     fail(ErrorKind::System, "ftruncate of a shared-memory segment to ", bytes, " bytes failed: ",
          errnoText(errno));
-  segment.data_ = mapShared(segment.fd_, bytes, "a new shared-memory segment");
-  segment.size_ = bytes;
+  segment.map(bytes, ringOffset, "a new shared-memory segment");
   return segment;
 }
 
-ShmSegment ShmSegment::openPeer(pid_t pid, int fd, std::size_t bytes) {
+ShmSegment ShmSegment::openPeer(pid_t pid, int fd, std::size_t bytes, std::size_t ringOffset) {
   std::string path = strCat("/proc/", pid, "/fd/", fd);
   int local = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (local < 0)
@@ -41,28 +66,35 @@ ShmSegment ShmSegment::openPeer(pid_t pid, int fd, std::size_t bytes) {
          "NCCL_SHM_DISABLE=1 to use TCP)");
   ShmSegment segment;
   segment.fd_ = local;
-  segment.data_ = mapShared(local, bytes, path.c_str());
-  segment.size_ = bytes;
+  segment.map(bytes, ringOffset, path.c_str());
   segment.closeDescriptor();
   return segment;
 }
 
+void ShmSegment::unmap() {
+  if (data_ != nullptr) ::munmap(data_, mappedBytes_);
+  data_ = nullptr;
+  size_ = mappedBytes_ = 0;
+}
+
 ShmSegment::~ShmSegment() {
-  if (data_ != nullptr) ::munmap(data_, size_);
+  unmap();
   closeDescriptor();
 }
 
 ShmSegment::ShmSegment(ShmSegment&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
+      mappedBytes_(std::exchange(other.mappedBytes_, 0)),
       fd_(std::exchange(other.fd_, -1)) {}
 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr) ::munmap(data_, size_);
+    unmap();
     closeDescriptor();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    mappedBytes_ = std::exchange(other.mappedBytes_, 0);
     fd_ = std::exchange(other.fd_, -1);
   }
   return *this;

@@ -3,6 +3,11 @@
 // while the owner keeps it open, and both map it. Nothing is ever created
 // under /dev/shm, so a crash cannot leak a segment: the memory goes away
 // with the last mapping.
+//
+// The segment's tail, from `ringOffset` to the end, is mapped twice, back to
+// back: a ring buffer there can hand out any run of up to its capacity bytes
+// as one contiguous range even where the run wraps around, so neither side
+// ever splits a copy, and a reduction can read or write the ring in place.
 #pragma once
 
 #include <sys/types.h>
@@ -13,11 +18,15 @@ namespace hora::transport {
 
 class ShmSegment {
  public:
-  // A new zero-filled segment owned by this process; fd() stays open until
-  // closeDescriptor(), so that the peer can open it meanwhile.
-  static ShmSegment create(std::size_t bytes);
+  // Page size granularity of `ringOffset` and of the segment's size.
+  static std::size_t pageBytes();
+
+  // A new zero-filled segment of `bytes` owned by this process; fd() stays
+  // open until closeDescriptor(), so that the peer can open it meanwhile.
+  // `bytes` and `ringOffset` must be multiples of pageBytes().
+  static ShmSegment create(std::size_t bytes, std::size_t ringOffset);
   // Maps the segment that process `pid` holds open as descriptor `fd`.
-  static ShmSegment openPeer(pid_t pid, int fd, std::size_t bytes);
+  static ShmSegment openPeer(pid_t pid, int fd, std::size_t bytes, std::size_t ringOffset);
 
   ShmSegment() = default;
   ~ShmSegment();
@@ -26,14 +35,20 @@ class ShmSegment {
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
 
+  // The segment's first byte; bytes [size(), size() + ringBytes) alias the
+  // ring's first bytes.
   void* data() const { return data_; }
   std::size_t size() const { return size_; }
   int fd() const { return fd_; }
   void closeDescriptor();
 
  private:
+  void map(std::size_t bytes, std::size_t ringOffset, const char* what);
+  void unmap();
+
   void* data_ = nullptr;
   std::size_t size_ = 0;
+  std::size_t mappedBytes_ = 0;  // size_ plus the ring's second mapping
   int fd_ = -1;
 };
 
