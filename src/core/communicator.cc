@@ -28,9 +28,6 @@ constexpr int kStagingSlots = 16;
 constexpr std::size_t kDefaultDirectMaxBytes = 16 << 10;
 constexpr int kDirectMaxRanks = 16;
 constexpr std::size_t kStreamAlignment = 64;
-// Outputs of at least this size are written with streaming stores
-// (kernels/copy_host.h): they exceed what the caches keep anyway.
-constexpr std::size_t kStreamingMinBytes = 8 << 20;
 
 std::size_t sliceBytes(transport::TransportKind next) {
   auto bytes = env::get({"HORA_SLICE_SIZE"});
@@ -84,6 +81,9 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                       ? env::parseBytes(*env::get({"HORA_CHUNK_SIZE"}), "HORA_CHUNK_SIZE")
                       : kDefaultChunkBytes),
       spin_(std::chrono::microseconds(env::getInt({"HORA_SPIN_US"}, 200))),
+      streamingMinBytes_(env::get({"HORA_STREAMING_MIN"})
+                             ? env::parseBytes(*env::get({"HORA_STREAMING_MIN"}), "HORA_STREAMING_MIN")
+                             : 8 << 20),
       directMaxBytes_(env::get({"HORA_DIRECT_MAX_BYTES"})
                           ? env::parseBytes(*env::get({"HORA_DIRECT_MAX_BYTES"}), "HORA_DIRECT_MAX_BYTES")
                           : kDefaultDirectMaxBytes) {
@@ -434,7 +434,7 @@ void Communicator::runCollective(const Op& op) {
     prev->alignStream(kStreamAlignment);
   }
   HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, *staging_,
-                       outputBytes >= kStreamingMinBytes);
+                       outputBytes >= streamingMinBytes_);
   algorithms::Ring ring{nranks_, ringPos_, ringRanks_.data()};
   const std::size_t chunk = std::max<std::size_t>(1, chunkBytes_ / elemSize);
   const std::size_t align = std::max<std::size_t>(1, 64 / elemSize);

@@ -93,6 +93,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::size_t chunkBytes_;
   std::unique_ptr<StagingPool> staging_;  // sized for the ring's transport
   std::chrono::microseconds spin_;
+  std::size_t streamingMinBytes_;  // outputs this large bypass the cache
   std::size_t directMaxBytes_;     // all-reduces up to this size skip the ring
   std::vector<char> gathered_;     // scratch of the direct all-reduce
   std::unique_ptr<ProgressEngine> engine_;  // reused by every operation (no allocation per call)

@@ -1,0 +1,391 @@
+// A shared-memory sender and receiver connected in one process, over a TCP
+// lifeline on loopback: the same handshake and the same memory as between
+// two ranks, with both ends driven from the test's thread. Checked: posted
+// buffers arrive intact and in order through a FIFO smaller than they are;
+// the sender counts bytes as completed only after the receiver has mapped
+// the FIFO; the in-place calls see exactly the bytes of their piece and only
+// after everything posted before it; alignStream() aligns what follows in
+// the ring; idle() reports a sender waiting for room; and a peer's exit is
+// reported only once nothing it sent is left to read.
+#include "transport/shm/shm_connection.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/socket.h"
+#include "byte_pattern.h"
+#include "hora/communicator.h"
+
+namespace hora::transport::testing {
+namespace {
+
+constexpr std::size_t kFifoBytes = 64 << 10;  // whole pages on every Linux page size up to 64 KiB
+constexpr std::chrono::seconds kTimeout{10};
+const std::string kSenderName = "test sender";
+const std::string kReceiverName = "test receiver";
+
+bool isAligned(const void* pointer, std::size_t alignment) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % alignment == 0;
+}
+
+class ShmConnectionTest : public ::testing::Test {
+ protected:
+  // A connected pair of loopback TCP sockets: one end for each side.
+  void SetUp() override {
+    const Deadline deadline = Deadline::after(kTimeout);
+    Socket listener = Socket::listen(SocketAddress::parse("127.0.0.1:0"));
+    senderLifeline_ =
+        Socket::connect(listener.localAddress(), deadline, nullptr, "the test listener");
+    receiverLifeline_ = listener.accept(deadline, nullptr, "for the test's lifeline");
+  }
+
+  void connectSender() {
+    ShmOptions options;
+    options.fifoBytes = kFifoBytes;
+    sender = connectShmSender(std::move(senderLifeline_), kReceiverName, options,
+                              Deadline::after(kTimeout), nullptr);
+  }
+  void acceptReceiver() {
+    receiver = acceptShmReceiver(std::move(receiverLifeline_), kSenderName,
+                                 Deadline::after(kTimeout), nullptr);
+  }
+  // Both ends, with one byte sent through so that the sender has seen the
+  // receiver's answer: its completedBytes() and idle() then mean "in the FIFO".
+  void connectAndSettle() {
+    connectSender();
+    acceptReceiver();
+    const char out = 'h';
+    char in = 0;
+    sender->post(&out, 1);
+    receiver->post(&in, 1);
+    ASSERT_TRUE(pumpUntil(
+        [&] { return sender->completedBytes() == 1 && receiver->completedBytes() == 1; }));
+    ASSERT_EQ(in, 'h');
+  }
+
+  // Progresses both ends until `done` or the deadline.
+  ::testing::AssertionResult pumpUntil(const std::function<bool()>& done) {
+    const Deadline deadline = Deadline::after(kTimeout);
+    while (!done()) {
+      if (deadline.expired())
+        return ::testing::AssertionFailure() << "no progress within " << kTimeout.count() << " s";
+      if (sender) sender->progress();
+      if (receiver) receiver->progress();
+      std::this_thread::yield();
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  std::unique_ptr<ShmSendConnection> sender;
+  std::unique_ptr<ShmRecvConnection> receiver;
+
+ private:
+  Socket senderLifeline_;
+  Socket receiverLifeline_;
+};
+
+// Calls `check` until it throws (the peer's exit may take a moment to show
+// on the socket) and returns what it threw.
+Error errorSoon(const std::function<void()>& check) {
+  const Deadline deadline = Deadline::after(kTimeout);
+  for (;;) {
+    try {
+      check();
+    } catch (const Error& error) {
+      return error;
+    }
+    if (deadline.expired()) return Error(ErrorKind::Internal, "no error within the timeout");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+TEST_F(ShmConnectionTest, StreamedBuffersArriveIntactAndInOrder) {
+  connectSender();
+  acceptReceiver();
+  // Odd sizes, some larger than the FIFO, so that pieces wrap the ring and
+  // a buffer is split over several copies.
+  const std::vector<std::size_t> sizes = {1, 7, 4093, 65537, 3, 200001, 64, 999, kFifoBytes};
+  constexpr std::size_t kGuard = 8;
+  constexpr char kGuardByte = 0x5a;
+  std::vector<std::vector<char>> sent, received;
+  std::uint64_t total = 0;
+  for (std::size_t size : sizes) {
+    sent.push_back(patternBytes(size, total));
+    received.emplace_back(size + kGuard, kGuardByte);
+    total += size;
+  }
+  for (std::size_t i = 0; i < sizes.size(); ++i) sender->post(sent[i].data(), sizes[i]);
+  for (std::size_t i = 0; i < sizes.size(); ++i) receiver->post(received[i].data(), sizes[i]);
+  EXPECT_EQ(sender->postedBytes(), total);
+  EXPECT_EQ(receiver->postedBytes(), total);
+
+  ASSERT_TRUE(pumpUntil(
+      [&] { return sender->completedBytes() == total && receiver->completedBytes() == total; }));
+  std::uint64_t position = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::size_t firstBad = 0;
+    EXPECT_EQ(patternMismatches(received[i].data(), sizes[i], position, 0, &firstBad), 0u)
+        << "buffer " << i << " (" << sizes[i] << " bytes), first wrong byte " << firstBad;
+    for (std::size_t g = 0; g < kGuard; ++g)
+      EXPECT_EQ(received[i][sizes[i] + g], kGuardByte) << "buffer " << i << " overrun";
+    position += sizes[i];
+  }
+  EXPECT_TRUE(sender->idle());
+  EXPECT_TRUE(receiver->idle());
+}
+
+TEST_F(ShmConnectionTest, SenderCompletesOnlyOnceTheReceiverHasMappedTheFifo) {
+  connectSender();  // does not wait for the receiver
+  std::vector<char> data = patternBytes(100, 0);
+  sender->post(data.data(), data.size());
+  EXPECT_TRUE(sender->progress()) << "the bytes go into the FIFO at once";
+  EXPECT_EQ(sender->postedBytes(), 100u);
+  EXPECT_EQ(sender->completedBytes(), 0u) << "no receiver has mapped the FIFO yet";
+  EXPECT_FALSE(sender->idle());
+  EXPECT_NO_THROW(sender->checkAlive());
+  EXPECT_EQ(sender->completedBytes(), 0u);
+
+  acceptReceiver();
+  ASSERT_TRUE(pumpUntil([&] { return sender->completedBytes() == 100; }));
+  EXPECT_EQ(sender->completedBytes(), sender->postedBytes());
+  EXPECT_TRUE(sender->idle());
+
+  std::vector<char> received(100);
+  receiver->post(received.data(), received.size());
+  ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == 100; }));
+  EXPECT_EQ(received, data);
+}
+
+TEST_F(ShmConnectionTest, InPlaceSendAndReceiveMoveDataIntact) {
+  connectAndSettle();
+  const std::uint64_t start = sender->postedBytes();
+  std::span<char> region = sender->writable(1000);
+  ASSERT_EQ(region.size(), 1000u);
+  EXPECT_EQ(sender->writable(10).size(), 10u) << "writable() gives at most what was asked";
+  fillPattern(region.data(), 1000, start);
+  sender->commitWritten(1000);
+  EXPECT_EQ(sender->postedBytes(), start + 1000);
+  EXPECT_EQ(sender->completedBytes(), start + 1000) << "committed bytes are sent at once";
+
+  receiver->postInPlace(1000);
+  EXPECT_EQ(receiver->postedBytes(), start + 1000);
+  std::span<const char> readable = receiver->readable();
+  ASSERT_EQ(readable.size(), 1000u);
+  EXPECT_EQ(patternMismatches(readable.data(), 1000, start), 0u);
+  receiver->consumeRead(400);
+  EXPECT_EQ(receiver->completedBytes(), start + 400);
+  readable = receiver->readable();
+  ASSERT_EQ(readable.size(), 600u);
+  EXPECT_EQ(patternMismatches(readable.data(), 600, start + 400), 0u);
+  EXPECT_THROW(receiver->consumeRead(601), Error) << "more than the in-place piece";
+  receiver->consumeRead(600);
+  EXPECT_EQ(receiver->completedBytes(), start + 1000);
+  EXPECT_TRUE(receiver->readable().empty()) << "no in-place receive is posted";
+}
+
+TEST_F(ShmConnectionTest, InPlaceReceiveSeesOnlyItsOwnPiece) {
+  connectAndSettle();
+  const std::uint64_t start = sender->postedBytes();
+  std::vector<char> data = patternBytes(300, start);
+  sender->post(data.data(), data.size());
+  ASSERT_TRUE(pumpUntil([&] { return sender->completedBytes() == start + 300; }));
+  // 300 bytes are in the FIFO; the in-place receive asked for 120 of them.
+  receiver->postInPlace(120);
+  std::span<const char> readable = receiver->readable();
+  ASSERT_EQ(readable.size(), 120u);
+  EXPECT_EQ(patternMismatches(readable.data(), 120, start), 0u);
+  receiver->consumeRead(120);
+  std::vector<char> rest(180);
+  receiver->post(rest.data(), rest.size());
+  ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == start + 300; }));
+  EXPECT_EQ(patternMismatches(rest.data(), 180, start + 120), 0u);
+}
+
+TEST_F(ShmConnectionTest, ReadableWaitsForEarlierStreamReceives) {
+  connectAndSettle();
+  const std::uint64_t start = sender->postedBytes();
+  std::vector<char> data = patternBytes(30, start);
+  sender->post(data.data(), data.size());
+  ASSERT_TRUE(pumpUntil([&] { return sender->completedBytes() == start + 30; }));
+
+  char first[10] = {};
+  receiver->post(first, sizeof(first));
+  receiver->postInPlace(20);
+  EXPECT_TRUE(receiver->readable().empty()) << "the stream receive before it is still pending";
+  EXPECT_TRUE(receiver->progress());
+  EXPECT_EQ(patternMismatches(first, 10, start), 0u);
+  std::span<const char> readable = receiver->readable();
+  ASSERT_EQ(readable.size(), 20u);
+  EXPECT_EQ(patternMismatches(readable.data(), 20, start + 10), 0u);
+  receiver->consumeRead(20);
+  EXPECT_EQ(receiver->completedBytes(), start + 30);
+}
+
+TEST_F(ShmConnectionTest, WritableWaitsForQueuedStreamSends) {
+  connectAndSettle();
+  const std::uint64_t start = sender->postedBytes();
+  const std::size_t bytes = 2 * kFifoBytes + 5;
+  std::vector<char> data = patternBytes(bytes, start);
+  sender->post(data.data(), bytes);
+  EXPECT_TRUE(sender->writable(16).empty()) << "posted bytes go first";
+  sender->progress();  // fills the FIFO; the rest stays queued
+  EXPECT_LT(sender->completedBytes(), start + bytes);
+  EXPECT_TRUE(sender->writable(16).empty()) << "posted bytes go first";
+
+  std::vector<char> received(bytes);
+  receiver->post(received.data(), bytes);
+  ASSERT_TRUE(pumpUntil([&] { return sender->completedBytes() == start + bytes; }));
+  std::span<char> region = sender->writable(16);
+  ASSERT_EQ(region.size(), 16u) << "all posted bytes are in the FIFO now";
+  fillPattern(region.data(), 16, start + bytes);
+  sender->commitWritten(16);
+
+  receiver->postInPlace(16);
+  ASSERT_TRUE(pumpUntil([&] { return receiver->readable().size() == 16; }));
+  EXPECT_EQ(patternMismatches(received.data(), bytes, start), 0u);
+  EXPECT_EQ(patternMismatches(receiver->readable().data(), 16, start + bytes), 0u);
+  receiver->consumeRead(16);
+  EXPECT_EQ(receiver->completedBytes(), start + bytes + 16);
+}
+
+TEST_F(ShmConnectionTest, AlignStreamAlignsTheNextInPlaceRegion) {
+  connectAndSettle();
+  constexpr std::size_t kAlignment = 64;
+  std::uint64_t position = sender->postedBytes();
+  // Message sizes that leave the stream at many different offsets; the
+  // pair runs through the ring (64 KiB) several times.
+  for (std::size_t size : {13, 1, 63, 64, 100, 4095, 40000, 30000, 17}) {
+    SCOPED_TRACE(::testing::Message() << "after a message of " << size << " bytes");
+    const std::uint64_t messageStart = position;
+    std::vector<char> message = patternBytes(size, messageStart, 1);
+    constexpr char kGuardByte = 0x33;
+    std::vector<char> received(size + kAlignment, kGuardByte);
+    sender->post(message.data(), size);
+    receiver->post(received.data(), size);
+    sender->alignStream(kAlignment);
+    receiver->alignStream(kAlignment);
+    ASSERT_EQ(sender->postedBytes() % kAlignment, 0u);
+    ASSERT_EQ(receiver->postedBytes(), sender->postedBytes()) << "both ends pad alike";
+    EXPECT_LT(sender->postedBytes() - (position + size), kAlignment) << "padding under 64 bytes";
+    position = sender->postedBytes();
+    sender->alignStream(kAlignment);
+    EXPECT_EQ(sender->postedBytes(), position) << "an aligned stream needs no padding";
+
+    // The padding is streamed too; then the sender writes in place.
+    ASSERT_TRUE(pumpUntil([&] { return !sender->writable(kAlignment).empty(); }));
+    std::span<char> region = sender->writable(kAlignment);
+    ASSERT_EQ(region.size(), kAlignment);
+    EXPECT_TRUE(isAligned(region.data(), kAlignment))
+        << "writable() at " << static_cast<void*>(region.data());
+    fillPattern(region.data(), kAlignment, position, 2);
+    sender->commitWritten(kAlignment);
+
+    receiver->postInPlace(kAlignment);
+    ASSERT_TRUE(pumpUntil([&] { return receiver->readable().size() == kAlignment; }));
+    std::span<const char> readable = receiver->readable();
+    EXPECT_TRUE(isAligned(readable.data(), kAlignment))
+        << "readable() at " << static_cast<const void*>(readable.data());
+    EXPECT_EQ(patternMismatches(readable.data(), kAlignment, position, 2), 0u);
+    receiver->consumeRead(kAlignment);
+    position += kAlignment;
+
+    // The message arrived whole, and the padding went nowhere near it.
+    EXPECT_EQ(patternMismatches(received.data(), size, messageStart, 1), 0u);
+    for (std::size_t g = size; g < received.size(); ++g)
+      ASSERT_EQ(received[g], kGuardByte) << "padding written into the receive buffer";
+  }
+}
+
+TEST_F(ShmConnectionTest, AlignStreamPadsToSmallerAlignmentsAndRejectsLargeOnes) {
+  connectAndSettle();  // the stream is at 1 byte
+  sender->alignStream(16);
+  receiver->alignStream(16);
+  EXPECT_EQ(sender->postedBytes(), 16u);
+  EXPECT_EQ(receiver->postedBytes(), 16u);
+  sender->alignStream(1);
+  EXPECT_EQ(sender->postedBytes(), 16u);
+  EXPECT_THROW(sender->alignStream(128), Error) << "more than kMaxStreamAlignment";
+  EXPECT_THROW(receiver->alignStream(0), Error);
+  ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == 16; }));
+}
+
+TEST_F(ShmConnectionTest, SenderIsBusyWhileWaitingForRoom) {
+  connectAndSettle();
+  EXPECT_TRUE(sender->idle());
+  std::span<char> region = sender->writable(kFifoBytes);
+  ASSERT_EQ(region.size(), kFifoBytes) << "an empty FIFO has room for all of its ring";
+  EXPECT_TRUE(sender->idle()) << "it got all the room it asked for";
+  sender->commitWritten(kFifoBytes);
+  EXPECT_TRUE(sender->idle()) << "committed bytes are sent";
+
+  EXPECT_TRUE(sender->writable(1).empty()) << "the FIFO is full";
+  EXPECT_FALSE(sender->idle()) << "waiting for room";
+  EXPECT_NE(sender->pollEntry().fd, -1) << "a busy sender watches its lifeline";
+
+  receiver->postInPlace(kFifoBytes);
+  ASSERT_EQ(receiver->readable().size(), kFifoBytes);
+  receiver->consumeRead(100);
+  EXPECT_EQ(sender->writable(200).size(), 100u) << "only the room there is";
+  EXPECT_FALSE(sender->idle()) << "still short of what it asked for";
+  sender->commitWritten(60);
+  EXPECT_TRUE(sender->idle()) << "a commit ends the wait";
+  EXPECT_EQ(sender->writable(40).size(), 40u);
+  EXPECT_TRUE(sender->idle());
+  EXPECT_EQ(sender->pollEntry().fd, -1) << "an idle sender has nothing to watch";
+}
+
+TEST_F(ShmConnectionTest, ReceiverReadsWhatIsLeftAfterTheSenderExits) {
+  connectAndSettle();
+  const std::uint64_t start = sender->postedBytes();
+  std::vector<char> data = patternBytes(100, start);
+  sender->post(data.data(), data.size());
+  ASSERT_TRUE(pumpUntil([&] { return sender->completedBytes() == start + 100; }));
+  EXPECT_NO_THROW(receiver->checkAlive());
+
+  sender.reset();  // closes the lifeline; the FIFO still holds 100 bytes
+  std::vector<char> received(100);
+  for (int check = 0; check < 20; ++check)
+    ASSERT_NO_THROW(receiver->checkAlive()) << "bytes are left to read";
+  receiver->post(received.data(), 60);
+  EXPECT_TRUE(receiver->progress());
+  EXPECT_NO_THROW(receiver->checkAlive()) << "40 bytes are left to read";
+  receiver->post(received.data() + 60, 40);
+  EXPECT_TRUE(receiver->progress());
+  EXPECT_EQ(received, data);
+  EXPECT_EQ(receiver->completedBytes(), start + 100);
+
+  Error error = errorSoon([&] { receiver->checkAlive(); });
+  EXPECT_EQ(error.kind(), ErrorKind::Remote) << error.what();
+  EXPECT_NE(std::string(error.what()).find(kSenderName), std::string::npos) << error.what();
+}
+
+TEST_F(ShmConnectionTest, ReceiverWithAnEmptyFifoAndALiveSenderIsAlive) {
+  connectAndSettle();
+  for (int check = 0; check < 20; ++check) {
+    ASSERT_NO_THROW(receiver->checkAlive());
+    ASSERT_NO_THROW(sender->checkAlive());
+  }
+}
+
+TEST_F(ShmConnectionTest, SenderNoticesTheReceiverExits) {
+  connectAndSettle();
+  EXPECT_NO_THROW(sender->checkAlive());
+  receiver.reset();
+  Error error = errorSoon([&] { sender->checkAlive(); });
+  EXPECT_EQ(error.kind(), ErrorKind::Remote) << error.what();
+  EXPECT_NE(std::string(error.what()).find(kReceiverName), std::string::npos) << error.what();
+}
+
+}  // namespace
+}  // namespace hora::transport::testing
