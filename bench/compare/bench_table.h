@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -183,6 +184,102 @@ inline long count_wrong(const float* data, size_t count, int ranks) {
   long wrong = 0;
   for (size_t i = 0; i < count; ++i) wrong += data[i] != expected;
   return wrong;
+}
+
+// --- Several collectives --------------------------------------------------
+// For the peer programs that time more than all-reduce (mpi_collectives).
+// Everything below mirrors hora-perf, so that its tables and theirs line up
+// row by row: the same size column, count column, redop, root and busbw.
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, Broadcast };
+
+inline const char* collective_name(Collective collective) {
+  switch (collective) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::AllGather: return "all_gather";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::Broadcast: return "broadcast";
+  }
+  return "unknown";
+}
+
+inline std::optional<Collective> parse_collective(const std::string& name) {
+  for (const Collective collective : {Collective::AllReduce, Collective::AllGather,
+                                      Collective::ReduceScatter, Collective::Broadcast}) {
+    if (name == collective_name(collective)) return collective;
+  }
+  return std::nullopt;
+}
+
+// nccl-tests' factors: all-reduce moves every element in (reduce) and out
+// (distribute) over n links; all-gather and reduce-scatter do one of those
+// halves, and their size is the whole array, of which each rank's own 1/n
+// never crosses a link; a broadcast sends all data out of the root's one link.
+inline double bus_factor(Collective collective, int ranks) {
+  switch (collective) {
+    case Collective::AllReduce: return bus_factor(ranks);
+    case Collective::AllGather:
+    case Collective::ReduceScatter: return static_cast<double>(ranks - 1) / ranks;
+    case Collective::Broadcast: return 1.0;
+  }
+  return 0.0;
+}
+
+// Element counts of one message size. bytes is what the size column shows:
+// for all-gather the whole output, for reduce-scatter the whole input, so
+// both are rounded down to a multiple of n elements (0 when the size is too
+// small to give every rank an element; such a size is left out).
+struct CollectiveShape {
+  size_t bytes = 0;        // the size column
+  size_t count = 0;        // the count column: the count argument of the call
+  size_t send_count = 0;   // elements in each rank's send buffer
+  size_t recv_count = 0;   // elements in each rank's receive buffer
+};
+
+inline CollectiveShape collective_shape(Collective collective, size_t requested_bytes, int ranks) {
+  const size_t count = requested_bytes / sizeof(float);
+  const size_t per_rank = count / static_cast<size_t>(ranks);
+  const size_t whole = per_rank * static_cast<size_t>(ranks);
+  switch (collective) {
+    case Collective::AllReduce:
+    case Collective::Broadcast: return {count * sizeof(float), count, count, count};
+    case Collective::AllGather: return {whole * sizeof(float), per_rank, per_rank, whole};
+    case Collective::ReduceScatter: return {whole * sizeof(float), per_rank, whole, per_rank};
+  }
+  return {};
+}
+
+inline const char* redop_name(Collective collective) {
+  return collective == Collective::AllReduce || collective == Collective::ReduceScatter ? "sum"
+                                                                                        : "none";
+}
+
+// Broadcast's root (always rank 0 here); -1 for collectives without one.
+inline int root_of(Collective collective) { return collective == Collective::Broadcast ? 0 : -1; }
+
+inline void print_scaled_measurement(size_t bytes, double factor, const Measurement& m) {
+  if (!m.measured) {
+    std::printf("  %10s  %7s  %7s  %6s", "N/A", "N/A", "N/A", "N/A");
+    return;
+  }
+  const double algbw = bytes / m.seconds_per_op / 1e9;
+  char wrong[24];
+  if (m.wrong < 0) {
+    std::snprintf(wrong, sizeof wrong, "N/A");
+  } else {
+    std::snprintf(wrong, sizeof wrong, "%ld", m.wrong);
+  }
+  std::printf("  %10.2f  %7.3f  %7.3f  %6s", m.seconds_per_op * 1e6, algbw, algbw * factor, wrong);
+}
+
+inline void print_collective_row(Collective collective, const CollectiveShape& shape, int ranks,
+                                 const Measurement& out_of_place, const Measurement& in_place) {
+  std::printf(" %11zu  %12zu  %8s  %6s  %6d", shape.bytes, shape.count, "float",
+              redop_name(collective), root_of(collective));
+  print_scaled_measurement(shape.bytes, bus_factor(collective, ranks), out_of_place);
+  print_scaled_measurement(shape.bytes, bus_factor(collective, ranks), in_place);
+  std::printf("\n");
+  std::fflush(stdout);
 }
 
 }  // namespace bench

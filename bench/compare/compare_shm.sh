@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# Side-by-side collectives through shared memory on one machine: hora's shm
+# transport against Open MPI's default path between ranks of one host, and
+# both against what the machine's memory can carry.
+#
+#   bench/compare/compare_shm.sh [builddir]      (builddir defaults to ./build)
+#
+# It builds mpi_collectives and mem_bandwidth into <builddir>/bench/compare
+# with the system compilers, then runs, each with 2 ranks on this machine:
+#   - mem_bandwidth: memcpy and float a += b, 1 thread and 2 at once;
+#   - for all_reduce, all_gather, reduce_scatter and broadcast:
+#       HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ...
+#       mpirun -np 2 mpi_collectives <collective> ...   (no --mca options:
+#       Open MPI's own choice of transport and algorithm)
+#     alternately, REPEATS times each;
+#   - an 8-byte all_reduce of each, for latency, REPEATS times each;
+# and prints every table, then a summary of the medians.
+#
+# Knobs (environment): MIN_BYTES and MAX_BYTES (default 16M and 256M, steps
+# of x2), ITERS and WARMUP for them (default 20 and 5), LAT_ITERS and
+# LAT_WARMUP for 8 bytes (default 5000 and 500), REPEATS (default 1),
+# MEM_BYTES (mem_bandwidth's buffer size, default 256M), STEP_TIMEOUT
+# (seconds any one run may take, default 600). Results stay in
+# <builddir>/bench/compare/results-shm.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+builddir=$(realpath -m "${1:-$repo/build}")
+src="$repo/bench/compare"
+out="$builddir/bench/compare"
+results="$out/results-shm"
+MIN_BYTES=${MIN_BYTES:-16M}
+MAX_BYTES=${MAX_BYTES:-256M}
+ITERS=${ITERS:-20}
+WARMUP=${WARMUP:-5}
+LAT_ITERS=${LAT_ITERS:-5000}
+LAT_WARMUP=${LAT_WARMUP:-500}
+REPEATS=${REPEATS:-1}
+MEM_BYTES=${MEM_BYTES:-256M}
+# No single run may hang the comparison.
+STEP_TIMEOUT=${STEP_TIMEOUT:-600}
+
+collectives=(all_reduce all_gather reduce_scatter broadcast)
+big=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f 2 -d float -o sum -n "$ITERS" -w "$WARMUP")
+small=(-b 8 -e 8 -d float -o sum -n "$LAT_ITERS" -w "$LAT_WARMUP")
+
+note() { printf '%s\n' "$*" >&2; }
+
+if ! [[ $REPEATS =~ ^[1-9][0-9]*$ ]]; then
+  note "REPEATS must be a whole number of at least 1, not '$REPEATS'"
+  exit 2
+fi
+
+# --- 1. Open MPI ------------------------------------------------------------
+missing=()
+command -v mpirun >/dev/null || missing+=(openmpi-bin)
+command -v mpicxx >/dev/null || missing+=(libopenmpi-dev)
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    note "installing ${missing[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  else
+    note "missing packages: ${missing[*]}"
+    note "install them first, e.g.: sudo apt-get install ${missing[*]}"
+    exit 1
+  fi
+fi
+
+# --- 2. Build the programs (only when a source is newer than the binary) ---
+mkdir -p "$out" "$results"
+build() {  # build <binary> <source> <compiler> [flags and libraries...]
+  local binary="$out/$1" source="$src/$2" compiler=$3
+  shift 3
+  if [[ ! -x $binary || $source -nt $binary || $src/bench_table.h -nt $binary ]]; then
+    note "building $binary"
+    "$compiler" -std=c++17 -o "$binary" "$source" "$@"
+  fi
+}
+# OMPI_SKIP_MPICXX: the program uses the C API; skip the deprecated C++ one.
+build mpi_collectives mpi_collectives.cc mpicxx -O2 -DOMPI_SKIP_MPICXX
+# -O3 vectorises the a += b loop, as a library's reduction kernel is.
+build mem_bandwidth mem_bandwidth.cc g++ -O3 -pthread
+
+# --- 3. Run everything -----------------------------------------------------
+# Open MPI as a user gets it: no --mca options, so it picks its shared-memory
+# transport and its collective algorithms itself.
+mpirun_default=(mpirun --allow-run-as-root --oversubscribe -np 2)
+hora_perf="$builddir/bench/perf/hora-perf"
+hora_run="$builddir/tools/hora-run/hora-run"
+have_hora=1
+[[ -x $hora_perf && -x $hora_run ]] || have_hora=0
+
+failed=()
+run() {  # run <name> <command...>: prints and keeps the output in results/
+  local name=$1
+  shift
+  note "== $name: $*"
+  local step_start=$SECONDS
+  # A failed run keeps what it printed (a table with #wrong, or the rows
+  # before a time-out); the summary lists it as failed.
+  if ! timeout "$STEP_TIMEOUT" "$@" >"$results/$name.txt" 2>"$results/$name.err"; then
+    note "   $name failed or timed out; its errors:"
+    sed 's/^/   /' "$results/$name.err" >&2
+    failed+=("$name")
+  fi
+  note "   $((SECONDS - step_start)) s"
+}
+
+# Every rank needs a core of its own: anything else running on the machine
+# shows up directly in the figures, so the report states the load.
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+load_before=$(load)
+if awk -v l="${load_before%% *}" -v c="$(nproc)" 'BEGIN { exit !(l > 0.25 * c) }'; then
+  note "warning: load average is $load_before on $(nproc) cores; other work on this machine will distort the figures"
+fi
+
+rm -f "$results"/*.txt "$results"/*.err
+started=$SECONDS
+started_at=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+
+run memory "$out/mem_bandwidth" -s "$MEM_BYTES"
+if ((!have_hora)); then
+  note "== hora: skipped, $hora_perf or $hora_run is not built (ninja -C $builddir)"
+fi
+# Each pair back to back, hora then MPI, REPEATS times: the machine's speed
+# drifts over minutes, and alternating gives both the same conditions.
+for collective in "${collectives[@]}"; do
+  for ((repeat = 1; repeat <= REPEATS; repeat++)); do
+    if ((have_hora)); then
+      run "hora-$collective-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
+        "$collective" "${big[@]}"
+    fi
+    run "mpi-$collective-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" "$collective" "${big[@]}"
+  done
+done
+for ((repeat = 1; repeat <= REPEATS; repeat++)); do
+  if ((have_hora)); then
+    run "hora-lat-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" all_reduce "${small[@]}"
+  fi
+  run "mpi-lat-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" all_reduce "${small[@]}"
+done
+
+# --- 4. Report ---------------------------------------------------------------
+ompi_version=$(ompi_info --version 2>/dev/null | head -n 1 || true)
+# The point-to-point transports (btl) this Open MPI has; by default it uses
+# every one that can reach the peer, shared memory (vader) between ranks of
+# one host.
+ompi_btls=$(ompi_info 2>/dev/null | awk -F'[:(]' '/MCA btl:/ { gsub(/ /, "", $2); printf "%s%s", sep, $2; sep = ", " }' || true)
+
+echo "# Collectives through shared memory, float, 2 ranks on $(hostname), $(nproc) cores"
+echo "# started $started_at; load average (1, 5, 15 min) before: $load_before, after: $(load)"
+echo "# hora:     HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ${big[*]}"
+echo "# Open MPI: ${mpirun_default[*]} mpi_collectives <collective> ${big[*]}"
+echo "#           ${ompi_version:-Open MPI version unknown}, default path (no --mca options); btl components: ${ompi_btls:-unknown}"
+echo "# 8 bytes:  all_reduce ${small[*]}; every pair run $REPEATS time(s), alternately"
+for file in "$results/memory.txt" "$results"/hora-*.txt "$results"/mpi-*.txt; do
+  [[ -s $file ]] || continue
+  echo
+  echo "## $(basename "$file" .txt)"
+  cat "$file"
+done
+
+# One column of a result table for one size: 6 = out-of-place time (us),
+# 8 = out-of-place busbw, 10 = in-place time, 12 = in-place busbw (GB/s).
+# Empty when absent or N/A.
+column_of() {  # column_of <file> <size> <field>
+  [[ -s $1 ]] || return 0
+  awk -v size="$2" -v field="$3" \
+    '$1 !~ /^#/ && $1 == size { if ($field ~ /^[0-9.]+$/) print $field; exit }' "$1"
+}
+# The median over the repeats of one column, or empty.
+median_of() {  # median_of <tool> <collective-or-lat> <size> <field>
+  local file
+  for file in "$results/$1-$2"-r*.txt; do
+    column_of "$file" "$3" "$4"
+  done | sort -g | awk '{ v[NR] = $1 }
+    END { if (NR == 0) exit
+          if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# Every size that appears in a table of one collective, in order.
+sizes_of() {  # sizes_of <collective>
+  cat "$results"/*-"$1"-r*.txt 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1 }' | sort -un
+}
+# Wrong elements over every table of one tool (#wrong columns 9 and 13).
+wrong_of() {  # wrong_of <tool>
+  cat "$results/$1"-*.txt 2>/dev/null |
+    awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) { w += $f; n++ } }
+         END { if (n) print w + 0; else print "n/a" }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+show() { [[ -n $1 ]] && echo "$1" || echo "n/a"; }
+memory_figure() {  # memory_figure <key>: a GB/s figure of mem_bandwidth's summary line
+  awk -v key="$1" '/^# memory:/ { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }' \
+    "$results/memory.txt" 2>/dev/null || true
+}
+copy_1t=$(memory_figure copy_1t)
+copy_2t=$(memory_figure copy_2t)
+add_2t=$(memory_figure add_2t)
+
+echo
+echo "# Summary: busbw in GB/s (nccl-tests' factors), median of $REPEATS run(s) each."
+echo "# ip = in place: MPI_IN_PLACE against nccl's in-place call; broadcast has one buffer"
+echo "# in MPI_Bcast (nccl's in-place form), so its out-of-place MPI column is n/a."
+echo "# oop = out of place. hora/mpi above 1: hora is faster."
+echo "# mem = memcpy with both ranks copying at once, bytes copied per second by both together:"
+echo "# $(show "$copy_2t") GB/s (1 thread alone $(show "$copy_1t") GB/s; a += b with 2 threads $(show "$add_2t") GB/s)."
+printf '%-14s %10s %8s %8s %8s %8s %8s   %8s %8s %8s\n' collective size hora-ip mpi-ip hora/mpi \
+  hora/mem mpi/mem hora-oop mpi-oop hora/mpi
+for collective in "${collectives[@]}"; do
+  while read -r size; do
+    [[ -n $size ]] || continue
+    hora_ip=$(median_of hora "$collective" "$size" 12)
+    mpi_ip=$(median_of mpi "$collective" "$size" 12)
+    hora_oop=$(median_of hora "$collective" "$size" 8)
+    mpi_oop=$(median_of mpi "$collective" "$size" 8)
+    printf '%-14s %10s %8s %8s %8s %8s %8s   %8s %8s %8s\n' "$collective" "$size" \
+      "$(show "$hora_ip")" "$(show "$mpi_ip")" "$(ratio "$hora_ip" "$mpi_ip")" \
+      "$(ratio "$hora_ip" "$copy_2t")" "$(ratio "$mpi_ip" "$copy_2t")" \
+      "$(show "$hora_oop")" "$(show "$mpi_oop")" "$(ratio "$hora_oop" "$mpi_oop")"
+  done <<<"$(sizes_of "$collective")"
+done
+
+echo
+echo "# 8-byte all_reduce latency, us, median of $REPEATS run(s) of the mean of $LAT_ITERS; hora/mpi below 1: hora is faster"
+printf '%-14s %8s %8s %8s\n' "" hora mpi hora/mpi
+for place in ip oop; do
+  field=10
+  [[ $place == ip ]] || field=6
+  hora_lat=$(median_of hora lat 8 "$field")
+  mpi_lat=$(median_of mpi lat 8 "$field")
+  printf '%-14s %8s %8s %8s\n' "$place" "$(show "$hora_lat")" "$(show "$mpi_lat")" \
+    "$(ratio "$hora_lat" "$mpi_lat")"
+done
+
+echo
+echo "# wrong elements over every table: hora $(wrong_of hora), mpi $(wrong_of mpi)"
+if ((${#failed[@]})); then
+  echo "# FAILED or timed out (errors in $results/<name>.err): ${failed[*]}"
+fi
+if ((!have_hora)); then
+  echo "# hora was not run: $hora_perf or $hora_run is not built"
+fi
+echo "# total run time: $((SECONDS - started)) s"
