@@ -84,6 +84,14 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
       streamingMinBytes_(env::get({"HORA_STREAMING_MIN"})
                              ? env::parseBytes(*env::get({"HORA_STREAMING_MIN"}), "HORA_STREAMING_MIN")
                              : 8 << 20),
+      singleCopyMinBytes_(env::get({"HORA_SHM_SINGLE_COPY_MIN"})
+                              ? env::parseBytes(*env::get({"HORA_SHM_SINGLE_COPY_MIN"}),
+                                                "HORA_SHM_SINGLE_COPY_MIN")
+                              : 1 << 20),
+      singleCopyMaxBytes_(env::get({"HORA_SHM_SINGLE_COPY_MAX"})
+                              ? env::parseBytes(*env::get({"HORA_SHM_SINGLE_COPY_MAX"}),
+                                                "HORA_SHM_SINGLE_COPY_MAX")
+                              : 64 << 20),
       directMaxBytes_(env::get({"HORA_DIRECT_MAX_BYTES"})
                           ? env::parseBytes(*env::get({"HORA_DIRECT_MAX_BYTES"}), "HORA_DIRECT_MAX_BYTES")
                           : kDefaultDirectMaxBytes) {
@@ -110,14 +118,17 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                " ranks for ", nranks);
   for (int p = 0; p < nranks; ++p)
     if (ringRanks_[p] == rank) ringPos_ = p;
-  if (connector_->kindOf(ringRanks_[(ringPos_ + 1) % nranks]) == transport::TransportKind::Shm ||
-      connector_->kindOf(ringRanks_[(ringPos_ + nranks - 1) % nranks]) == transport::TransportKind::Shm) {
-    // Reductions in place wait for room in the next rank's FIFO before they
-    // take data from the previous one. A rank's sends lead its receives by
-    // at most one ring step, so while a step fits in half a FIFO the FIFOs of
-    // a ring cannot all be full at once, and such waits always end.
-    chunkBytes_ = std::min(chunkBytes_, connectorOptions.shm.fifoBytes / 2);
-  }
+  // Reductions in place wait for room in the next rank's shared-memory FIFO
+  // before they take data from the previous one. A rank's sends lead its
+  // receives by at most one ring step, so while a step fits in half a FIFO
+  // the FIFOs of a ring cannot all be full at once, and such waits always
+  // end. Every rank caps the same way, whatever its own transports, so that
+  // all ranks cut buffers into the same steps.
+  chunkBytes_ = std::min(chunkBytes_, connectorOptions.shm.fifoBytes / 2);
+  // Collectives that only move data take larger steps (as large as the cap
+  // allows): over shared memory they are single copies, one system call per
+  // step.
+  moveChunkBytes_ = std::max(chunkBytes_, connectorOptions.shm.fifoBytes / 2);
   staging_ = std::make_unique<StagingPool>(
       sliceBytes(connector_->kindOf(ringRanks_[(ringPos_ + 1) % nranks])), kStagingSlots);
   if (nranks > 1) {
@@ -420,6 +431,7 @@ void Communicator::runCollective(const Op& op) {
   const std::size_t elemSize = dataTypeSize(op.type);
   const std::size_t outputBytes =
       op.count * elemSize * (op.kind == OpKind::AllGather ? static_cast<std::size_t>(nranks_) : 1);
+  const bool movesOnly = op.kind == OpKind::AllGather || op.kind == OpKind::Broadcast;
   ProgressEngine& engine = freshEngine();
   transport::SendConnection* next = nullptr;
   transport::RecvConnection* prev = nullptr;
@@ -434,9 +446,12 @@ void Communicator::runCollective(const Op& op) {
     prev->alignStream(kStreamAlignment);
   }
   HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, *staging_,
-                       outputBytes >= streamingMinBytes_);
+                       outputBytes >= streamingMinBytes_,
+                       op.kind == OpKind::AllGather && outputBytes >= singleCopyMinBytes_ &&
+                           outputBytes < singleCopyMaxBytes_);
   algorithms::Ring ring{nranks_, ringPos_, ringRanks_.data()};
-  const std::size_t chunk = std::max<std::size_t>(1, chunkBytes_ / elemSize);
+  const std::size_t chunk =
+      std::max<std::size_t>(1, (movesOnly ? moveChunkBytes_ : chunkBytes_) / elemSize);
   const std::size_t align = std::max<std::size_t>(1, 64 / elemSize);
   auto positionOf = [&](int rank) {
     for (int p = 0; p < nranks_; ++p)

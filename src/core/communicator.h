@@ -93,7 +93,16 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::size_t chunkBytes_;
   std::unique_ptr<StagingPool> staging_;  // sized for the ring's transport
   std::chrono::microseconds spin_;
+  std::size_t moveChunkBytes_ = 0;  // ring step of all-gather and broadcast
   std::size_t streamingMinBytes_;  // outputs this large bypass the cache
+  // All-gathers with outputs in [min, max) read the previous rank's buffers
+  // directly (one copy) where the transport allows it. An all-gather has
+  // every rank both send and receive, so the FIFO's two copies both fall on
+  // each core; a single copy halves that, which wins while the data is in
+  // cache. Larger outputs are bound by memory, where the FIFO path's
+  // streaming stores win; broadcasts split the two copies across two cores.
+  std::size_t singleCopyMinBytes_;
+  std::size_t singleCopyMaxBytes_;
   std::size_t directMaxBytes_;     // all-reduces up to this size skip the ring
   std::vector<char> gathered_;     // scratch of the direct all-reduce
   std::unique_ptr<ProgressEngine> engine_;  // reused by every operation (no allocation per call)

@@ -13,7 +13,7 @@ StagingPool::StagingPool(std::size_t slotBytes, int slots)
 HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::SendConnection* next,
                                transport::RecvConnection* prev, const void* in, void* out,
                                const kernels::ReduceSpec& spec, StagingPool& staging,
-                               bool streamingStores)
+                               bool streamingStores, bool singleCopy)
     : engine_(engine),
       next_(next),
       prev_(prev),
@@ -25,6 +25,45 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::SendConnection
       streaming_(streamingStores),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
+  if (!singleCopy) return;
+  // Both ends of a connection decide alike: the receiver from its own test
+  // of the sender's memory, the sender from the receiver's answer to it.
+  if (prev_ != nullptr) copyFromPrevious_ = prev_->readsPeerMemory();
+  if (next_ != nullptr) {
+    transport::PeerMemoryAccess access;
+    engine_.waitUntil(
+        [&] { return (access = next_->peerMemoryAccess()) != transport::PeerMemoryAccess::Unknown; },
+        "waiting for the next rank's shared-memory handshake");
+    describeToNext_ = access == transport::PeerMemoryAccess::Yes;
+  }
+}
+
+namespace {
+// What a single-copy sender puts in the stream instead of the bytes.
+struct BufferDescription {
+  std::uint64_t address;
+  std::uint64_t bytes;
+};
+}  // namespace
+
+void HostPrimitives::describe(const char* data, std::size_t bytes) {
+  std::span<char> room = waitRoom(sizeof(BufferDescription), sizeof(BufferDescription));
+  const BufferDescription description{reinterpret_cast<std::uint64_t>(data), bytes};
+  std::memcpy(room.data(), &description, sizeof(description));
+  next_->commitWritten(sizeof(description));
+}
+
+void HostPrimitives::copyDescribed(char* dst, std::size_t bytes) {
+  prev_->postInPlace(sizeof(BufferDescription));
+  std::span<const char> data = waitData(sizeof(BufferDescription));
+  BufferDescription description;
+  std::memcpy(&description, data.data(), sizeof(description));
+  if (description.bytes != bytes)
+    fail(ErrorKind::Internal, "the previous rank, ", prev_->peerName(), ", described ",
+         description.bytes, " bytes where ", bytes, " were expected");
+  prev_->readPeerMemory(dst, description.address, bytes);
+  // Consuming the description tells the sender its buffer has been read.
+  prev_->consumeRead(sizeof(description));
 }
 
 void HostPrimitives::copyOut(char* dst, const char* src, std::size_t bytes) {
@@ -69,6 +108,10 @@ void HostPrimitives::sendFromSlot(int index, std::size_t bytes) {
 }
 
 void HostPrimitives::send(std::size_t inOffset, std::size_t count) {
+  if (describeToNext_ && !hasPre_) {
+    if (count > 0) describe(inAt(inOffset), count * elemSize_);
+    return;
+  }
   if (!hasPre_) {
     next_->post(inAt(inOffset), count * elemSize_);
     engine_.progressAll();
@@ -88,6 +131,10 @@ void HostPrimitives::send(std::size_t inOffset, std::size_t count) {
 
 void HostPrimitives::recv(std::size_t outOffset, std::size_t count) {
   if (count == 0) return;
+  if (copyFromPrevious_) {
+    copyDescribed(outAt(outOffset), count * elemSize_);
+    return;
+  }
   if (!prev_->receivesInPlace()) {
     receiveInto(outAt(outOffset), count * elemSize_);
     return;
@@ -179,6 +226,16 @@ void HostPrimitives::recvReduceCopySend(std::size_t inOffset, std::size_t outOff
 }
 
 void HostPrimitives::recvCopySend(std::size_t outOffset, std::size_t count) {
+  if (count == 0) return;
+  if (copyFromPrevious_ || describeToNext_) {
+    char* dst = outAt(outOffset);
+    const std::size_t bytes = count * elemSize_;
+    if (copyFromPrevious_) copyDescribed(dst, bytes);
+    else receiveInto(dst, bytes);
+    if (describeToNext_) describe(dst, bytes);
+    else next_->post(dst, bytes);
+    return;
+  }
   if (prev_->receivesInPlace() && next_->sendsInPlace()) {
     // From the previous rank's buffer into the next rank's and the output.
     const std::size_t total = count * elemSize_;
@@ -208,6 +265,11 @@ void HostPrimitives::recvCopySend(std::size_t outOffset, std::size_t count) {
 }
 
 void HostPrimitives::copySend(std::size_t inOffset, std::size_t outOffset, std::size_t count) {
+  if (describeToNext_ && count > 0) {
+    describe(inAt(inOffset), count * elemSize_);
+    localCopy(inOffset, outOffset, count);
+    return;
+  }
   // Send straight from the input, then copy locally while it leaves.
   next_->post(inAt(inOffset), count * elemSize_);
   engine_.progressAll();
@@ -229,6 +291,12 @@ void HostPrimitives::localCopy(std::size_t inOffset, std::size_t outOffset, std:
 
 void HostPrimitives::finish() {
   if (next_ != nullptr) engine_.drain("finishing sends to the next rank");
+  if (describeToNext_) {
+    // Our buffers stay ours to keep only once the next rank has read them.
+    const std::uint64_t sent = next_->postedBytes();
+    engine_.waitUntil([&] { return next_->acknowledgedBytes() >= sent; },
+                      "waiting for the next rank to read our buffers");
+  }
   if (streaming_) kernels::streamingFence();
 }
 

@@ -40,10 +40,14 @@ class StagingPool {
 class HostPrimitives {
  public:
   // streamingStores: the output is large; copies into it bypass the cache
-  // (kernels/copy_host.h).
+  // (kernels/copy_host.h). singleCopy: a collective that only moves data
+  // (all-gather, broadcast) may describe its buffers to the next rank
+  // instead of sending their bytes, where that rank can read this process's
+  // memory: it then copies them once, straight from buffer to buffer.
   HostPrimitives(ProgressEngine& engine, transport::SendConnection* next,
                  transport::RecvConnection* prev, const void* in, void* out,
-                 const kernels::ReduceSpec& spec, StagingPool& staging, bool streamingStores);
+                 const kernels::ReduceSpec& spec, StagingPool& staging, bool streamingStores,
+                 bool singleCopy);
 
   void send(std::size_t inOffset, std::size_t count);
   void recv(std::size_t outOffset, std::size_t count);
@@ -68,6 +72,10 @@ class HostPrimitives {
   // `maxBytes`) or for data in the previous rank's (in-place transports).
   std::span<char> waitRoom(std::size_t minBytes, std::size_t maxBytes);
   std::span<const char> waitData(std::size_t minBytes);
+  // Single copy: tells the next rank where `bytes` of ours are, and copies
+  // what the previous rank described into `dst`.
+  void describe(const char* data, std::size_t bytes);
+  void copyDescribed(char* dst, std::size_t bytes);
   // A free staging slot (waits for its previous send if needed).
   char* acquireSlot(int* index);
   void receiveInto(char* dst, std::size_t bytes);
@@ -89,6 +97,8 @@ class HostPrimitives {
   std::size_t elemSize_;
   bool hasPre_;
   bool streaming_;
+  bool describeToNext_ = false;    // single copy towards the next rank
+  bool copyFromPrevious_ = false;  // single copy from the previous rank
   StagingPool& staging_;
   int nextSlot_ = 0;
 };

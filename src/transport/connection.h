@@ -25,6 +25,10 @@
 
 namespace hora::transport {
 
+// Whether the receiving side may read the sender's memory directly
+// (single-copy transfers); unknown until the receiver has said so.
+enum class PeerMemoryAccess { Unknown, No, Yes };
+
 class SendConnection {
  public:
   virtual ~SendConnection() = default;
@@ -59,6 +63,13 @@ class SendConnection {
   virtual void commitWritten(std::size_t /*bytes*/) {
     fail(ErrorKind::Internal, "this transport cannot send in place");
   }
+
+  // Single copy: whether the receiver can read this process's memory
+  // (RecvConnection::readPeerMemory), and how many bytes of the stream it
+  // has taken in, so that a sender knows when a buffer it only described
+  // has been read.
+  virtual PeerMemoryAccess peerMemoryAccess() { return PeerMemoryAccess::No; }
+  virtual std::uint64_t acknowledgedBytes() const { return completedBytes(); }
 };
 
 class RecvConnection {
@@ -90,6 +101,12 @@ class RecvConnection {
   virtual std::span<const char> readable() { return {}; }
   virtual void consumeRead(std::size_t /*bytes*/) {
     fail(ErrorKind::Internal, "this transport cannot receive in place");
+  }
+
+  // Single copy: copies `bytes` at `address` in the sender's memory.
+  virtual bool readsPeerMemory() const { return false; }
+  virtual void readPeerMemory(void* /*dst*/, std::uint64_t /*address*/, std::size_t /*bytes*/) {
+    fail(ErrorKind::Internal, "this transport cannot read the peer's memory");
   }
 };
 

@@ -46,6 +46,25 @@ TEST(LargeBuffers, EveryCollectiveBeyondOneChunk) {
   expectRanksSucceed(threads(3), collectiveCasesProgram(buildCases(matrix, 3)));
 }
 
+// Between processes over shared memory, all-gathers of a few MiB are copied
+// once, straight out of the previous rank's buffer (process_vm_readv), and
+// larger ones through the FIFO; broadcasts always go through the FIFO.
+// Sizes on both sides of those limits, out of place and in place.
+TEST(LargeBuffers, MovesBetweenProcessesOnBothSidesOfTheSingleCopyLimits) {
+  CaseMatrix matrix;
+  matrix.collectives = {Collective::AllGather, Collective::Broadcast};
+  matrix.types = {ncclFloat32, ncclUint8};
+  matrix.reductions = {Reduction::Sum};
+  // 3 ranks x 4 bytes x count: 0.75 MiB, just over 1 MiB, and 12 MiB of
+  // output with the 4-byte type (the 1-byte type stays below the limit).
+  matrix.counts = {65536, 87383, 1048573};
+  matrix.seed = 66;
+  RunOptions options = threads(3);
+  options.mode = RankMode::Processes;
+  options.environment = {{"HORA_SHM_SINGLE_COPY_MAX", "8M"}};
+  expectRanksSucceed(options, collectiveCasesProgram(buildCases(matrix, 3)));
+}
+
 // ---- avg with a rank count that is not a power of two
 
 std::string digestOf(const std::vector<unsigned char>& bytes) {

@@ -159,12 +159,15 @@ TEST_F(ShmConnectionTest, SenderCompletesOnlyOnceTheReceiverHasMappedTheFifo) {
   acceptReceiver();
   ASSERT_TRUE(pumpUntil([&] { return sender->completedBytes() == 100; }));
   EXPECT_EQ(sender->completedBytes(), sender->postedBytes());
-  EXPECT_TRUE(sender->idle());
+  EXPECT_FALSE(sender->idle()) << "the receiver has not taken the bytes yet";
+  EXPECT_EQ(sender->acknowledgedBytes(), 0u);
 
   std::vector<char> received(100);
   receiver->post(received.data(), received.size());
   ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == 100; }));
   EXPECT_EQ(received, data);
+  EXPECT_EQ(sender->acknowledgedBytes(), 100u);
+  EXPECT_TRUE(sender->idle());
 }
 
 TEST_F(ShmConnectionTest, InPlaceSendAndReceiveMoveDataIntact) {
@@ -320,6 +323,18 @@ TEST_F(ShmConnectionTest, AlignStreamPadsToSmallerAlignmentsAndRejectsLargeOnes)
   ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == 16; }));
 }
 
+TEST_F(ShmConnectionTest, ReceiverReadsTheSendersMemoryDirectly) {
+  connectAndSettle();
+  EXPECT_TRUE(receiver->readsPeerMemory()) << "a rank of the same process";
+  ASSERT_TRUE(pumpUntil(
+      [&] { return sender->peerMemoryAccess() != PeerMemoryAccess::Unknown; }));
+  EXPECT_EQ(sender->peerMemoryAccess(), PeerMemoryAccess::Yes);
+  std::vector<char> data = patternBytes(5000, 3);
+  std::vector<char> copy(5000);
+  receiver->readPeerMemory(copy.data(), reinterpret_cast<std::uint64_t>(data.data()), data.size());
+  EXPECT_EQ(copy, data);
+}
+
 TEST_F(ShmConnectionTest, SenderIsBusyWhileWaitingForRoom) {
   connectAndSettle();
   EXPECT_TRUE(sender->idle());
@@ -327,7 +342,8 @@ TEST_F(ShmConnectionTest, SenderIsBusyWhileWaitingForRoom) {
   ASSERT_EQ(region.size(), kFifoBytes) << "an empty FIFO has room for all of its ring";
   EXPECT_TRUE(sender->idle()) << "it got all the room it asked for";
   sender->commitWritten(kFifoBytes);
-  EXPECT_TRUE(sender->idle()) << "committed bytes are sent";
+  EXPECT_EQ(sender->completedBytes(), sender->postedBytes()) << "committed bytes are sent";
+  EXPECT_FALSE(sender->idle()) << "but not yet taken by the receiver";
 
   EXPECT_TRUE(sender->writable(1).empty()) << "the FIFO is full";
   EXPECT_FALSE(sender->idle()) << "waiting for room";
@@ -337,8 +353,16 @@ TEST_F(ShmConnectionTest, SenderIsBusyWhileWaitingForRoom) {
   ASSERT_EQ(receiver->readable().size(), kFifoBytes);
   receiver->consumeRead(100);
   EXPECT_EQ(sender->writable(200).size(), 100u) << "only the room there is";
-  EXPECT_FALSE(sender->idle()) << "still short of what it asked for";
   sender->commitWritten(60);
+  receiver->consumeRead(kFifoBytes - 100);
+  receiver->postInPlace(60);
+  ASSERT_EQ(receiver->readable().size(), 60u);
+  receiver->consumeRead(60);
+  EXPECT_TRUE(sender->idle()) << "everything taken, no room wanted";
+
+  EXPECT_EQ(sender->writable(kFifoBytes + 1).size(), kFifoBytes);
+  EXPECT_FALSE(sender->idle()) << "short of the room it asked for";
+  sender->commitWritten(0);
   EXPECT_TRUE(sender->idle()) << "a commit ends the wait";
   EXPECT_EQ(sender->writable(40).size(), 40u);
   EXPECT_TRUE(sender->idle());

@@ -1,6 +1,7 @@
 #include "transport/shm/shm_connection.h"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,9 +17,12 @@ struct SegmentOffer {
   std::int32_t fd;
   std::uint64_t bytes;
   std::uint64_t ringOffset;
+  std::uint64_t probeAddress;  // the segment in the sender: a readable word
 };
 
-constexpr char kAck = 1;
+// The receiver's answer.
+constexpr char kAckReadsSender = 1;
+constexpr char kAckCopyOnly = 2;
 constexpr char kZeros[kMaxStreamAlignment] = {};
 
 // Bytes that bring `position` to a multiple of `alignment`.
@@ -33,6 +37,12 @@ void checkLifeline(Socket& lifeline, const std::string& peer) {
   if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
     fail(ErrorKind::Remote, "shared-memory peer ", peer,
          " closed its connection: the peer process exited or aborted");
+}
+
+bool readRemote(pid_t pid, void* dst, std::uint64_t address, std::size_t bytes) {
+  iovec local{dst, bytes};
+  iovec remote{reinterpret_cast<void*>(address), bytes};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
 }
 }  // namespace
 
@@ -49,7 +59,8 @@ std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string
   header->magic = ShmFifoHeader::kMagic;
   header->capacity = capacity;
   header->dataOffset = ringOffset;
-  SegmentOffer offer{static_cast<std::int32_t>(getpid()), segment.fd(), segment.size(), ringOffset};
+  SegmentOffer offer{static_cast<std::int32_t>(getpid()), segment.fd(), segment.size(), ringOffset,
+                     reinterpret_cast<std::uint64_t>(segment.data())};
   lifeline.sendAll(&offer, sizeof(offer), deadline, abort, peerName);
   return std::make_unique<ShmSendConnection>(std::move(segment), std::move(lifeline),
                                              std::move(peerName));
@@ -66,9 +77,14 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
       header->dataOffset + header->capacity != offer.bytes)
     fail(ErrorKind::Internal, "the shared-memory segment of ", peerName,
          " has no FIFO header of this version of hora");
-  lifeline.sendAll(&kAck, 1, deadline, abort, peerName);
+  std::uint64_t magic = 0;
+  const bool readsSender =
+      offer.pid == getpid() || (readRemote(offer.pid, &magic, offer.probeAddress, sizeof(magic)) &&
+                                magic == ShmFifoHeader::kMagic);
+  const char ack = readsSender ? kAckReadsSender : kAckCopyOnly;
+  lifeline.sendAll(&ack, 1, deadline, abort, peerName);
   return std::make_unique<ShmRecvConnection>(std::move(segment), std::move(lifeline),
-                                             std::move(peerName));
+                                             std::move(peerName), offer.pid, readsSender);
 }
 
 // ------------------------------------------------------------------ sender
@@ -102,6 +118,12 @@ void ShmSendConnection::alignStream(std::size_t alignment) {
   post(kZeros, paddingFor(postedBytes(), alignment));
 }
 
+PeerMemoryAccess ShmSendConnection::peerMemoryAccess() {
+  if (awaitingAck_) collectAck();
+  if (awaitingAck_) return PeerMemoryAccess::Unknown;
+  return peerReadsUs_ ? PeerMemoryAccess::Yes : PeerMemoryAccess::No;
+}
+
 pollfd ShmSendConnection::pollEntry() const { return {idle() ? -1 : lifeline_.fd(), POLLIN, 0}; }
 
 void ShmSendConnection::collectAck() {
@@ -109,6 +131,7 @@ void ShmSendConnection::collectAck() {
   if (lifeline_.tryRecv(&ack, 1, peer_) == 1) {
     segment_.closeDescriptor();
     awaitingAck_ = false;
+    peerReadsUs_ = ack == kAckReadsSender;
   }
 }
 
@@ -119,11 +142,26 @@ void ShmSendConnection::checkAlive() {
 
 // ---------------------------------------------------------------- receiver
 
-ShmRecvConnection::ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName)
+ShmRecvConnection::ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName,
+                                     pid_t senderPid, bool readsSender)
     : segment_(std::move(segment)),
       fifo_(segment_.data()),
       lifeline_(std::move(lifeline)),
-      peer_(std::move(peerName)) {}
+      peer_(std::move(peerName)),
+      senderPid_(senderPid),
+      senderIsUs_(senderPid == getpid()),
+      readsSender_(readsSender) {}
+
+void ShmRecvConnection::readPeerMemory(void* dst, std::uint64_t address, std::size_t bytes) {
+  HORA_ENFORCE(readsSender_, "reading the memory of ", peer_, " is not allowed");
+  if (senderIsUs_) {
+    std::memcpy(dst, reinterpret_cast<const void*>(address), bytes);  // a rank of this process
+    return;
+  }
+  if (!readRemote(senderPid_, dst, address, bytes))
+    fail(ErrorKind::Remote, "reading ", bytes, " bytes from the memory of ", peer_, " failed: ",
+         errnoText(errno), " (the peer process exited?)");
+}
 
 bool ShmRecvConnection::progress() {
   return queue_.drain([&](char* data, std::size_t bytes) { return fifo_.pop(data, bytes); });

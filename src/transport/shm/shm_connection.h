@@ -12,6 +12,8 @@
 // traffic, so when it becomes readable the peer has exited or aborted.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 
 #include "base/socket.h"
@@ -41,8 +43,9 @@ class ShmRecvConnection;
 // The handshake over `lifeline` (already introduced) never waits on the
 // peer's progress, so two ranks that both connect before they accept cannot
 // deadlock: the sender creates the segment and sends its pid/fd at once; the
-// receiver maps it and answers with one byte that the sender reads later
-// (then closes its fd).
+// receiver maps it, tests whether it may read the sender's memory
+// (process_vm_readv: same user, no ptrace restriction) and answers with one
+// byte that the sender reads later (then closes its fd).
 std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string peerName,
                                                     const ShmOptions& options,
                                                     const Deadline& deadline,
@@ -67,12 +70,20 @@ class ShmSendConnection final : public SendConnection {
   void checkAlive() override;
   const std::string& peerName() const override { return peer_; }
 
-  // Also busy while an in-place sender waits for room.
-  bool idle() const override { return completedBytes() == postedBytes() && !wantsRoom_; }
+  // Busy until the receiver has taken every byte (a single-copy sender waits
+  // for that), and while an in-place sender waits for room.
+  bool idle() const override {
+    return completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() && !wantsRoom_;
+  }
   bool sendsInPlace() const override { return true; }
   void alignStream(std::size_t alignment) override;
   std::span<char> writable(std::size_t maxBytes) override;
   void commitWritten(std::size_t bytes) override;
+
+  PeerMemoryAccess peerMemoryAccess() override;
+  std::uint64_t acknowledgedBytes() const override {
+    return fifo_.header().read.load(std::memory_order_acquire);
+  }
 
  private:
   // Reads the receiver's answer once it is there (non-blocking).
@@ -84,12 +95,16 @@ class ShmSendConnection final : public SendConnection {
   std::string peer_;
   PostedQueue<const char*> queue_;  // "moved" = in the FIFO
   bool awaitingAck_ = true;
+  bool peerReadsUs_ = false;  // from the receiver's answer
   bool wantsRoom_ = false;  // writable() found less room than asked for
 };
 
 class ShmRecvConnection final : public RecvConnection {
  public:
-  ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName);
+  // readsSender: process_vm_readv of the sender (pid senderPid) works, or
+  // the sender is this process.
+  ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName, pid_t senderPid,
+                    bool readsSender);
   void post(void* data, std::size_t bytes) override { queue_.post(static_cast<char*>(data), bytes); }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
   std::uint64_t completedBytes() const override { return queue_.completed(); }
@@ -105,12 +120,18 @@ class ShmRecvConnection final : public RecvConnection {
   std::span<const char> readable() override;
   void consumeRead(std::size_t bytes) override;
 
+  bool readsPeerMemory() const override { return readsSender_; }
+  void readPeerMemory(void* dst, std::uint64_t address, std::size_t bytes) override;
+
  private:
   ShmSegment segment_;
   ShmFifo fifo_;
   Socket lifeline_;
   std::string peer_;
   PostedQueue<char*> queue_;
+  pid_t senderPid_;
+  bool senderIsUs_;
+  bool readsSender_;
   char padding_[kMaxStreamAlignment];  // where alignment padding is received
 };
 
