@@ -1,5 +1,6 @@
 #include "core/communicator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -141,7 +142,15 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
     HORA_LOG(Info, "ring: ", order, " -> ", ringRanks_[0], "; to the next rank via ",
              transport::transportName(connector_->kindOf(next)));
   }
-  bootstrap_->barrier(deadline);
+  // Whether every rank may read its previous rank's memory: then single-copy
+  // all-gathers can take whole blocks per step (every rank must cut alike).
+  std::vector<std::uint8_t> readsPrevious(nranks, 0);
+  if (nranks > 1)
+    readsPrevious[rank] = connector_->recvFrom(ringRanks_[(ringPos_ + nranks - 1) % nranks])
+                              .readsPeerMemory();
+  bootstrap_->allGather(readsPrevious.data(), 1, deadline);
+  singleCopyRing_ = nranks > 1 && std::all_of(readsPrevious.begin(), readsPrevious.end(),
+                                              [](std::uint8_t reads) { return reads != 0; });
   HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", chunkBytes_,
            " B, slice ", staging_->slotBytes(), " B, timeout ", timeout_.count(), " ms");
 }
@@ -432,6 +441,8 @@ void Communicator::runCollective(const Op& op) {
   const std::size_t outputBytes =
       op.count * elemSize * (op.kind == OpKind::AllGather ? static_cast<std::size_t>(nranks_) : 1);
   const bool movesOnly = op.kind == OpKind::AllGather || op.kind == OpKind::Broadcast;
+  const bool singleCopy = op.kind == OpKind::AllGather && outputBytes >= singleCopyMinBytes_ &&
+                          outputBytes < singleCopyMaxBytes_;
   ProgressEngine& engine = freshEngine();
   transport::SendConnection* next = nullptr;
   transport::RecvConnection* prev = nullptr;
@@ -447,11 +458,14 @@ void Communicator::runCollective(const Op& op) {
   }
   HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, *staging_,
                        outputBytes >= streamingMinBytes_,
-                       op.kind == OpKind::AllGather && outputBytes >= singleCopyMinBytes_ &&
-                           outputBytes < singleCopyMaxBytes_);
+                       singleCopy);
   algorithms::Ring ring{nranks_, ringPos_, ringRanks_.data()};
-  const std::size_t chunk =
-      std::max<std::size_t>(1, (movesOnly ? moveChunkBytes_ : chunkBytes_) / elemSize);
+  // Single-copy steps move no bytes through the FIFOs: as large as a block,
+  // since each step costs a system call, when every rank takes part.
+  const std::size_t stepBytes = singleCopy && singleCopyRing_ ? outputBytes
+                                : movesOnly                  ? moveChunkBytes_
+                                                             : chunkBytes_;
+  const std::size_t chunk = std::max<std::size_t>(1, stepBytes / elemSize);
   const std::size_t align = std::max<std::size_t>(1, 64 / elemSize);
   auto positionOf = [&](int rank) {
     for (int p = 0; p < nranks_; ++p)

@@ -103,6 +103,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // streaming stores win; broadcasts split the two copies across two cores.
   std::size_t singleCopyMinBytes_;
   std::size_t singleCopyMaxBytes_;
+  bool singleCopyRing_ = false;  // every rank may read its previous rank's memory
   std::size_t directMaxBytes_;     // all-reduces up to this size skip the ring
   std::vector<char> gathered_;     // scratch of the direct all-reduce
   std::unique_ptr<ProgressEngine> engine_;  // reused by every operation (no allocation per call)
