@@ -136,8 +136,6 @@ struct Measurement {
   long wrong = -1;  // -1: not checked.
 };
 
-inline double bus_factor(int ranks) { return 2.0 * (ranks - 1) / ranks; }
-
 inline void print_header(const char* title, int ranks) {
   std::printf("# %s, %d ranks\n", title, ranks);
   std::printf("#%51s%-38s%s\n", "", "  out-of-place", "  in-place");
@@ -149,7 +147,9 @@ inline void print_header(const char* title, int ranks) {
               "(GB/s)", "");
 }
 
-inline void print_measurement(size_t bytes, int ranks, const Measurement& m) {
+// The time, algbw, busbw and #wrong columns of one variant. busbw_factor
+// turns algbw into busbw; it depends on the collective (bus_factor below).
+inline void print_measurement(size_t bytes, double busbw_factor, const Measurement& m) {
   if (!m.measured) {
     std::printf("  %10s  %7s  %7s  %6s", "N/A", "N/A", "N/A", "N/A");
     return;
@@ -161,17 +161,8 @@ inline void print_measurement(size_t bytes, int ranks, const Measurement& m) {
   } else {
     std::snprintf(wrong, sizeof wrong, "%ld", m.wrong);
   }
-  std::printf("  %10.2f  %7.3f  %7.3f  %6s", m.seconds_per_op * 1e6, algbw,
-              algbw * bus_factor(ranks), wrong);
-}
-
-inline void print_row(size_t bytes, int ranks, const Measurement& out_of_place,
-                      const Measurement& in_place) {
-  std::printf(" %11zu  %12zu  %8s  %6s  %6d", bytes, bytes / sizeof(float), "float", "sum", -1);
-  print_measurement(bytes, ranks, out_of_place);
-  print_measurement(bytes, ranks, in_place);
-  std::printf("\n");
-  std::fflush(stdout);
+  std::printf("  %10.2f  %7.3f  %7.3f  %6s", m.seconds_per_op * 1e6, algbw, algbw * busbw_factor,
+              wrong);
 }
 
 // Every rank contributes rank+1 in every element, so every element of a
@@ -187,9 +178,10 @@ inline long count_wrong(const float* data, size_t count, int ranks) {
 }
 
 // --- Several collectives --------------------------------------------------
-// For the peer programs that time more than all-reduce (mpi_collectives).
-// Everything below mirrors hora-perf, so that its tables and theirs line up
-// row by row: the same size column, count column, redop, root and busbw.
+// mpi_collectives times four collectives; gloo_allreduce prints its
+// all-reduce rows through the same code. Everything below mirrors hora-perf,
+// so that its tables and theirs line up row by row: the same size column,
+// count column, redop, root and busbw.
 
 enum class Collective { AllReduce, AllGather, ReduceScatter, Broadcast };
 
@@ -217,7 +209,7 @@ inline std::optional<Collective> parse_collective(const std::string& name) {
 // never crosses a link; a broadcast sends all data out of the root's one link.
 inline double bus_factor(Collective collective, int ranks) {
   switch (collective) {
-    case Collective::AllReduce: return bus_factor(ranks);
+    case Collective::AllReduce: return 2.0 * (ranks - 1) / ranks;
     case Collective::AllGather:
     case Collective::ReduceScatter: return static_cast<double>(ranks - 1) / ranks;
     case Collective::Broadcast: return 1.0;
@@ -257,29 +249,23 @@ inline const char* redop_name(Collective collective) {
 // Broadcast's root (always rank 0 here); -1 for collectives without one.
 inline int root_of(Collective collective) { return collective == Collective::Broadcast ? 0 : -1; }
 
-inline void print_scaled_measurement(size_t bytes, double factor, const Measurement& m) {
-  if (!m.measured) {
-    std::printf("  %10s  %7s  %7s  %6s", "N/A", "N/A", "N/A", "N/A");
-    return;
-  }
-  const double algbw = bytes / m.seconds_per_op / 1e9;
-  char wrong[24];
-  if (m.wrong < 0) {
-    std::snprintf(wrong, sizeof wrong, "N/A");
-  } else {
-    std::snprintf(wrong, sizeof wrong, "%ld", m.wrong);
-  }
-  std::printf("  %10.2f  %7.3f  %7.3f  %6s", m.seconds_per_op * 1e6, algbw, algbw * factor, wrong);
-}
-
 inline void print_collective_row(Collective collective, const CollectiveShape& shape, int ranks,
                                  const Measurement& out_of_place, const Measurement& in_place) {
   std::printf(" %11zu  %12zu  %8s  %6s  %6d", shape.bytes, shape.count, "float",
               redop_name(collective), root_of(collective));
-  print_scaled_measurement(shape.bytes, bus_factor(collective, ranks), out_of_place);
-  print_scaled_measurement(shape.bytes, bus_factor(collective, ranks), in_place);
+  print_measurement(shape.bytes, bus_factor(collective, ranks), out_of_place);
+  print_measurement(shape.bytes, bus_factor(collective, ranks), in_place);
   std::printf("\n");
   std::fflush(stdout);
+}
+
+// One row of an all-reduce table, for the programs that time only that
+// (gloo_allreduce); bytes is one of message_sizes().
+inline void print_row(size_t bytes, int ranks, const Measurement& out_of_place,
+                      const Measurement& in_place) {
+  print_collective_row(Collective::AllReduce,
+                       collective_shape(Collective::AllReduce, bytes, ranks), ranks,
+                       out_of_place, in_place);
 }
 
 }  // namespace bench

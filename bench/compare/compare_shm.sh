@@ -23,6 +23,8 @@
 # (seconds any one run may take, default 600). Results stay in
 # <builddir>/bench/compare/results-shm.
 set -euo pipefail
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 builddir=$(realpath -m "${1:-$repo/build}")
@@ -44,42 +46,20 @@ collectives=(all_reduce all_gather reduce_scatter broadcast)
 big=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f 2 -d float -o sum -n "$ITERS" -w "$WARMUP")
 small=(-b 8 -e 8 -d float -o sum -n "$LAT_ITERS" -w "$LAT_WARMUP")
 
-note() { printf '%s\n' "$*" >&2; }
-
 if ! [[ $REPEATS =~ ^[1-9][0-9]*$ ]]; then
   note "REPEATS must be a whole number of at least 1, not '$REPEATS'"
   exit 2
 fi
 
 # --- 1. Open MPI ------------------------------------------------------------
-missing=()
-command -v mpirun >/dev/null || missing+=(openmpi-bin)
-command -v mpicxx >/dev/null || missing+=(libopenmpi-dev)
-if ((${#missing[@]})); then
-  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    note "installing ${missing[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
-  else
-    note "missing packages: ${missing[*]}"
-    note "install them first, e.g.: sudo apt-get install ${missing[*]}"
-    exit 1
-  fi
-fi
+require_packages mpirun:openmpi-bin mpicxx:libopenmpi-dev
 
 # --- 2. Build the programs (only when a source is newer than the binary) ---
 mkdir -p "$out" "$results"
-build() {  # build <binary> <source> <compiler> [flags and libraries...]
-  local binary="$out/$1" source="$src/$2" compiler=$3
-  shift 3
-  if [[ ! -x $binary || $source -nt $binary || $src/bench_table.h -nt $binary ]]; then
-    note "building $binary"
-    "$compiler" -std=c++17 -o "$binary" "$source" "$@"
-  fi
-}
 # OMPI_SKIP_MPICXX: the program uses the C API; skip the deprecated C++ one.
-build mpi_collectives mpi_collectives.cc mpicxx -O2 -DOMPI_SKIP_MPICXX
+build_program "$out/mpi_collectives" "$src/mpi_collectives.cc" mpicxx -O2 -DOMPI_SKIP_MPICXX
 # -O3 vectorises the a += b loop, as a library's reduction kernel is.
-build mem_bandwidth mem_bandwidth.cc g++ -O3 -pthread
+build_program "$out/mem_bandwidth" "$src/mem_bandwidth.cc" g++ -O3 -pthread
 
 # --- 3. Run everything -----------------------------------------------------
 # Open MPI as a user gets it: no --mca options, so it picks its shared-memory
@@ -91,26 +71,14 @@ have_hora=1
 [[ -x $hora_perf && -x $hora_run ]] || have_hora=0
 
 failed=()
-run() {  # run <name> <command...>: prints and keeps the output in results/
-  local name=$1
-  shift
-  note "== $name: $*"
-  local step_start=$SECONDS
-  # A failed run keeps what it printed (a table with #wrong, or the rows
-  # before a time-out); the summary lists it as failed.
-  if ! timeout "$STEP_TIMEOUT" "$@" >"$results/$name.txt" 2>"$results/$name.err"; then
-    note "   $name failed or timed out; its errors:"
-    sed 's/^/   /' "$results/$name.err" >&2
-    failed+=("$name")
-  fi
-  note "   $((SECONDS - step_start)) s"
-}
+# run <name> <command...>: a failed run keeps what it printed (a table with
+# #wrong, or the rows before a time-out); the summary lists it as failed.
+run() { run_step "$STEP_TIMEOUT" "$results" "$@" || failed+=("$1"); }
 
-# Every rank needs a core of its own: anything else running on the machine
-# shows up directly in the figures, so the report states the load.
-load() { cut -d' ' -f1-3 /proc/loadavg; }
-load_before=$(load)
-if awk -v l="${load_before%% *}" -v c="$(nproc)" 'BEGIN { exit !(l > 0.25 * c) }'; then
+load_before=$(load_average)
+# Every rank needs a core of its own: more than a quarter of the cores busy
+# before the start means other work that will share them.
+if is_greater "${load_before%% *}" "$(awk -v cores="$(nproc)" 'BEGIN { print cores / 4 }')"; then
   note "warning: load average is $load_before on $(nproc) cores; other work on this machine will distort the figures"
 fi
 
@@ -148,26 +116,13 @@ ompi_version=$(ompi_info --version 2>/dev/null | head -n 1 || true)
 ompi_btls=$(ompi_info 2>/dev/null | awk -F'[:(]' '/MCA btl:/ { gsub(/ /, "", $2); printf "%s%s", sep, $2; sep = ", " }' || true)
 
 echo "# Collectives through shared memory, float, 2 ranks on $(hostname), $(nproc) cores"
-echo "# started $started_at; load average (1, 5, 15 min) before: $load_before, after: $(load)"
+echo "# started $started_at; load average (1, 5, 15 min) before: $load_before, after: $(load_average)"
 echo "# hora:     HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ${big[*]}"
 echo "# Open MPI: ${mpirun_default[*]} mpi_collectives <collective> ${big[*]}"
 echo "#           ${ompi_version:-Open MPI version unknown}, default path (no --mca options); btl components: ${ompi_btls:-unknown}"
 echo "# 8 bytes:  all_reduce ${small[*]}; every pair run $REPEATS time(s), alternately"
-for file in "$results/memory.txt" "$results"/hora-*.txt "$results"/mpi-*.txt; do
-  [[ -s $file ]] || continue
-  echo
-  echo "## $(basename "$file" .txt)"
-  cat "$file"
-done
+print_tables "$results/memory.txt" "$results"/hora-*.txt "$results"/mpi-*.txt
 
-# One column of a result table for one size: 6 = out-of-place time (us),
-# 8 = out-of-place busbw, 10 = in-place time, 12 = in-place busbw (GB/s).
-# Empty when absent or N/A.
-column_of() {  # column_of <file> <size> <field>
-  [[ -s $1 ]] || return 0
-  awk -v size="$2" -v field="$3" \
-    '$1 !~ /^#/ && $1 == size { if ($field ~ /^[0-9.]+$/) print $field; exit }' "$1"
-}
 # The median over the repeats of one column, or empty.
 median_of() {  # median_of <tool> <collective-or-lat> <size> <field>
   local file
@@ -187,8 +142,6 @@ wrong_of() {  # wrong_of <tool>
     awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) { w += $f; n++ } }
          END { if (n) print w + 0; else print "n/a" }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
-show() { [[ -n $1 ]] && echo "$1" || echo "n/a"; }
 memory_figure() {  # memory_figure <key>: a GB/s figure of mem_bandwidth's summary line
   awk -v key="$1" '/^# memory:/ { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }' \
     "$results/memory.txt" 2>/dev/null || true

@@ -10,14 +10,17 @@
 #   - tcp_stream: memcpy and loopback TCP stream bandwidth (the limit);
 #   - hora-perf all_reduce over TCP (skipped if the build dir has no hora-perf);
 #   - Gloo's ring all-reduces over TCP on 127.0.0.1;
-#   - MPI_Allreduce with Open MPI's TCP transport on lo only;
-#   - MPI_Allreduce with Open MPI's shared memory (vader), for reference.
+#   - MPI_Allreduce (mpi_collectives all_reduce) with Open MPI's TCP
+#     transport on lo only;
+#   - the same with Open MPI's shared memory (vader), for reference.
 # and prints every table followed by a summary.
 #
 # Knobs (environment): ITERS and WARMUP for the 16 MiB..256 MiB sizes
 # (default 20 and 5), LAT_ITERS and LAT_WARMUP for the 8-byte latency
 # (default 1000 and 100). Results stay in <builddir>/bench/compare/results.
 set -euo pipefail
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 builddir=$(realpath -m "${1:-$repo/build}")
@@ -35,38 +38,16 @@ big=(-b 16M -e 256M -f 2 -d float -o sum -n "$ITERS" -w "$WARMUP" -c 1)
 small=(-b 8 -e 8 -d float -o sum -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1)
 sizes=(16777216 33554432 67108864 134217728 268435456)
 
-note() { printf '%s\n' "$*" >&2; }
-
 # --- 1. The peers' packages -------------------------------------------------
-missing=()
-[[ -f /usr/include/gloo/allreduce.h ]] || missing+=(libgloo-dev)
-command -v mpirun >/dev/null || missing+=(openmpi-bin)
-command -v mpicxx >/dev/null || missing+=(libopenmpi-dev)
-if ((${#missing[@]})); then
-  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    note "installing ${missing[*]}"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
-  else
-    note "missing packages: ${missing[*]}"
-    note "install them first, e.g.: sudo apt-get install ${missing[*]}"
-    exit 1
-  fi
-fi
+require_packages /usr/include/gloo/allreduce.h:libgloo-dev mpirun:openmpi-bin \
+  mpicxx:libopenmpi-dev
 
 # --- 2. Build the peers (only when a source is newer than the binary) ------
 mkdir -p "$out" "$results"
-build() {  # build <binary> <source> <compiler> [flags and libraries...]
-  local binary="$out/$1" source="$src/$2" compiler=$3
-  shift 3
-  if [[ ! -x $binary || $source -nt $binary || $src/bench_table.h -nt $binary ]]; then
-    note "building $binary"
-    "$compiler" -O2 -std=c++17 -o "$binary" "$source" "$@"
-  fi
-}
-build tcp_stream tcp_stream.cc g++ -pthread
-build gloo_allreduce gloo_allreduce.cc g++ -lgloo -pthread
+build_program "$out/tcp_stream" "$src/tcp_stream.cc" g++ -O2 -pthread
+build_program "$out/gloo_allreduce" "$src/gloo_allreduce.cc" g++ -O2 -lgloo -pthread
 # OMPI_SKIP_MPICXX: the program uses the C API; skip the deprecated C++ one.
-build mpi_allreduce mpi_allreduce.cc mpicxx -DOMPI_SKIP_MPICXX
+build_program "$out/mpi_collectives" "$src/mpi_collectives.cc" mpicxx -O2 -DOMPI_SKIP_MPICXX
 
 # --- 3. Run everything -----------------------------------------------------
 mpirun_base=(mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1)
@@ -81,24 +62,12 @@ mpi_tcp=("${mpirun_base[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo
 # shellcheck disable=SC2054
 mpi_shm=("${mpirun_base[@]}" --mca btl self,vader)
 
-run() {  # run <name> <command...>: prints and keeps the output in results/
-  local name=$1
-  shift
-  note "== $name: $*"
-  local step_start=$SECONDS
-  if ! timeout "$STEP_TIMEOUT" "$@" >"$results/$name.txt" 2>"$results/$name.err"; then
-    note "   $name failed or timed out; its errors:"
-    sed 's/^/   /' "$results/$name.err" >&2
-    : >"$results/$name.txt"
-  fi
-  note "   $((SECONDS - step_start)) s"
-}
+# run <name> <command...>: a failed run leaves an empty table, so the
+# summary reads n/a for it rather than figures of a broken run.
+run() { run_step "$STEP_TIMEOUT" "$results" "$@" || : >"$results/$1.txt"; }
 
-# Every rank needs a core of its own: anything else running on the machine
-# shows up directly in the figures, so the report states the load.
-load() { cut -d' ' -f1-3 /proc/loadavg; }
-load_before=$(load)
-if awk -v l="${load_before%% *}" 'BEGIN { exit !(l > 0.5) }'; then
+load_before=$(load_average)
+if is_greater "${load_before%% *}" 0.5; then
   note "warning: load average is $load_before; other work on this machine will distort the figures"
 fi
 
@@ -118,36 +87,27 @@ for algorithm in allreduce_ring ring_chunked ring; do
   run "gloo-$algorithm" "$out/gloo_allreduce" -a "$algorithm" "${big[@]}"
   run "gloo-$algorithm-lat" "$out/gloo_allreduce" -a "$algorithm" "${small[@]}"
 done
-run mpi-tcp "${mpi_tcp[@]}" "$out/mpi_allreduce" "${big[@]}"
-run mpi-tcp-lat "${mpi_tcp[@]}" "$out/mpi_allreduce" "${small[@]}"
-run mpi-shm "${mpi_shm[@]}" "$out/mpi_allreduce" "${big[@]}"
-run mpi-shm-lat "${mpi_shm[@]}" "$out/mpi_allreduce" "${small[@]}"
+run mpi-tcp "${mpi_tcp[@]}" "$out/mpi_collectives" all_reduce "${big[@]}"
+run mpi-tcp-lat "${mpi_tcp[@]}" "$out/mpi_collectives" all_reduce "${small[@]}"
+run mpi-shm "${mpi_shm[@]}" "$out/mpi_collectives" all_reduce "${big[@]}"
+run mpi-shm-lat "${mpi_shm[@]}" "$out/mpi_collectives" all_reduce "${small[@]}"
 
 # --- 4. Report ---------------------------------------------------------------
 echo "# All-reduce, float sum, 2 ranks on $(hostname), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "# sizes 16M..256M: -n $ITERS -w $WARMUP; 8 B: -n $LAT_ITERS -w $LAT_WARMUP"
-echo "# load average (1, 5, 15 min) before: $load_before, after: $(load)"
-for file in "$results"/*.txt; do
-  [[ -s $file ]] || continue
-  echo
-  echo "## $(basename "$file" .txt)"
-  cat "$file"
-done
+echo "# load average (1, 5, 15 min) before: $load_before, after: $(load_average)"
+print_tables "$results"/*.txt
 
-# Column of a result table for one size: 10 = in-place time (us),
-# 12 = in-place busbw (GB/s). Empty when absent.
-column_of() {  # column_of <name> <size> <field>
-  local file="$results/$1.txt"
-  [[ -s $file ]] || return 0
-  awk -v size="$2" -v field="$3" '$1 !~ /^#/ && $1 == size { print $field; exit }' "$file"
-}
+# In-place columns of the result table <name> for one size: 10 = time (us),
+# 12 = busbw (GB/s). Empty when absent.
+table_column() { column_of "$results/$1.txt" "$2" "$3"; }  # <name> <size> <field>
 # The best of Gloo's variants for one size, and which one it was.
 best_gloo() {  # best_gloo <size> -> "busbw variant"
   local algorithm value best="" best_name=""
   for algorithm in allreduce_ring ring_chunked ring; do
-    value=$(column_of "gloo-$algorithm" "$1" 12)
+    value=$(table_column "gloo-$algorithm" "$1" 12)
     [[ -n $value ]] || continue
-    if [[ -z $best ]] || awk -v a="$value" -v b="$best" 'BEGIN { exit !(a > b) }'; then
+    if [[ -z $best ]] || is_greater "$value" "$best"; then
       best=$value best_name=$algorithm
     fi
   done
@@ -155,8 +115,6 @@ best_gloo() {  # best_gloo <size> -> "busbw variant"
 }
 stream_best=$(awk '/one direction/ { print $6; exit }' "$results/limit.txt" 2>/dev/null || true)
 stream_both=$(awk '/both directions/ { print $6; exit }' "$results/limit.txt" 2>/dev/null || true)
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
-show() { [[ -n $1 ]] && echo "$1" || echo "n/a"; }
 
 echo
 connected=$(grep -c 'now connected to 127.0.0.1' "$results/mpi-tcp.err" 2>/dev/null || true)
@@ -168,10 +126,10 @@ echo "# $(show "$stream_both") GB/s per direction, the ceiling for a 2-rank ring
 printf '%12s %8s %8s %8s %8s %10s %10s %8s %8s %8s  %s\n' size hora gloo mpi-tcp mpi-shm \
   hora/gloo hora/mpi hora/lim gloo/lim mpi/lim "gloo variant"
 for size in "${sizes[@]}"; do
-  hora=$(column_of hora "$size" 12)
+  hora=$(table_column hora "$size" 12)
   read -r gloo gloo_name <<<"$(best_gloo "$size")" || true
-  mpi=$(column_of mpi-tcp "$size" 12)
-  shm=$(column_of mpi-shm "$size" 12)
+  mpi=$(table_column mpi-tcp "$size" 12)
+  shm=$(table_column mpi-shm "$size" 12)
   printf '%12s %8s %8s %8s %8s %10s %10s %8s %8s %8s  %s\n' "$size" "$(show "$hora")" \
     "$(show "$gloo")" "$(show "$mpi")" "$(show "$shm")" "$(ratio "$hora" "$gloo")" \
     "$(ratio "$hora" "$mpi")" "$(ratio "$hora" "$stream_best")" \
@@ -180,14 +138,14 @@ done
 
 echo
 echo "# 8-byte all-reduce latency, in-place, mean of $LAT_ITERS (us)"
-printf '%-26s %10s\n' hora "$(show "$(column_of hora-lat 8 10)")"
+printf '%-26s %10s\n' hora "$(show "$(table_column hora-lat 8 10)")"
 for algorithm in allreduce_ring ring_chunked ring; do
-  printf '%-26s %10s\n' "gloo $algorithm" "$(show "$(column_of "gloo-$algorithm-lat" 8 10)")"
+  printf '%-26s %10s\n' "gloo $algorithm" "$(show "$(table_column "gloo-$algorithm-lat" 8 10)")"
 done
-printf '%-26s %10s\n' mpi-tcp "$(show "$(column_of mpi-tcp-lat 8 10)")"
-printf '%-26s %10s\n' "mpi-shm (reference)" "$(show "$(column_of mpi-shm-lat 8 10)")"
-hora_lat=$(column_of hora-lat 8 10)
-mpi_lat=$(column_of mpi-tcp-lat 8 10)
+printf '%-26s %10s\n' mpi-tcp "$(show "$(table_column mpi-tcp-lat 8 10)")"
+printf '%-26s %10s\n' "mpi-shm (reference)" "$(show "$(table_column mpi-shm-lat 8 10)")"
+hora_lat=$(table_column hora-lat 8 10)
+mpi_lat=$(table_column mpi-tcp-lat 8 10)
 printf '%-26s %10s\n' "hora/mpi-tcp" "$(ratio "$hora_lat" "$mpi_lat")"
 echo
 echo "# total run time: $((SECONDS - started)) s"

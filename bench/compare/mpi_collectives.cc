@@ -19,7 +19,14 @@
 // nccl's in-place broadcast; its out-of-place columns read N/A.
 //
 // Run without --mca options, Open MPI picks its own transports (shared
-// memory between ranks of one host) and its own algorithms.
+// memory between ranks of one host) and its own algorithms. Options choose
+// them instead, e.g. TCP over loopback only:
+//
+//   mpirun -np 2 --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo
+//          mpi_collectives all_reduce -b 16M -e 256M
+//
+// or shared memory with --mca btl self,vader. Forcing pml ob1 matters: it is
+// the layer that uses the btl list; another pml (ucx, cm) would bypass it.
 //
 // Build: mpicxx -O2 -std=c++17 -DOMPI_SKIP_MPICXX mpi_collectives.cc
 #include "bench_table.h"
