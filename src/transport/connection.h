@@ -29,12 +29,11 @@ namespace hora::transport {
 // (single-copy transfers); unknown until the receiver has said so.
 enum class PeerMemoryAccess { Unknown, No, Yes };
 
-class SendConnection {
+// What both directions share: byte counters, progress, and what a stalled
+// wait needs (something to poll, a liveness check, a name for errors).
+class Connection {
  public:
-  virtual ~SendConnection() = default;
-  // Queues `bytes` from `data`. The memory must stay valid and unchanged
-  // until completedBytes() reaches postedBytes() as of this call.
-  virtual void post(const void* data, std::size_t bytes) = 0;
+  virtual ~Connection() = default;
   virtual std::uint64_t postedBytes() const = 0;
   virtual std::uint64_t completedBytes() const = 0;
   // Moves what it can now; true if any byte moved. Throws on peer failure.
@@ -49,16 +48,23 @@ class SendConnection {
   virtual const std::string& peerName() const = 0;
   // Nothing outstanding: a stalled wait need not watch this peer.
   virtual bool idle() const { return completedBytes() == postedBytes(); }
+  // Pads the stream to a multiple of `alignment` (at most 64) bytes, so that
+  // what follows lies aligned in the transport's buffer; the other end pads
+  // at the same point. A no-op for transports without in-place access.
+  virtual void alignStream(std::size_t /*alignment*/) {}
+};
+
+class SendConnection : public Connection {
+ public:
+  // Queues `bytes` from `data`. The memory must stay valid and unchanged
+  // until completedBytes() reaches postedBytes() as of this call.
+  virtual void post(const void* data, std::size_t bytes) = 0;
 
   // In-place sending. Once everything posted has been handed to the
   // transport, writable(max) is where the next bytes of the stream go (up to
   // `max` of them; empty while there is no room), and commitWritten(n) sends
   // the first n bytes written there (they count as posted at once).
   virtual bool sendsInPlace() const { return false; }
-  // Pads the stream to a multiple of `alignment` (at most 64) bytes, so that
-  // what follows lies aligned in the transport's buffer; the receiver pads
-  // at the same point. A no-op for transports without in-place access.
-  virtual void alignStream(std::size_t /*alignment*/) {}
   virtual std::span<char> writable(std::size_t /*maxBytes*/) { return {}; }
   virtual void commitWritten(std::size_t /*bytes*/) {
     fail(ErrorKind::Internal, "this transport cannot send in place");
@@ -72,29 +78,16 @@ class SendConnection {
   virtual std::uint64_t acknowledgedBytes() const { return completedBytes(); }
 };
 
-class RecvConnection {
+class RecvConnection : public Connection {
  public:
-  virtual ~RecvConnection() = default;
   // Queues a receive of exactly `bytes` into `data`, after earlier ones.
   virtual void post(void* data, std::size_t bytes) = 0;
-  virtual std::uint64_t postedBytes() const = 0;
-  virtual std::uint64_t completedBytes() const = 0;
-  virtual bool progress() = 0;
-  virtual pollfd pollEntry() const = 0;
-  // How long a waiter may sleep in poll() before progressing again: data
-  // that arrives in shared memory wakes no file descriptor.
-  virtual std::chrono::microseconds sleepSlice() const { return std::chrono::milliseconds(20); }
-  // Throws a Remote error if the peer is gone (called while a wait stalls).
-  virtual void checkAlive() {}
-  virtual const std::string& peerName() const = 0;
-  virtual bool idle() const { return completedBytes() == postedBytes(); }
 
   // In-place receiving. postInPlace(n) queues a receive of n bytes that the
   // caller reads in the transport's buffer: once the receives posted before
   // it have completed, readable() shows the bytes of it that have arrived,
   // and consumeRead(k) releases the first k of them (completing k bytes).
   virtual bool receivesInPlace() const { return false; }
-  virtual void alignStream(std::size_t /*alignment*/) {}
   virtual void postInPlace(std::size_t /*bytes*/) {
     fail(ErrorKind::Internal, "this transport cannot receive in place");
   }
