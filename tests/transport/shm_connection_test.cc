@@ -402,13 +402,22 @@ TEST_F(ShmConnectionTest, ReceiverWithAnEmptyFifoAndALiveSenderIsAlive) {
   }
 }
 
-TEST_F(ShmConnectionTest, SenderNoticesTheReceiverExits) {
+TEST_F(ShmConnectionTest, SenderNoticesTheReceiverExitsWithBytesUnread) {
   connectAndSettle();
   EXPECT_NO_THROW(sender->checkAlive());
+  std::vector<char> data = patternBytes(100, 7);
+  sender->post(data.data(), data.size());
+  EXPECT_TRUE(sender->progress());
   receiver.reset();
   Error error = errorSoon([&] { sender->checkAlive(); });
   EXPECT_EQ(error.kind(), ErrorKind::Remote) << error.what();
   EXPECT_NE(std::string(error.what()).find(kReceiverName), std::string::npos) << error.what();
+}
+
+TEST_F(ShmConnectionTest, ReceiverThatTookEverythingMayLeave) {
+  connectAndSettle();  // the receiver has read all that was sent
+  receiver.reset();
+  for (int check = 0; check < 20; ++check) ASSERT_NO_THROW(sender->checkAlive());
 }
 
 }  // namespace

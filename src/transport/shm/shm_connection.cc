@@ -137,7 +137,11 @@ void ShmSendConnection::collectAck() {
 
 void ShmSendConnection::checkAlive() {
   if (awaitingAck_) collectAck();
-  if (!awaitingAck_) checkLifeline(lifeline_, peer_);
+  if (awaitingAck_) return;  // the receiver has not even mapped the FIFO yet
+  // A receiver that took everything we sent may leave: nothing is lost.
+  if (fifo_.header().read.load(std::memory_order_acquire) >= postedBytes() && queue_.empty())
+    return;
+  checkLifeline(lifeline_, peer_);
 }
 
 // ---------------------------------------------------------------- receiver
