@@ -35,6 +35,11 @@ long long getInt(std::initializer_list<const char*> names, long long fallback) {
   return value;
 }
 
+unsigned long long getBytes(std::initializer_list<const char*> names, unsigned long long fallback) {
+  auto text = get(names);
+  return text ? parseBytes(*text, firstSetName(names)) : fallback;
+}
+
 std::chrono::milliseconds getSeconds(std::initializer_list<const char*> names,
                                      std::chrono::milliseconds fallback) {
   auto text = get(names);

@@ -19,6 +19,10 @@ long long getInt(std::initializer_list<const char*> names, long long fallback);
 std::chrono::milliseconds getSeconds(std::initializer_list<const char*> names,
                                      std::chrono::milliseconds fallback);
 
+// A byte size ("512K", "4M"; see parseBytes); fallback when unset. A
+// malformed value is an InvalidArgument error naming the variable.
+unsigned long long getBytes(std::initializer_list<const char*> names, unsigned long long fallback);
+
 // Parses a byte size with an optional K/M/G suffix (powers of 2): "4M" -> 4194304.
 unsigned long long parseBytes(const std::string& text, const char* what);
 

@@ -29,12 +29,17 @@ constexpr int kStagingSlots = 16;
 constexpr std::size_t kDefaultDirectMaxBytes = 16 << 10;
 constexpr int kDirectMaxRanks = 16;
 constexpr std::size_t kStreamAlignment = 64;
+// Outputs this large are written with non-temporal stores (HORA_STREAMING_MIN).
+constexpr std::size_t kDefaultStreamingMinBytes = 8 << 20;
+// All-gathers with outputs in [min, max) copy once where they may
+// (HORA_SHM_SINGLE_COPY_MIN/MAX; communicator.h says why only there).
+constexpr std::size_t kDefaultSingleCopyMinBytes = 1 << 20;
+constexpr std::size_t kDefaultSingleCopyMaxBytes = 64 << 20;
 
 std::size_t sliceBytes(transport::TransportKind next) {
-  auto bytes = env::get({"HORA_SLICE_SIZE"});
-  std::size_t fallback =
-      next == transport::TransportKind::Tcp ? kDefaultTcpSliceBytes : kDefaultShmSliceBytes;
-  std::size_t value = bytes ? env::parseBytes(*bytes, "HORA_SLICE_SIZE") : fallback;
+  std::size_t value = env::getBytes(
+      {"HORA_SLICE_SIZE"},
+      next == transport::TransportKind::Tcp ? kDefaultTcpSliceBytes : kDefaultShmSliceBytes);
   HORA_CHECK_ARG(value >= 64, "HORA_SLICE_SIZE must be at least 64 bytes");
   return value / 64 * 64;
 }
@@ -78,24 +83,12 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
     : rank_(rank),
       nranks_(nranks),
       timeout_(config.timeout.count() > 0 ? config.timeout : env::defaultTimeout()),
-      chunkBytes_(env::get({"HORA_CHUNK_SIZE"})
-                      ? env::parseBytes(*env::get({"HORA_CHUNK_SIZE"}), "HORA_CHUNK_SIZE")
-                      : kDefaultChunkBytes),
+      chunkBytes_(env::getBytes({"HORA_CHUNK_SIZE"}, kDefaultChunkBytes)),
       spin_(std::chrono::microseconds(env::getInt({"HORA_SPIN_US"}, 200))),
-      streamingMinBytes_(env::get({"HORA_STREAMING_MIN"})
-                             ? env::parseBytes(*env::get({"HORA_STREAMING_MIN"}), "HORA_STREAMING_MIN")
-                             : 8 << 20),
-      singleCopyMinBytes_(env::get({"HORA_SHM_SINGLE_COPY_MIN"})
-                              ? env::parseBytes(*env::get({"HORA_SHM_SINGLE_COPY_MIN"}),
-                                                "HORA_SHM_SINGLE_COPY_MIN")
-                              : 1 << 20),
-      singleCopyMaxBytes_(env::get({"HORA_SHM_SINGLE_COPY_MAX"})
-                              ? env::parseBytes(*env::get({"HORA_SHM_SINGLE_COPY_MAX"}),
-                                                "HORA_SHM_SINGLE_COPY_MAX")
-                              : 64 << 20),
-      directMaxBytes_(env::get({"HORA_DIRECT_MAX_BYTES"})
-                          ? env::parseBytes(*env::get({"HORA_DIRECT_MAX_BYTES"}), "HORA_DIRECT_MAX_BYTES")
-                          : kDefaultDirectMaxBytes) {
+      streamingMinBytes_(env::getBytes({"HORA_STREAMING_MIN"}, kDefaultStreamingMinBytes)),
+      singleCopyMinBytes_(env::getBytes({"HORA_SHM_SINGLE_COPY_MIN"}, kDefaultSingleCopyMinBytes)),
+      singleCopyMaxBytes_(env::getBytes({"HORA_SHM_SINGLE_COPY_MAX"}, kDefaultSingleCopyMaxBytes)),
+      directMaxBytes_(env::getBytes({"HORA_DIRECT_MAX_BYTES"}, kDefaultDirectMaxBytes)) {
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
   HORA_CHECK_ARG(chunkBytes_ >= 64, "HORA_CHUNK_SIZE must be at least 64 bytes");
@@ -105,8 +98,8 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                                                       &abort_);
   transport::ConnectorOptions connectorOptions;
   connectorOptions.timeout = timeout_;
-  if (auto fifo = env::get({"HORA_SHM_FIFO_SIZE"}))
-    connectorOptions.shm.fifoBytes = env::parseBytes(*fifo, "HORA_SHM_FIFO_SIZE");
+  connectorOptions.shm.fifoBytes =
+      env::getBytes({"HORA_SHM_FIFO_SIZE"}, connectorOptions.shm.fifoBytes);
   HORA_CHECK_ARG(connectorOptions.shm.fifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
   const topology::System& system = processSystem();
   auto placements = gatherPlacements(system, deadline);
@@ -131,23 +124,20 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   // step.
   moveChunkBytes_ = std::max(chunkBytes_, connectorOptions.shm.fifoBytes / 2);
   staging_ = std::make_unique<StagingPool>(
-      sliceBytes(connector_->kindOf(ringRanks_[(ringPos_ + 1) % nranks])), kStagingSlots);
+      sliceBytes(connector_->kindOf(nextRank())), kStagingSlots);
+  std::vector<std::uint8_t> readsPrevious(nranks, 0);
   if (nranks > 1) {
-    int next = ringRanks_[(ringPos_ + 1) % nranks];
-    int prev = ringRanks_[(ringPos_ + nranks - 1) % nranks];
+    const int next = nextRank();
     connector_->sendTo(next);
-    connector_->recvFrom(prev);
+    readsPrevious[rank] = connector_->recvFrom(previousRank()).readsPeerMemory();
     std::string order;
     for (int r : ringRanks_) order += strCat(order.empty() ? "" : " -> ", r);
     HORA_LOG(Info, "ring: ", order, " -> ", ringRanks_[0], "; to the next rank via ",
              transport::transportName(connector_->kindOf(next)));
   }
   // Whether every rank may read its previous rank's memory: then single-copy
-  // all-gathers can take whole blocks per step (every rank must cut alike).
-  std::vector<std::uint8_t> readsPrevious(nranks, 0);
-  if (nranks > 1)
-    readsPrevious[rank] = connector_->recvFrom(ringRanks_[(ringPos_ + nranks - 1) % nranks])
-                              .readsPeerMemory();
+  // all-gathers take whole blocks per step (all ranks must cut alike). This
+  // all-gather is also the barrier that ends init.
   bootstrap_->allGather(readsPrevious.data(), 1, deadline);
   singleCopyRing_ = nranks > 1 && std::all_of(readsPrevious.begin(), readsPrevious.end(),
                                               [](std::uint8_t reads) { return reads != 0; });
@@ -447,8 +437,8 @@ void Communicator::runCollective(const Op& op) {
   transport::SendConnection* next = nullptr;
   transport::RecvConnection* prev = nullptr;
   if (nranks_ > 1) {
-    next = &connector_->sendTo(ringRanks_[(ringPos_ + 1) % nranks_]);
-    prev = &connector_->recvFrom(ringRanks_[(ringPos_ + nranks_ - 1) % nranks_]);
+    next = &connector_->sendTo(nextRank());
+    prev = &connector_->recvFrom(previousRank());
     engine.add(next);
     engine.add(prev);
     // Both ends pad at the same point of the stream, so every collective's

@@ -81,6 +81,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<transport::TransportKind> chooseTransports(
       const std::vector<topology::RankPlacement>& placements, const topology::System& system) const;
   void workerLoop();
+  // The ranks before and after this one on the ring.
+  int nextRank() const { return ringRanks_[(ringPos_ + 1) % nranks_]; }
+  int previousRank() const { return ringRanks_[(ringPos_ + nranks_ - 1) % nranks_]; }
 
   int rank_;
   int nranks_;

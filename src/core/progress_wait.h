@@ -61,7 +61,7 @@ void ProgressEngine::waitLoop(F done, const char* what) {
     std::chrono::microseconds slice = std::chrono::milliseconds(20);
     // Only connections with work outstanding: a peer that finished its part
     // with us may exit while we still work with others.
-    auto watch = [&](auto* connection) {
+    auto watch = [&](transport::Connection* connection) {
       if (connection->idle()) return;
       connection->checkAlive();
       if (auto e = connection->pollEntry(); e.fd >= 0) {

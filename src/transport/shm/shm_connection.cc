@@ -139,8 +139,7 @@ void ShmSendConnection::checkAlive() {
   if (awaitingAck_) collectAck();
   if (awaitingAck_) return;  // the receiver has not even mapped the FIFO yet
   // A receiver that took everything we sent may leave: nothing is lost.
-  if (fifo_.header().read.load(std::memory_order_acquire) >= postedBytes() && queue_.empty())
-    return;
+  if (acknowledgedBytes() >= postedBytes()) return;
   checkLifeline(lifeline_, peer_);
 }
 
