@@ -1,6 +1,7 @@
-// reduceHost's loops compiled for AVX2 + F16C (x86-64 CPUs since 2013), taken
-// at run time where the CPU has them (see reduce_isa.h for why per-function
-// target attributes instead of a compiler flag).
+// reduceHost's and reduceHostMany's loops compiled for AVX2 + F16C (x86-64
+// CPUs since 2013), taken at run time where the CPU has them (see
+// reduce_isa.h for why per-function target attributes instead of a compiler
+// flag).
 //
 // Every type runs the same vectorized loops as the baseline, eight 32-bit
 // lanes wide. float16 alone takes a different route: its bit-twiddling
@@ -17,6 +18,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include "kernels/reduce_loops.h"
 
@@ -75,9 +78,49 @@ HORA_TARGET_AVX2 void transformHalves(const loops::Buffers<float16>& b, Pre pre,
   }
 }
 
+// Non-temporal stores of 32 bytes (the widest AVX2 has), from a source of
+// any alignment; ordinary stores up to dst's first 32-byte boundary and for
+// the tail, where a streaming store would need an aligned 32 bytes.
+HORA_TARGET_AVX2 inline void streamAvx2(void* dst, const void* src, std::size_t bytes) {
+  auto* out = static_cast<char*>(dst);
+  const auto* in = static_cast<const char*>(src);
+  const std::size_t head = std::min(bytes, (32 - reinterpret_cast<std::uintptr_t>(out) % 32) % 32);
+  if (head != 0) std::memcpy(out, in, head);
+  out += head;
+  in += head;
+  bytes -= head;
+  const std::size_t body = bytes / 32 * 32;
+#pragma GCC unroll 4
+  for (std::size_t i = 0; i < body; i += 32) {
+    const __m256i value = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(out + i), value);
+  }
+  if (body != bytes) std::memcpy(out + body, in + body, bytes - body);
+}
+
+// An ordinary copy of a block that sits in L1: 32 bytes at a time, inline
+// (a call to memcpy, or the string instructions a compiler may inline for
+// it, costs more than copying a block of a few hundred bytes).
+HORA_TARGET_AVX2 inline void copyAvx2(void* dst, const void* src, std::size_t bytes) {
+  auto* out = static_cast<char*>(dst);
+  const auto* in = static_cast<const char*>(src);
+  const std::size_t body = bytes / 32 * 32;
+#pragma GCC unroll 4
+  for (std::size_t i = 0; i < body; i += 32) {
+    const __m256i value = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), value);
+  }
+  if (body != bytes) std::memcpy(out + body, in + body, bytes - body);
+}
+
+// noinline (combine, transform): reduceHost and reduceHostMany's blocks share
+// one copy of each loop; inlined, every loop would be compiled once more for
+// each block loop that calls it, and a call per block costs nothing
+// measurable.
 struct Avx2Loops {
   template <typename T, typename Combine, typename Pre, typename Post>
-  HORA_TARGET_AVX2 static void combine(const loops::Buffers<T>& b, Pre pre, Post post) {
+  [[gnu::noinline]] HORA_TARGET_AVX2 static void combine(const loops::Buffers<T>& b, Pre pre,
+                                                         Post post) {
     if constexpr (std::is_same_v<T, float16>) {
       combineHalves<Combine>(b, pre, post);
     } else {
@@ -85,12 +128,26 @@ struct Avx2Loops {
     }
   }
   template <typename T, typename Pre, typename Post>
-  HORA_TARGET_AVX2 static void transform(const loops::Buffers<T>& b, Pre pre, Post post) {
+  [[gnu::noinline]] HORA_TARGET_AVX2 static void transform(const loops::Buffers<T>& b, Pre pre,
+                                                           Post post) {
     if constexpr (std::is_same_v<T, float16>) {
       transformHalves(b, pre, post);
     } else {
       loops::transformLoop<T>(b, pre, post);
     }
+  }
+  // flatten: the block loop inlines the copies it calls, AVX2 functions too
+  // (always_inline cannot carry them through the generic manyBlocks): at a
+  // few hundred bytes per block, calls to them would cost a few percent.
+  template <typename T, typename Combine, typename Pre, typename Post>
+  [[gnu::flatten]] HORA_TARGET_AVX2 static void many(const ManyBuffers& m, Pre pre, Post post) {
+    loops::manyBlocks<Avx2Loops, T, Combine>(m, pre, post);
+  }
+  HORA_TARGET_AVX2 static void stream(void* dst, const void* src, std::size_t bytes) {
+    streamAvx2(dst, src, bytes);
+  }
+  HORA_TARGET_AVX2 static void copy(void* dst, const void* src, std::size_t bytes) {
+    copyAvx2(dst, src, bytes);
   }
 };
 
@@ -99,6 +156,10 @@ struct Avx2Loops {
 void reduceAvx2(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
                 std::size_t count, bool finalize) {
   loops::reduceValidated<Avx2Loops>(spec, dst, local, remote, count, finalize);
+}
+
+void reduceManyAvx2(const ReduceSpec& spec, const ManyBuffers& buffers) {
+  loops::reduceManyValidated<Avx2Loops>(spec, buffers);
 }
 
 }  // namespace hora::kernels::detail

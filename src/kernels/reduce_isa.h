@@ -42,12 +42,31 @@ void reduceHostWithIsa(HostIsa isa, const ReduceSpec& spec, void* dst, const voi
                        const void* remote, std::size_t count, bool finalize);
 
 namespace detail {
+
+// The arguments of reduceHostMany (kernels/reduce_many.h), validated, plus
+// the size of the blocks it works in.
+struct ManyBuffers {
+  void* const* outputs;
+  int numOutputs;
+  const void* const* inputs;
+  int numInputs;
+  std::size_t count;
+  bool streaming;
+  std::size_t blockBytes;  // a multiple of 64, at most kMaxManyBlockBytes
+};
+
+// The largest block reduceHostMany's loops can work in (their scratch space
+// lives on the stack).
+inline constexpr std::size_t kMaxManyBlockBytes = 16 * 1024;
+
 // Per-instruction-set entry points; arguments already validated.
 void reduceBaseline(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
                     std::size_t count, bool finalize);
+void reduceManyBaseline(const ReduceSpec& spec, const ManyBuffers& buffers);
 #if HORA_KERNELS_HAVE_AVX2_LOOPS
 void reduceAvx2(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
                 std::size_t count, bool finalize);
+void reduceManyAvx2(const ReduceSpec& spec, const ManyBuffers& buffers);
 #endif
 }  // namespace detail
 
