@@ -35,6 +35,9 @@ constexpr std::size_t kDefaultStreamingMinBytes = 8 << 20;
 // (HORA_SHM_SINGLE_COPY_MIN/MAX; communicator.h says why only there).
 constexpr std::size_t kDefaultSingleCopyMinBytes = 1 << 20;
 constexpr std::size_t kDefaultSingleCopyMaxBytes = 64 << 20;
+// All-reduces on windows of at least this many bytes skip the FIFOs
+// (HORA_ZERO_COPY_MIN).
+constexpr std::size_t kDefaultZeroCopyMinBytes = 64 << 10;
 
 std::size_t sliceBytes(transport::TransportKind next) {
   std::size_t value = env::getBytes(
@@ -88,7 +91,8 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
       streamingMinBytes_(env::getBytes({"HORA_STREAMING_MIN"}, kDefaultStreamingMinBytes)),
       singleCopyMinBytes_(env::getBytes({"HORA_SHM_SINGLE_COPY_MIN"}, kDefaultSingleCopyMinBytes)),
       singleCopyMaxBytes_(env::getBytes({"HORA_SHM_SINGLE_COPY_MAX"}, kDefaultSingleCopyMaxBytes)),
-      directMaxBytes_(env::getBytes({"HORA_DIRECT_MAX_BYTES"}, kDefaultDirectMaxBytes)) {
+      directMaxBytes_(env::getBytes({"HORA_DIRECT_MAX_BYTES"}, kDefaultDirectMaxBytes)),
+      zeroCopyMinBytes_(env::getBytes({"HORA_ZERO_COPY_MIN"}, kDefaultZeroCopyMinBytes)) {
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
   HORA_CHECK_ARG(chunkBytes_ >= 64, "HORA_CHUNK_SIZE must be at least 64 bytes");
@@ -103,8 +107,12 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   HORA_CHECK_ARG(connectorOptions.shm.fifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
   const topology::System& system = processSystem();
   auto placements = gatherPlacements(system, deadline);
-  connector_ = std::make_unique<transport::Connector>(
-      *bootstrap_, id.magic, &abort_, chooseTransports(placements, system), connectorOptions);
+  const auto kinds = chooseTransports(placements, system);
+  peersShareMemory_ = true;
+  for (int p = 0; p < nranks; ++p)
+    if (p != rank && kinds[p] != transport::TransportKind::Shm) peersShareMemory_ = false;
+  connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_, kinds,
+                                                      connectorOptions);
 
   // The ring: hosts contiguous, devices by locality (the same on every rank).
   ringRanks_ = topology::ringOrder(placements, &system);
@@ -393,27 +401,33 @@ bool Communicator::useDirectAllReduce(const Op& op) const {
          op.count * dataTypeSize(op.type) <= directMaxBytes_;
 }
 
-void Communicator::runDirectAllReduce(const Op& op) {
-  // Every rank ends with the same bits: each reduces all inputs in rank
-  // order, whatever order they arrived in.
-  const std::size_t bytes = op.count * dataTypeSize(op.type);
-  gathered_.resize(bytes * nranks_);
-  std::memcpy(gathered_.data() + rank_ * bytes, op.send, bytes);
+void Communicator::exchangeWithAll(const void* mine, void* all, std::size_t bytes,
+                                   const char* what) {
+  char* slots = static_cast<char*>(all);
+  std::memcpy(slots + rank_ * bytes, mine, bytes);
   ProgressEngine& engine = freshEngine();
   for (int peer = 0; peer < nranks_; ++peer) {
     if (peer == rank_) continue;
     auto& connection = connector_->sendTo(peer);
     engine.add(&connection);
-    connection.post(op.send, bytes);
+    connection.post(mine, bytes);
   }
   engine.progressAll();
   for (int peer = 0; peer < nranks_; ++peer) {
     if (peer == rank_) continue;
     auto& connection = connector_->recvFrom(peer);
     engine.add(&connection);
-    connection.post(gathered_.data() + peer * bytes, bytes);
+    connection.post(slots + peer * bytes, bytes);
   }
-  engine.drain("exchanging inputs of a small all-reduce");
+  engine.drain(what);
+}
+
+void Communicator::runDirectAllReduce(const Op& op) {
+  // Every rank ends with the same bits: each reduces all inputs in rank
+  // order, whatever order they arrived in.
+  const std::size_t bytes = op.count * dataTypeSize(op.type);
+  gathered_.resize(bytes * nranks_);
+  exchangeWithAll(op.send, gathered_.data(), bytes, "exchanging inputs of a small all-reduce");
   kernels::reduceHost(op.reduce, op.recv, gathered_.data(), nullptr, op.count, false);
   for (int r = 1; r < nranks_; ++r)
     kernels::reduceHost(op.reduce, op.recv, gathered_.data() + r * bytes, op.recv, op.count,
@@ -427,6 +441,7 @@ void Communicator::runCollective(const Op& op) {
     runDirectAllReduce(op);
     return;
   }
+  if (mayUseZeroCopy(op) && runZeroCopyAllReduce(op)) return;
   const std::size_t elemSize = dataTypeSize(op.type);
   const std::size_t outputBytes =
       op.count * elemSize * (op.kind == OpKind::AllGather ? static_cast<std::size_t>(nranks_) : 1);

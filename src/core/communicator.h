@@ -18,6 +18,7 @@
 #include "bootstrap/bootstrap.h"
 #include "core/host_primitives.h"
 #include "core/op.h"
+#include "core/windows.h"
 #include "core/work.h"
 #include "topology/topology.h"
 #include "transport/connector.h"
@@ -60,6 +61,17 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::string brokenReason() const;
   ErrorKind brokenKind() const;
 
+  // ncclCommWindowRegister / Deregister: collective, called by every rank
+  // in the same order (after any submitted work). Returns the window's
+  // number. Collectives whose buffers lie in windows on every rank move data
+  // between the ranks' buffers directly where the ranks share a host
+  // (core/zero_copy.cc); elsewhere a window changes nothing.
+  int registerWindow(void* buffer, std::size_t bytes);
+  void deregisterWindow(int window);
+
+  // How many all-reduces ran on windows without FIFOs (for tests and logs).
+  std::uint64_t zeroCopyAllReduces() const { return zeroCopyAllReduces_.load(); }
+
   // PreMulSum handles (ncclRedOpCreatePreMulSum): index >= ncclNumOps.
   int createPreMulSum(DataType type, std::uint64_t scalarBits);
   void destroyRedOp(int handle);
@@ -72,6 +84,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void runPointToPoint(const std::vector<const Op*>& ops);
   bool useDirectAllReduce(const Op& op) const;
   void runDirectAllReduce(const Op& op);
+  // All-reduces on windows (core/zero_copy.cc). runZeroCopyAllReduce
+  // returns false, having done nothing else, when some rank's buffers are
+  // not in usable windows.
+  bool mayUseZeroCopy(const Op& op) const;
+  bool runZeroCopyAllReduce(const Op& op);
+  // Sends `bytes` from `mine` to every other rank and receives theirs:
+  // all[r * bytes] holds rank r's, this rank's included.
+  void exchangeWithAll(const void* mine, void* all, std::size_t bytes, const char* what);
   void checkUsable() const;
   void markBroken(const Error& error);
   WaitPolicy waitPolicy() const;
@@ -109,6 +129,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   bool singleCopyRing_ = false;  // every rank may read its previous rank's memory
   std::size_t directMaxBytes_;     // all-reduces up to this size skip the ring
   std::vector<char> gathered_;     // scratch of the direct all-reduce
+  WindowTable windows_;
+  bool peersShareMemory_ = false;  // every other rank is on this host, through shm
+  std::size_t zeroCopyMinBytes_;   // smaller all-reduces on windows take the ring
+  std::atomic<std::uint64_t> zeroCopyAllReduces_{0};
   std::unique_ptr<ProgressEngine> engine_;  // reused by every operation (no allocation per call)
   ProgressEngine& freshEngine();
 

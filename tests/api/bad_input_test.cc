@@ -334,27 +334,80 @@ TEST(BadInput, UnsupportedEntryPointsSaySo) {
   LocalComms comms(1);
   ncclComm_t comm = comms[0];
   ncclComm_t child = nullptr;
-  void* pointer = nullptr;
-  ncclWindow_t window = nullptr;
   int rank = 0;
   ncclUniqueId id{};
   ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
   const std::vector<NamedCall> calls = {
-      {"ncclMemAlloc", [&] { return ncclMemAlloc(&pointer, 64); }},
-      {"ncclMemFree", [&] { return ncclMemFree(pointer); }},
       {"ncclCommSplit", [&] { return ncclCommSplit(comm, 0, 0, &child, nullptr); }},
       {"ncclCommShrink", [&] { return ncclCommShrink(comm, &rank, 1, &child, nullptr, NCCL_SHRINK_DEFAULT); }},
       {"ncclCommRevoke", [&] { return ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); }},
       {"ncclCommInitRankScalable", [&] { return ncclCommInitRankScalable(&child, 1, 0, 1, &id, nullptr); }},
-      {"ncclCommRegister", [&] { return ncclCommRegister(comm, &rank, sizeof(rank), &pointer); }},
-      {"ncclCommDeregister", [&] { return ncclCommDeregister(comm, pointer); }},
-      {"ncclCommWindowRegister",
-       [&] { return ncclCommWindowRegister(comm, &rank, sizeof(rank), &window, NCCL_WIN_DEFAULT); }},
-      {"ncclCommWindowDeregister", [&] { return ncclCommWindowDeregister(comm, window); }},
       {"ncclGroupSimulateEnd", [&] { return ncclGroupSimulateEnd(&info); }},
   };
   for (const auto& named : calls)
     EXPECT_THAT(outcomeOf(named.call()), FailsWith(ncclInvalidUsage, Words{named.name, "not supported"}));
+}
+
+TEST(BadInput, MemoryArgumentsAreChecked) {
+  int notAllocated = 0;
+  void* pointer = nullptr;
+  EXPECT_THAT(outcomeOf(ncclMemAlloc(nullptr, 64)),
+              FailsWith(ncclInvalidArgument, Words{"ncclMemAlloc", "ptr", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclMemAlloc(&pointer, 0)),
+              FailsWith(ncclInvalidArgument, Words{"ncclMemAlloc", "0 bytes"}));
+  EXPECT_THAT(outcomeOf(ncclMemFree(&notAllocated)),
+              FailsWith(ncclInvalidArgument, Words{"ncclMemFree", "not returned by ncclMemAlloc"}));
+  ASSERT_EQ(ncclMemAlloc(&pointer, 100), ncclSuccess);
+  std::memset(pointer, 1, 100);  // usable memory
+  EXPECT_EQ(ncclMemFree(pointer), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclMemFree(pointer)),
+              FailsWith(ncclInvalidArgument, Words{"ncclMemFree", "freed already"}));
+  EXPECT_EQ(ncclMemFree(nullptr), ncclSuccess);  // as free(NULL)
+}
+
+TEST(BadInput, RegistrationArgumentsAreChecked) {
+  LocalComms comms(1);
+  LocalComms others(1);
+  ncclComm_t comm = comms[0];
+  float buffer[16] = {};
+  void* handle = nullptr;
+  EXPECT_THAT(outcomeOf(ncclCommRegister(comm, nullptr, 64, &handle)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommRegister", "buff", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclCommRegister(comm, buffer, 0, &handle)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommRegister", "size"}));
+  EXPECT_THAT(outcomeOf(ncclCommRegister(comm, buffer, sizeof(buffer), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommRegister", "handle", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclCommDeregister(comm, buffer)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommDeregister", "not live"}));
+  ASSERT_EQ(ncclCommRegister(comm, buffer, sizeof(buffer), &handle), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommDeregister(others[0], handle)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommDeregister", "another communicator"}));
+  EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommDeregister(comm, handle)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommDeregister", "not live"}));
+
+  ncclWindow_t window = nullptr;
+  EXPECT_THAT(outcomeOf(ncclCommWindowRegister(comm, nullptr, 64, &window, NCCL_WIN_DEFAULT)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowRegister", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclCommWindowRegister(comm, buffer, 0, &window, NCCL_WIN_DEFAULT)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowRegister", "size is 0"}));
+  EXPECT_THAT(outcomeOf(ncclCommWindowRegister(comm, buffer, sizeof(buffer), nullptr, 0)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowRegister", "win", "NULL"}));
+  EXPECT_THAT(outcomeOf(ncclCommWindowRegister(comm, buffer, sizeof(buffer), &window, 0x10)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowRegister", "winFlags"}));
+  EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(comm, nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowDeregister", "NULL"}));
+  // Heap memory registers (collectives on it take the usual path).
+  ASSERT_EQ(ncclCommWindowRegister(comm, buffer, sizeof(buffer), &window, NCCL_WIN_DEFAULT),
+            ncclSuccess)
+      << ncclGetLastError(comm);
+  EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(others[0], window)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowDeregister", "another communicator"}));
+  EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(comm, window)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowDeregister", "not live"}));
+  // None of this broke the communicator.
+  EXPECT_EQ(ncclAllReduce(buffer, buffer, 16, ncclFloat, ncclSum, comm, nullptr), ncclSuccess);
 }
 
 TEST(BadInput, EveryResultCodeHasAnErrorString) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -35,22 +36,39 @@ long long reportedNumber(ChildProcess& child, const std::string& key) {
 }
 
 // A rank that joins, then runs large all-reduces until one fails (or
-// `iterations` passed), and reports what happened after the failure.
-int allReduceUntilFailure(Reporter& reporter, int nranks, int rank, int iterations) {
+// `iterations` passed), and reports what happened after the failure. With
+// `inWindow`, the buffer comes from ncclMemAlloc and is registered as a
+// window, so that between ranks of one host the all-reduces run on the
+// peers' memory directly (zero copy).
+int allReduceUntilFailure(Reporter& reporter, int nranks, int rank, int iterations,
+                          bool inWindow = false) {
   ncclComm_t comm = joinCommunicator(reporter, nranks, rank);
   if (comm == nullptr) return 1;
   const std::size_t count = 1 << 20;
-  std::vector<float> data(count, 1.0f);
+  std::vector<float> heap(inWindow ? 0 : count, 1.0f);
+  float* data = heap.data();
+  if (inWindow) {
+    void* shared = nullptr;
+    ncclWindow_t window = nullptr;
+    if (ncclMemAlloc(&shared, count * sizeof(float)) != ncclSuccess ||
+        ncclCommWindowRegister(comm, shared, count * sizeof(float), &window,
+                               NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess) {
+      reporter.report("window", ncclGetLastError(comm));
+      return 1;
+    }
+    data = static_cast<float*>(shared);
+    for (std::size_t i = 0; i < count; ++i) data[i] = 1.0f;
+  }
   Outcome first{ncclSuccess, ""};
   for (int i = 0; i < iterations && first.result == ncclSuccess; ++i) {
     if (i == 2) reporter.report("running", "");
-    first = outcomeOf(ncclAllReduce(data.data(), data.data(), count, ncclFloat, ncclSum, comm, nullptr));
+    first = outcomeOf(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm, nullptr));
   }
   reportOutcome(reporter, "first", first);
   // Later calls fail at once with the first error.
   auto start = Clock::now();
   reportOutcome(reporter, "again",
-                outcomeOf(ncclAllReduce(data.data(), data.data(), count, ncclFloat, ncclSum, comm, nullptr)));
+                outcomeOf(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm, nullptr)));
   reporter.report("again_ms", std::to_string(millisecondsSince(start)));
   ncclResult_t async = ncclSuccess;
   reportOutcome(reporter, "async_call", outcomeOf(ncclCommGetAsyncError(comm, &async)));
@@ -153,15 +171,18 @@ TEST_P(PeerFailure, RanksThatExitRightAfterACollectiveLeaveTheOthersUnharmed) {
   }
 }
 
-TEST_P(PeerFailure, RankKilledMidCollectiveFailsTheOthersPromptly) {
+// Three ranks run all-reduces; rank 2 is killed in the middle. The others
+// must fail within seconds with an error naming a peer, and stay failed.
+void expectKilledRankFailsTheOthersPromptly(const std::function<void(int port)>& prepareRank,
+                                            bool inWindow) {
   constexpr int kRanks = 3;
   constexpr int kVictim = 2;
   const int port = freeLoopbackPort();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int rank = 0; rank < kRanks; ++rank)
-    ranks.push_back(std::make_unique<ChildProcess>([=, this](Reporter& reporter) {
-      prepareRank(port, "5");
-      return allReduceUntilFailure(reporter, kRanks, rank, 100000);
+    ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
+      prepareRank(port);
+      return allReduceUntilFailure(reporter, kRanks, rank, 100000, inWindow);
     }));
   ASSERT_TRUE(ranks[kVictim]->waitFor("running", seconds(20)))
       << "rank " << kVictim << " did not start its all-reduces: " << reportedOutcome(*ranks[kVictim], "init");
@@ -189,6 +210,22 @@ TEST_P(PeerFailure, RankKilledMidCollectiveFailsTheOthersPromptly) {
     EXPECT_EQ(reportedNumber(survivor, "async"), first.result) << "ncclCommGetAsyncError";
     EXPECT_EQ(reportedOutcome(survivor, "destroy").result, ncclSuccess) << "destroy after an error";
   }
+}
+
+TEST_P(PeerFailure, RankKilledMidCollectiveFailsTheOthersPromptly) {
+  expectKilledRankFailsTheOthersPromptly([this](int port) { prepareRank(port, "5"); }, false);
+}
+
+// The same while the ranks reduce in each other's memory (windows): the
+// survivors keep the dead rank's memory mapped, so they cannot crash, and
+// they learn of the death from its connections.
+TEST(Failure, RankKilledMidZeroCopyAllReduceFailsTheOthersPromptly) {
+  expectKilledRankFailsTheOthersPromptly(
+      [](int port) {
+        useRendezvous(port, "5");
+        setEnvironment("HORA_TRANSPORT", "shm");
+      },
+      true);
 }
 
 TEST_P(PeerFailure, StoppedPeerTimesOutNamingIt) {

@@ -50,6 +50,7 @@ std::string CollectiveCase::describe() const {
   if (hasRoot(collective)) text += " root " + std::to_string(root);
   text += inPlace ? " in-place" : " out-of-place";
   if (unaligned) text += " unaligned";
+  if (inWindows) text += " in windows";
   text += " seed " + std::to_string(seed);
   return text;
 }
@@ -143,10 +144,10 @@ class CaseOnRank {
         layout_(layoutFor(c, rank, nranks)), single_(singleArena(c, rank)) {
     if (single_) {
       send_ = std::make_unique<GuardedArena>(type_, std::max(layout_.sendArena, layout_.recvArena),
-                                             c.unaligned);
+                                             c.unaligned, c.inWindows);
     } else {
-      send_ = std::make_unique<GuardedArena>(type_, layout_.sendArena, c.unaligned);
-      recv_ = std::make_unique<GuardedArena>(type_, layout_.recvArena, c.unaligned);
+      send_ = std::make_unique<GuardedArena>(type_, layout_.sendArena, c.unaligned, c.inWindows);
+      recv_ = std::make_unique<GuardedArena>(type_, layout_.recvArena, c.unaligned, c.inWindows);
     }
     for (std::size_t i = 0; i < layout_.inputs; ++i)
       send_->setInitial(layout_.sendOffset + i, inputBits(rank_, i));
@@ -189,6 +190,28 @@ class CaseOnRank {
       return mismatch;
     if (!single_) return recv_->firstMismatch("receive buffer");
     return std::nullopt;
+  }
+
+  // Collective over the ranks when the case asks for windows.
+  void registerWindows(ncclComm_t comm) {
+    if (!case_.inWindows) return;
+    for (GuardedArena* arena : {send_.get(), recv_.get()}) {
+      if (arena == nullptr) continue;
+      ncclWindow_t window = nullptr;
+      ncclResult_t result = ncclCommWindowRegister(comm, arena->allocation(),
+                                                   arena->allocationBytes(), &window,
+                                                   NCCL_WIN_COLL_SYMMETRIC);
+      EXPECT_EQ(result, ncclSuccess) << "ncclCommWindowRegister: " << ncclGetLastError(comm);
+      if (result == ncclSuccess) windows_.push_back(window);
+    }
+  }
+
+  void deregisterWindows(ncclComm_t comm) {
+    for (ncclWindow_t window : windows_) {
+      ncclResult_t result = ncclCommWindowDeregister(comm, window);
+      EXPECT_EQ(result, ncclSuccess) << "ncclCommWindowDeregister: " << ncclGetLastError(comm);
+    }
+    windows_.clear();
   }
 
   void releaseOp(ncclComm_t comm) {
@@ -236,6 +259,7 @@ class CaseOnRank {
   std::uint64_t scalar_ = 0;
   std::optional<ncclRedOp_t> createdOp_;
   std::vector<std::uint64_t> inputs_;
+  std::vector<ncclWindow_t> windows_;
 };
 
 // Runs one group of cases per step on one rank.
@@ -251,9 +275,12 @@ class CollectiveStepsProgram : public RankProgram {
     return text;
   }
 
-  void prepare(int step, RankContext&) override {
+  void prepare(int step, RankContext& context) override {
     running_.clear();
-    for (const auto& c : steps_[step]) running_.push_back(std::make_unique<CaseOnRank>(c, rank_, nranks_));
+    for (const auto& c : steps_[step]) {
+      running_.push_back(std::make_unique<CaseOnRank>(c, rank_, nranks_));
+      running_.back()->registerWindows(context.comm);
+    }
   }
 
   ncclResult_t launch(int, RankContext& context) override {
@@ -277,12 +304,16 @@ class CollectiveStepsProgram : public RankProgram {
     for (std::size_t i = 0; i < running_.size(); ++i) {
       if (auto problem = running_[i]->check()) report(steps_[step][i], *problem);
       running_[i]->releaseOp(context.comm);
+      running_[i]->deregisterWindows(context.comm);
     }
     running_.clear();
   }
 
   void finish(RankContext& context) override {
-    for (auto& run : running_) run->releaseOp(context.comm);
+    for (auto& run : running_) {
+      run->releaseOp(context.comm);
+      run->deregisterWindows(context.comm);
+    }
     running_.clear();
     if (unreported_ > 0)
       ADD_FAILURE() << "rank " << rank_ << ": " << unreported_ << " more failed case(s) not shown";

@@ -43,6 +43,11 @@ struct CollectiveCase {
   int root = 0;                          // rooted collectives only
   bool inPlace = false;
   bool unaligned = false;
+  // Buffers from ncclMemAlloc, registered as windows (ncclCommWindowRegister)
+  // before the call and deregistered after. Registration is collective, so
+  // such cases run with a thread or a process per rank, never with one
+  // thread driving every rank.
+  bool inWindows = false;
   std::uint64_t seed = 1;
   std::string describe() const;
 };

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "nccl.h"
+
 namespace hora_coll_test {
 
 namespace {
@@ -11,14 +13,21 @@ constexpr unsigned char kGuardByte = 0xA5;
 constexpr unsigned char kUnwrittenByte = 0x5A;  // payload the test did not fill
 }  // namespace
 
-GuardedArena::GuardedArena(const ElementType& type, std::size_t elements, bool unaligned)
+namespace {
+void freeShared(void* memory) { ncclMemFree(memory); }
+}  // namespace
+
+GuardedArena::GuardedArena(const ElementType& type, std::size_t elements, bool unaligned,
+                           bool shared)
     : type_(type),
       elements_(elements),
       payloadOffset_(kGuardBytes + (unaligned ? type.size : 0)),
       totalBytes_(payloadOffset_ + elements * type.size + kGuardBytes),
-      memory_(nullptr, std::free) {
+      memory_(nullptr, shared ? freeShared : std::free) {
   void* memory = nullptr;
-  if (::posix_memalign(&memory, 64, totalBytes_) != 0) throw std::bad_alloc();
+  if (shared ? ncclMemAlloc(&memory, totalBytes_) != ncclSuccess
+             : ::posix_memalign(&memory, 64, totalBytes_) != 0)
+    throw std::bad_alloc();
   memory_.reset(static_cast<unsigned char*>(memory));
   payload_ = memory_.get() + payloadOffset_;
   std::memset(memory_.get(), kGuardByte, totalBytes_);

@@ -23,9 +23,14 @@ class GuardedArena {
  public:
   static constexpr std::size_t kGuardBytes = 64;
 
-  GuardedArena(const ElementType& type, std::size_t elements, bool unaligned);
+  // shared: the memory comes from ncclMemAlloc (so that it can be
+  // registered as a window) instead of the C heap.
+  GuardedArena(const ElementType& type, std::size_t elements, bool unaligned, bool shared = false);
 
   void* data() { return payload_; }
+  // The whole allocation, guards included (what a window registers).
+  void* allocation() { return memory_.get(); }
+  std::size_t allocationBytes() const { return totalBytes_; }
   std::size_t elements() const { return elements_; }
   void setInitial(std::size_t index, std::uint64_t bits);
   void expect(std::size_t index, std::uint64_t bits);

@@ -1,0 +1,116 @@
+// Memory and registration entry points of nccl.h, for host memory.
+//
+//   ncclMemAlloc / ncclMemFree       host memory other ranks of this host can
+//                                    map (transport/shm/shared_memory.h)
+//   ncclCommWindowRegister / ...     collective; all-reduces whose buffers
+//                                    lie in windows on every rank run without
+//                                    FIFOs (core/zero_copy.cc)
+//   ncclCommRegister / ...           accepted and checked; host buffers need
+//                                    no registration, so it changes nothing
+//
+// Handles are checked against the live ones before use, so a stale or
+// foreign handle is an error, not a crash.
+#include <mutex>
+#include <unordered_set>
+
+#include "api/nccl_api.h"
+#include "transport/shm/shared_memory.h"
+
+using namespace hora;
+
+// The objects behind ncclWindow_t and ncclCommRegister's handles.
+struct ncclWindow_vidmem {
+  ncclComm_t comm;
+  int window;
+};
+
+namespace {
+
+struct Registration {
+  ncclComm_t comm;
+  void* buffer;
+  std::size_t bytes;
+};
+
+std::mutex handlesMutex;
+std::unordered_set<const void*>& liveHandles() {
+  static auto* live = new std::unordered_set<const void*>();  // never destroyed: used at exit
+  return *live;
+}
+
+void remember(const void* handle) {
+  std::lock_guard<std::mutex> lock(handlesMutex);
+  liveHandles().insert(handle);
+}
+
+// Forgets `handle`; throws unless it is live and its communicator is `comm`.
+template <typename Handle>
+void forget(const Handle* handle, ncclComm_t comm, const char* what) {
+  std::lock_guard<std::mutex> lock(handlesMutex);
+  HORA_CHECK_ARG(handle != nullptr, "the ", what, " is NULL");
+  HORA_CHECK_ARG(liveHandles().count(handle) == 1, "the ", what, " ",
+                 static_cast<const void*>(handle),
+                 " is not live (deregistered already, or never registered)");
+  HORA_CHECK_ARG(handle->comm == comm, "the ", what, " was registered with another communicator");
+  liveHandles().erase(handle);
+}
+
+}  // namespace
+
+HORA_NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  return api::guarded("ncclMemAlloc", [&] {
+    HORA_CHECK_ARG(ptr != nullptr, "ptr is NULL");
+    *ptr = transport::allocateShared(size);
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
+  return api::guarded("ncclMemFree", [&] {
+    if (ptr != nullptr) transport::freeShared(ptr);
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
+              void** handle) {
+  return api::guarded("ncclCommRegister", [&] {
+    api::checkComm(comm);
+    HORA_CHECK_ARG(buff != nullptr, "buff is NULL");
+    HORA_CHECK_ARG(size > 0, "size is 0");
+    HORA_CHECK_ARG(handle != nullptr, "handle is NULL");
+    auto* registration = new Registration{comm, buff, size};
+    remember(registration);
+    *handle = registration;
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  return api::guarded("ncclCommDeregister", [&] {
+    api::checkComm(comm);
+    auto* registration = static_cast<Registration*>(handle);
+    forget(registration, comm, "registration handle");
+    delete registration;
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
+              ncclWindow_t* win, int winFlags) {
+  return api::guarded("ncclCommWindowRegister", [&] {
+    api::CommPtr c = api::checkComm(comm);
+    HORA_CHECK_ARG(win != nullptr, "win is NULL");
+    HORA_CHECK_ARG((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) == 0, "invalid winFlags ", winFlags,
+                   " (valid: NCCL_WIN_DEFAULT, NCCL_WIN_COLL_SYMMETRIC)");
+    auto* window = new ncclWindow_vidmem{comm, c->registerWindow(buff, size)};
+    remember(window);
+    *win = window;
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  return api::guarded("ncclCommWindowDeregister", [&] {
+    api::CommPtr c = api::checkComm(comm);
+    forget(win, comm, "window");
+    const int window = win->window;
+    delete win;
+    c->deregisterWindow(window);
+  });
+}

@@ -1,0 +1,160 @@
+// Which all-reduces take the zero-copy path on windows, seen through the
+// communicator's own count, with results checked exactly: with every rank's
+// buffers in windows it is taken; with one rank's buffers outside windows,
+// below HORA_ZERO_COPY_MIN, or with windows of plain heap memory, the ring
+// runs instead, with the same results. (tests/collectives covers every type
+// and reduction on windows; this file shows the path is the one intended.)
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "api/nccl_api.h"
+#include "nccl.h"
+
+namespace {
+
+constexpr int kRanks = 2;
+
+// Runs body(rank) on a thread per rank.
+void onEveryRank(const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kRanks; ++rank) threads.emplace_back(body, rank);
+  for (std::thread& thread : threads) thread.join();
+}
+
+struct Ranks {
+  std::vector<ncclComm_t> comms = std::vector<ncclComm_t>(kRanks, nullptr);
+  Ranks() { EXPECT_EQ(ncclCommInitAll(comms.data(), kRanks, nullptr), ncclSuccess); }
+  ~Ranks() {
+    for (ncclComm_t comm : comms)
+      if (comm != nullptr) ncclCommDestroy(comm);
+  }
+  std::uint64_t zeroCopyAllReduces(int rank) const {
+    return comms[rank]->impl->zeroCopyAllReduces();
+  }
+};
+
+// One rank's buffers: from ncclMemAlloc and registered as windows, or not.
+struct Buffers {
+  std::int32_t* send = nullptr;
+  std::int32_t* recv = nullptr;
+  bool shared;
+  std::vector<ncclWindow_t> windows;
+
+  Buffers(std::size_t count, bool fromMemAlloc) : shared(fromMemAlloc) {
+    const std::size_t bytes = count * sizeof(std::int32_t);
+    void* s = nullptr;
+    void* r = nullptr;
+    if (shared) {
+      EXPECT_EQ(ncclMemAlloc(&s, bytes), ncclSuccess);
+      EXPECT_EQ(ncclMemAlloc(&r, bytes), ncclSuccess);
+    } else {
+      s = std::malloc(bytes);
+      r = std::malloc(bytes);
+    }
+    send = static_cast<std::int32_t*>(s);
+    recv = static_cast<std::int32_t*>(r);
+  }
+  ~Buffers() {
+    if (shared) {
+      ncclMemFree(send);
+      ncclMemFree(recv);
+    } else {
+      std::free(send);
+      std::free(recv);
+    }
+  }
+  // Collective: every rank registers at once.
+  void registerWindows(ncclComm_t comm, std::size_t count) {
+    for (void* buffer : {static_cast<void*>(send), static_cast<void*>(recv)}) {
+      ncclWindow_t window = nullptr;
+      ASSERT_EQ(ncclCommWindowRegister(comm, buffer, count * sizeof(std::int32_t), &window,
+                                       NCCL_WIN_COLL_SYMMETRIC),
+                ncclSuccess)
+          << ncclGetLastError(comm);
+      windows.push_back(window);
+    }
+  }
+  void deregisterWindows(ncclComm_t comm) {
+    for (ncclWindow_t window : windows) EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclSuccess);
+    windows.clear();
+  }
+};
+
+// Every rank all-reduces count int32s (rank r holds r * 1000 + i); returns
+// how many of the ranks took the zero-copy path, after checking the sums.
+int zeroCopyRanks(Ranks& ranks, std::size_t count, const std::vector<bool>& fromMemAlloc,
+                  bool windowsOnEveryRank) {
+  std::vector<int> took(kRanks, 0);
+  onEveryRank([&](int rank) {
+    ncclComm_t comm = ranks.comms[rank];
+    Buffers buffers(count, fromMemAlloc[rank]);
+    for (std::size_t i = 0; i < count; ++i) buffers.send[i] = rank * 1000 + static_cast<int>(i);
+    if (windowsOnEveryRank) buffers.registerWindows(comm, count);
+    const std::uint64_t before = ranks.zeroCopyAllReduces(rank);
+    ASSERT_EQ(ncclAllReduce(buffers.send, buffers.recv, count, ncclInt32, ncclSum, comm, nullptr),
+              ncclSuccess)
+        << ncclGetLastError(comm);
+    took[rank] = static_cast<int>(ranks.zeroCopyAllReduces(rank) - before);
+    // sum over r of (r * 1000 + i) = 1000 * (0 + 1) + 2i for two ranks
+    for (std::size_t i = 0; i < count; ++i)
+      ASSERT_EQ(buffers.recv[i], 1000 + 2 * static_cast<int>(i)) << "rank " << rank << " at " << i;
+    buffers.deregisterWindows(comm);
+  });
+  return took[0] + took[1];
+}
+
+constexpr std::size_t kLarge = 100003;  // ~400 KB: above the default minimum
+
+TEST(ZeroCopy, TakenWhenEveryRankHasWindows) {
+  Ranks ranks;
+  EXPECT_EQ(zeroCopyRanks(ranks, kLarge, {true, true}, true), kRanks);
+  // Again on the same communicator, with new windows.
+  EXPECT_EQ(zeroCopyRanks(ranks, kLarge, {true, true}, true), kRanks);
+}
+
+TEST(ZeroCopy, NotTakenWithoutWindows) {
+  Ranks ranks;
+  EXPECT_EQ(zeroCopyRanks(ranks, kLarge, {true, true}, false), 0);
+}
+
+TEST(ZeroCopy, NotTakenWhenOneRanksWindowsAreHeapMemory) {
+  // Heap memory cannot be mapped by another process: the window registers,
+  // but every rank learns it cannot be used without copies.
+  Ranks ranks;
+  EXPECT_EQ(zeroCopyRanks(ranks, kLarge, {true, false}, true), 0);
+}
+
+TEST(ZeroCopy, NotTakenBelowTheMinimum) {
+  Ranks ranks;
+  EXPECT_EQ(zeroCopyRanks(ranks, 1000, {true, true}, true), 0);  // 4 KB < 64 KiB
+}
+
+TEST(ZeroCopy, OneRankOutsideItsWindowsFallsBackOnEveryRank) {
+  Ranks ranks;
+  std::vector<int> took(kRanks, 0);
+  onEveryRank([&](int rank) {
+    ncclComm_t comm = ranks.comms[rank];
+    Buffers windowed(kLarge, true);
+    windowed.registerWindows(comm, kLarge);
+    // Rank 1 all-reduces from a buffer outside its windows.
+    Buffers plain(kLarge, false);
+    Buffers& used = rank == 1 ? plain : windowed;
+    for (std::size_t i = 0; i < kLarge; ++i) used.send[i] = rank * 1000 + static_cast<int>(i);
+    const std::uint64_t before = ranks.zeroCopyAllReduces(rank);
+    ASSERT_EQ(ncclAllReduce(used.send, used.recv, kLarge, ncclInt32, ncclSum, comm, nullptr),
+              ncclSuccess);
+    took[rank] = static_cast<int>(ranks.zeroCopyAllReduces(rank) - before);
+    for (std::size_t i = 0; i < kLarge; ++i)
+      ASSERT_EQ(used.recv[i], 1000 + 2 * static_cast<int>(i)) << "rank " << rank << " at " << i;
+    windowed.deregisterWindows(comm);
+  });
+  EXPECT_EQ(took[0], 0);
+  EXPECT_EQ(took[1], 0);
+}
+
+}  // namespace
