@@ -111,6 +111,10 @@ const std::vector<Flag>& flags() {
        [](Options& o, std::string_view v, const std::string& f) {
          o.average = static_cast<AverageMode>(parseInt(v, f, 0, 3));
        }},
+      {'R', "local_register", true,
+       [](Options& o, std::string_view v, const std::string& f) {
+         o.registration = static_cast<Registration>(parseInt(v, f, 0, 2));
+       }},
       {'h', "help", false, [](Options& o, std::string_view, const std::string&) { o.showHelp = true; }},
   };
   return kFlags;
@@ -265,6 +269,11 @@ Measurement:
                           2 min, 3 max (default 1)
   -z, --blocking 0|1      accepted for nccl-tests compatibility; host
                           collectives always return complete
+Buffers:
+  -R, --local_register R  0: plain host memory (default); 1: ncclMemAlloc
+                          and ncclCommRegister; 2: ncclMemAlloc and
+                          ncclCommWindowRegister (symmetric windows: ranks
+                          of one host then reduce in each other's buffers)
   -h, --help              print this text
 
 Exit status: 0 when every result was right, 1 when a result was wrong or an

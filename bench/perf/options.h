@@ -25,6 +25,9 @@ class UsageError : public Error {
 // How per-rank times combine into the reported time (-a, nccl-tests' values).
 enum class AverageMode { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
 
+// How the buffers are allocated and registered (-R, nccl-tests' values).
+enum class Registration { None = 0, Local = 1, Window = 2 };
+
 struct Options {
   Collective collective = Collective::AllReduce;
   SizeRange sizes{32u << 20, 32u << 20, 1, 1u << 20};  // nccl-tests: 32M, 32M, +1M
@@ -35,6 +38,7 @@ struct Options {
   std::vector<ncclDataType_t> types{ncclFloat32};
   std::optional<int> root = 0;  // empty: every rank in turn ("-r all")
   bool blocking = false;
+  Registration registration = Registration::None;
   int threads = 1;
   int ranksPerThread = 1;  // -g: ranks one thread drives in a group
   AverageMode average = AverageMode::Mean;

@@ -12,9 +12,9 @@
 
 #include "benchmark.h"
 #include "collective_call.h"
-#include "host_buffer.h"
 #include "nccl_failure.h"
 #include "nccl_rank_sync.h"
+#include "rank_memory.h"
 #include "report.h"
 
 #ifndef HORA_PERF_VERSION
@@ -42,23 +42,10 @@ std::string runHeader(const Options& options) {
 
 // Both buffers of every rank hold the largest measurement: no effective
 // size exceeds the largest requested one.
-struct RankMemory {
-  HostBuffer send;
-  HostBuffer recv;
-  explicit RankMemory(std::size_t bytes) : send(bytes), recv(bytes) {}
-};
-
 RankBuffers allocateBuffers(std::vector<std::unique_ptr<RankMemory>>& owner, const Options& options,
                             int rank) {
-  owner.push_back(std::make_unique<RankMemory>(options.sizes.maxBytes));
-  const RankMemory& memory = *owner.back();
-  if (memory.send.data() == nullptr || memory.recv.data() == nullptr) {
-    const std::string message = "rank " + std::to_string(rank) + ": cannot allocate 2 x " +
-                                std::to_string(options.sizes.maxBytes) +
-                                " bytes of host buffers (-e is too large)";
-    failAndExit(message.c_str());
-  }
-  return {memory.send.data(), memory.recv.data()};
+  owner.push_back(std::make_unique<RankMemory>(options.sizes.maxBytes, options.registration, rank));
+  return owner.back()->buffers();
 }
 
 int finish(const BenchmarkTotals& totals, bool printer) {
@@ -88,6 +75,14 @@ int runRanksAsThreads(const Options& options) {
     ranks.push_back({rank, comms[static_cast<std::size_t>(rank)], allocateBuffers(memory, options, rank)});
   }
 
+  // Window registration is collective: every rank registers at once.
+  {
+    std::vector<std::thread> registering;
+    for (int rank = 0; rank < nranks; ++rank)
+      registering.emplace_back([&, rank] { memory[rank]->registerWith(comms[rank]); });
+    for (std::thread& thread : registering) thread.join();
+  }
+
   ThreadRankSync sync(options.threads);
   std::vector<BenchmarkTotals> totals(static_cast<std::size_t>(options.threads));
   std::vector<std::thread> threads;
@@ -109,6 +104,12 @@ int runRanksAsThreads(const Options& options) {
   }
   for (std::thread& thread : threads) thread.join();
 
+  {
+    std::vector<std::thread> deregistering;
+    for (int rank = 0; rank < nranks; ++rank)
+      deregistering.emplace_back([&, rank] { memory[rank]->deregister(); });
+    for (std::thread& thread : deregistering) thread.join();
+  }
   for (const NcclRank& rank : ranks)
     checkNccl(ncclCommDestroy(rank.comm), "ncclCommDestroy", rank.rank, nullptr);
   // Wrong counts were summed across threads; thread 0 holds the totals.
@@ -147,6 +148,7 @@ int runAsProcessRank(const Options& options, const ProcessRank& process) {
 
   std::vector<std::unique_ptr<RankMemory>> memory;
   const NcclRank self{process.rank, comm, allocateBuffers(memory, options, process.rank)};
+  memory.back()->registerWith(comm);
   NcclRankSync sync(comm, process.rank, process.worldSize);
   BenchmarkThread thread;
   thread.options = &options;
@@ -159,6 +161,7 @@ int runAsProcessRank(const Options& options, const ProcessRank& process) {
   thread.out = printer ? stdout : nullptr;
   const BenchmarkTotals totals = runBenchmark(thread);
 
+  memory.back()->deregister();
   checkNccl(ncclCommDestroy(comm), "ncclCommDestroy", process.rank, nullptr);
   return finish(totals, printer);
 }

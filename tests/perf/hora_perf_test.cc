@@ -102,6 +102,22 @@ INSTANTIATE_TEST_SUITE_P(HoraPerf, EveryCollective,
                          ::testing::Values("all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                            "reduce", "sendrecv", "alltoall"));
 
+// -R: buffers from ncclMemAlloc, registered locally (1) or as windows (2),
+// with ranks as threads (registered from a thread per rank) and as
+// processes; every size checked.
+TEST(HoraPerf, RegisteredBuffersCheckClean) {
+  for (const char* mode : {"1", "2"}) {
+    SCOPED_TRACE(std::string("-R ") + mode);
+    expectCleanTable(runPerf({"all_reduce", "-t", "3", "-b", "64", "-e", "1M", "-f", "16", "-R", mode}),
+                     4);
+    ProgramRun run;
+    run.arguments = {programFromEnvironment("HORA_RUN"), "-n", "2", programFromEnvironment("HORA_PERF"),
+                     "all_reduce", "-b", "1K", "-e", "4M", "-f", "16", "-n", "3", "-w", "1", "-R", mode};
+    run.unset = kLauncherVariables;
+    expectCleanTable(runProgram(run), 4);
+  }
+}
+
 TEST(HoraPerf, GroupedRanksEveryTypeAndOp) {
   // 2 threads driving 2 ranks each, all 12 types x 5 ops at 2 sizes.
   const ProgramResult result = runPerf({"all_reduce", "-t", "2", "-g", "2", "-d", "all", "-o", "all", "-b",

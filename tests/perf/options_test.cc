@@ -41,13 +41,14 @@ TEST(Options, DefaultsAreNcclTests) {
   EXPECT_EQ(options.ranksPerThread, 1);
   EXPECT_EQ(options.average, AverageMode::Mean);
   EXPECT_FALSE(options.blocking);
+  EXPECT_EQ(options.registration, Registration::None);
   EXPECT_FALSE(options.showHelp);
 }
 
 TEST(Options, ShortFlags) {
   const Options options =
       parse({"reduce", "-b", "8",        "-e", "1M", "-f", "4", "-n", "7", "-w", "2", "-c", "3", "-o",
-             "max",    "-d", "bfloat16", "-r", "2",  "-z", "1", "-t", "3", "-g", "2", "-a", "3"});
+             "max",    "-d", "bfloat16", "-r", "2",  "-z", "1", "-t", "3", "-g", "2", "-a", "3", "-R", "2"});
   EXPECT_EQ(options.collective, Collective::Reduce);
   EXPECT_EQ(options.sizes.minBytes, 8u);
   EXPECT_EQ(options.sizes.maxBytes, 1u << 20);
@@ -63,6 +64,7 @@ TEST(Options, ShortFlags) {
   EXPECT_EQ(options.ranksPerThread, 2);
   EXPECT_EQ(options.ranksInProcess(), 6);
   EXPECT_EQ(options.average, AverageMode::Max);
+  EXPECT_EQ(options.registration, Registration::Window);
 }
 
 TEST(Options, LongFlagsWithSpaceOrEquals) {
@@ -85,6 +87,7 @@ TEST(Options, LongFlagsWithSpaceOrEquals) {
                                  "--ngpus=1",
                                  "--average",
                                  "0",
+                                 "--local_register=1",
                                  "broadcast"});
   EXPECT_EQ(options.collective, Collective::Broadcast);
   EXPECT_EQ(options.sizes.minBytes, 1024u);
@@ -98,6 +101,7 @@ TEST(Options, LongFlagsWithSpaceOrEquals) {
   EXPECT_FALSE(options.root.has_value());
   EXPECT_EQ(options.threads, 4);
   EXPECT_EQ(options.average, AverageMode::Rank0);
+  EXPECT_EQ(options.registration, Registration::Local);
 }
 
 TEST(Options, ValueAttachedToShortFlag) {
@@ -161,6 +165,7 @@ TEST(Options, BadNumbersSayTheRange) {
   EXPECT_THAT(usageErrorOf({"all_reduce", "-t", "two"}), HasSubstr("-t/--nthreads takes a whole number"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-a", "4"}), HasSubstr("-a/--average must be between 0 and 3"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-z", "2"}), HasSubstr("-z/--blocking"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-R", "3"}), HasSubstr("-R/--local_register must be between 0 and 2"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-g", "0"}), HasSubstr("-g/--ngpus"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-r", "-1"}), HasSubstr("-r/--root"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-f", "0"}), HasSubstr("-f/--stepfactor"));
@@ -194,7 +199,7 @@ TEST(Options, UsageTextListsEveryFlag) {
   const std::string text = usageText();
   for (const char* flag :
        {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters", "--warmup_iters", "--check",
-        "--op", "--datatype", "--root", "--blocking", "--nthreads", "--ngpus", "--average", "--help"}) {
+        "--op", "--datatype", "--root", "--blocking", "--nthreads", "--ngpus", "--average", "--local_register", "--help"}) {
     EXPECT_THAT(text, HasSubstr(flag));
   }
 }
