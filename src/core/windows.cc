@@ -18,6 +18,12 @@ void WindowTable::remove(int id) {
                  " is not registered with this communicator (deregistered already?)");
 }
 
+bool WindowTable::anyUsable() const {
+  for (const auto& [id, window] : windows_)
+    if (window.usable) return true;
+  return false;
+}
+
 std::optional<WindowLocation> WindowTable::find(const void* ptr, std::size_t bytes) const {
   const char* address = static_cast<const char*>(ptr);
   for (const auto& [id, window] : windows_) {

@@ -38,7 +38,8 @@ class WindowTable {
   int add(Window window);
   // Throws InvalidArgument naming `id` if it is not a live window.
   void remove(int id);
-  bool empty() const { return windows_.empty(); }
+  // Whether any window is usable (the same answer on every rank).
+  bool anyUsable() const;
   // The usable window holding all of [ptr, ptr + bytes), if any.
   std::optional<WindowLocation> find(const void* ptr, std::size_t bytes) const;
   // Rank `rank`'s byte at `offset` of usable window `id`, mapped here; null
