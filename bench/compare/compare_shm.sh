@@ -12,8 +12,8 @@
 #       HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ...
 #       mpirun -np 2 mpi_collectives <collective> ...   (no --mca options:
 #       Open MPI's own choice of transport and algorithm)
-#       and for all_reduce also hora-perf ... -R 2 (buffers from ncclMemAlloc
-#       registered as windows: zero copy between the ranks),
+#       and hora-perf ... -R 2 (buffers from ncclMemAlloc registered as
+#       windows: zero copy between the ranks),
 #     alternately, REPEATS times each;
 #   - an 8-byte all_reduce of each, for latency, REPEATS times each;
 # and prints every table, then a summary of the medians.
@@ -99,12 +99,10 @@ for collective in "${collectives[@]}"; do
     if ((have_hora)); then
       run "hora-$collective-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
         "$collective" "${big[@]}"
-      # The same all-reduce on windows (ncclMemAlloc + ncclCommWindowRegister):
-      # zero copy between the ranks.
-      if [[ $collective == all_reduce ]]; then
-        run "horawin-$collective-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
-          "$collective" "${big[@]}" -R 2
-      fi
+      # The same on windows (ncclMemAlloc + ncclCommWindowRegister): zero copy
+      # between the ranks.
+      run "horawin-$collective-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
+        "$collective" "${big[@]}" -R 2
     fi
     run "mpi-$collective-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" "$collective" "${big[@]}"
   done
@@ -126,7 +124,7 @@ ompi_btls=$(ompi_info 2>/dev/null | awk -F'[:(]' '/MCA btl:/ { gsub(/ /, "", $2)
 echo "# Collectives through shared memory, float, 2 ranks on $(hostname), $(nproc) cores"
 echo "# started $started_at; load average (1, 5, 15 min) before: $load_before, after: $(load_average)"
 echo "# hora:     HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ${big[*]}"
-echo "# hora-win: the same with -R 2 (buffers from ncclMemAlloc, registered as windows), all_reduce only"
+echo "# hora-win: the same with -R 2 (buffers from ncclMemAlloc, registered as windows)"
 echo "# Open MPI: ${mpirun_default[*]} mpi_collectives <collective> ${big[*]}"
 echo "#           ${ompi_version:-Open MPI version unknown}, default path (no --mca options); btl components: ${ompi_btls:-unknown}"
 echo "# 8 bytes:  all_reduce ${small[*]}; every pair run $REPEATS time(s), alternately"
@@ -183,22 +181,24 @@ for collective in "${collectives[@]}"; do
 done
 
 echo
-echo "# all_reduce on windows (hora-perf -R 2: ncclMemAlloc buffers registered with"
-echo "# ncclCommWindowRegister; each rank reduces its half straight from both ranks' buffers"
-echo "# into both outputs). Open MPI's figures are those above (its buffers are plain)."
+echo "# On windows (hora-perf -R 2: ncclMemAlloc buffers registered with ncclCommWindowRegister;"
+echo "# the ranks read and write each other's buffers directly). Open MPI's figures are those"
+echo "# above (its buffers are plain)."
 printf '%-14s %10s %8s %8s %8s %8s   %8s %8s %8s\n' collective size win-ip mpi-ip win/mpi win/mem \
   win-oop mpi-oop win/mpi
-while read -r size; do
-  [[ -n $size ]] || continue
-  win_ip=$(median_of horawin all_reduce "$size" 12)
-  mpi_ip=$(median_of mpi all_reduce "$size" 12)
-  win_oop=$(median_of horawin all_reduce "$size" 8)
-  mpi_oop=$(median_of mpi all_reduce "$size" 8)
-  printf '%-14s %10s %8s %8s %8s %8s   %8s %8s %8s\n' all_reduce "$size" \
-    "$(show "$win_ip")" "$(show "$mpi_ip")" "$(ratio "$win_ip" "$mpi_ip")" \
-    "$(ratio "$win_ip" "$copy_2t")" \
-    "$(show "$win_oop")" "$(show "$mpi_oop")" "$(ratio "$win_oop" "$mpi_oop")"
-done <<<"$(sizes_of all_reduce)"
+for collective in "${collectives[@]}"; do
+  while read -r size; do
+    [[ -n $size ]] || continue
+    win_ip=$(median_of horawin "$collective" "$size" 12)
+    mpi_ip=$(median_of mpi "$collective" "$size" 12)
+    win_oop=$(median_of horawin "$collective" "$size" 8)
+    mpi_oop=$(median_of mpi "$collective" "$size" 8)
+    printf '%-14s %10s %8s %8s %8s %8s   %8s %8s %8s\n' "$collective" "$size" \
+      "$(show "$win_ip")" "$(show "$mpi_ip")" "$(ratio "$win_ip" "$mpi_ip")" \
+      "$(ratio "$win_ip" "$copy_2t")" \
+      "$(show "$win_oop")" "$(show "$mpi_oop")" "$(ratio "$win_oop" "$mpi_oop")"
+  done <<<"$(sizes_of "$collective")"
+done
 
 echo
 echo "# 8-byte all_reduce latency, us, median of $REPEATS run(s) of the mean of $LAT_ITERS; hora/mpi below 1: hora is faster"

@@ -273,7 +273,7 @@ Buffers:
   -R, --local_register R  0: plain host memory (default); 1: ncclMemAlloc
                           and ncclCommRegister; 2: ncclMemAlloc and
                           ncclCommWindowRegister (symmetric windows: ranks
-                          of one host then reduce in each other's buffers)
+                          of one host then work in each other's buffers)
   -h, --help              print this text
 
 Exit status: 0 when every result was right, 1 when a result was wrong or an

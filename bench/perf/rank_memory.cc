@@ -42,12 +42,12 @@ void RankMemory::registerWith(ncclComm_t comm) {
   void* buffers[2] = {send_, recv_};
   for (int i = 0; i < 2; ++i) {
     if (mode_ == Registration::Local) {
-      checkNccl(ncclCommRegister(comm, buffers[i], bytes_, &handles_[i]), "ncclCommRegister",
-                rank_, comm);
+      checkNccl(ncclCommRegister(comm, buffers[i], bytes_, &handles_[i]), "ncclCommRegister", rank_,
+                comm);
     } else if (mode_ == Registration::Window) {
-      checkNccl(ncclCommWindowRegister(comm, buffers[i], bytes_, &windows_[i],
-                                       NCCL_WIN_COLL_SYMMETRIC),
-                "ncclCommWindowRegister", rank_, comm);
+      checkNccl(
+          ncclCommWindowRegister(comm, buffers[i], bytes_, &windows_[i], NCCL_WIN_COLL_SYMMETRIC),
+          "ncclCommWindowRegister", rank_, comm);
     }
   }
 }

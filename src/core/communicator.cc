@@ -35,8 +35,8 @@ constexpr std::size_t kDefaultStreamingMinBytes = 8 << 20;
 // (HORA_SHM_SINGLE_COPY_MIN/MAX; communicator.h says why only there).
 constexpr std::size_t kDefaultSingleCopyMinBytes = 1 << 20;
 constexpr std::size_t kDefaultSingleCopyMaxBytes = 64 << 20;
-// All-reduces on windows of at least this many bytes skip the FIFOs
-// (HORA_ZERO_COPY_MIN).
+// Collectives on windows whose larger buffer has at least this many bytes
+// skip the FIFOs (HORA_ZERO_COPY_MIN).
 constexpr std::size_t kDefaultZeroCopyMinBytes = 64 << 10;
 
 std::size_t sliceBytes(transport::TransportKind next) {
@@ -441,7 +441,7 @@ void Communicator::runCollective(const Op& op) {
     runDirectAllReduce(op);
     return;
   }
-  if (mayUseZeroCopy(op) && runZeroCopyAllReduce(op)) return;
+  if (mayUseZeroCopy(op) && runZeroCopy(op)) return;
   const std::size_t elemSize = dataTypeSize(op.type);
   const std::size_t outputBytes =
       op.count * elemSize * (op.kind == OpKind::AllGather ? static_cast<std::size_t>(nranks_) : 1);

@@ -69,8 +69,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int registerWindow(void* buffer, std::size_t bytes);
   void deregisterWindow(int window);
 
-  // How many all-reduces ran on windows without FIFOs (for tests and logs).
-  std::uint64_t zeroCopyAllReduces() const { return zeroCopyAllReduces_.load(); }
+  // How many collectives ran on windows without FIFOs (for tests and logs).
+  std::uint64_t zeroCopyCollectives() const { return zeroCopyCollectives_.load(); }
 
   // PreMulSum handles (ncclRedOpCreatePreMulSum): index >= ncclNumOps.
   int createPreMulSum(DataType type, std::uint64_t scalarBits);
@@ -84,11 +84,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void runPointToPoint(const std::vector<const Op*>& ops);
   bool useDirectAllReduce(const Op& op) const;
   void runDirectAllReduce(const Op& op);
-  // All-reduces on windows (core/zero_copy.cc). runZeroCopyAllReduce
-  // returns false, having done nothing else, when some rank's buffers are
-  // not in usable windows.
+  // Collectives on windows (core/zero_copy.cc). runZeroCopy returns false,
+  // having done nothing else, when some rank's buffers are not in usable
+  // windows.
   bool mayUseZeroCopy(const Op& op) const;
-  bool runZeroCopyAllReduce(const Op& op);
+  bool runZeroCopy(const Op& op);
   // Sends `bytes` from `mine` to every other rank and receives theirs:
   // all[r * bytes] holds rank r's, this rank's included.
   void exchangeWithAll(const void* mine, void* all, std::size_t bytes, const char* what);
@@ -131,8 +131,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<char> gathered_;     // scratch of the direct all-reduce
   WindowTable windows_;
   bool peersShareMemory_ = false;  // every other rank is on this host, through shm
-  std::size_t zeroCopyMinBytes_;   // smaller all-reduces on windows take the ring
-  std::atomic<std::uint64_t> zeroCopyAllReduces_{0};
+  std::size_t zeroCopyMinBytes_;   // smaller collectives on windows take the ring
+  std::atomic<std::uint64_t> zeroCopyCollectives_{0};
   std::unique_ptr<ProgressEngine> engine_;  // reused by every operation (no allocation per call)
   ProgressEngine& freshEngine();
 

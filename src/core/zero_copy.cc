@@ -1,19 +1,24 @@
-// Windows and the all-reduce that runs on them without FIFOs.
+// Windows, and the collectives that run on them without FIFOs.
 //
 // Through the shared-memory FIFOs every byte of an all-reduce is copied
 // into a FIFO, reduced out of it into the next one and copied out again:
 // per rank four passes over the data, which on a machine whose cores are
 // bound by memory traffic caps the bus bandwidth well below what memory
 // could carry. When every rank's buffers are mapped into every other rank
-// (windows), rank r instead reduces its 1/n of the elements straight from
-// all ranks' inputs and writes the result straight into all ranks' outputs:
-// each input byte is read once and each output byte written once, the
-// least any all-reduce can move. Each element is computed by one rank, so
-// all ranks end with the same bits.
+// (windows), each rank instead reads the others' buffers directly:
+//   all-reduce      rank r reduces its 1/n of the elements from all inputs
+//                   into all outputs;
+//   reduce          the same, into the root's output only;
+//   reduce-scatter  rank r reduces block r of all inputs into its output;
+//   all-gather      rank r copies every rank's input into its output;
+//   broadcast       rank r copies the root's input into its output.
+// Each input byte is read once and each output byte written once, the
+// least these collectives can move; each reduced element is computed by one
+// rank, so all ranks hold the same bits.
 //
 // Agreement: whether a collective runs here must be the same decision on
 // every rank, yet only each rank knows where its own buffers are. So at the
-// start of every all-reduce that may qualify (the conditions of
+// start of every collective that may qualify (the conditions of
 // mayUseZeroCopy are the same on every rank), each rank tells all others
 // where its buffers are, or that they are not in windows; the collective
 // runs here only if all ranks offered. The same message is the proof that a
@@ -96,9 +101,9 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
         for (int peer = 0; peer < nranks_; ++peer) {
           if (peer == rank_) continue;
           const WindowRecord& record = records[peer];
-          window.mappings.push_back(transport::PeerMapping::open(
-              {record.pid, record.fd, record.device, record.inode, record.fileOffset,
-               record.bytes}));
+          window.mappings.push_back(
+              transport::PeerMapping::open({record.pid, record.fd, record.device, record.inode,
+                                            record.fileOffset, record.bytes}));
           window.rankBases[peer] = static_cast<char*>(window.mappings.back().data());
         }
       } catch (const Error& error) {
@@ -117,10 +122,10 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
     const bool usable = window.usable;
     const int id = windows_.add(std::move(window));
     HORA_LOG(Info, "window ", id, ": ", bytes, " bytes at ", buffer, usable ? ", zero copy" : "",
-             !usable && !range        ? " (not memory from ncclMemAlloc: no zero copy)"
+             !usable && !range            ? " (not memory from ncclMemAlloc: no zero copy)"
              : !usable && !everyoneShares ? " (not every rank's memory is shareable on one host)"
-             : !usable                ? " (a rank could not map a peer's memory)"
-                                      : "");
+             : !usable                    ? " (a rank could not map a peer's memory)"
+                                          : "");
     return id;
   } catch (const Error& error) {
     markBroken(error);
@@ -135,70 +140,179 @@ void Communicator::deregisterWindow(int window) {
   windows_.remove(window);
 }
 
-bool Communicator::mayUseZeroCopy(const Op& op) const {
-  // Usable windows exist only where all ranks share a host: elsewhere no
-  // all-reduce pays for the offers.
-  return op.kind == OpKind::AllReduce && nranks_ > 1 && windows_.anyUsable() &&
-         op.count * dataTypeSize(op.type) >= zeroCopyMinBytes_;
+namespace {
+
+// Bytes of `rank`'s send and receive buffers in `op`; 0 where the
+// collective does not use that buffer on that rank (a broadcast's send
+// buffer off the root, a reduce's receive buffer off the root).
+struct BufferBytes {
+  std::size_t send;
+  std::size_t recv;
+};
+
+BufferBytes bufferBytes(const Op& op, int rank, int nranks) {
+  const std::size_t block = op.count * dataTypeSize(op.type);
+  const std::size_t all = block * static_cast<std::size_t>(nranks);
+  switch (op.kind) {
+    case OpKind::AllReduce: return {block, block};
+    case OpKind::ReduceScatter: return {all, block};
+    case OpKind::AllGather: return {block, all};
+    case OpKind::Broadcast: return {rank == op.root ? block : 0, block};
+    case OpKind::Reduce: return {block, rank == op.root ? block : 0};
+    default: return {0, 0};
+  }
 }
 
-bool Communicator::runZeroCopyAllReduce(const Op& op) {
+// Copies a block whose destination nobody reads soon (streaming) or may.
+void copyBlock(char* dst, const char* src, std::size_t bytes, bool streaming) {
+  if (dst == src || bytes == 0) return;
+  if (streaming) {
+    kernels::copyStreaming(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
+
+}  // namespace
+
+bool Communicator::mayUseZeroCopy(const Op& op) const {
+  switch (op.kind) {
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter:
+    case OpKind::AllGather:
+    case OpKind::Broadcast:
+    case OpKind::Reduce: break;
+    default: return false;
+  }
+  // The larger buffer's size is the same on every rank. Usable windows exist
+  // only where all ranks share a host: elsewhere no collective pays for the
+  // offers.
+  const BufferBytes bytes = bufferBytes(op, op.root >= 0 ? op.root : 0, nranks_);
+  return nranks_ > 1 && windows_.anyUsable() &&
+         std::max(bytes.send, bytes.recv) >= zeroCopyMinBytes_;
+}
+
+bool Communicator::runZeroCopy(const Op& op) {
   const std::size_t elemSize = dataTypeSize(op.type);
-  const std::size_t bytes = op.count * elemSize;
-  ZeroCopyOffer offer{};
-  const auto send = windows_.find(op.send, bytes);
-  const auto recv = windows_.find(op.recv, bytes);
-  if (send && recv) {
-    offer = {1, send->window, recv->window, 0, send->offset, recv->offset};
+  const std::size_t block = op.count * elemSize;
+  const BufferBytes mine = bufferBytes(op, rank_, nranks_);
+  ZeroCopyOffer offer{1, -1, -1, 0, 0, 0};
+  if (mine.send > 0) {
+    const auto send = windows_.find(op.send, mine.send);
+    if (send) {
+      offer.sendWindow = send->window;
+      offer.sendOffset = send->offset;
+    } else {
+      offer.offered = 0;
+    }
+  }
+  if (mine.recv > 0) {
+    const auto recv = windows_.find(op.recv, mine.recv);
+    if (recv) {
+      offer.recvWindow = recv->window;
+      offer.recvOffset = recv->offset;
+    } else {
+      offer.offered = 0;
+    }
   }
   std::vector<ZeroCopyOffer> offers(nranks_);
   exchangeWithAll(&offer, offers.data(), sizeof(offer), "exchanging window offers");
   for (const ZeroCopyOffer& o : offers)
     if (o.offered == 0) return false;
 
-  // Rank r reduces elements [bound(r), bound(r + 1)): parts start on
-  // 64-byte multiples, so streaming stores see the same alignment in each.
+  // Rank r's buffers, mapped here: [offset, offset + bytes) of its send or
+  // receive buffer.
+  auto locate = [&](int r, bool send, std::size_t offset, std::size_t bytes) {
+    const ZeroCopyOffer& o = offers[r];
+    char* at = windows_.address(send ? o.sendWindow : o.recvWindow, r,
+                                (send ? o.sendOffset : o.recvOffset) + offset, bytes);
+    if (at == nullptr)
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", bootstrap_->describe(r),
+           " named a window range this rank does not have (windows registered in a "
+           "different order on different ranks?)");
+    return at;
+  };
+  auto sendOf = [&](int r, std::size_t offset, std::size_t bytes) {
+    return locate(r, true, offset, bytes);
+  };
+  auto recvOf = [&](int r, std::size_t offset, std::size_t bytes) {
+    return locate(r, false, offset, bytes);
+  };
+
+  // Reductions split the elements between the ranks: rank r takes
+  // [bound(r), bound(r + 1)), parts starting on 64-byte multiples so that
+  // streaming stores see the same alignment in each.
   const std::size_t align = std::max<std::size_t>(1, 64 / elemSize);
   auto bound = [&](int r) {
     const std::size_t even = op.count / nranks_ * r + op.count % nranks_ * r / nranks_;
     return std::min(op.count, (even + align - 1) / align * align);
   };
-  const std::size_t begin = bound(rank_);
-  const std::size_t end = bound(rank_ + 1);
-  if (end > begin) {
-    std::vector<const void*> inputs(nranks_);
-    std::vector<void*> outputs(nranks_);
-    const std::size_t partBytes = (end - begin) * elemSize;
-    for (int r = 0; r < nranks_; ++r) {
-      const ZeroCopyOffer& o = offers[r];
-      char* in = windows_.address(o.sendWindow, r, o.sendOffset + begin * elemSize, partBytes);
-      char* out = windows_.address(o.recvWindow, r, o.recvOffset + begin * elemSize, partBytes);
-      if (in == nullptr || out == nullptr)
-        fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", bootstrap_->describe(r),
-             " named a window range this rank does not have (windows registered in a "
-             "different order on different ranks?)");
-      inputs[r] = in;
-      outputs[r] = out;
-    }
-    // Streaming stores skip reading the destination into the cache, which
-    // pays where the output is not otherwise touched. In place, each output
-    // line was just read as an input and is in cache: an ordinary store hits
-    // it, while a streaming store would evict it (measured, 2 ranks, 64-128
-    // MiB: in place 5.4-7.6 GB/s busbw with streaming stores, 7.9-11.5
-    // without; out of place 6.8-8.2 with, 3.3-4.3 without).
+  const std::size_t partBegin = bound(rank_) * elemSize;
+  const std::size_t partBytes = bound(rank_ + 1) * elemSize - partBegin;
+  // Streaming stores skip reading the destination into the cache, which
+  // pays where the output is not otherwise touched. In place, each output
+  // line was just read as an input and is in cache: an ordinary store hits
+  // it, while a streaming store would evict it (measured, 2-rank all-reduce,
+  // 64-128 MiB: in place 5.4-7.6 GB/s busbw with streaming stores, 7.9-11.5
+  // without; out of place 6.8-8.2 with, 3.3-4.3 without).
+  const bool large = std::max(mine.send, mine.recv) >= streamingMinBytes_;
+  std::vector<const void*> inputs(nranks_);
+  std::vector<void*> outputs;
+  bool streaming = false;
+  auto reduceInto = [&](std::size_t count) {
     bool inPlace = false;
-    for (int r = 0; r < nranks_; ++r) inPlace = inPlace || outputs[r] == inputs[r];
-    const bool streaming = bytes >= streamingMinBytes_ && !inPlace;
-    kernels::reduceHostMany(op.reduce, outputs.data(), nranks_, inputs.data(), nranks_,
-                            end - begin, streaming);
-    if (streaming) kernels::streamingFence();
+    for (void* out : outputs)
+      for (const void* in : inputs) inPlace = inPlace || out == in;
+    streaming = large && !inPlace;
+    kernels::reduceHostMany(op.reduce, outputs.data(), static_cast<int>(outputs.size()),
+                            inputs.data(), nranks_, count, streaming);
+  };
+
+  switch (op.kind) {
+    case OpKind::AllReduce:
+      // Rank r reduces its part of every input into every output.
+      if (partBytes == 0) break;
+      for (int r = 0; r < nranks_; ++r) {
+        inputs[r] = sendOf(r, partBegin, partBytes);
+        outputs.push_back(recvOf(r, partBegin, partBytes));
+      }
+      reduceInto(partBytes / elemSize);
+      break;
+    case OpKind::Reduce:
+      // The same, into the root's output only.
+      if (partBytes == 0) break;
+      for (int r = 0; r < nranks_; ++r) inputs[r] = sendOf(r, partBegin, partBytes);
+      outputs.push_back(recvOf(op.root, partBegin, partBytes));
+      reduceInto(partBytes / elemSize);
+      break;
+    case OpKind::ReduceScatter:
+      // Rank r reduces block r of every input into its own output.
+      if (block == 0) break;
+      for (int r = 0; r < nranks_; ++r) inputs[r] = sendOf(r, rank_ * block, block);
+      outputs.push_back(recvOf(rank_, 0, block));
+      reduceInto(op.count);
+      break;
+    case OpKind::AllGather: {
+      // Rank r copies every rank's input into its own output.
+      char* out = recvOf(rank_, 0, block * nranks_);
+      streaming = large;
+      for (int r = 0; r < nranks_; ++r)
+        copyBlock(out + r * block, sendOf(r, 0, block), block, streaming);
+      break;
+    }
+    case OpKind::Broadcast:
+      streaming = large;
+      copyBlock(recvOf(rank_, 0, block), sendOf(op.root, 0, block), block, streaming);
+      break;
+    default: HORA_ENFORCE(false, "no zero-copy path for ", opKindName(op.kind));
   }
+  if (streaming) kernels::streamingFence();
   // Nobody returns while another rank may still read or write its buffers.
   std::vector<std::uint64_t> done(nranks_);
-  const std::uint64_t mine = 1;
-  exchangeWithAll(&mine, done.data(), sizeof(mine),
-                  "waiting for the ranks to finish a zero-copy all-reduce");
-  zeroCopyAllReduces_.fetch_add(1);
+  const std::uint64_t finished = 1;
+  exchangeWithAll(&finished, done.data(), sizeof(finished),
+                  "waiting for the ranks to finish a zero-copy collective");
+  zeroCopyCollectives_.fetch_add(1);
   return true;
 }
 

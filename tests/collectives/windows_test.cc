@@ -1,12 +1,10 @@
 // Collectives on windows: buffers from ncclMemAlloc registered with
-// ncclCommWindowRegister on every rank. Between ranks of one host,
-// all-reduces then run without FIFOs, each rank reducing its share of the
-// elements straight from every rank's input into every rank's output
-// (core/zero_copy.cc); the other collectives take their usual paths. Every
-// type and reduction, empty, tiny and prime counts, in place and not,
-// aligned and not, as threads and as processes; HORA_ZERO_COPY_MIN is
-// lowered so that small counts take the zero-copy path too (tests/core
-// checks which path runs).
+// ncclCommWindowRegister on every rank. Between ranks of one host they then
+// run without FIFOs, each rank reading and writing the other ranks' buffers
+// directly (core/zero_copy.cc). Every type and reduction, empty, tiny and
+// prime counts, in place and not, aligned and not, every root, as threads
+// and as processes; HORA_ZERO_COPY_MIN is lowered so that small counts take
+// the zero-copy path too (tests/core checks which path runs).
 #include "case_matrix.h"
 #include "matrix_params.h"
 
@@ -32,28 +30,26 @@ TEST_P(WindowMatrix, EveryTypeAndReduction) {
   expectRanksSucceed(options, collectiveCasesProgram(inWindows(buildCases(matrix, params.nranks))));
 }
 
+// The collectives with a zero-copy path; all-to-all, gather and scatter
+// (groups of sends and receives) take their usual path on windows.
+const std::vector<Collective> kOnWindows = {Collective::AllReduce, Collective::ReduceScatter,
+                                            Collective::AllGather, Collective::Broadcast,
+                                            Collective::Reduce,    Collective::AlltoAll};
+
 INSTANTIATE_TEST_SUITE_P(Threads, WindowMatrix,
-                         ::testing::ValuesIn(matrixParams({Collective::AllReduce}, {2, 3, 4},
+                         ::testing::ValuesIn(matrixParams(kOnWindows, {2, 3, 4},
                                                           {RankMode::Threads})),
                          matrixParamName);
 INSTANTIATE_TEST_SUITE_P(Processes, WindowMatrix,
-                         ::testing::ValuesIn(matrixParams({Collective::AllReduce}, {2, 3},
+                         ::testing::ValuesIn(matrixParams(kOnWindows, {2, 3},
                                                           {RankMode::Processes})),
-                         matrixParamName);
-// The other collectives accept buffers in windows and move them as usual.
-INSTANTIATE_TEST_SUITE_P(OtherCollectives, WindowMatrix,
-                         ::testing::ValuesIn(matrixParams({Collective::ReduceScatter,
-                                                           Collective::AllGather,
-                                                           Collective::Broadcast,
-                                                           Collective::Reduce},
-                                                          {3}, {RankMode::Threads})),
                          matrixParamName);
 
 // Sizes at the defaults: outputs beyond HORA_STREAMING_MIN (8 MiB) are
 // written with streaming stores, from both processes at once.
-TEST(Windows, LargeAllReducesBetweenProcesses) {
+TEST(Windows, LargeCollectivesBetweenProcesses) {
   CaseMatrix matrix;
-  matrix.collectives = {Collective::AllReduce};
+  matrix.collectives = {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter};
   matrix.types = {ncclFloat32, ncclBfloat16};
   matrix.reductions = {Reduction::Sum};
   matrix.counts = {(16u << 20) / 4 + 3};

@@ -1,16 +1,18 @@
-// Which all-reduces take the zero-copy path on windows, seen through the
+// Which collectives take the zero-copy path on windows, seen through the
 // communicator's own count, with results checked exactly: with every rank's
-// buffers in windows it is taken; with one rank's buffers outside windows,
-// below HORA_ZERO_COPY_MIN, or with windows of plain heap memory, the ring
-// runs instead, with the same results. (tests/collectives covers every type
-// and reduction on windows; this file shows the path is the one intended.)
+// buffers in windows it is taken (all-reduce, reduce-scatter, all-gather,
+// broadcast, reduce); with one rank's buffers outside windows, below
+// HORA_ZERO_COPY_MIN, or with windows of plain heap memory, the ring runs
+// instead, with the same results. (tests/collectives covers every type and
+// reduction on windows; this file shows the path is the one intended.)
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "api/nccl_api.h"
 #include "nccl.h"
@@ -33,8 +35,8 @@ struct Ranks {
     for (ncclComm_t comm : comms)
       if (comm != nullptr) ncclCommDestroy(comm);
   }
-  std::uint64_t zeroCopyAllReduces(int rank) const {
-    return comms[rank]->impl->zeroCopyAllReduces();
+  std::uint64_t zeroCopyCollectives(int rank) const {
+    return comms[rank]->impl->zeroCopyCollectives();
   }
 };
 
@@ -80,7 +82,8 @@ struct Buffers {
     }
   }
   void deregisterWindows(ncclComm_t comm) {
-    for (ncclWindow_t window : windows) EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclSuccess);
+    for (ncclWindow_t window : windows)
+      EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclSuccess);
     windows.clear();
   }
 };
@@ -95,11 +98,11 @@ int zeroCopyRanks(Ranks& ranks, std::size_t count, const std::vector<bool>& from
     Buffers buffers(count, fromMemAlloc[rank]);
     for (std::size_t i = 0; i < count; ++i) buffers.send[i] = rank * 1000 + static_cast<int>(i);
     if (windowsOnEveryRank) buffers.registerWindows(comm, count);
-    const std::uint64_t before = ranks.zeroCopyAllReduces(rank);
+    const std::uint64_t before = ranks.zeroCopyCollectives(rank);
     ASSERT_EQ(ncclAllReduce(buffers.send, buffers.recv, count, ncclInt32, ncclSum, comm, nullptr),
               ncclSuccess)
         << ncclGetLastError(comm);
-    took[rank] = static_cast<int>(ranks.zeroCopyAllReduces(rank) - before);
+    took[rank] = static_cast<int>(ranks.zeroCopyCollectives(rank) - before);
     // sum over r of (r * 1000 + i) = 1000 * (0 + 1) + 2i for two ranks
     for (std::size_t i = 0; i < count; ++i)
       ASSERT_EQ(buffers.recv[i], 1000 + 2 * static_cast<int>(i)) << "rank " << rank << " at " << i;
@@ -145,16 +148,72 @@ TEST(ZeroCopy, OneRankOutsideItsWindowsFallsBackOnEveryRank) {
     Buffers plain(kLarge, false);
     Buffers& used = rank == 1 ? plain : windowed;
     for (std::size_t i = 0; i < kLarge; ++i) used.send[i] = rank * 1000 + static_cast<int>(i);
-    const std::uint64_t before = ranks.zeroCopyAllReduces(rank);
+    const std::uint64_t before = ranks.zeroCopyCollectives(rank);
     ASSERT_EQ(ncclAllReduce(used.send, used.recv, kLarge, ncclInt32, ncclSum, comm, nullptr),
               ncclSuccess);
-    took[rank] = static_cast<int>(ranks.zeroCopyAllReduces(rank) - before);
+    took[rank] = static_cast<int>(ranks.zeroCopyCollectives(rank) - before);
     for (std::size_t i = 0; i < kLarge; ++i)
       ASSERT_EQ(used.recv[i], 1000 + 2 * static_cast<int>(i)) << "rank " << rank << " at " << i;
     windowed.deregisterWindows(comm);
   });
   EXPECT_EQ(took[0], 0);
   EXPECT_EQ(took[1], 0);
+}
+
+// Each collective on windows of kRanks * kLarge int32s per buffer; rank r's
+// input element i is r * 1000 + i.
+TEST(ZeroCopy, TakenByEveryCollective) {
+  Ranks ranks;
+  const std::size_t n = kLarge;
+  struct Check {
+    const char* name;
+    std::function<ncclResult_t(Buffers&, ncclComm_t)> call;
+    std::function<std::int32_t(int rank, std::size_t i)> expected;
+    std::size_t outputs;
+  };
+  const int root = 1;
+  const std::vector<Check> checks = {
+      {"reduce_scatter",
+       [&](Buffers& b, ncclComm_t c) {
+         return ncclReduceScatter(b.send, b.recv, n, ncclInt32, ncclSum, c, nullptr);
+       },
+       [&](int rank, std::size_t i) { return 1000 + 2 * static_cast<int>(rank * n + i); }, n},
+      {"all_gather",
+       [&](Buffers& b, ncclComm_t c) {
+         return ncclAllGather(b.send, b.recv, n, ncclInt32, c, nullptr);
+       },
+       [&](int, std::size_t i) { return static_cast<int>(i / n) * 1000 + static_cast<int>(i % n); },
+       kRanks * n},
+      {"broadcast",
+       [&](Buffers& b, ncclComm_t c) {
+         return ncclBroadcast(b.send, b.recv, n, ncclInt32, root, c, nullptr);
+       },
+       [&](int, std::size_t i) { return root * 1000 + static_cast<int>(i); }, n},
+      {"reduce",
+       [&](Buffers& b, ncclComm_t c) {
+         return ncclReduce(b.send, b.recv, n, ncclInt32, ncclSum, root, c, nullptr);
+       },
+       [&](int, std::size_t i) { return 1000 + 2 * static_cast<int>(i); }, n},
+  };
+  for (const Check& check : checks) {
+    SCOPED_TRACE(check.name);
+    std::vector<int> took(kRanks, 0);
+    onEveryRank([&](int rank) {
+      ncclComm_t comm = ranks.comms[rank];
+      Buffers buffers(kRanks * n, true);
+      for (std::size_t i = 0; i < kRanks * n; ++i)
+        buffers.send[i] = rank * 1000 + static_cast<int>(i);
+      buffers.registerWindows(comm, kRanks * n);
+      const std::uint64_t before = ranks.zeroCopyCollectives(rank);
+      ASSERT_EQ(check.call(buffers, comm), ncclSuccess) << ncclGetLastError(comm);
+      took[rank] = static_cast<int>(ranks.zeroCopyCollectives(rank) - before);
+      const bool hasOutput = std::string(check.name) != "reduce" || rank == root;
+      for (std::size_t i = 0; hasOutput && i < check.outputs; ++i)
+        ASSERT_EQ(buffers.recv[i], check.expected(rank, i)) << "rank " << rank << " at " << i;
+      buffers.deregisterWindows(comm);
+    });
+    EXPECT_EQ(took[0] + took[1], kRanks);
+  }
 }
 
 }  // namespace

@@ -48,7 +48,8 @@ void* allocateShared(std::size_t bytes) {
   const std::size_t mapped = roundToPages(bytes);
   HORA_CHECK_ARG(mapped >= bytes, bytes, " bytes of shared memory overflow the address space");
   const int fd = ::memfd_create("hora-mem", MFD_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::System, "memfd_create for ", bytes, " bytes failed: ", errnoText(errno));
+  if (fd < 0)
+    fail(ErrorKind::System, "memfd_create for ", bytes, " bytes failed: ", errnoText(errno));
   struct stat status {};
   void* data = MAP_FAILED;
   if (::ftruncate(fd, static_cast<off_t>(mapped)) == 0 && ::fstat(fd, &status) == 0)
@@ -56,8 +57,8 @@ void* allocateShared(std::size_t bytes) {
   if (data == MAP_FAILED) {
     const int error = errno;
     ::close(fd);
-    fail(ErrorKind::System, "allocating ", bytes, " bytes of shared memory failed: ",
-         errnoText(error));
+    fail(ErrorKind::System, "allocating ", bytes,
+         " bytes of shared memory failed: ", errnoText(error));
   }
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
@@ -105,7 +106,8 @@ PeerMapping PeerMapping::open(const SharedRange& range) {
                     static_cast<std::uint64_t>(status.st_ino) == range.inode;
   if (!same) {
     ::close(fd);
-    fail(ErrorKind::System, path, " is not the peer's memory (is the peer in another pid namespace?)");
+    fail(ErrorKind::System, path,
+         " is not the peer's memory (is the peer in another pid namespace?)");
   }
   const std::size_t page = ShmSegment::pageBytes();
   const std::size_t start = range.fileOffset / page * page;

@@ -18,11 +18,11 @@ namespace hora::transport {
 // Where a byte range of shareable memory lives: enough for a peer on the
 // same host to find, check and map it.
 struct SharedRange {
-  pid_t pid = 0;                  // the owner
-  int fd = -1;                    // the allocation's memfd, open in the owner
-  std::uint64_t device = 0;       // the memfd's identity (st_dev, st_ino): a
-  std::uint64_t inode = 0;        //   peer checks it opened the right file
-  std::size_t fileOffset = 0;     // of the range's first byte in the memfd
+  pid_t pid = 0;               // the owner
+  int fd = -1;                 // the allocation's memfd, open in the owner
+  std::uint64_t device = 0;    // the memfd's identity (st_dev, st_ino): a
+  std::uint64_t inode = 0;     //   peer checks it opened the right file
+  std::size_t fileOffset = 0;  // of the range's first byte in the memfd
   std::size_t bytes = 0;
 };
 
@@ -57,9 +57,9 @@ class PeerMapping {
  private:
   void unmap();
 
-  void* base_ = nullptr;   // page-aligned start of the mapping
+  void* base_ = nullptr;  // page-aligned start of the mapping
   std::size_t mappedBytes_ = 0;
-  std::size_t lead_ = 0;   // from base_ to the range's first byte
+  std::size_t lead_ = 0;  // from base_ to the range's first byte
 };
 
 }  // namespace hora::transport
