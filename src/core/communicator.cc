@@ -213,6 +213,7 @@ WaitPolicy Communicator::waitPolicy() const { return WaitPolicy{timeout_, spin_,
 void Communicator::checkUsable() const {
   if (abort_.load())
     fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was aborted");
+  if (!broken_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(stateMutex_);
   if (!brokenReason_.empty())
     throw Error(brokenKind_, strCat("rank ", rank_, ": the communicator is unusable after an earlier error: ",
@@ -225,6 +226,7 @@ void Communicator::markBroken(const Error& error) {
     if (brokenReason_.empty()) {
       brokenReason_ = error.what();
       brokenKind_ = error.kind();
+      broken_.store(true, std::memory_order_release);
     }
   }
   // Close our connections so that peers waiting on us fail now rather than

@@ -151,6 +151,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::thread worker_;
 
   mutable std::mutex stateMutex_;
+  // Set once brokenReason_ is: lets checkUsable skip the mutex on every call.
+  std::atomic<bool> broken_{false};
   std::string brokenReason_;
   ErrorKind brokenKind_ = ErrorKind::Internal;
   std::map<int, kernels::ReduceSpec> customOps_;

@@ -18,7 +18,9 @@ void checkPointer(const char* caller, const void* pointer, const char* role,
   if (pointer == nullptr) {
     throwInvalid(caller, std::string(role) + " is null but count > 0");
   }
-  if (reinterpret_cast<std::uintptr_t>(pointer) % elementSize != 0) {
+  // Element sizes are powers of two: a mask, not a division (this runs on
+  // every reduction call, small all-reduces included).
+  if ((reinterpret_cast<std::uintptr_t>(pointer) & (elementSize - 1)) != 0) {
     char address[32];
     std::snprintf(address, sizeof(address), "%p", pointer);
     throwInvalid(caller, std::string(role) + " pointer " + address + " is not aligned to " +

@@ -63,8 +63,28 @@ TEST(ShmFifoTest, EmptyFifoHasNothingToPop) {
   f.fifo.readRegion(&ready);
   EXPECT_EQ(ready, 0u);
   std::size_t room = 0;
-  EXPECT_EQ(f.fifo.writeRegion(&room), f.ring());
+  EXPECT_EQ(f.fifo.writeRegion(&room, f.fifo.capacity()), f.ring());
   EXPECT_EQ(room, 2 * kPage);
+}
+
+// The producer reloads the consumer's counter only when the room it last
+// saw is less than it wants: a small write then costs no transfer of that
+// line. The room it reports may be understated, but never below what it
+// wants while that much is free.
+TEST(ShmFifoTest, ProducerReloadsTheReadCounterOnlyWhenItWantsMore) {
+  FifoInSegment f(kPage);
+  const std::size_t capacity = f.fifo.capacity();
+  std::vector<char> data = patternBytes(100, 0);
+  std::vector<char> out(100);
+  ASSERT_EQ(f.fifo.push(data.data(), 100), 100u);
+  ASSERT_EQ(f.fifo.pop(out.data(), 100), 100u);  // all free again
+  std::size_t room = 0;
+  f.fifo.writeRegion(&room, 1);
+  EXPECT_EQ(room, capacity - 100) << "a small want reuses the room seen before";
+  f.fifo.writeRegion(&room, capacity);
+  EXPECT_EQ(room, capacity) << "a larger want loads the counter again";
+  // A producer that wants a full ring of an empty FIFO gets all of it.
+  EXPECT_EQ(f.fifo.push(patternBytes(capacity, 1).data(), capacity), capacity);
 }
 
 TEST(ShmFifoTest, PushTakesOnlyWhatFits) {
@@ -143,7 +163,7 @@ TEST(ShmFifoTest, WriteRegionIsContiguousAcrossTheRingsEnd) {
   advanceTo(f.fifo, capacity - 100);
 
   std::size_t room = 0;
-  char* region = f.fifo.writeRegion(&room);
+  char* region = f.fifo.writeRegion(&room, f.fifo.capacity());
   EXPECT_EQ(room, capacity) << "an empty FIFO offers all of its ring";
   EXPECT_EQ(region, f.ring() + capacity - 100);
   // 300 bytes from 100 before the ring's end: the last 200 land in the
@@ -183,7 +203,7 @@ TEST(ShmFifoTest, ReadRegionIsContiguousAcrossTheRingsEnd) {
   f.fifo.commitRead(1000);
   expectCounts(f.fifo, capacity - 1000);
   std::size_t room = 0;
-  char* writable = f.fifo.writeRegion(&room);
+  char* writable = f.fifo.writeRegion(&room, f.fifo.capacity());
   EXPECT_EQ(room, 1000u);
   EXPECT_EQ(writable, f.ring() + capacity - 1) << "writing goes on where the stream ends";
   region = f.fifo.readRegion(&ready);
@@ -196,14 +216,14 @@ TEST(ShmFifoTest, ReadRegionIsContiguousAcrossTheRingsEnd) {
 TEST(ShmFifoTest, CommitPublishesOnlyTheCommittedBytes) {
   FifoInSegment f(kPage);
   std::size_t room = 0;
-  char* region = f.fifo.writeRegion(&room);
+  char* region = f.fifo.writeRegion(&room, f.fifo.capacity());
   fillPattern(region, 64, 0);
   f.fifo.commitWrite(40);
   expectCounts(f.fifo, 40);
   std::size_t ready = 0;
   f.fifo.readRegion(&ready);
   EXPECT_EQ(ready, 40u);
-  region = f.fifo.writeRegion(&room);
+  region = f.fifo.writeRegion(&room, f.fifo.capacity());
   EXPECT_EQ(room, kPage - 40);
   EXPECT_EQ(region, f.ring() + 40);
 }
@@ -244,7 +264,7 @@ StreamResult streamThroughFifo(std::size_t capacity, std::uint64_t total, Mode m
       std::size_t moved;
       if (inPlace) {
         std::size_t room;
-        char* region = fifo.writeRegion(&room);
+        char* region = fifo.writeRegion(&room, fifo.capacity());
         moved = std::min(want, room);
         fillPattern(region, moved, sent);
         if (moved > 0) fifo.commitWrite(moved);

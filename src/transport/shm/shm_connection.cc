@@ -103,7 +103,7 @@ bool ShmSendConnection::progress() {
 std::span<char> ShmSendConnection::writable(std::size_t maxBytes) {
   if (!queue_.empty()) return {};  // posted bytes go first
   std::size_t room;
-  char* region = fifo_.writeRegion(&room);
+  char* region = fifo_.writeRegion(&room, maxBytes);
   wantsRoom_ = room < maxBytes;
   return {region, std::min(room, maxBytes)};
 }

@@ -7,7 +7,7 @@ namespace hora::transport {
 
 std::size_t ShmFifo::push(const char* src, std::size_t bytes) {
   std::size_t room;
-  char* region = writeRegion(&room);
+  char* region = writeRegion(&room, bytes);
   const std::size_t n = std::min(bytes, room);
   if (n == 0) return 0;
   std::memcpy(region, src, n);

@@ -9,6 +9,13 @@
 // The acquire load of the other side's counter orders the data copies
 // against it, so no lock and no fence beyond those is needed.
 //
+// The producer keeps the last `read` it loaded and loads it again only when
+// that leaves less room than it wants: the line holding `read` was last
+// written by the consumer, so every load of it is a transfer between cores,
+// and a small message would otherwise pay one before it could even be
+// written. A stale value only understates the free room, and only while
+// there is more than the producer wants, so min(wanted, room) is exact.
+//
 // The ring is mapped twice back to back (shm_segment.h), so the free and the
 // available bytes are always one contiguous range: a side may also work in
 // the ring itself (writeRegion/commitWrite, readRegion/commitRead), which is
@@ -37,7 +44,8 @@ class ShmFifo {
   explicit ShmFifo(void* segment)
       : header_(static_cast<ShmFifoHeader*>(segment)),
         data_(static_cast<char*>(segment) + header_->dataOffset),
-        capacity_(header_->capacity) {}
+        capacity_(header_->capacity),
+        knownRead_(header_->read.load(std::memory_order_acquire)) {}
 
   std::uint64_t capacity() const { return capacity_; }
   ShmFifoHeader& header() const { return *header_; }
@@ -50,10 +58,16 @@ class ShmFifo {
            header_->read.load(std::memory_order_relaxed);
   }
 
-  // The free bytes, contiguous, and publishing `bytes` of them once written.
-  char* writeRegion(std::size_t* bytes) const {
+  // Free bytes, contiguous: all of them, or at least `wanted` (see above);
+  // and publishing `bytes` of them once written.
+  char* writeRegion(std::size_t* bytes, std::size_t wanted) const {
     const std::uint64_t written = header_->written.load(std::memory_order_relaxed);
-    *bytes = freeBytes();
+    std::uint64_t room = capacity_ - (written - knownRead_);
+    if (room < wanted) {
+      knownRead_ = header_->read.load(std::memory_order_acquire);
+      room = capacity_ - (written - knownRead_);
+    }
+    *bytes = room;
     return data_ + written % capacity_;
   }
   void commitWrite(std::size_t bytes) {
@@ -79,6 +93,7 @@ class ShmFifo {
   ShmFifoHeader* header_;
   char* data_;
   std::uint64_t capacity_;
+  mutable std::uint64_t knownRead_;  // producer side: `read` as last loaded
 };
 
 }  // namespace hora::transport
