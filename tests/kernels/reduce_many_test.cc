@@ -1,266 +1,50 @@
-// reduceHostMany for every (element type x reduce kind), against a scalar
-// reference written here: the documented chain of steps, element by element,
-// floating steps computed in double and rounded explicitly (with the
-// reference format models for the narrow types), integer steps in 128 bits
-// and wrapped. Every combination runs over 1..5 inputs and 1..3 outputs,
-// counts around the vector widths and block sizes, streaming and ordinary
-// stores, pointers aligned, offset by one element, offset differently from
-// each other, and outputs that are inputs. Guard bytes around every buffer
-// must stay untouched. On top: the result has reduceHost's bits
-// (the chain of reduceHost calls the interface promises), for every
-// instruction set and block size, and bad arguments are refused by name.
+// reduceHostMany for every (element type x reduce kind), against the scalar
+// reference of typed_reference.h applied step by step, element by element:
+// the documented chain of reduceHost steps, floating steps computed in double
+// and rounded explicitly (with the reference format models for the narrow
+// types), integer steps in 128 bits and wrapped. Every combination runs over
+// 1..5 inputs and 1..3 outputs, counts around the vector widths and block
+// sizes, streaming and ordinary stores, pointers aligned, offset by one
+// element, offset differently from each other, and outputs that are inputs.
+// Guard bytes around every buffer must stay untouched. On top: the result has
+// reduceHost's bits (the chain of reduceHost calls the interface promises),
+// for every instruction set and block size, and bad arguments are refused by
+// name.
 #include "kernels/reduce_many.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "hora/communicator.h"
 #include "kernels/dtypes.h"
 #include "kernels/reduce_host.h"
 #include "kernels/reduce_isa.h"
-#include "reference_formats.h"
+#include "typed_reference.h"
 
 namespace hora::kernels::testing {
 namespace {
 
-// ---- Element types ----
+// ---- The reference: one reduceHost step after another ----
 
+// The reduction of element i over every input: the chain of reduceHost
+// steps the interface promises, each one the reference step.
 template <typename T>
-constexpr bool kIsNarrowFloat = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> ||
-                                std::is_same_v<T, fp8_e4m3> || std::is_same_v<T, fp8_e5m2>;
-
-template <typename T>
-constexpr DataType dataTypeOf() {
-  if constexpr (std::is_same_v<T, std::int8_t>) return DataType::Int8;
-  if constexpr (std::is_same_v<T, std::uint8_t>) return DataType::Uint8;
-  if constexpr (std::is_same_v<T, std::int32_t>) return DataType::Int32;
-  if constexpr (std::is_same_v<T, std::uint32_t>) return DataType::Uint32;
-  if constexpr (std::is_same_v<T, std::int64_t>) return DataType::Int64;
-  if constexpr (std::is_same_v<T, std::uint64_t>) return DataType::Uint64;
-  if constexpr (std::is_same_v<T, float16>) return DataType::Float16;
-  if constexpr (std::is_same_v<T, float>) return DataType::Float32;
-  if constexpr (std::is_same_v<T, double>) return DataType::Float64;
-  if constexpr (std::is_same_v<T, bfloat16>) return DataType::Bfloat16;
-  if constexpr (std::is_same_v<T, fp8_e4m3>) return DataType::Float8e4m3;
-  if constexpr (std::is_same_v<T, fp8_e5m2>) return DataType::Float8e5m2;
-}
-
-template <typename T>
-const ReferenceRounder& rounderOf() {
-  static const ReferenceRounder rounder([]() -> const FormatModel& {
-    if constexpr (std::is_same_v<T, float16>) return kFloat16Model;
-    if constexpr (std::is_same_v<T, bfloat16>) return kBfloat16Model;
-    if constexpr (std::is_same_v<T, fp8_e4m3>) return kE4m3Model;
-    if constexpr (std::is_same_v<T, fp8_e5m2>) return kE5m2Model;
-  }());
-  return rounder;
-}
-
-template <typename T>
-std::uint64_t rawBits(T value) {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof(T));  // the low bytes on little-endian hosts
-  return bits;
-}
-
-template <typename T>
-double toDouble(T value) {
-  if constexpr (std::is_same_v<T, float16>) return kFloat16Model.decode(value.bits);
-  if constexpr (std::is_same_v<T, bfloat16>) return kBfloat16Model.decode(value.bits);
-  if constexpr (std::is_same_v<T, fp8_e4m3>) return kE4m3Model.decode(value.bits);
-  if constexpr (std::is_same_v<T, fp8_e5m2>) return kE5m2Model.decode(value.bits);
-  if constexpr (!kIsNarrowFloat<T>) return static_cast<double>(value);
-}
-
-constexpr ReduceKind kKinds[] = {ReduceKind::Sum, ReduceKind::Prod,      ReduceKind::Max,
-                                 ReduceKind::Min, ReduceKind::PreMulSum, ReduceKind::SumPostDiv};
-const char* kindName(ReduceKind kind) {
-  static const char* const kNames[] = {"Sum", "Prod", "Max", "Min", "PreMulSum", "SumPostDiv"};
-  return kNames[static_cast<int>(kind)];
-}
-
-constexpr std::uint64_t kDivisor = 3;
-
-template <typename T>
-T preMulScalar() {
-  if constexpr (std::is_integral_v<T>) {
-    return std::is_signed_v<T> ? static_cast<T>(-3) : static_cast<T>(3);
-  } else {
-    return T(1.0f / 3.0f);
-  }
-}
-
-template <typename T>
-ReduceSpec specFor(ReduceKind kind) {
-  return ReduceSpec{dataTypeOf<T>(), kind,
-                    kind == ReduceKind::SumPostDiv ? kDivisor : rawBits(preMulScalar<T>())};
-}
-
-// ---- The reference: one reduction step at a time, as documented ----
-
-// A floating value rounded to the type arithmetic happens in (float for all
-// but double). Rounding a double-computed sum, product or quotient of two
-// floats to float this way is correctly rounded (double has more than
-// 2 x 24 + 2 bits), so computing in double first changes nothing.
-template <typename T>
-double roundToCompute(double value) {
-  if constexpr (std::is_same_v<T, double>) {
-    return value;
-  } else {
-    return static_cast<double>(static_cast<float>(value));
-  }
-}
-
-// Each step's result is stored as T (rounded), as the chain of reduceHost
-// calls does.
-template <typename T>
-double roundToElement(double value) {
-  if constexpr (kIsNarrowFloat<T>) {
-    using Bits = decltype(T{}.bits);
-    return toDouble(T::fromBits(static_cast<Bits>(rounderOf<T>().round(value))));
-  } else {
-    return value;
-  }
-}
-
-// acc = post(combine(pre(x), acc)); no acc: the first input, acc = post(pre(x)).
-template <typename T>
-double floatingStep(ReduceKind kind, double x, const double* acc, bool last) {
-  // No arithmetic at all: the bits move unchanged, unrounded (which matters
-  // for fp8_e5m2's infinities: arithmetic saturates them).
-  const bool arithmetic =
-      acc != nullptr || kind == ReduceKind::PreMulSum || (kind == ReduceKind::SumPostDiv && last);
-  if (!arithmetic) return x;
-  double value = x;
-  if (kind == ReduceKind::PreMulSum) value = roundToCompute<T>(value * toDouble(preMulScalar<T>()));
-  if (acc != nullptr) {
-    const double other = *acc;
-    const bool nan = std::isnan(value) || std::isnan(other);
-    switch (kind) {
-      case ReduceKind::Sum:
-      case ReduceKind::PreMulSum:
-      case ReduceKind::SumPostDiv: value = roundToCompute<T>(value + other); break;
-      case ReduceKind::Prod: value = roundToCompute<T>(value * other); break;
-      case ReduceKind::Max: value = nan ? NAN : std::max(value, other); break;
-      case ReduceKind::Min: value = nan ? NAN : std::min(value, other); break;
-    }
-  }
-  if (kind == ReduceKind::SumPostDiv && last) {
-    value = roundToCompute<T>(value / static_cast<double>(kDivisor));
-  }
-  return roundToElement<T>(value);
-}
-
-// Integers: exact in 128 bits, wrapped to T after every step.
-template <typename T>
-T wrap(unsigned __int128 value) {
-  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(value));
-}
-template <typename T>
-unsigned __int128 wide(T value) {
-  return static_cast<unsigned __int128>(static_cast<__int128>(value));
-}
-
-template <typename T>
-T integerStep(ReduceKind kind, T x, const T* acc, bool last) {
-  T value = x;
-  if (kind == ReduceKind::PreMulSum) value = wrap<T>(wide(value) * wide(preMulScalar<T>()));
-  if (acc != nullptr) {
-    switch (kind) {
-      case ReduceKind::Sum:
-      case ReduceKind::PreMulSum:
-      case ReduceKind::SumPostDiv: value = wrap<T>(wide(value) + wide(*acc)); break;
-      case ReduceKind::Prod: value = wrap<T>(wide(value) * wide(*acc)); break;
-      case ReduceKind::Max: value = std::max(value, *acc); break;
-      case ReduceKind::Min: value = std::min(value, *acc); break;
-    }
-  }
-  if (kind == ReduceKind::SumPostDiv && last) {
-    // Truncating toward zero, as C++ division does.
-    value = static_cast<T>(static_cast<__int128>(value) / static_cast<__int128>(kDivisor));
-  }
-  return value;
-}
-
-// The reduction of element i over every input, as a T for integers and as
-// an exact double for floating types.
-template <typename T>
-auto referenceElement(ReduceKind kind, const std::vector<std::vector<T>>& inputs, std::size_t i) {
+T referenceElement(ReduceKind kind, const std::vector<std::vector<T>>& inputs, std::size_t i) {
   const std::size_t n = inputs.size();
-  if constexpr (std::is_integral_v<T>) {
-    T acc = integerStep<T>(kind, inputs[0][i], nullptr, n == 1);
-    for (std::size_t k = 1; k < n; ++k) acc = integerStep<T>(kind, inputs[k][i], &acc, k == n - 1);
-    return acc;
-  } else {
-    double acc = floatingStep<T>(kind, toDouble(inputs[0][i]), nullptr, n == 1);
-    for (std::size_t k = 1; k < n; ++k) {
-      acc = floatingStep<T>(kind, toDouble(inputs[k][i]), &acc, k == n - 1);
-    }
-    return acc;
-  }
-}
-
-template <typename T, typename Want>
-bool matches(T got, Want want, ReduceKind kind, std::string& why) {
-  if constexpr (std::is_integral_v<T>) {
-    if (got == want) return true;
-    why = "got " + std::to_string(got) + ", want " + std::to_string(want);
-    return false;
-  } else {
-    const double value = toDouble(got);
-    if (std::isnan(want) && std::isnan(value)) return true;
-    // Max and Min may return either zero when +0 and -0 meet.
-    const bool eitherZero = (kind == ReduceKind::Max || kind == ReduceKind::Min) && want == 0;
-    if (value == want && (eitherZero || std::signbit(value) == std::signbit(want))) return true;
-    why = "got " + std::to_string(value) + " (bits " + std::to_string(rawBits(got)) + "), want " +
-          std::to_string(want);
-    return false;
-  }
+  T acc = referenceStep<T>(kind, inputs[0][i], nullptr, n == 1);
+  for (std::size_t k = 1; k < n; ++k) acc = referenceStep<T>(kind, inputs[k][i], &acc, k == n - 1);
+  return acc;
 }
 
 // ---- Inputs ----
-
-template <typename T>
-T randomElement(std::mt19937_64& random) {
-  if constexpr (std::is_integral_v<T>) {
-    // Mostly small (products and averages stay meaningful), some anything
-    // (sums and products wrap).
-    if (random() % 4 == 0) return static_cast<T>(random());
-    return static_cast<T>(static_cast<std::int64_t>(random() % 201) - 100);
-  } else if constexpr (kIsNarrowFloat<T>) {
-    using Bits = decltype(T{}.bits);
-    return T::fromBits(static_cast<Bits>(random()));  // every pattern: NaN, inf, subnormals
-  } else {
-    const std::uint64_t pick = random() % 16;
-    if (pick == 0) {
-      const T specials[] = {0,
-                            -T(0),
-                            std::numeric_limits<T>::infinity(),
-                            -std::numeric_limits<T>::infinity(),
-                            std::numeric_limits<T>::quiet_NaN(),
-                            std::numeric_limits<T>::denorm_min(),
-                            std::numeric_limits<T>::max()};
-      return specials[random() % std::size(specials)];
-    }
-    if (pick < 3) {
-      using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-      return std::bit_cast<T>(static_cast<Bits>(random()));
-    }
-    return std::uniform_real_distribution<T>(-100, 100)(random);
-  }
-}
 
 template <typename T>
 std::vector<std::vector<T>> randomInputs(std::mt19937_64& random, int numInputs,
@@ -410,18 +194,17 @@ bool runCase(const Case& c, const std::vector<std::vector<T>>& values,
 // The reference for every element (computed once for all the shapes and
 // layouts that share the inputs).
 template <typename T>
-auto referenceResults(ReduceKind kind, const std::vector<std::vector<T>>& inputs) {
-  using Want = decltype(referenceElement<T>(kind, inputs, 0));
-  std::vector<Want> wants(inputs[0].size());
+std::vector<T> referenceResults(ReduceKind kind, const std::vector<std::vector<T>>& inputs) {
+  std::vector<T> wants(inputs[0].size());
   for (std::size_t i = 0; i < wants.size(); ++i) wants[i] = referenceElement<T>(kind, inputs, i);
   return wants;
 }
 
 // One call, every output checked against the reference; false after
 // reporting the first few mismatches.
-template <typename T, typename Want>
+template <typename T>
 bool checkCase(const Case& c, const std::vector<std::vector<T>>& values,
-               const std::vector<Want>& wants) {
+               const std::vector<T>& wants) {
   SCOPED_TRACE(c.describe());
   std::vector<std::vector<T>> results;
   if (!runCase(c, values, results)) return false;
@@ -429,7 +212,7 @@ bool checkCase(const Case& c, const std::vector<std::vector<T>>& values,
   for (std::size_t i = 0; i < c.count && failures < 3; ++i) {
     for (int j = 0; j < c.numOutputs; ++j) {
       std::string why;
-      if (!matches(results[j][i], wants[i], c.kind, why)) {
+      if (!matchesReference(results[j][i], wants[i], c.kind, why)) {
         ADD_FAILURE() << "outputs[" << j << "][" << i << "]: " << why;
         ++failures;
       }
@@ -438,19 +221,8 @@ bool checkCase(const Case& c, const std::vector<std::vector<T>>& values,
   return failures == 0;
 }
 
-std::vector<HostIsa> availableIsas() {
-  std::vector<HostIsa> isas;
-  for (HostIsa isa : {HostIsa::Baseline, HostIsa::Avx2}) {
-    if (hostIsaAvailable(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
-
 template <typename T>
 class ReduceManyTest : public ::testing::Test {};
-using ElementTypes =
-    ::testing::Types<std::int8_t, std::uint8_t, std::int32_t, std::uint32_t, std::int64_t,
-                     std::uint64_t, float16, float, double, bfloat16, fp8_e4m3, fp8_e5m2>;
 TYPED_TEST_SUITE(ReduceManyTest, ElementTypes);
 
 // Counts around the vector widths and the 64-byte lines, and one of more
@@ -505,18 +277,6 @@ TYPED_TEST(ReduceManyTest, LargeOddCountsMatchTheReference) {
 
 // ---- reduceHost's bits ----
 
-// The same bits, or NaN both (which NaN comes out where NaNs meet depends
-// on the order of operands, which compilers choose freely).
-template <typename T>
-bool sameBitsOrBothNan(T a, T b) {
-  if (rawBits(a) == rawBits(b)) return true;
-  if constexpr (std::is_integral_v<T>) {
-    return false;
-  } else {
-    return std::isnan(toDouble(a)) && std::isnan(toDouble(b));
-  }
-}
-
 // The interface's promise, for every instruction set and several block
 // sizes: the bits of the chain of reduceHost calls with the same loops.
 TYPED_TEST(ReduceManyTest, MatchesTheChainOfReduceHostCallsBitForBit) {
@@ -556,18 +316,6 @@ TYPED_TEST(ReduceManyTest, MatchesTheChainOfReduceHostCallsBitForBit) {
 }
 
 // ---- Bad input ----
-
-template <typename Call>
-void expectInvalidArgument(Call call, const std::string& mentions) {
-  try {
-    call();
-    ADD_FAILURE() << "expected hora::Error(InvalidArgument) mentioning \"" << mentions << "\"";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << error.what();
-    EXPECT_NE(std::string(error.what()).find(mentions), std::string::npos)
-        << "message \"" << error.what() << "\" does not mention \"" << mentions << "\"";
-  }
-}
 
 TEST(ReduceManyBadInput, MissingInputsOrOutputsAreRefused) {
   alignas(64) float a[8] = {}, b[8] = {}, d[8] = {};
