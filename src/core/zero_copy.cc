@@ -197,24 +197,21 @@ bool Communicator::runZeroCopy(const Op& op) {
   const std::size_t block = op.count * elemSize;
   const BufferBytes mine = bufferBytes(op, rank_, nranks_);
   ZeroCopyOffer offer{1, -1, -1, 0, 0, 0};
-  if (mine.send > 0) {
-    const auto send = windows_.find(op.send, mine.send);
-    if (send) {
-      offer.sendWindow = send->window;
-      offer.sendOffset = send->offset;
-    } else {
+  // Names a buffer the collective uses here by its window, or withdraws the
+  // offer when it lies outside every usable window.
+  auto place = [&](const void* buffer, std::size_t bytes, std::int32_t* window,
+                   std::uint64_t* offset) {
+    if (bytes == 0) return;
+    const auto location = windows_.find(buffer, bytes);
+    if (!location) {
       offer.offered = 0;
+      return;
     }
-  }
-  if (mine.recv > 0) {
-    const auto recv = windows_.find(op.recv, mine.recv);
-    if (recv) {
-      offer.recvWindow = recv->window;
-      offer.recvOffset = recv->offset;
-    } else {
-      offer.offered = 0;
-    }
-  }
+    *window = location->window;
+    *offset = location->offset;
+  };
+  place(op.send, mine.send, &offer.sendWindow, &offer.sendOffset);
+  place(op.recv, mine.recv, &offer.recvWindow, &offer.recvOffset);
   std::vector<ZeroCopyOffer> offers(nranks_);
   exchangeWithAll(&offer, offers.data(), sizeof(offer), "exchanging window offers");
   for (const ZeroCopyOffer& o : offers)
