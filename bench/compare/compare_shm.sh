@@ -157,6 +157,27 @@ copy_1t=$(memory_figure copy_1t)
 copy_2t=$(memory_figure copy_2t)
 add_2t=$(memory_figure add_2t)
 
+# One row per collective and size: <tool>'s medians against Open MPI's, in
+# place and out of place, and both as fractions of the memcpy rate.
+summary_table() {  # summary_table <tool> <label>
+  local collective size tool_ip mpi_ip tool_oop mpi_oop
+  printf '%-14s %10s %8s %8s %8s %8s %8s   %8s %8s %8s\n' collective size "$2-ip" mpi-ip "$2/mpi" \
+    "$2/mem" mpi/mem "$2-oop" mpi-oop "$2/mpi"
+  for collective in "${collectives[@]}"; do
+    while read -r size; do
+      [[ -n $size ]] || continue
+      tool_ip=$(median_of "$1" "$collective" "$size" 12)
+      mpi_ip=$(median_of mpi "$collective" "$size" 12)
+      tool_oop=$(median_of "$1" "$collective" "$size" 8)
+      mpi_oop=$(median_of mpi "$collective" "$size" 8)
+      printf '%-14s %10s %8s %8s %8s %8s %8s   %8s %8s %8s\n' "$collective" "$size" \
+        "$(show "$tool_ip")" "$(show "$mpi_ip")" "$(ratio "$tool_ip" "$mpi_ip")" \
+        "$(ratio "$tool_ip" "$copy_2t")" "$(ratio "$mpi_ip" "$copy_2t")" \
+        "$(show "$tool_oop")" "$(show "$mpi_oop")" "$(ratio "$tool_oop" "$mpi_oop")"
+    done <<<"$(sizes_of "$collective")"
+  done
+}
+
 echo
 echo "# Summary: busbw in GB/s (nccl-tests' factors), median of $REPEATS run(s) each."
 echo "# ip = in place: MPI_IN_PLACE against nccl's in-place call; broadcast has one buffer"
@@ -164,41 +185,13 @@ echo "# in MPI_Bcast (nccl's in-place form), so its out-of-place MPI column is n
 echo "# oop = out of place. hora/mpi above 1: hora is faster."
 echo "# mem = memcpy with both ranks copying at once, bytes copied per second by both together:"
 echo "# $(show "$copy_2t") GB/s (1 thread alone $(show "$copy_1t") GB/s; a += b with 2 threads $(show "$add_2t") GB/s)."
-printf '%-14s %10s %8s %8s %8s %8s %8s   %8s %8s %8s\n' collective size hora-ip mpi-ip hora/mpi \
-  hora/mem mpi/mem hora-oop mpi-oop hora/mpi
-for collective in "${collectives[@]}"; do
-  while read -r size; do
-    [[ -n $size ]] || continue
-    hora_ip=$(median_of hora "$collective" "$size" 12)
-    mpi_ip=$(median_of mpi "$collective" "$size" 12)
-    hora_oop=$(median_of hora "$collective" "$size" 8)
-    mpi_oop=$(median_of mpi "$collective" "$size" 8)
-    printf '%-14s %10s %8s %8s %8s %8s %8s   %8s %8s %8s\n' "$collective" "$size" \
-      "$(show "$hora_ip")" "$(show "$mpi_ip")" "$(ratio "$hora_ip" "$mpi_ip")" \
-      "$(ratio "$hora_ip" "$copy_2t")" "$(ratio "$mpi_ip" "$copy_2t")" \
-      "$(show "$hora_oop")" "$(show "$mpi_oop")" "$(ratio "$hora_oop" "$mpi_oop")"
-  done <<<"$(sizes_of "$collective")"
-done
+summary_table hora hora
 
 echo
 echo "# On windows (hora-perf -R 2: ncclMemAlloc buffers registered with ncclCommWindowRegister;"
 echo "# the ranks read and write each other's buffers directly). Open MPI's figures are those"
 echo "# above (its buffers are plain)."
-printf '%-14s %10s %8s %8s %8s %8s   %8s %8s %8s\n' collective size win-ip mpi-ip win/mpi win/mem \
-  win-oop mpi-oop win/mpi
-for collective in "${collectives[@]}"; do
-  while read -r size; do
-    [[ -n $size ]] || continue
-    win_ip=$(median_of horawin "$collective" "$size" 12)
-    mpi_ip=$(median_of mpi "$collective" "$size" 12)
-    win_oop=$(median_of horawin "$collective" "$size" 8)
-    mpi_oop=$(median_of mpi "$collective" "$size" 8)
-    printf '%-14s %10s %8s %8s %8s %8s   %8s %8s %8s\n' "$collective" "$size" \
-      "$(show "$win_ip")" "$(show "$mpi_ip")" "$(ratio "$win_ip" "$mpi_ip")" \
-      "$(ratio "$win_ip" "$copy_2t")" \
-      "$(show "$win_oop")" "$(show "$mpi_oop")" "$(ratio "$win_oop" "$mpi_oop")"
-  done <<<"$(sizes_of "$collective")"
-done
+summary_table horawin win
 
 echo
 echo "# 8-byte all_reduce latency, us, median of $REPEATS run(s) of the mean of $LAT_ITERS; hora/mpi below 1: hora is faster"
