@@ -464,10 +464,12 @@ void Communicator::runCollective(const Op& op) {
     next->alignStream(kStreamAlignment);
     prev->alignStream(kStreamAlignment);
   }
-  // Streaming stores only out of place: in place, the output lines were
-  // read as inputs moments before and sit in cache, where ordinary stores
-  // are cheaper (2 ranks, 16-32 MiB in place: 4.2-5.8 GB/s busbw with
-  // ordinary stores, 3.6-4.4 with streaming ones; out of place the reverse).
+  // Streaming stores, except for reductions in place: there each output
+  // line was read as an input moments before and sits in cache, where
+  // ordinary stores are cheaper (2-rank all-reduce, 16-32 MiB in place:
+  // 4.2-5.8 GB/s busbw with ordinary stores, 3.6-4.4 with streaming ones;
+  // out of place the reverse). An all-gather or broadcast in place still
+  // receives into lines nobody read, where streaming stores win.
   const std::size_t inputBytes = op.kind == OpKind::ReduceScatter ? outputBytes * nranks_
                                  : op.kind == OpKind::AllGather   ? outputBytes / nranks_
                                                                   : outputBytes;
@@ -477,7 +479,7 @@ void Communicator::runCollective(const Op& op) {
                        std::less<const char*>()(sendBytes, recvBytes + outputBytes) &&
                        std::less<const char*>()(recvBytes, sendBytes + inputBytes);
   HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, *staging_,
-                       outputBytes >= streamingMinBytes_ && !inPlace, singleCopy);
+                       outputBytes >= streamingMinBytes_ && !(inPlace && !movesOnly), singleCopy);
   algorithms::Ring ring{nranks_, ringPos_, ringRanks_.data()};
   // Single-copy steps move no bytes through the FIFOs: as large as a block,
   // since each step costs a system call, when every rank takes part.
