@@ -3,6 +3,12 @@
 # arguments, so the scripts keep their own settings and result folders.
 # shellcheck shell=bash
 
+# The repository, and this folder with the peer programs' sources.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck disable=SC2034
+src="$repo/bench/compare"
+
 # Progress and errors go to stderr; stdout carries the report alone.
 note() { printf '%s\n' "$*" >&2; }
 

@@ -22,9 +22,7 @@ set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 builddir=$(realpath -m "${1:-$repo/build}")
-src="$repo/bench/compare"
 out="$builddir/bench/compare"
 results="$out/results"
 ITERS=${ITERS:-20}

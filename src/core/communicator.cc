@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <mutex>
 
 #include "algorithms/ring.h"
@@ -470,16 +469,10 @@ void Communicator::runCollective(const Op& op) {
   // 4.2-5.8 GB/s busbw with ordinary stores, 3.6-4.4 with streaming ones;
   // out of place the reverse). An all-gather or broadcast in place still
   // receives into lines nobody read, where streaming stores win.
-  const std::size_t inputBytes = op.kind == OpKind::ReduceScatter ? outputBytes * nranks_
-                                 : op.kind == OpKind::AllGather   ? outputBytes / nranks_
-                                                                  : outputBytes;
-  const auto* sendBytes = static_cast<const char*>(op.send);
-  const auto* recvBytes = static_cast<const char*>(op.recv);
-  const bool inPlace = sendBytes != nullptr && recvBytes != nullptr &&
-                       std::less<const char*>()(sendBytes, recvBytes + outputBytes) &&
-                       std::less<const char*>()(recvBytes, sendBytes + inputBytes);
+  const bool reducesInPlace =
+      !movesOnly && buffersOverlap(op, opBufferBytes(op, rank_, nranks_));
   HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, *staging_,
-                       outputBytes >= streamingMinBytes_ && !(inPlace && !movesOnly), singleCopy);
+                       outputBytes >= streamingMinBytes_ && !reducesInPlace, singleCopy);
   algorithms::Ring ring{nranks_, ringPos_, ringRanks_.data()};
   // Single-copy steps move no bytes through the FIFOs: as large as a block,
   // since each step costs a system call, when every rank takes part.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "hora/types.h"
@@ -27,6 +28,37 @@ struct Op {
 
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };
+
+// Bytes of `rank`'s send and receive buffers in a collective `op`; 0 where
+// the collective does not use that buffer on that rank (a broadcast's send
+// buffer off the root, a reduce's receive buffer off the root).
+struct OpBufferBytes {
+  std::size_t send;
+  std::size_t recv;
+};
+
+inline OpBufferBytes opBufferBytes(const Op& op, int rank, int nranks) {
+  const std::size_t block = op.count * dataTypeSize(op.type);
+  const std::size_t all = block * static_cast<std::size_t>(nranks);
+  switch (op.kind) {
+    case OpKind::AllReduce: return {block, block};
+    case OpKind::ReduceScatter: return {all, block};
+    case OpKind::AllGather: return {block, all};
+    case OpKind::Broadcast: return {rank == op.root ? block : 0, block};
+    case OpKind::Reduce: return {block, rank == op.root ? block : 0};
+    default: return {0, 0};
+  }
+}
+
+// Whether `op`'s send and receive buffers share a byte on this rank (in
+// place, in any of NCCL's in-place layouts).
+inline bool buffersOverlap(const Op& op, const OpBufferBytes& bytes) {
+  const auto* send = static_cast<const char*>(op.send);
+  const auto* recv = static_cast<const char*>(op.recv);
+  if (send == nullptr || recv == nullptr || bytes.send == 0 || bytes.recv == 0) return false;
+  return std::less<const char*>()(send, recv + bytes.recv) &&
+         std::less<const char*>()(recv, send + bytes.send);
+}
 
 // An Op with its buffers, count and type set (reduction, root and peer are
 // the caller's to fill in).

@@ -142,27 +142,6 @@ void Communicator::deregisterWindow(int window) {
 
 namespace {
 
-// Bytes of `rank`'s send and receive buffers in `op`; 0 where the
-// collective does not use that buffer on that rank (a broadcast's send
-// buffer off the root, a reduce's receive buffer off the root).
-struct BufferBytes {
-  std::size_t send;
-  std::size_t recv;
-};
-
-BufferBytes bufferBytes(const Op& op, int rank, int nranks) {
-  const std::size_t block = op.count * dataTypeSize(op.type);
-  const std::size_t all = block * static_cast<std::size_t>(nranks);
-  switch (op.kind) {
-    case OpKind::AllReduce: return {block, block};
-    case OpKind::ReduceScatter: return {all, block};
-    case OpKind::AllGather: return {block, all};
-    case OpKind::Broadcast: return {rank == op.root ? block : 0, block};
-    case OpKind::Reduce: return {block, rank == op.root ? block : 0};
-    default: return {0, 0};
-  }
-}
-
 // Copies a block whose destination nobody reads soon (streaming) or may.
 void copyBlock(char* dst, const char* src, std::size_t bytes, bool streaming) {
   if (dst == src || bytes == 0) return;
@@ -187,7 +166,7 @@ bool Communicator::mayUseZeroCopy(const Op& op) const {
   // The larger buffer's size is the same on every rank. Usable windows exist
   // only where all ranks share a host: elsewhere no collective pays for the
   // offers.
-  const BufferBytes bytes = bufferBytes(op, op.root >= 0 ? op.root : 0, nranks_);
+  const OpBufferBytes bytes = opBufferBytes(op, op.root >= 0 ? op.root : 0, nranks_);
   return nranks_ > 1 && windows_.anyUsable() &&
          std::max(bytes.send, bytes.recv) >= zeroCopyMinBytes_;
 }
@@ -195,7 +174,7 @@ bool Communicator::mayUseZeroCopy(const Op& op) const {
 bool Communicator::runZeroCopy(const Op& op) {
   const std::size_t elemSize = dataTypeSize(op.type);
   const std::size_t block = op.count * elemSize;
-  const BufferBytes mine = bufferBytes(op, rank_, nranks_);
+  const OpBufferBytes mine = opBufferBytes(op, rank_, nranks_);
   ZeroCopyOffer offer{1, -1, -1, 0, 0, 0};
   // Names a buffer the collective uses here by its window, or withdraws the
   // offer when it lies outside every usable window.
