@@ -1,88 +1,62 @@
-// Ring schedules of the collectives, written once against a "primitives"
-// type, so the same schedule drives the CPU executor (host memory, one thread
-// per rank) and, compiled by nvcc, a CUDA kernel.
+// Ring schedules of the collectives, written once against the primitives of
+// algorithms/primitives.h, so the same schedule drives the host executor and,
+// compiled by nvcc, a CUDA kernel.
 //
-// A primitives type P moves data between this rank, the previous rank on the
-// ring (it receives from it) and the next one (it sends to it). Offsets and
-// sizes are in elements of the input (in) and output (out) buffers; every
-// call on one rank is matched by the corresponding call on its ring
-// neighbours, with the same size:
-//
-//   send(i, n)                      next <- pre(in[i..])
-//   recv(o, n)                      out[o..] <- prev
-//   recvReduceSend(i, n)            next <- pre(in[i..]) (+) prev
-//   recvReduceCopy(i, o, n)         out[o..] <- post(pre(in[i..]) (+) prev)
-//   recvReduceCopySend(i, o, n)     out[o..] <- post(pre(in[i..]) (+) prev); next <- out[o..]
-//   recvCopySend(o, n)              out[o..] <- prev; next <- out[o..]
-//   copySend(i, o, n)               out[o..] <- in[i..]; next <- in[i..]
-//   localReduceCopy(i, o, n)        out[o..] <- post(pre(in[i..]))   (a ring of one)
-//   localCopy(i, o, n)              out[o..] <- in[i..]              (a ring of one)
-//
-// (+) is the reduction; pre() is the pre-multiplication of PreMulSum and post()
-// the division of integer averages (identity otherwise).
-//
-// Large buffers are processed in loops of at most `chunk` elements per ring
-// step, so every rank's sends of one loop overlap its receives of the next.
+// Every schedule walks the buffer in loops: a loop holds `chunk` elements per
+// ring step for each channel, and this channel takes its part of each loop
+// (channelPart), so every rank's sends of one loop overlap its receives of
+// the next, and several channels split one buffer between them.
 #pragma once
 
 #include <cstddef>
 
+#include "algorithms/primitives.h"
 #include "base/host_device.h"
 
 namespace hora::algorithms {
 
-// Where this rank stands on a ring: position `pos` of `nranks`, with
-// ranks[p] the user rank at position p.
-struct Ring {
-  int nranks;
-  int pos;
-  const int* ranks;
-
-  HORA_HOST_DEVICE int rankAt(int position) const {
-    int p = position % nranks;
-    return ranks[p < 0 ? p + nranks : p];
-  }
-};
-
-HORA_HOST_DEVICE inline std::size_t minSize(std::size_t a, std::size_t b) { return a < b ? a : b; }
-HORA_HOST_DEVICE inline int ringMod(int value, int n) { return ((value % n) + n) % n; }
-
 // All-reduce: reduce-scatter around the ring, then all-gather of the reduced
-// chunks. Per loop, the loop's elements are cut into nranks chunks; after
-// nranks-1 steps this rank holds the full reduction of chunk pos+1, and
-// after nranks-1 more every rank holds every chunk. Each rank sends
-// 2(n-1)/n of the buffer: the bus-bandwidth factor of nccl-tests.
+// chunks. A channel's part of each loop is cut into nranks chunks (starts
+// aligned to `align` elements); after nranks-1 steps this rank holds the
+// full reduction of chunk pos+1, and after nranks-1 more every rank holds
+// every chunk. Each rank sends 2(n-1)/n of the buffer: the bus-bandwidth
+// factor of nccl-tests.
 template <typename P>
-HORA_HOST_DEVICE void ringAllReduce(P& p, const Ring& ring, std::size_t count, std::size_t chunk,
-                                    std::size_t align) {
+HORA_HOST_DEVICE void ringAllReduce(P& p, const Ring& ring, Channel channel, std::size_t count,
+                                    std::size_t chunk, std::size_t align) {
   const int n = ring.nranks;
   if (n == 1) {
-    p.localReduceCopy(0, 0, count);
+    const Range part = channelPart(count, channel, align);
+    if (part.size > 0) p.localReduceCopy(part.start, part.start, part.size);
     return;
   }
-  const std::size_t loop = static_cast<std::size_t>(n) * chunk;
+  const int next = ring.next(), prev = ring.prev();
+  const std::size_t loop = static_cast<std::size_t>(channel.count) * n * chunk;
   for (std::size_t base = 0; base < count; base += loop) {
-    const std::size_t len = minSize(loop, count - base);
-    // Chunk size rounded up to `align` elements keeps chunk starts aligned.
-    std::size_t per = (len + n - 1) / n;
-    per = (per + align - 1) / align * align;
-    auto start = [&](int c) { return minSize(len, static_cast<std::size_t>(c) * per); };
-    auto size = [&](int c) { return minSize(len, static_cast<std::size_t>(c + 1) * per) - start(c); };
+    const Range part = channelPart(minSize(loop, count - base), channel, n * align);
+    if (part.size == 0) continue;
+    const std::size_t origin = base + part.start;
+    const std::size_t per = roundUp((part.size + n - 1) / n, align);
+    auto start = [&](int c) { return origin + minSize(part.size, static_cast<std::size_t>(c) * per); };
+    auto size = [&](int c) {
+      return minSize(part.size, static_cast<std::size_t>(c + 1) * per) -
+             minSize(part.size, static_cast<std::size_t>(c) * per);
+    };
 
     int c = ring.pos;
-    p.send(base + start(c), size(c));
+    p.send(next, start(c), size(c));
     for (int j = 1; j < n - 1; ++j) {
       c = ringMod(ring.pos - j, n);
-      p.recvReduceSend(base + start(c), size(c));
+      p.recvReduceSend(prev, next, start(c), size(c));
     }
     c = ringMod(ring.pos + 1, n);
-    p.recvReduceCopySend(base + start(c), base + start(c), size(c));
+    p.recvReduceCopySend(prev, next, start(c), start(c), size(c));
     for (int j = 1; j < n - 1; ++j) {
       c = ringMod(ring.pos + 1 - j, n);
-      p.recvCopySend(base + start(c), size(c));
+      p.recvCopySend(prev, next, start(c), size(c));
     }
     c = ringMod(ring.pos + 2, n);
-    p.recv(base + start(c), size(c));
+    p.recv(prev, start(c), size(c));
   }
 }
 
@@ -90,69 +64,87 @@ HORA_HOST_DEVICE void ringAllReduce(P& p, const Ring& ring, std::size_t count, s
 // reduction of block r. At step j this rank works on the block of the rank
 // j+1 places behind it, so the last step lands on its own block.
 template <typename P>
-HORA_HOST_DEVICE void ringReduceScatter(P& p, const Ring& ring, std::size_t count, std::size_t chunk) {
+HORA_HOST_DEVICE void ringReduceScatter(P& p, const Ring& ring, Channel channel, std::size_t count,
+                                        std::size_t chunk, std::size_t align) {
   const int n = ring.nranks;
-  const std::size_t self = static_cast<std::size_t>(ring.rankAt(ring.pos));
-  for (std::size_t base = 0; base < count; base += chunk) {
-    const std::size_t len = minSize(chunk, count - base);
+  const int next = ring.next(), prev = ring.prev();
+  const std::size_t self = static_cast<std::size_t>(ring.self());
+  const std::size_t loop = static_cast<std::size_t>(channel.count) * chunk;
+  for (std::size_t base = 0; base < count; base += loop) {
+    const Range part = channelPart(minSize(loop, count - base), channel, align);
+    if (part.size == 0) continue;
+    const std::size_t at = base + part.start, len = part.size;
     if (n == 1) {
-      p.localReduceCopy(base, base, len);
+      p.localReduceCopy(at, at, len);
       continue;
     }
-    auto block = [&](int position) { return static_cast<std::size_t>(ring.rankAt(position)) * count + base; };
-    p.send(block(ring.pos - 1), len);
-    for (int j = 1; j < n - 1; ++j) p.recvReduceSend(block(ring.pos - j - 1), len);
-    p.recvReduceCopy(self * count + base, base, len);
+    auto block = [&](int position) { return static_cast<std::size_t>(ring.rankAt(position)) * count + at; };
+    p.send(next, block(ring.pos - 1), len);
+    for (int j = 1; j < n - 1; ++j) p.recvReduceSend(prev, next, block(ring.pos - j - 1), len);
+    p.recvReduceCopy(prev, self * count + at, at, len);
   }
 }
 
 // All-gather: out holds nranks blocks of `count`; rank r's input lands in
 // block r everywhere. Each block travels nranks-1 hops around the ring.
 template <typename P>
-HORA_HOST_DEVICE void ringAllGather(P& p, const Ring& ring, std::size_t count, std::size_t chunk) {
+HORA_HOST_DEVICE void ringAllGather(P& p, const Ring& ring, Channel channel, std::size_t count,
+                                    std::size_t chunk, std::size_t align) {
   const int n = ring.nranks;
-  const std::size_t self = static_cast<std::size_t>(ring.rankAt(ring.pos));
-  for (std::size_t base = 0; base < count; base += chunk) {
-    const std::size_t len = minSize(chunk, count - base);
+  const int next = ring.next(), prev = ring.prev();
+  const std::size_t self = static_cast<std::size_t>(ring.self());
+  const std::size_t loop = static_cast<std::size_t>(channel.count) * chunk;
+  for (std::size_t base = 0; base < count; base += loop) {
+    const Range part = channelPart(minSize(loop, count - base), channel, align);
+    if (part.size == 0) continue;
+    const std::size_t at = base + part.start, len = part.size;
     if (n == 1) {
-      p.localCopy(base, self * count + base, len);
+      p.localCopy(at, self * count + at, len);
       continue;
     }
-    auto block = [&](int position) { return static_cast<std::size_t>(ring.rankAt(position)) * count + base; };
-    p.copySend(base, self * count + base, len);
-    for (int j = 1; j < n - 1; ++j) p.recvCopySend(block(ring.pos - j), len);
-    p.recv(block(ring.pos + 1), len);
+    auto block = [&](int position) { return static_cast<std::size_t>(ring.rankAt(position)) * count + at; };
+    p.copySend(next, at, self * count + at, len);
+    for (int j = 1; j < n - 1; ++j) p.recvCopySend(prev, next, block(ring.pos - j), len);
+    p.recv(prev, block(ring.pos + 1), len);
   }
 }
 
-// Broadcast: a pipeline along the ring starting at the root's position.
+// Broadcast: a pipeline along the ring starting at the root.
 template <typename P>
-HORA_HOST_DEVICE void ringBroadcast(P& p, const Ring& ring, int rootPos, std::size_t count,
-                                    std::size_t chunk) {
+HORA_HOST_DEVICE void ringBroadcast(P& p, const Ring& ring, Channel channel, int root,
+                                    std::size_t count, std::size_t chunk, std::size_t align) {
   const int n = ring.nranks;
-  const int hop = ringMod(ring.pos - rootPos, n);  // 0 at the root
-  for (std::size_t base = 0; base < count; base += chunk) {
-    const std::size_t len = minSize(chunk, count - base);
-    if (n == 1) p.localCopy(base, base, len);
-    else if (hop == 0) p.copySend(base, base, len);
-    else if (hop < n - 1) p.recvCopySend(base, len);
-    else p.recv(base, len);
+  const int next = ring.next(), prev = ring.prev();
+  const int hop = ringMod(ring.pos - ring.positionOf(root), n);  // 0 at the root
+  const std::size_t loop = static_cast<std::size_t>(channel.count) * chunk;
+  for (std::size_t base = 0; base < count; base += loop) {
+    const Range part = channelPart(minSize(loop, count - base), channel, align);
+    if (part.size == 0) continue;
+    const std::size_t at = base + part.start, len = part.size;
+    if (n == 1) p.localCopy(at, at, len);
+    else if (hop == 0) p.copySend(next, at, at, len);
+    else if (hop < n - 1) p.recvCopySend(prev, next, at, len);
+    else p.recv(prev, at, len);
   }
 }
 
 // Reduce: a pipeline along the ring that starts just after the root and
 // ends at it, each hop adding its own input.
 template <typename P>
-HORA_HOST_DEVICE void ringReduce(P& p, const Ring& ring, int rootPos, std::size_t count,
-                                 std::size_t chunk) {
+HORA_HOST_DEVICE void ringReduce(P& p, const Ring& ring, Channel channel, int root,
+                                 std::size_t count, std::size_t chunk, std::size_t align) {
   const int n = ring.nranks;
-  const int hop = ringMod(ring.pos - rootPos - 1, n);  // n-1 at the root
-  for (std::size_t base = 0; base < count; base += chunk) {
-    const std::size_t len = minSize(chunk, count - base);
-    if (n == 1) p.localReduceCopy(base, base, len);
-    else if (hop == 0) p.send(base, len);
-    else if (hop < n - 1) p.recvReduceSend(base, len);
-    else p.recvReduceCopy(base, base, len);
+  const int next = ring.next(), prev = ring.prev();
+  const int hop = ringMod(ring.pos - ring.positionOf(root) - 1, n);  // n-1 at the root
+  const std::size_t loop = static_cast<std::size_t>(channel.count) * chunk;
+  for (std::size_t base = 0; base < count; base += loop) {
+    const Range part = channelPart(minSize(loop, count - base), channel, align);
+    if (part.size == 0) continue;
+    const std::size_t at = base + part.start, len = part.size;
+    if (n == 1) p.localReduceCopy(at, at, len);
+    else if (hop == 0) p.send(next, at, len);
+    else if (hop < n - 1) p.recvReduceSend(prev, next, at, len);
+    else p.recvReduceCopy(prev, at, at, len);
   }
 }
 

@@ -5,48 +5,12 @@
 #include <cstring>
 #include <mutex>
 
-#include "algorithms/ring.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "core/scalar.h"
 
 namespace hora::core {
-
-namespace {
-// Elements per ring step and loop. Large enough to amortise per-step costs,
-// small enough that the ring's pipeline fills quickly (HORA_CHUNK_SIZE).
-constexpr std::size_t kDefaultChunkBytes = 512 << 10;
-// Staging slices: received, reduced and forwarded while still in cache.
-// Over shared memory a slice should stay in cache; over TCP fewer, larger
-// socket calls win (measured on loopback: 512K beats 128K by ~15%).
-constexpr std::size_t kDefaultShmSliceBytes = 128 << 10;
-constexpr std::size_t kDefaultTcpSliceBytes = 512 << 10;
-constexpr int kStagingSlots = 16;
-// All-reduces of at most this many bytes use the direct algorithm: every
-// rank sends its input to every other rank at once and reduces locally, one
-// message latency instead of the ring's 2(n-1) (HORA_DIRECT_MAX_BYTES).
-constexpr std::size_t kDefaultDirectMaxBytes = 16 << 10;
-constexpr int kDirectMaxRanks = 16;
-constexpr std::size_t kStreamAlignment = 64;
-// Outputs this large are written with non-temporal stores (HORA_STREAMING_MIN).
-constexpr std::size_t kDefaultStreamingMinBytes = 8 << 20;
-// All-gathers with outputs in [min, max) copy once where they may
-// (HORA_SHM_SINGLE_COPY_MIN/MAX; communicator.h says why only there).
-constexpr std::size_t kDefaultSingleCopyMinBytes = 1 << 20;
-constexpr std::size_t kDefaultSingleCopyMaxBytes = 64 << 20;
-// Collectives on windows whose larger buffer has at least this many bytes
-// skip the FIFOs (HORA_ZERO_COPY_MIN).
-constexpr std::size_t kDefaultZeroCopyMinBytes = 64 << 10;
-
-std::size_t sliceBytes(transport::TransportKind next) {
-  std::size_t value = env::getBytes(
-      {"HORA_SLICE_SIZE"},
-      next == transport::TransportKind::Tcp ? kDefaultTcpSliceBytes : kDefaultShmSliceBytes);
-  HORA_CHECK_ARG(value >= 64, "HORA_SLICE_SIZE must be at least 64 bytes");
-  return value / 64 * 64;
-}
-}  // namespace
 
 const char* opKindName(OpKind kind) {
   switch (kind) {
@@ -86,25 +50,16 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
     : rank_(rank),
       nranks_(nranks),
       timeout_(config.timeout.count() > 0 ? config.timeout : env::defaultTimeout()),
-      chunkBytes_(env::getBytes({"HORA_CHUNK_SIZE"}, kDefaultChunkBytes)),
-      spin_(std::chrono::microseconds(env::getInt({"HORA_SPIN_US"}, 200))),
-      streamingMinBytes_(env::getBytes({"HORA_STREAMING_MIN"}, kDefaultStreamingMinBytes)),
-      singleCopyMinBytes_(env::getBytes({"HORA_SHM_SINGLE_COPY_MIN"}, kDefaultSingleCopyMinBytes)),
-      singleCopyMaxBytes_(env::getBytes({"HORA_SHM_SINGLE_COPY_MAX"}, kDefaultSingleCopyMaxBytes)),
-      directMaxBytes_(env::getBytes({"HORA_DIRECT_MAX_BYTES"}, kDefaultDirectMaxBytes)),
-      zeroCopyMinBytes_(env::getBytes({"HORA_ZERO_COPY_MIN"}, kDefaultZeroCopyMinBytes)) {
+      tuning_(Tuning::fromEnvironment()) {
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
-  HORA_CHECK_ARG(chunkBytes_ >= 64, "HORA_CHUNK_SIZE must be at least 64 bytes");
   log::ScopedThreadRank logRank(rank);
   Deadline deadline = Deadline::after(timeout_);
   bootstrap_ = std::make_unique<bootstrap::Bootstrap>(id, rank, nranks, config.hostRoot, deadline,
                                                       &abort_);
   transport::ConnectorOptions connectorOptions;
   connectorOptions.timeout = timeout_;
-  connectorOptions.shm.fifoBytes =
-      env::getBytes({"HORA_SHM_FIFO_SIZE"}, connectorOptions.shm.fifoBytes);
-  HORA_CHECK_ARG(connectorOptions.shm.fifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
+  connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
   const topology::System& system = processSystem();
   auto placements = gatherPlacements(system, deadline);
   const auto kinds = chooseTransports(placements, system);
@@ -115,42 +70,52 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                                                       connectorOptions);
 
   // The ring: hosts contiguous, devices by locality (the same on every rank).
-  ringRanks_ = topology::ringOrder(placements, &system);
-  HORA_ENFORCE(static_cast<int>(ringRanks_.size()) == nranks, "ring of ", ringRanks_.size(),
+  std::vector<int> ringRanks = topology::ringOrder(placements, &system);
+  HORA_ENFORCE(static_cast<int>(ringRanks.size()) == nranks, "ring of ", ringRanks.size(),
                " ranks for ", nranks);
+  int ringPos = 0;
   for (int p = 0; p < nranks; ++p)
-    if (ringRanks_[p] == rank) ringPos_ = p;
+    if (ringRanks[p] == rank) ringPos = p;
+  const int nextRank = ringRanks[(ringPos + 1) % nranks];
+  const int previousRank = ringRanks[(ringPos + nranks - 1) % nranks];
   // Reductions in place wait for room in the next rank's shared-memory FIFO
   // before they take data from the previous one. A rank's sends lead its
   // receives by at most one ring step, so while a step fits in half a FIFO
   // the FIFOs of a ring cannot all be full at once, and such waits always
   // end. Every rank caps the same way, whatever its own transports, so that
   // all ranks cut buffers into the same steps.
-  chunkBytes_ = std::min(chunkBytes_, connectorOptions.shm.fifoBytes / 2);
+  tuning_.chunkBytes = std::min(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
   // Collectives that only move data take larger steps (as large as the cap
   // allows): over shared memory they are single copies, one system call per
   // step.
-  moveChunkBytes_ = std::max(chunkBytes_, connectorOptions.shm.fifoBytes / 2);
-  staging_ = std::make_unique<StagingPool>(
-      sliceBytes(connector_->kindOf(nextRank())), kStagingSlots);
+  const std::size_t moveChunkBytes = std::max(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
+  const std::size_t sliceBytes =
+      tuning_.sliceBytes != 0 ? tuning_.sliceBytes
+      : nranks > 1 && connector_->kindOf(nextRank) == transport::TransportKind::Tcp
+          ? Tuning::kTcpSliceBytes
+          : Tuning::kShmSliceBytes;
   std::vector<std::uint8_t> readsPrevious(nranks, 0);
   if (nranks > 1) {
-    const int next = nextRank();
-    connector_->sendTo(next);
-    readsPrevious[rank] = connector_->recvFrom(previousRank()).readsPeerMemory();
+    connector_->sendTo(nextRank);
+    readsPrevious[rank] = connector_->recvFrom(previousRank).readsPeerMemory();
     std::string order;
-    for (int r : ringRanks_) order += strCat(order.empty() ? "" : " -> ", r);
-    HORA_LOG(Info, "ring: ", order, " -> ", ringRanks_[0], "; to the next rank via ",
-             transport::transportName(connector_->kindOf(next)));
+    for (int r : ringRanks) order += strCat(order.empty() ? "" : " -> ", r);
+    HORA_LOG(Info, "ring: ", order, " -> ", ringRanks[0], "; to the next rank via ",
+             transport::transportName(connector_->kindOf(nextRank)));
   }
   // Whether every rank may read its previous rank's memory: then single-copy
   // all-gathers take whole blocks per step (all ranks must cut alike). This
   // all-gather is also the barrier that ends init.
   bootstrap_->allGather(readsPrevious.data(), 1, deadline);
-  singleCopyRing_ = nranks > 1 && std::all_of(readsPrevious.begin(), readsPrevious.end(),
-                                              [](std::uint8_t reads) { return reads != 0; });
-  HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", chunkBytes_,
-           " B, slice ", staging_->slotBytes(), " B, timeout ", timeout_.count(), " ms");
+  const bool singleCopyRing =
+      nranks > 1 && std::all_of(readsPrevious.begin(), readsPrevious.end(),
+                                [](std::uint8_t reads) { return reads != 0; });
+  executor_ = std::make_unique<HostExecutor>(
+      HostExecutorContext{rank, nranks, *bootstrap_, *connector_, windows_, std::move(ringRanks),
+                          singleCopyRing, waitPolicy()},
+      tuning_, moveChunkBytes, sliceBytes);
+  HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", tuning_.chunkBytes,
+           " B, slice ", sliceBytes, " B, timeout ", timeout_.count(), " ms");
 }
 
 Communicator::~Communicator() {
@@ -202,13 +167,9 @@ std::vector<transport::TransportKind> Communicator::chooseTransports(
   return kinds;
 }
 
-ProgressEngine& Communicator::freshEngine() {
-  if (!engine_) engine_ = std::make_unique<ProgressEngine>(waitPolicy());
-  engine_->reset();
-  return *engine_;
+WaitPolicy Communicator::waitPolicy() const {
+  return WaitPolicy{timeout_, tuning_.spin, &abort_, rank_};
 }
-
-WaitPolicy Communicator::waitPolicy() const { return WaitPolicy{timeout_, spin_, &abort_, rank_}; }
 
 void Communicator::checkUsable() const {
   if (abort_.load())
@@ -387,167 +348,11 @@ kernels::ReduceSpec Communicator::reduceSpecFor(int op, DataType type) const {
 // ---------------------------------------------------------------- execution
 
 void Communicator::runOps(const std::vector<Op>& ops) {
-  // Inside a group, point-to-point operations run first, all at once (so
-  // that any pattern of matched sends and receives completes), then the
-  // collectives in issue order.
-  std::vector<const Op*> p2p;
   for (const Op& op : ops)
-    if (op.isPointToPoint()) p2p.push_back(&op);
-  if (!p2p.empty()) runPointToPoint(p2p);
-  for (const Op& op : ops)
-    if (!op.isPointToPoint()) runCollective(op);
-}
-
-bool Communicator::useDirectAllReduce(const Op& op) const {
-  return op.kind == OpKind::AllReduce && nranks_ > 1 && nranks_ <= kDirectMaxRanks &&
-         op.count * dataTypeSize(op.type) <= directMaxBytes_;
-}
-
-void Communicator::exchangeWithAll(const void* mine, void* all, std::size_t bytes,
-                                   const char* what) {
-  char* slots = static_cast<char*>(all);
-  std::memcpy(slots + rank_ * bytes, mine, bytes);
-  ProgressEngine& engine = freshEngine();
-  for (int peer = 0; peer < nranks_; ++peer) {
-    if (peer == rank_) continue;
-    auto& connection = connector_->sendTo(peer);
-    engine.add(&connection);
-    connection.post(mine, bytes);
-  }
-  engine.progressAll();
-  for (int peer = 0; peer < nranks_; ++peer) {
-    if (peer == rank_) continue;
-    auto& connection = connector_->recvFrom(peer);
-    engine.add(&connection);
-    connection.post(slots + peer * bytes, bytes);
-  }
-  engine.drain(what);
-}
-
-void Communicator::runDirectAllReduce(const Op& op) {
-  // Every rank ends with the same bits: each reduces all inputs in rank
-  // order, whatever order they arrived in.
-  const std::size_t bytes = op.count * dataTypeSize(op.type);
-  gathered_.resize(bytes * nranks_);
-  exchangeWithAll(op.send, gathered_.data(), bytes, "exchanging inputs of a small all-reduce");
-  kernels::reduceHost(op.reduce, op.recv, gathered_.data(), nullptr, op.count, false);
-  for (int r = 1; r < nranks_; ++r)
-    kernels::reduceHost(op.reduce, op.recv, gathered_.data() + r * bytes, op.recv, op.count,
-                        r == nranks_ - 1);
-}
-
-void Communicator::runCollective(const Op& op) {
-  HORA_LOG(Trace, opKindName(op.kind), " count ", op.count, " ", dataTypeName(op.type), " root ",
-           op.root);
-  if (useDirectAllReduce(op)) {
-    runDirectAllReduce(op);
-    return;
-  }
-  if (mayUseZeroCopy(op) && runZeroCopy(op)) return;
-  const std::size_t elemSize = dataTypeSize(op.type);
-  const std::size_t outputBytes =
-      op.count * elemSize * (op.kind == OpKind::AllGather ? static_cast<std::size_t>(nranks_) : 1);
-  const bool movesOnly = op.kind == OpKind::AllGather || op.kind == OpKind::Broadcast;
-  const bool singleCopy = op.kind == OpKind::AllGather && outputBytes >= singleCopyMinBytes_ &&
-                          outputBytes < singleCopyMaxBytes_;
-  ProgressEngine& engine = freshEngine();
-  transport::SendConnection* next = nullptr;
-  transport::RecvConnection* prev = nullptr;
-  if (nranks_ > 1) {
-    next = &connector_->sendTo(nextRank());
-    prev = &connector_->recvFrom(previousRank());
-    engine.add(next);
-    engine.add(prev);
-    // Both ends pad at the same point of the stream, so every collective's
-    // data starts aligned in a shared-memory FIFO and can be reduced there.
-    next->alignStream(kStreamAlignment);
-    prev->alignStream(kStreamAlignment);
-  }
-  // Streaming stores, except for reductions in place: there each output
-  // line was read as an input moments before and sits in cache, where
-  // ordinary stores are cheaper (2-rank all-reduce, 16-32 MiB in place:
-  // 4.2-5.8 GB/s busbw with ordinary stores, 3.6-4.4 with streaming ones;
-  // out of place the reverse). An all-gather or broadcast in place still
-  // receives into lines nobody read, where streaming stores win.
-  const bool reducesInPlace =
-      !movesOnly && buffersOverlap(op, opBufferBytes(op, rank_, nranks_));
-  HostPrimitives prims(engine, next, prev, op.send, op.recv, op.reduce, *staging_,
-                       outputBytes >= streamingMinBytes_ && !reducesInPlace, singleCopy);
-  algorithms::Ring ring{nranks_, ringPos_, ringRanks_.data()};
-  // Single-copy steps move no bytes through the FIFOs: as large as a block,
-  // since each step costs a system call, when every rank takes part.
-  const std::size_t stepBytes = singleCopy && singleCopyRing_ ? outputBytes
-                                : movesOnly                  ? moveChunkBytes_
-                                                             : chunkBytes_;
-  const std::size_t chunk = std::max<std::size_t>(1, stepBytes / elemSize);
-  const std::size_t align = std::max<std::size_t>(1, 64 / elemSize);
-  auto positionOf = [&](int rank) {
-    for (int p = 0; p < nranks_; ++p)
-      if (ringRanks_[p] == rank) return p;
-    return 0;
-  };
-  switch (op.kind) {
-    case OpKind::AllReduce: algorithms::ringAllReduce(prims, ring, op.count, chunk, align); break;
-    case OpKind::ReduceScatter: algorithms::ringReduceScatter(prims, ring, op.count, chunk); break;
-    case OpKind::AllGather: algorithms::ringAllGather(prims, ring, op.count, chunk); break;
-    case OpKind::Broadcast:
-      algorithms::ringBroadcast(prims, ring, positionOf(op.root), op.count, chunk);
-      break;
-    case OpKind::Reduce:
-      algorithms::ringReduce(prims, ring, positionOf(op.root), op.count, chunk);
-      break;
-    default: HORA_ENFORCE(false, "not a collective: ", opKindName(op.kind));
-  }
-  prims.finish();
-}
-
-void Communicator::runPointToPoint(const std::vector<const Op*>& ops) {
-  // Messages to self are copies, matched in issue order.
-  std::vector<const Op*> selfSends, selfRecvs;
-  for (const Op* op : ops)
-    if (op->peer == rank_) (op->kind == OpKind::Send ? selfSends : selfRecvs).push_back(op);
-  if (selfSends.size() != selfRecvs.size())
-    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", selfSends.size(), " send(s) to self but ",
-         selfRecvs.size(), " receive(s) from self in one group");
-  for (std::size_t i = 0; i < selfSends.size(); ++i) {
-    std::size_t bytes = selfSends[i]->count * dataTypeSize(selfSends[i]->type);
-    std::size_t want = selfRecvs[i]->count * dataTypeSize(selfRecvs[i]->type);
-    if (bytes != want)
-      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": send to self of ", bytes,
-           " bytes is matched by a receive of ", want, " bytes");
-    if (bytes > 0) std::memmove(selfRecvs[i]->recv, selfSends[i]->send, bytes);
-  }
-
-  // Each message to a peer is preceded by its size, so a mismatched pair is
-  // reported instead of corrupting the stream.
-  ProgressEngine& engine = freshEngine();
-  std::deque<std::uint64_t> headers;  // stable addresses while in flight
-  for (const Op* op : ops) {
-    if (op->kind != OpKind::Send || op->peer == rank_) continue;
-    auto& connection = connector_->sendTo(op->peer);
-    engine.add(&connection);
-    headers.push_back(op->count * dataTypeSize(op->type));
-    connection.post(&headers.back(), sizeof(std::uint64_t));
-    connection.post(op->send, headers.back());
-  }
-  engine.progressAll();
-  for (const Op* op : ops) {
-    if (op->kind != OpKind::Recv || op->peer == rank_) continue;
-    auto& connection = connector_->recvFrom(op->peer);
-    engine.add(&connection);
-    std::uint64_t& header = headers.emplace_back(0);
-    connection.post(&header, sizeof(header));
-    const std::uint64_t target = connection.postedBytes();
-    engine.waitUntil([&] { return connection.completedBytes() >= target; },
-                     "waiting for a message header");
-    const std::uint64_t expected = op->count * dataTypeSize(op->type);
-    if (header != expected)
-      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ncclRecv from ", bootstrap_->describe(op->peer),
-           " expects ", expected, " bytes (", op->count, " x ", dataTypeName(op->type),
-           ") but that rank sent ", header, " bytes");
-    connection.post(op->recv, expected);
-  }
-  engine.drain("exchanging point-to-point messages");
+    if (op.memory != MemoryKind::Host)
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", opKindName(op.kind),
+           " on device memory needs the CUDA executor, which this build does not have");
+  executor_->run(ops);
 }
 
 }  // namespace hora::core

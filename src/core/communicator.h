@@ -1,7 +1,8 @@
-// A communicator: one rank's membership in a group of ranks, with its
-// bootstrap, transports, ring and executor. It runs lists of operations
-// (a single call or a group) either on the calling thread or, for
-// asynchronous use, on its own worker thread, strictly in submission order.
+// A communicator: one rank's membership in a group of ranks. It owns the
+// lifecycle (bootstrap, transports, the ring, windows), the error state and
+// abort, and hands lists of operations (a single call or a group) to its
+// executor, either on the calling thread or, for asynchronous use, on its own
+// worker thread, strictly in submission order.
 #pragma once
 
 #include <atomic>
@@ -16,8 +17,9 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "core/host_primitives.h"
+#include "core/host_executor.h"
 #include "core/op.h"
+#include "core/tuning.h"
 #include "core/windows.h"
 #include "core/work.h"
 #include "topology/topology.h"
@@ -70,7 +72,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void deregisterWindow(int window);
 
   // How many collectives ran on windows without FIFOs (for tests and logs).
-  std::uint64_t zeroCopyCollectives() const { return zeroCopyCollectives_.load(); }
+  std::uint64_t zeroCopyCollectives() const { return executor_->windowCollectives(); }
 
   // PreMulSum handles (ncclRedOpCreatePreMulSum): index >= ncclNumOps.
   int createPreMulSum(DataType type, std::uint64_t scalarBits);
@@ -79,19 +81,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   kernels::ReduceSpec reduceSpecFor(int op, DataType type) const;
 
  private:
+  // Runs `ops` on the executor that fits their buffers.
   void runOps(const std::vector<Op>& ops);
-  void runCollective(const Op& op);
-  void runPointToPoint(const std::vector<const Op*>& ops);
-  bool useDirectAllReduce(const Op& op) const;
-  void runDirectAllReduce(const Op& op);
-  // Collectives on windows (core/zero_copy.cc). runZeroCopy returns false,
-  // having done nothing else, when some rank's buffers are not in usable
-  // windows.
-  bool mayUseZeroCopy(const Op& op) const;
-  bool runZeroCopy(const Op& op);
-  // Sends `bytes` from `mine` to every other rank and receives theirs:
-  // all[r * bytes] holds rank r's, this rank's included.
-  void exchangeWithAll(const void* mine, void* all, std::size_t bytes, const char* what);
   void checkUsable() const;
   void markBroken(const Error& error);
   WaitPolicy waitPolicy() const;
@@ -101,40 +92,16 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<transport::TransportKind> chooseTransports(
       const std::vector<topology::RankPlacement>& placements, const topology::System& system) const;
   void workerLoop();
-  // The ranks before and after this one on the ring.
-  int nextRank() const { return ringRanks_[(ringPos_ + 1) % nranks_]; }
-  int previousRank() const { return ringRanks_[(ringPos_ + nranks_ - 1) % nranks_]; }
-
   int rank_;
   int nranks_;
   std::chrono::milliseconds timeout_;
   std::atomic<bool> abort_{false};
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Connector> connector_;
-  std::vector<int> ringRanks_;
-  int ringPos_ = 0;
-  std::size_t chunkBytes_;
-  std::unique_ptr<StagingPool> staging_;  // sized for the ring's transport
-  std::chrono::microseconds spin_;
-  std::size_t moveChunkBytes_ = 0;  // ring step of all-gather and broadcast
-  std::size_t streamingMinBytes_;  // outputs this large bypass the cache
-  // All-gathers with outputs in [min, max) read the previous rank's buffers
-  // directly (one copy) where the transport allows it. An all-gather has
-  // every rank both send and receive, so the FIFO's two copies both fall on
-  // each core; a single copy halves that, which wins while the data is in
-  // cache. Larger outputs are bound by memory, where the FIFO path's
-  // streaming stores win; broadcasts split the two copies across two cores.
-  std::size_t singleCopyMinBytes_;
-  std::size_t singleCopyMaxBytes_;
-  bool singleCopyRing_ = false;  // every rank may read its previous rank's memory
-  std::size_t directMaxBytes_;     // all-reduces up to this size skip the ring
-  std::vector<char> gathered_;     // scratch of the direct all-reduce
+  Tuning tuning_;
   WindowTable windows_;
   bool peersShareMemory_ = false;  // every other rank is on this host, through shm
-  std::size_t zeroCopyMinBytes_;   // smaller collectives on windows take the ring
-  std::atomic<std::uint64_t> zeroCopyCollectives_{0};
-  std::unique_ptr<ProgressEngine> engine_;  // reused by every operation (no allocation per call)
-  ProgressEngine& freshEngine();
+  std::unique_ptr<HostExecutor> executor_;
 
   // Serialises execution: the calling thread or the worker, one at a time.
   std::mutex execMutex_;

@@ -7,35 +7,63 @@
 
 namespace hora::core {
 
-StagingPool::StagingPool(std::size_t slotBytes, int slots)
-    : slotBytes_(slotBytes), memory_(slotBytes * slots), marks_(slots, 0) {}
+namespace {
+// Both ends pad at the same point of the stream (their first use of the
+// connection in an operation), so every operation's data starts aligned in a
+// shared-memory FIFO and can be reduced there.
+constexpr std::size_t kStreamAlignment = 64;
+}  // namespace
 
-HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::SendConnection* next,
-                               transport::RecvConnection* prev, const void* in, void* out,
+StagingPool::StagingPool(std::size_t slotBytes, int slots)
+    : slotBytes_(slotBytes), memory_(slotBytes * slots), marks_(slots, 0), targets_(slots, nullptr) {}
+
+HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& connector,
+                               HostLinks& links, const void* in, void* out,
                                const kernels::ReduceSpec& spec, StagingPool& staging,
                                bool streamingStores, bool singleCopy)
     : engine_(engine),
-      next_(next),
-      prev_(prev),
+      connector_(connector),
+      links_(links),
       in_(static_cast<const char*>(in)),
       out_(static_cast<char*>(out)),
       spec_(spec),
       elemSize_(dataTypeSize(spec.type)),
       hasPre_(spec.kind == kernels::ReduceKind::PreMulSum),
       streaming_(streamingStores),
+      singleCopy_(singleCopy),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
-  if (!singleCopy) return;
-  // Both ends of a connection decide alike: the receiver from its own test
-  // of the sender's memory, the sender from the receiver's answer to it.
-  if (prev_ != nullptr) copyFromPrevious_ = prev_->readsPeerMemory();
-  if (next_ != nullptr) {
+  links_.reset();
+}
+
+OutLink& HostPrimitives::to(int peer) {
+  OutLink& link = links_.out[peer];
+  if (link.connection != nullptr) return link;
+  link.connection = &connector_.sendTo(peer);
+  engine_.add(link.connection);
+  link.connection->alignStream(kStreamAlignment);
+  if (singleCopy_) {
+    // Both ends of a connection decide alike: the receiver from its own
+    // test of the sender's memory, the sender from the receiver's answer.
     transport::PeerMemoryAccess access;
     engine_.waitUntil(
-        [&] { return (access = next_->peerMemoryAccess()) != transport::PeerMemoryAccess::Unknown; },
-        "waiting for the next rank's shared-memory handshake");
-    describeToNext_ = access == transport::PeerMemoryAccess::Yes;
+        [&] {
+          return (access = link.connection->peerMemoryAccess()) != transport::PeerMemoryAccess::Unknown;
+        },
+        "waiting for a peer's shared-memory handshake");
+    link.describe = access == transport::PeerMemoryAccess::Yes;
   }
+  return link;
+}
+
+InLink& HostPrimitives::from(int peer) {
+  InLink& link = links_.in[peer];
+  if (link.connection != nullptr) return link;
+  link.connection = &connector_.recvFrom(peer);
+  engine_.add(link.connection);
+  link.connection->alignStream(kStreamAlignment);
+  link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
+  return link;
 }
 
 namespace {
@@ -46,24 +74,25 @@ struct BufferDescription {
 };
 }  // namespace
 
-void HostPrimitives::describe(const char* data, std::size_t bytes) {
-  std::span<char> room = waitRoom(sizeof(BufferDescription), sizeof(BufferDescription));
+void HostPrimitives::describe(transport::SendConnection& to, const char* data, std::size_t bytes) {
+  std::span<char> room = waitRoom(to, sizeof(BufferDescription), sizeof(BufferDescription));
   const BufferDescription description{reinterpret_cast<std::uint64_t>(data), bytes};
   std::memcpy(room.data(), &description, sizeof(description));
-  next_->commitWritten(sizeof(description));
+  to.commitWritten(sizeof(description));
+  describedAny_ = true;
 }
 
-void HostPrimitives::copyDescribed(char* dst, std::size_t bytes) {
-  prev_->postInPlace(sizeof(BufferDescription));
-  std::span<const char> data = waitData(sizeof(BufferDescription));
+void HostPrimitives::copyDescribed(transport::RecvConnection& from, char* dst, std::size_t bytes) {
+  from.postInPlace(sizeof(BufferDescription));
+  std::span<const char> data = waitData(from, sizeof(BufferDescription));
   BufferDescription description;
   std::memcpy(&description, data.data(), sizeof(description));
   if (description.bytes != bytes)
-    fail(ErrorKind::Internal, "the previous rank, ", prev_->peerName(), ", described ",
-         description.bytes, " bytes where ", bytes, " were expected");
-  prev_->readPeerMemory(dst, description.address, bytes);
+    fail(ErrorKind::Internal, from.peerName(), " described ", description.bytes, " bytes where ",
+         bytes, " were expected");
+  from.readPeerMemory(dst, description.address, bytes);
   // Consuming the description tells the sender its buffer has been read.
-  prev_->consumeRead(sizeof(description));
+  from.consumeRead(sizeof(description));
 }
 
 void HostPrimitives::copyOut(char* dst, const char* src, std::size_t bytes) {
@@ -71,49 +100,53 @@ void HostPrimitives::copyOut(char* dst, const char* src, std::size_t bytes) {
   else std::memcpy(dst, src, bytes);
 }
 
-std::span<char> HostPrimitives::waitRoom(std::size_t minBytes, std::size_t maxBytes) {
+std::span<char> HostPrimitives::waitRoom(transport::SendConnection& to, std::size_t minBytes,
+                                         std::size_t maxBytes) {
   std::span<char> room;
-  engine_.waitUntil([&] { return (room = next_->writable(maxBytes)).size() >= minBytes; },
-                    "waiting for room in the next rank's buffer");
+  engine_.waitUntil([&] { return (room = to.writable(maxBytes)).size() >= minBytes; },
+                    "waiting for room in a peer's buffer");
   return room;
 }
 
-std::span<const char> HostPrimitives::waitData(std::size_t minBytes) {
+std::span<const char> HostPrimitives::waitData(transport::RecvConnection& from,
+                                               std::size_t minBytes) {
   std::span<const char> data;
-  engine_.waitUntil([&] { return (data = prev_->readable()).size() >= minBytes; },
-                    "receiving from the previous rank");
+  engine_.waitUntil([&] { return (data = from.readable()).size() >= minBytes; },
+                    "receiving from a peer");
   return data;
 }
 
 char* HostPrimitives::acquireSlot(int* index) {
   *index = nextSlot_;
   nextSlot_ = (nextSlot_ + 1) % staging_.slots();
-  std::uint64_t mark = staging_.sendMark(*index);
-  if (mark != 0 && next_ != nullptr)
-    engine_.waitUntil([&] { return next_->completedBytes() >= mark; }, "sending to the next rank");
-  staging_.sendMark(*index) = 0;
+  transport::SendConnection* target = staging_.sendTo(*index);
+  const std::uint64_t mark = staging_.sendMark(*index);
+  if (target != nullptr)
+    engine_.waitUntil([&] { return target->completedBytes() >= mark; }, "sending to a peer");
+  staging_.sendTo(*index) = nullptr;
   return staging_.slot(*index);
 }
 
-void HostPrimitives::receiveInto(char* dst, std::size_t bytes) {
-  prev_->post(dst, bytes);
-  const std::uint64_t target = prev_->postedBytes();
-  engine_.waitUntil([&] { return prev_->completedBytes() >= target; },
-                    "receiving from the previous rank");
+void HostPrimitives::receiveInto(transport::RecvConnection& from, char* dst, std::size_t bytes) {
+  from.post(dst, bytes);
+  const std::uint64_t target = from.postedBytes();
+  engine_.waitUntil([&] { return from.completedBytes() >= target; }, "receiving from a peer");
 }
 
-void HostPrimitives::sendFromSlot(int index, std::size_t bytes) {
-  next_->post(staging_.slot(index), bytes);
-  staging_.sendMark(index) = next_->postedBytes();
+void HostPrimitives::sendFromSlot(transport::SendConnection& to, int index, std::size_t bytes) {
+  to.post(staging_.slot(index), bytes);
+  staging_.sendTo(index) = &to;
+  staging_.sendMark(index) = to.postedBytes();
 }
 
-void HostPrimitives::send(std::size_t inOffset, std::size_t count) {
-  if (describeToNext_ && !hasPre_) {
-    if (count > 0) describe(inAt(inOffset), count * elemSize_);
+void HostPrimitives::send(int peer, std::size_t inOffset, std::size_t count) {
+  OutLink& link = to(peer);
+  if (link.describe && !hasPre_) {
+    if (count > 0) describe(*link.connection, inAt(inOffset), count * elemSize_);
     return;
   }
   if (!hasPre_) {
-    next_->post(inAt(inOffset), count * elemSize_);
+    link.connection->post(inAt(inOffset), count * elemSize_);
     engine_.progressAll();
     return;
   }
@@ -123,70 +156,74 @@ void HostPrimitives::send(std::size_t inOffset, std::size_t count) {
     int index;
     char* slot = acquireSlot(&index);
     kernels::reduceHost(spec_, slot, inAt(inOffset + done), nullptr, n, false);
-    sendFromSlot(index, n * elemSize_);
+    sendFromSlot(*link.connection, index, n * elemSize_);
     engine_.progressAll();
     done += n;
   }
 }
 
-void HostPrimitives::recv(std::size_t outOffset, std::size_t count) {
+void HostPrimitives::recv(int peer, std::size_t outOffset, std::size_t count) {
+  InLink& link = from(peer);
+  transport::RecvConnection& connection = *link.connection;
   if (count == 0) return;
-  if (copyFromPrevious_) {
-    copyDescribed(outAt(outOffset), count * elemSize_);
+  if (link.copyDescribed) {
+    copyDescribed(connection, outAt(outOffset), count * elemSize_);
     return;
   }
-  if (!prev_->receivesInPlace()) {
-    receiveInto(outAt(outOffset), count * elemSize_);
+  if (!connection.receivesInPlace()) {
+    receiveInto(connection, outAt(outOffset), count * elemSize_);
     return;
   }
-  // Out of the previous rank's buffer, with the output's kind of stores.
+  // Out of the sender's buffer, with the output's kind of stores.
   const std::size_t total = count * elemSize_;
   char* dst = outAt(outOffset);
-  prev_->postInPlace(total);
+  connection.postInPlace(total);
   for (std::size_t done = 0; done < total;) {
-    std::span<const char> data = waitData(1);
+    std::span<const char> data = waitData(connection, 1);
     const std::size_t n = std::min(data.size(), total - done);
     copyOut(dst + done, data.data(), n);
-    prev_->consumeRead(n);
+    connection.consumeRead(n);
     done += n;
   }
 }
 
-void HostPrimitives::recvReduce(std::size_t inOffset, char* dst, std::size_t count, bool finalize,
-                                bool forward, bool dstIsSlot) {
-  if (prev_->receivesInPlace()) {
-    recvReduceInPlace(inOffset, dstIsSlot ? nullptr : dst, count, finalize, forward);
+void HostPrimitives::recvReduce(transport::RecvConnection& from, transport::SendConnection* to,
+                                std::size_t inOffset, char* dst, std::size_t count, bool finalize,
+                                bool dstIsSlot) {
+  if (from.receivesInPlace()) {
+    recvReduceInPlace(from, to, inOffset, dstIsSlot ? nullptr : dst, count, finalize);
     return;
   }
   for (std::size_t done = 0; done < count;) {
     std::size_t n = std::min(sliceElems(), count - done);
     int index;
     char* slot = acquireSlot(&index);
-    receiveInto(slot, n * elemSize_);
+    receiveInto(from, slot, n * elemSize_);
     char* target = dstIsSlot ? slot : dst + done * elemSize_;
     kernels::reduceHost(spec_, target, inAt(inOffset + done), slot, n, finalize);
-    if (forward) {
-      if (dstIsSlot) sendFromSlot(index, n * elemSize_);
-      else next_->post(target, n * elemSize_);
+    if (to != nullptr) {
+      if (dstIsSlot) sendFromSlot(*to, index, n * elemSize_);
+      else to->post(target, n * elemSize_);
     }
     done += n;
   }
 }
 
-void HostPrimitives::recvReduceInPlace(std::size_t inOffset, char* dst, std::size_t count,
-                                       bool finalize, bool forward) {
-  const bool sendInPlace = forward && next_->sendsInPlace();
-  const bool viaSlot = forward && dst == nullptr && !sendInPlace;
-  prev_->postInPlace(count * elemSize_);
+void HostPrimitives::recvReduceInPlace(transport::RecvConnection& from,
+                                       transport::SendConnection* to, std::size_t inOffset,
+                                       char* dst, std::size_t count, bool finalize) {
+  const bool sendInPlace = to != nullptr && to->sendsInPlace();
+  const bool viaSlot = to != nullptr && dst == nullptr && !sendInPlace;
+  from.postInPlace(count * elemSize_);
   for (std::size_t done = 0; done < count;) {
     const std::size_t want = std::min(sliceElems(), count - done);
     // Room first, then data: while waiting for room we hold nothing of the
-    // previous rank's, so it can always go on sending to us.
+    // sender's, so it can always go on sending to us.
     std::span<char> room;
     int slotIndex = -1;
-    if (sendInPlace) room = waitRoom(elemSize_, want * elemSize_);
+    if (sendInPlace) room = waitRoom(*to, elemSize_, want * elemSize_);
     else if (viaSlot) room = {acquireSlot(&slotIndex), want * elemSize_};
-    std::span<const char> data = waitData(elemSize_);
+    std::span<const char> data = waitData(from, elemSize_);
     std::size_t n = std::min(want, data.size() / elemSize_);
     if (sendInPlace || viaSlot) n = std::min(n, room.size() / elemSize_);
     const std::size_t bytes = n * elemSize_;
@@ -203,53 +240,60 @@ void HostPrimitives::recvReduceInPlace(std::size_t inOffset, char* dst, std::siz
       if (target != nullptr) copyOut(target, room.data(), bytes);
     } else {
       kernels::reduceHost(spec_, target, local, data.data(), n, finalize);
-      if (forward) next_->post(target, bytes);
+      if (to != nullptr) to->post(target, bytes);
     }
-    if (sendInPlace) next_->commitWritten(bytes);
-    else if (viaSlot) sendFromSlot(slotIndex, bytes);
-    prev_->consumeRead(bytes);
+    if (sendInPlace) to->commitWritten(bytes);
+    else if (viaSlot) sendFromSlot(*to, slotIndex, bytes);
+    from.consumeRead(bytes);
     done += n;
   }
 }
 
-void HostPrimitives::recvReduceSend(std::size_t inOffset, std::size_t count) {
-  recvReduce(inOffset, nullptr, count, false, true, true);
+void HostPrimitives::recvReduceSend(int fromPeer, int toPeer, std::size_t inOffset,
+                                    std::size_t count) {
+  transport::RecvConnection& source = *from(fromPeer).connection;
+  recvReduce(source, to(toPeer).connection, inOffset, nullptr, count, false, true);
 }
 
-void HostPrimitives::recvReduceCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count) {
-  recvReduce(inOffset, outAt(outOffset), count, true, false, false);
+void HostPrimitives::recvReduceCopy(int fromPeer, std::size_t inOffset, std::size_t outOffset,
+                                    std::size_t count) {
+  recvReduce(*from(fromPeer).connection, nullptr, inOffset, outAt(outOffset), count, true, false);
 }
 
-void HostPrimitives::recvReduceCopySend(std::size_t inOffset, std::size_t outOffset,
-                                        std::size_t count) {
-  recvReduce(inOffset, outAt(outOffset), count, true, true, false);
+void HostPrimitives::recvReduceCopySend(int fromPeer, int toPeer, std::size_t inOffset,
+                                        std::size_t outOffset, std::size_t count) {
+  transport::RecvConnection& source = *from(fromPeer).connection;
+  recvReduce(source, to(toPeer).connection, inOffset, outAt(outOffset), count, true, false);
 }
 
-void HostPrimitives::recvCopySend(std::size_t outOffset, std::size_t count) {
+void HostPrimitives::recvCopySend(int fromPeer, int toPeer, std::size_t outOffset,
+                                  std::size_t count) {
+  InLink& in = from(fromPeer);
+  OutLink& out = to(toPeer);
+  transport::RecvConnection& source = *in.connection;
+  transport::SendConnection& target = *out.connection;
   if (count == 0) return;
-  if (copyFromPrevious_ || describeToNext_) {
-    char* dst = outAt(outOffset);
-    const std::size_t bytes = count * elemSize_;
-    if (copyFromPrevious_) copyDescribed(dst, bytes);
-    else receiveInto(dst, bytes);
-    if (describeToNext_) describe(dst, bytes);
-    else next_->post(dst, bytes);
+  char* dst = outAt(outOffset);
+  const std::size_t total = count * elemSize_;
+  if (in.copyDescribed || out.describe) {
+    if (in.copyDescribed) copyDescribed(source, dst, total);
+    else receiveInto(source, dst, total);
+    if (out.describe) describe(target, dst, total);
+    else target.post(dst, total);
     return;
   }
-  if (prev_->receivesInPlace() && next_->sendsInPlace()) {
-    // From the previous rank's buffer into the next rank's and the output.
-    const std::size_t total = count * elemSize_;
-    char* dst = outAt(outOffset);
-    prev_->postInPlace(total);
+  if (source.receivesInPlace() && target.sendsInPlace()) {
+    // From the sender's buffer into the receiver's and the output.
+    source.postInPlace(total);
     for (std::size_t done = 0; done < total;) {
       const std::size_t want = std::min(staging_.slotBytes(), total - done);
-      std::span<char> room = waitRoom(1, want);
-      std::span<const char> data = waitData(1);
+      std::span<char> room = waitRoom(target, 1, want);
+      std::span<const char> data = waitData(source, 1);
       const std::size_t n = std::min({want, room.size(), data.size()});
       std::memcpy(room.data(), data.data(), n);
-      next_->commitWritten(n);
+      target.commitWritten(n);
       copyOut(dst + done, data.data(), n);
-      prev_->consumeRead(n);
+      source.consumeRead(n);
       done += n;
     }
     return;
@@ -257,21 +301,23 @@ void HostPrimitives::recvCopySend(std::size_t outOffset, std::size_t count) {
   // Forward each slice as soon as it has arrived (cut-through).
   for (std::size_t done = 0; done < count;) {
     std::size_t n = std::min(sliceElems(), count - done);
-    char* dst = outAt(outOffset + done);
-    receiveInto(dst, n * elemSize_);
-    next_->post(dst, n * elemSize_);
+    char* slice = outAt(outOffset + done);
+    receiveInto(source, slice, n * elemSize_);
+    target.post(slice, n * elemSize_);
     done += n;
   }
 }
 
-void HostPrimitives::copySend(std::size_t inOffset, std::size_t outOffset, std::size_t count) {
-  if (describeToNext_ && count > 0) {
-    describe(inAt(inOffset), count * elemSize_);
+void HostPrimitives::copySend(int peer, std::size_t inOffset, std::size_t outOffset,
+                              std::size_t count) {
+  OutLink& link = to(peer);
+  if (link.describe && count > 0) {
+    describe(*link.connection, inAt(inOffset), count * elemSize_);
     localCopy(inOffset, outOffset, count);
     return;
   }
   // Send straight from the input, then copy locally while it leaves.
-  next_->post(inAt(inOffset), count * elemSize_);
+  link.connection->post(inAt(inOffset), count * elemSize_);
   engine_.progressAll();
   localCopy(inOffset, outOffset, count);
 }
@@ -289,13 +335,46 @@ void HostPrimitives::localCopy(std::size_t inOffset, std::size_t outOffset, std:
   else copyOut(dst, src, bytes);
 }
 
+void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
+                                       std::size_t inOffset, std::size_t outOffset,
+                                       std::size_t count) {
+  // Everything arrives into scratch first (this path serves small messages),
+  // then the reduction runs in the given order: the same bits on every rank.
+  const std::size_t bytes = count * elemSize_;
+  gathered_.resize(bytes * static_cast<std::size_t>(nranks));
+  for (int k = 0; k < nranks; ++k) {
+    if (order[k] == self) continue;
+    InLink& link = from(order[k]);
+    link.connection->post(gathered_.data() + k * bytes, bytes);
+  }
+  engine_.drain("exchanging the inputs of a direct all-reduce");
+  if (count == 0) return;
+  // Every rank combines the same values in the same order: the peers'
+  // elements arrive pre()-multiplied (and rounded to the type), so this
+  // rank's are pre()-multiplied into their slot alike (which also keeps them
+  // when the output is the input), and the combination runs without pre().
+  kernels::ReduceSpec combine = spec_;
+  if (hasPre_) combine.kind = kernels::ReduceKind::Sum;
+  for (int k = 0; k < nranks; ++k)
+    if (order[k] == self)
+      kernels::reduceHost(spec_, gathered_.data() + k * bytes, inAt(inOffset), nullptr, count, false);
+  char* dst = outAt(outOffset);
+  std::memcpy(dst, gathered_.data(), bytes);
+  for (int k = 1; k < nranks; ++k)
+    kernels::reduceHost(combine, dst, gathered_.data() + k * bytes, dst, count, k == nranks - 1);
+}
+
 void HostPrimitives::finish() {
-  if (next_ != nullptr) engine_.drain("finishing sends to the next rank");
-  if (describeToNext_) {
-    // Our buffers stay ours to keep only once the next rank has read them.
-    const std::uint64_t sent = next_->postedBytes();
-    engine_.waitUntil([&] { return next_->acknowledgedBytes() >= sent; },
-                      "waiting for the next rank to read our buffers");
+  engine_.drain("finishing sends");
+  if (describedAny_) {
+    // Our buffers stay ours to keep only once the receivers have read them.
+    for (OutLink& link : links_.out) {
+      if (link.connection == nullptr || !link.describe) continue;
+      transport::SendConnection& connection = *link.connection;
+      const std::uint64_t sent = connection.postedBytes();
+      engine_.waitUntil([&] { return connection.acknowledgedBytes() >= sent; },
+                        "waiting for a peer to read our buffers");
+    }
   }
   if (streaming_) kernels::streamingFence();
 }

@@ -1,6 +1,6 @@
-// The primitives of the ring schedules (algorithms/ring.h) for host memory,
-// over a transport's send connection to the next rank and receive connection
-// from the previous one.
+// The primitives of the schedules in algorithms/ (primitives.h states the
+// contract) for host memory, over the transports' connections to the peers
+// each call names.
 //
 // Each primitive works in slices of at most `sliceBytes`: a slice is
 // received into a small staging buffer that stays in cache, reduced at once
@@ -17,10 +17,11 @@
 
 #include "core/progress.h"
 #include "kernels/reduce_host.h"
+#include "transport/connector.h"
 
 namespace hora::core {
 
-// Cache-sized staging slots, owned by the communicator and reused by every
+// Cache-sized staging slots, owned by the executor and reused by every
 // collective.
 class StagingPool {
  public:
@@ -28,79 +29,112 @@ class StagingPool {
   std::size_t slotBytes() const { return slotBytes_; }
   int slots() const { return static_cast<int>(marks_.size()); }
   char* slot(int index) { return memory_.data() + static_cast<std::size_t>(index) * slotBytes_; }
-  // The send position after which the slot's last content has left (0: free).
+  // The connection the slot's last content went to and the send position
+  // after which it has left (null: free).
+  transport::SendConnection*& sendTo(int index) { return targets_[index]; }
   std::uint64_t& sendMark(int index) { return marks_[index]; }
 
  private:
   std::size_t slotBytes_;
   std::vector<char> memory_;
   std::vector<std::uint64_t> marks_;
+  std::vector<transport::SendConnection*> targets_;
+};
+
+// A connection to or from one peer as one operation uses it: resolved,
+// registered with the progress engine and aligned on first use.
+struct OutLink {
+  transport::SendConnection* connection = nullptr;
+  bool describe = false;  // single copy: send descriptions of our buffers
+};
+struct InLink {
+  transport::RecvConnection* connection = nullptr;
+  bool copyDescribed = false;  // single copy: read the peer's buffers
+};
+
+// Per-peer link state, sized once per communicator and reset per operation.
+struct HostLinks {
+  explicit HostLinks(int nranks) : out(nranks), in(nranks) {}
+  void reset() {
+    for (auto& link : out) link = {};
+    for (auto& link : in) link = {};
+  }
+  std::vector<OutLink> out;
+  std::vector<InLink> in;
 };
 
 class HostPrimitives {
  public:
   // streamingStores: the output is large; copies into it bypass the cache
   // (kernels/copy_host.h). singleCopy: a collective that only moves data
-  // (all-gather, broadcast) may describe its buffers to the next rank
-  // instead of sending their bytes, where that rank can read this process's
-  // memory: it then copies them once, straight from buffer to buffer.
-  HostPrimitives(ProgressEngine& engine, transport::SendConnection* next,
-                 transport::RecvConnection* prev, const void* in, void* out,
-                 const kernels::ReduceSpec& spec, StagingPool& staging, bool streamingStores,
-                 bool singleCopy);
+  // (all-gather, broadcast) may describe its buffers to a peer instead of
+  // sending their bytes, where that peer can read this process's memory:
+  // it then copies them once, straight from buffer to buffer.
+  HostPrimitives(ProgressEngine& engine, transport::Connector& connector, HostLinks& links,
+                 const void* in, void* out, const kernels::ReduceSpec& spec, StagingPool& staging,
+                 bool streamingStores, bool singleCopy);
 
-  void send(std::size_t inOffset, std::size_t count);
-  void recv(std::size_t outOffset, std::size_t count);
-  void recvReduceSend(std::size_t inOffset, std::size_t count);
-  void recvReduceCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count);
-  void recvReduceCopySend(std::size_t inOffset, std::size_t outOffset, std::size_t count);
-  void recvCopySend(std::size_t outOffset, std::size_t count);
-  void copySend(std::size_t inOffset, std::size_t outOffset, std::size_t count);
+  void send(int to, std::size_t inOffset, std::size_t count);
+  void recv(int from, std::size_t outOffset, std::size_t count);
+  void recvReduceSend(int from, int to, std::size_t inOffset, std::size_t count);
+  void recvReduceCopy(int from, std::size_t inOffset, std::size_t outOffset, std::size_t count);
+  void recvReduceCopySend(int from, int to, std::size_t inOffset, std::size_t outOffset,
+                          std::size_t count);
+  void recvCopySend(int from, int to, std::size_t outOffset, std::size_t count);
+  void copySend(int to, std::size_t inOffset, std::size_t outOffset, std::size_t count);
   void localReduceCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count);
   void localCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count);
+  void recvReduceCopyAll(const int* order, int nranks, int self, std::size_t inOffset,
+                         std::size_t outOffset, std::size_t count);
 
-  // Waits until every queued send has left.
+  // Waits until every queued send has left (and, for single copies, has
+  // been read by its receiver).
   void finish();
 
  private:
   const char* inAt(std::size_t offset) const { return in_ + offset * elemSize_; }
   char* outAt(std::size_t offset) const { return out_ + offset * elemSize_; }
   std::size_t sliceElems() const { return staging_.slotBytes() / elemSize_; }
+  OutLink& to(int peer);
+  InLink& from(int peer);
   // Copies into the output buffer.
   void copyOut(char* dst, const char* src, std::size_t bytes);
-  // Waits for room in the next rank's buffer (at least `minBytes`, at most
-  // `maxBytes`) or for data in the previous rank's (in-place transports).
-  std::span<char> waitRoom(std::size_t minBytes, std::size_t maxBytes);
-  std::span<const char> waitData(std::size_t minBytes);
-  // Single copy: tells the next rank where `bytes` of ours are, and copies
-  // what the previous rank described into `dst`.
-  void describe(const char* data, std::size_t bytes);
-  void copyDescribed(char* dst, std::size_t bytes);
+  // Waits for room in a peer's buffer (at least `minBytes`, at most
+  // `maxBytes`) or for data in it (in-place transports).
+  std::span<char> waitRoom(transport::SendConnection& to, std::size_t minBytes,
+                           std::size_t maxBytes);
+  std::span<const char> waitData(transport::RecvConnection& from, std::size_t minBytes);
+  // Single copy: tells `to` where `bytes` of ours are, and copies what
+  // `from` described into `dst`.
+  void describe(transport::SendConnection& to, const char* data, std::size_t bytes);
+  void copyDescribed(transport::RecvConnection& from, char* dst, std::size_t bytes);
   // A free staging slot (waits for its previous send if needed).
   char* acquireSlot(int* index);
-  void receiveInto(char* dst, std::size_t bytes);
-  void sendFromSlot(int index, std::size_t bytes);
-  // Shared body of the recv-and-reduce primitives.
-  void recvReduce(std::size_t inOffset, char* dst, std::size_t count, bool finalize, bool forward,
-                  bool dstIsSlot);
-  // The same, reading the operand in the previous rank's buffer. dst ==
-  // nullptr: the result only goes on to the next rank.
-  void recvReduceInPlace(std::size_t inOffset, char* dst, std::size_t count, bool finalize,
-                         bool forward);
+  void receiveInto(transport::RecvConnection& from, char* dst, std::size_t bytes);
+  void sendFromSlot(transport::SendConnection& to, int index, std::size_t bytes);
+  // Shared body of the recv-and-reduce primitives; to == nullptr: nothing
+  // goes on.
+  void recvReduce(transport::RecvConnection& from, transport::SendConnection* to,
+                  std::size_t inOffset, char* dst, std::size_t count, bool finalize, bool dstIsSlot);
+  // The same, reading the operand in the sender's buffer. dst == nullptr:
+  // the result only goes on to `to`.
+  void recvReduceInPlace(transport::RecvConnection& from, transport::SendConnection* to,
+                         std::size_t inOffset, char* dst, std::size_t count, bool finalize);
 
   ProgressEngine& engine_;
-  transport::SendConnection* next_;
-  transport::RecvConnection* prev_;
+  transport::Connector& connector_;
+  HostLinks& links_;
   const char* in_;
   char* out_;
   kernels::ReduceSpec spec_;
   std::size_t elemSize_;
   bool hasPre_;
   bool streaming_;
-  bool describeToNext_ = false;    // single copy towards the next rank
-  bool copyFromPrevious_ = false;  // single copy from the previous rank
+  bool singleCopy_;
+  bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;
+  std::vector<char> gathered_;  // fan-in scratch (small messages only)
 };
 
 }  // namespace hora::core

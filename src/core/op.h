@@ -13,6 +13,9 @@ namespace hora::core {
 
 enum class OpKind { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Send, Recv };
 
+// Where an op's buffers live; it picks the executor that runs it.
+enum class MemoryKind { Host, Device };
+
 const char* opKindName(OpKind kind);
 
 struct Op {
@@ -21,10 +24,15 @@ struct Op {
   void* recv = nullptr;
   // Elements: per rank for ReduceScatter (recvcount) and AllGather (sendcount).
   std::size_t count = 0;
+  std::size_t bytes = 0;  // count x the element size
   DataType type = DataType::Float32;
   kernels::ReduceSpec reduce;
   int root = -1;  // Broadcast, Reduce
   int peer = -1;  // Send, Recv
+  MemoryKind memory = MemoryKind::Host;
+  // The caller's CUDA stream (cudaStream_t), kept for the device executor;
+  // host work ignores it.
+  void* stream = nullptr;
 
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };
@@ -38,7 +46,7 @@ struct OpBufferBytes {
 };
 
 inline OpBufferBytes opBufferBytes(const Op& op, int rank, int nranks) {
-  const std::size_t block = op.count * dataTypeSize(op.type);
+  const std::size_t block = op.bytes;
   const std::size_t all = block * static_cast<std::size_t>(nranks);
   switch (op.kind) {
     case OpKind::AllReduce: return {block, block};
@@ -68,6 +76,7 @@ inline Op makeOp(OpKind kind, const void* send, void* recv, std::size_t count, D
   op.send = send;
   op.recv = recv;
   op.count = count;
+  op.bytes = count * dataTypeSize(type);
   op.type = type;
   op.reduce.type = type;
   return op;

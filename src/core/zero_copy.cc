@@ -30,26 +30,12 @@
 #include <vector>
 
 #include "base/error.h"
-#include "base/log.h"
-#include "core/communicator.h"
+#include "core/host_executor.h"
 #include "kernels/copy_host.h"
 #include "kernels/reduce_many.h"
 
 namespace hora::core {
 namespace {
-
-// One rank's buffer as its peers need to map it (registration).
-struct WindowRecord {
-  std::uint8_t shareable;
-  std::uint8_t padding[3];
-  std::int32_t pid;
-  std::int32_t fd;
-  std::int32_t reserved;
-  std::uint64_t device;
-  std::uint64_t inode;
-  std::uint64_t fileOffset;
-  std::uint64_t bytes;
-};
 
 // Where one rank's buffers of this all-reduce are, as (window, offset).
 struct ZeroCopyOffer {
@@ -62,83 +48,6 @@ struct ZeroCopyOffer {
 };
 
 }  // namespace
-
-int Communicator::registerWindow(void* buffer, std::size_t bytes) {
-  HORA_CHECK_ARG(buffer != nullptr, "rank ", rank_, ": the window's buffer is NULL");
-  HORA_CHECK_ARG(bytes > 0, "rank ", rank_, ": the window's size is 0");
-  checkUsable();
-  finalize();  // after everything submitted before
-  std::lock_guard<std::mutex> lock(execMutex_);
-  log::ScopedThreadRank logRank(rank_);
-  try {
-    const Deadline deadline = Deadline::after(timeout_);
-    std::vector<WindowRecord> records(nranks_);
-    WindowRecord& own = records[rank_];
-    own = {};
-    const auto range = transport::findShared(buffer, bytes);
-    if (range && peersShareMemory_) {
-      own.shareable = 1;
-      own.pid = range->pid;
-      own.fd = range->fd;
-      own.device = range->device;
-      own.inode = range->inode;
-      own.fileOffset = range->fileOffset;
-      own.bytes = range->bytes;
-    }
-    bootstrap_->allGather(records.data(), sizeof(WindowRecord), deadline);
-
-    WindowTable::Window window;
-    window.local = static_cast<char*>(buffer);
-    window.bytes = bytes;
-    bool everyoneShares = nranks_ > 1;
-    for (const WindowRecord& record : records) everyoneShares = everyoneShares && record.shareable;
-    std::vector<std::uint8_t> mapped(nranks_, 0);
-    if (everyoneShares) {
-      mapped[rank_] = 1;
-      window.rankBases.assign(nranks_, nullptr);
-      window.rankBases[rank_] = window.local;
-      try {
-        for (int peer = 0; peer < nranks_; ++peer) {
-          if (peer == rank_) continue;
-          const WindowRecord& record = records[peer];
-          window.mappings.push_back(
-              transport::PeerMapping::open({record.pid, record.fd, record.device, record.inode,
-                                            record.fileOffset, record.bytes}));
-          window.rankBases[peer] = static_cast<char*>(window.mappings.back().data());
-        }
-      } catch (const Error& error) {
-        HORA_LOG(Warn, "rank ", rank_, ": a window stays without zero copy: ", error.what());
-        mapped[rank_] = 0;
-      }
-    }
-    // Usable only if every rank mapped every other: the same answer everywhere.
-    bootstrap_->allGather(mapped.data(), 1, deadline);
-    window.usable = everyoneShares && std::all_of(mapped.begin(), mapped.end(),
-                                                  [](std::uint8_t ok) { return ok != 0; });
-    if (!window.usable) {
-      window.mappings.clear();
-      window.rankBases.clear();
-    }
-    const bool usable = window.usable;
-    const int id = windows_.add(std::move(window));
-    HORA_LOG(Info, "window ", id, ": ", bytes, " bytes at ", buffer, usable ? ", zero copy" : "",
-             !usable && !range            ? " (not memory from ncclMemAlloc: no zero copy)"
-             : !usable && !everyoneShares ? " (not every rank's memory is shareable on one host)"
-             : !usable                    ? " (a rank could not map a peer's memory)"
-                                          : "");
-    return id;
-  } catch (const Error& error) {
-    markBroken(error);
-    throw;
-  }
-}
-
-void Communicator::deregisterWindow(int window) {
-  checkUsable();
-  finalize();
-  std::lock_guard<std::mutex> lock(execMutex_);
-  windows_.remove(window);
-}
 
 namespace {
 
@@ -154,34 +63,19 @@ void copyBlock(char* dst, const char* src, std::size_t bytes, bool streaming) {
 
 }  // namespace
 
-bool Communicator::mayUseZeroCopy(const Op& op) const {
-  switch (op.kind) {
-    case OpKind::AllReduce:
-    case OpKind::ReduceScatter:
-    case OpKind::AllGather:
-    case OpKind::Broadcast:
-    case OpKind::Reduce: break;
-    default: return false;
-  }
-  // The larger buffer's size is the same on every rank. Usable windows exist
-  // only where all ranks share a host: elsewhere no collective pays for the
-  // offers.
-  const OpBufferBytes bytes = opBufferBytes(op, op.root >= 0 ? op.root : 0, nranks_);
-  return nranks_ > 1 && windows_.anyUsable() &&
-         std::max(bytes.send, bytes.recv) >= zeroCopyMinBytes_;
-}
-
-bool Communicator::runZeroCopy(const Op& op) {
+bool HostExecutor::runWindows(const Op& op) {
+  const int rank = ctx_.rank, nranks = ctx_.nranks;
+  const WindowTable& windows = ctx_.windows;
   const std::size_t elemSize = dataTypeSize(op.type);
   const std::size_t block = op.count * elemSize;
-  const OpBufferBytes mine = opBufferBytes(op, rank_, nranks_);
+  const OpBufferBytes mine = opBufferBytes(op, rank, nranks);
   ZeroCopyOffer offer{1, -1, -1, 0, 0, 0};
   // Names a buffer the collective uses here by its window, or withdraws the
   // offer when it lies outside every usable window.
   auto place = [&](const void* buffer, std::size_t bytes, std::int32_t* window,
                    std::uint64_t* offset) {
     if (bytes == 0) return;
-    const auto location = windows_.find(buffer, bytes);
+    const auto location = windows.find(buffer, bytes);
     if (!location) {
       offer.offered = 0;
       return;
@@ -191,7 +85,7 @@ bool Communicator::runZeroCopy(const Op& op) {
   };
   place(op.send, mine.send, &offer.sendWindow, &offer.sendOffset);
   place(op.recv, mine.recv, &offer.recvWindow, &offer.recvOffset);
-  std::vector<ZeroCopyOffer> offers(nranks_);
+  std::vector<ZeroCopyOffer> offers(nranks);
   exchangeWithAll(&offer, offers.data(), sizeof(offer), "exchanging window offers");
   for (const ZeroCopyOffer& o : offers)
     if (o.offered == 0) return false;
@@ -200,10 +94,10 @@ bool Communicator::runZeroCopy(const Op& op) {
   // receive buffer.
   auto locate = [&](int r, bool send, std::size_t offset, std::size_t bytes) {
     const ZeroCopyOffer& o = offers[r];
-    char* at = windows_.address(send ? o.sendWindow : o.recvWindow, r,
+    char* at = windows.address(send ? o.sendWindow : o.recvWindow, r,
                                 (send ? o.sendOffset : o.recvOffset) + offset, bytes);
     if (at == nullptr)
-      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", bootstrap_->describe(r),
+      fail(ErrorKind::InvalidUsage, "rank ", rank, ": ", ctx_.bootstrap.describe(r),
            " named a window range this rank does not have (windows registered in a "
            "different order on different ranks?)");
     return at;
@@ -220,19 +114,19 @@ bool Communicator::runZeroCopy(const Op& op) {
   // streaming stores see the same alignment in each.
   const std::size_t align = std::max<std::size_t>(1, 64 / elemSize);
   auto bound = [&](int r) {
-    const std::size_t even = op.count / nranks_ * r + op.count % nranks_ * r / nranks_;
+    const std::size_t even = op.count / nranks * r + op.count % nranks * r / nranks;
     return std::min(op.count, (even + align - 1) / align * align);
   };
-  const std::size_t partBegin = bound(rank_) * elemSize;
-  const std::size_t partBytes = bound(rank_ + 1) * elemSize - partBegin;
+  const std::size_t partBegin = bound(rank) * elemSize;
+  const std::size_t partBytes = bound(rank + 1) * elemSize - partBegin;
   // Streaming stores skip reading the destination into the cache, which
   // pays where the output is not otherwise touched. In place, each output
   // line was just read as an input and is in cache: an ordinary store hits
   // it, while a streaming store would evict it (measured, 2-rank all-reduce,
   // 64-128 MiB: in place 5.4-7.6 GB/s busbw with streaming stores, 7.9-11.5
   // without; out of place 6.8-8.2 with, 3.3-4.3 without).
-  const bool large = std::max(mine.send, mine.recv) >= streamingMinBytes_;
-  std::vector<const void*> inputs(nranks_);
+  const bool large = std::max(mine.send, mine.recv) >= tuning_.streamingMinBytes;
+  std::vector<const void*> inputs(nranks);
   std::vector<void*> outputs;
   bool streaming = false;
   auto reduceInto = [&](std::size_t count) {
@@ -241,14 +135,14 @@ bool Communicator::runZeroCopy(const Op& op) {
       for (const void* in : inputs) inPlace = inPlace || out == in;
     streaming = large && !inPlace;
     kernels::reduceHostMany(op.reduce, outputs.data(), static_cast<int>(outputs.size()),
-                            inputs.data(), nranks_, count, streaming);
+                            inputs.data(), nranks, count, streaming);
   };
 
   switch (op.kind) {
     case OpKind::AllReduce:
       // Rank r reduces its part of every input into every output.
       if (partBytes == 0) break;
-      for (int r = 0; r < nranks_; ++r) {
+      for (int r = 0; r < nranks; ++r) {
         inputs[r] = sendOf(r, partBegin, partBytes);
         outputs.push_back(recvOf(r, partBegin, partBytes));
       }
@@ -257,38 +151,37 @@ bool Communicator::runZeroCopy(const Op& op) {
     case OpKind::Reduce:
       // The same, into the root's output only.
       if (partBytes == 0) break;
-      for (int r = 0; r < nranks_; ++r) inputs[r] = sendOf(r, partBegin, partBytes);
+      for (int r = 0; r < nranks; ++r) inputs[r] = sendOf(r, partBegin, partBytes);
       outputs.push_back(recvOf(op.root, partBegin, partBytes));
       reduceInto(partBytes / elemSize);
       break;
     case OpKind::ReduceScatter:
       // Rank r reduces block r of every input into its own output.
       if (block == 0) break;
-      for (int r = 0; r < nranks_; ++r) inputs[r] = sendOf(r, rank_ * block, block);
-      outputs.push_back(recvOf(rank_, 0, block));
+      for (int r = 0; r < nranks; ++r) inputs[r] = sendOf(r, rank * block, block);
+      outputs.push_back(recvOf(rank, 0, block));
       reduceInto(op.count);
       break;
     case OpKind::AllGather: {
       // Rank r copies every rank's input into its own output.
-      char* out = recvOf(rank_, 0, block * nranks_);
+      char* out = recvOf(rank, 0, block * nranks);
       streaming = large;
-      for (int r = 0; r < nranks_; ++r)
+      for (int r = 0; r < nranks; ++r)
         copyBlock(out + r * block, sendOf(r, 0, block), block, streaming);
       break;
     }
     case OpKind::Broadcast:
       streaming = large;
-      copyBlock(recvOf(rank_, 0, block), sendOf(op.root, 0, block), block, streaming);
+      copyBlock(recvOf(rank, 0, block), sendOf(op.root, 0, block), block, streaming);
       break;
     default: HORA_ENFORCE(false, "no zero-copy path for ", opKindName(op.kind));
   }
   if (streaming) kernels::streamingFence();
   // Nobody returns while another rank may still read or write its buffers.
-  std::vector<std::uint64_t> done(nranks_);
+  std::vector<std::uint64_t> done(nranks);
   const std::uint64_t finished = 1;
   exchangeWithAll(&finished, done.data(), sizeof(finished),
                   "waiting for the ranks to finish a zero-copy collective");
-  zeroCopyCollectives_.fetch_add(1);
   return true;
 }
 

@@ -1,0 +1,67 @@
+// The host executor: runs plans for host buffers on the calling thread, the
+// schedules of algorithms/ over HostPrimitives, waiting through one
+// progress engine under the communicator's deadline and abort flag.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "algorithms/primitives.h"
+#include "bootstrap/bootstrap.h"
+#include "core/executor.h"
+#include "core/host_primitives.h"
+#include "core/plan.h"
+#include "core/planner.h"
+#include "core/windows.h"
+#include "transport/connector.h"
+
+namespace hora::core {
+
+// What the executor needs of its communicator; the references outlive it.
+struct HostExecutorContext {
+  int rank;
+  int nranks;
+  const bootstrap::Bootstrap& bootstrap;  // peers' names for errors
+  transport::Connector& connector;
+  const WindowTable& windows;
+  std::vector<int> ringRanks;  // user ranks in ring order
+  bool singleCopyRing;
+  WaitPolicy wait;
+};
+
+class HostExecutor final : public Executor {
+ public:
+  HostExecutor(HostExecutorContext context, const Tuning& tuning, std::size_t moveChunkBytes,
+               std::size_t sliceBytes);
+
+  void run(const std::vector<Op>& ops) override;
+
+  // How many collectives ran on windows without FIFOs (for tests and logs).
+  std::uint64_t windowCollectives() const { return windowCollectives_.load(); }
+
+ private:
+  ProgressEngine& freshEngine();
+  void runCollective(const Op& op);
+  void runPointToPoint(const std::vector<const Op*>& ops);
+  void runSchedule(const Op& op, const Plan& plan, Algorithm algorithm);
+  // Collectives on windows (core/zero_copy.cc). Returns false, having done
+  // nothing else, when some rank's buffers are not in usable windows.
+  bool runWindows(const Op& op);
+  // Sends `bytes` from `mine` to every other rank and receives theirs:
+  // all[r * bytes] holds rank r's, this rank's included.
+  void exchangeWithAll(const void* mine, void* all, std::size_t bytes, const char* what);
+
+  HostExecutorContext ctx_;
+  algorithms::Ring ring_;
+  std::vector<int> rankOrder_;  // 0, 1, ..., n-1 (direct schedules)
+  Tuning tuning_;
+  Planner planner_;
+  ProgressEngine engine_;
+  StagingPool staging_;
+  HostLinks links_;
+  std::atomic<std::uint64_t> windowCollectives_{0};
+};
+
+}  // namespace hora::core

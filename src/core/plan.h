@@ -1,0 +1,40 @@
+// How one operation runs: what the planner decides and an executor carries
+// out. A plan names the schedule (algorithms/) and every size it is run
+// with, so that the host executor and a CUDA executor run the same plan.
+#pragma once
+
+#include <cstddef>
+
+#include "core/op.h"
+
+namespace hora::core {
+
+enum class Algorithm {
+  Ring,          // algorithms/ring.h
+  Direct,        // algorithms/direct.h: every rank to every rank at once
+  Windows,       // core/zero_copy.cc: peers' buffers read and written directly
+  PointToPoint,  // matched sends and receives
+};
+
+// How bytes cross a connection. Simple: step slots in a FIFO with head and
+// tail counters. LL: lines that carry data and a flag together, for small
+// messages (not used by the host executor yet).
+enum class Protocol { Simple, LL };
+
+const char* algorithmName(Algorithm algorithm);
+
+struct Plan {
+  Algorithm algorithm = Algorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  int channels = 1;
+  std::size_t chunkElems = 1;  // elements per ring step and channel
+  std::size_t alignElems = 1;  // chunk starts fall on multiples of this
+  bool streamingStores = false;
+  bool singleCopy = false;
+  // Windows plans may find, once the ranks have compared their buffers,
+  // that some rank's buffers lie outside windows: they then run as this
+  // (ring or direct) instead.
+  Algorithm fallback = Algorithm::Ring;
+};
+
+}  // namespace hora::core

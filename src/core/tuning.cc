@@ -1,0 +1,26 @@
+#include "core/tuning.h"
+
+#include "base/env.h"
+#include "base/error.h"
+
+namespace hora::core {
+
+Tuning Tuning::fromEnvironment() {
+  Tuning t;
+  t.chunkBytes = env::getBytes({"HORA_CHUNK_SIZE"}, t.chunkBytes);
+  HORA_CHECK_ARG(t.chunkBytes >= 64, "HORA_CHUNK_SIZE must be at least 64 bytes");
+  t.sliceBytes = env::getBytes({"HORA_SLICE_SIZE"}, 0);
+  HORA_CHECK_ARG(t.sliceBytes == 0 || t.sliceBytes >= 64, "HORA_SLICE_SIZE must be at least 64 bytes");
+  t.sliceBytes = t.sliceBytes / 64 * 64;
+  t.shmFifoBytes = env::getBytes({"HORA_SHM_FIFO_SIZE"}, t.shmFifoBytes);
+  HORA_CHECK_ARG(t.shmFifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
+  t.directMaxBytes = env::getBytes({"HORA_DIRECT_MAX_BYTES"}, t.directMaxBytes);
+  t.streamingMinBytes = env::getBytes({"HORA_STREAMING_MIN"}, t.streamingMinBytes);
+  t.singleCopyMinBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MIN"}, t.singleCopyMinBytes);
+  t.singleCopyMaxBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MAX"}, t.singleCopyMaxBytes);
+  t.zeroCopyMinBytes = env::getBytes({"HORA_ZERO_COPY_MIN"}, t.zeroCopyMinBytes);
+  t.spin = std::chrono::microseconds(env::getInt({"HORA_SPIN_US"}, t.spin.count()));
+  return t;
+}
+
+}  // namespace hora::core

@@ -1,0 +1,47 @@
+// Every tuning knob of the executors, read once from the environment when a
+// communicator is created. Each field names its variable; docs/environment.md
+// is the user's page for the same list.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace hora::core {
+
+struct Tuning {
+  // HORA_CHUNK_SIZE: bytes per ring step of the reducing collectives. Large
+  // enough to amortise per-step costs, small enough that the ring's
+  // pipeline fills quickly. The communicator caps it at half a shm FIFO.
+  std::size_t chunkBytes = 512 << 10;
+  // HORA_SLICE_SIZE: bytes received, reduced and forwarded at a time. Over
+  // shared memory a slice should stay in cache; over TCP fewer, larger
+  // socket calls win. Unset (0): the default of the next rank's transport.
+  std::size_t sliceBytes = 0;
+  static constexpr std::size_t kShmSliceBytes = 128 << 10;
+  static constexpr std::size_t kTcpSliceBytes = 512 << 10;
+  // HORA_SHM_FIFO_SIZE: bytes of each shared-memory FIFO.
+  std::size_t shmFifoBytes = 4 << 20;
+  // HORA_DIRECT_MAX_BYTES: all-reduces up to this size (with at most
+  // kDirectMaxRanks ranks) take the direct algorithm: one message latency
+  // instead of the ring's 2(n-1).
+  std::size_t directMaxBytes = 16 << 10;
+  static constexpr int kDirectMaxRanks = 16;
+  // HORA_STREAMING_MIN: outputs this large are written with non-temporal
+  // stores.
+  std::size_t streamingMinBytes = 8 << 20;
+  // HORA_SHM_SINGLE_COPY_MIN / MAX: all-gathers with outputs in [min, max)
+  // copy once where they may (the planner says why only there).
+  std::size_t singleCopyMinBytes = 1 << 20;
+  std::size_t singleCopyMaxBytes = 64 << 20;
+  // HORA_ZERO_COPY_MIN: collectives on windows whose larger buffer has at
+  // least this many bytes skip the FIFOs.
+  std::size_t zeroCopyMinBytes = 64 << 10;
+  // HORA_SPIN_US: how long a waiting rank polls before it sleeps.
+  std::chrono::microseconds spin{200};
+
+  // The defaults above, overridden by the environment; malformed or
+  // out-of-range values are InvalidArgument errors naming the variable.
+  static Tuning fromEnvironment();
+};
+
+}  // namespace hora::core

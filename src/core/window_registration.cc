@@ -1,0 +1,106 @@
+// ncclCommWindowRegister / Deregister: every rank learns where every other
+// rank's window is and maps it, where all ranks share a host (core/windows.h
+// says what windows are for).
+#include <algorithm>
+#include <vector>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "core/communicator.h"
+
+namespace hora::core {
+namespace {
+
+// One rank's buffer as its peers need to map it (registration).
+struct WindowRecord {
+  std::uint8_t shareable;
+  std::uint8_t padding[3];
+  std::int32_t pid;
+  std::int32_t fd;
+  std::int32_t reserved;
+  std::uint64_t device;
+  std::uint64_t inode;
+  std::uint64_t fileOffset;
+  std::uint64_t bytes;
+};
+
+}  // namespace
+
+int Communicator::registerWindow(void* buffer, std::size_t bytes) {
+  HORA_CHECK_ARG(buffer != nullptr, "rank ", rank_, ": the window's buffer is NULL");
+  HORA_CHECK_ARG(bytes > 0, "rank ", rank_, ": the window's size is 0");
+  checkUsable();
+  finalize();  // after everything submitted before
+  std::lock_guard<std::mutex> lock(execMutex_);
+  log::ScopedThreadRank logRank(rank_);
+  try {
+    const Deadline deadline = Deadline::after(timeout_);
+    std::vector<WindowRecord> records(nranks_);
+    WindowRecord& own = records[rank_];
+    own = {};
+    const auto range = transport::findShared(buffer, bytes);
+    if (range && peersShareMemory_) {
+      own.shareable = 1;
+      own.pid = range->pid;
+      own.fd = range->fd;
+      own.device = range->device;
+      own.inode = range->inode;
+      own.fileOffset = range->fileOffset;
+      own.bytes = range->bytes;
+    }
+    bootstrap_->allGather(records.data(), sizeof(WindowRecord), deadline);
+
+    WindowTable::Window window;
+    window.local = static_cast<char*>(buffer);
+    window.bytes = bytes;
+    bool everyoneShares = nranks_ > 1;
+    for (const WindowRecord& record : records) everyoneShares = everyoneShares && record.shareable;
+    std::vector<std::uint8_t> mapped(nranks_, 0);
+    if (everyoneShares) {
+      mapped[rank_] = 1;
+      window.rankBases.assign(nranks_, nullptr);
+      window.rankBases[rank_] = window.local;
+      try {
+        for (int peer = 0; peer < nranks_; ++peer) {
+          if (peer == rank_) continue;
+          const WindowRecord& record = records[peer];
+          window.mappings.push_back(
+              transport::PeerMapping::open({record.pid, record.fd, record.device, record.inode,
+                                            record.fileOffset, record.bytes}));
+          window.rankBases[peer] = static_cast<char*>(window.mappings.back().data());
+        }
+      } catch (const Error& error) {
+        HORA_LOG(Warn, "rank ", rank_, ": a window stays without zero copy: ", error.what());
+        mapped[rank_] = 0;
+      }
+    }
+    // Usable only if every rank mapped every other: the same answer everywhere.
+    bootstrap_->allGather(mapped.data(), 1, deadline);
+    window.usable = everyoneShares && std::all_of(mapped.begin(), mapped.end(),
+                                                  [](std::uint8_t ok) { return ok != 0; });
+    if (!window.usable) {
+      window.mappings.clear();
+      window.rankBases.clear();
+    }
+    const bool usable = window.usable;
+    const int id = windows_.add(std::move(window));
+    HORA_LOG(Info, "window ", id, ": ", bytes, " bytes at ", buffer, usable ? ", zero copy" : "",
+             !usable && !range            ? " (not memory from ncclMemAlloc: no zero copy)"
+             : !usable && !everyoneShares ? " (not every rank's memory is shareable on one host)"
+             : !usable                    ? " (a rank could not map a peer's memory)"
+                                          : "");
+    return id;
+  } catch (const Error& error) {
+    markBroken(error);
+    throw;
+  }
+}
+
+void Communicator::deregisterWindow(int window) {
+  checkUsable();
+  finalize();
+  std::lock_guard<std::mutex> lock(execMutex_);
+  windows_.remove(window);
+}
+
+}  // namespace hora::core
