@@ -1,0 +1,78 @@
+// The schedules of algorithms/, compiled by nvcc for the GPU. Each kernel
+// runs one schedule per thread block (a block is a channel) over primitives
+// that only tally what they would move, so that every schedule and the
+// primitives contract compile as device code at build time, long before a
+// CUDA executor launches them with primitives that move bytes.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/direct.h"
+#include "algorithms/primitives.h"
+#include "algorithms/ring.h"
+
+namespace hora::algorithms::device_check {
+
+// Elements each kind of access would touch on one channel.
+struct Tally {
+  unsigned long long sent;
+  unsigned long long received;
+  unsigned long long written;
+};
+
+struct TallyPrimitives {
+  Tally* tally;
+
+  __device__ void send(int, std::size_t, std::size_t n) { tally->sent += n; }
+  __device__ void recv(int, std::size_t, std::size_t n) { take(n), write(n); }
+  __device__ void recvReduceSend(int, int, std::size_t, std::size_t n) { take(n), tally->sent += n; }
+  __device__ void recvReduceCopy(int, std::size_t, std::size_t, std::size_t n) { take(n), write(n); }
+  __device__ void recvReduceCopySend(int, int, std::size_t, std::size_t, std::size_t n) {
+    take(n), write(n), tally->sent += n;
+  }
+  __device__ void recvCopySend(int, int, std::size_t, std::size_t n) {
+    take(n), write(n), tally->sent += n;
+  }
+  __device__ void copySend(int, std::size_t, std::size_t, std::size_t n) { write(n), tally->sent += n; }
+  __device__ void localReduceCopy(std::size_t, std::size_t, std::size_t n) { write(n); }
+  __device__ void localCopy(std::size_t, std::size_t, std::size_t n) { write(n); }
+  __device__ void recvReduceCopyAll(const int*, int k, int, std::size_t, std::size_t, std::size_t n) {
+    take(n * static_cast<std::size_t>(k - 1)), write(n);
+  }
+
+  __device__ void take(std::size_t n) { tally->received += n; }
+  __device__ void write(std::size_t n) { tally->written += n; }
+};
+
+enum class Schedule { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, DirectAllReduce };
+
+template <Schedule S>
+__global__ void tallySchedule(Ring ring, int root, std::size_t count, std::size_t chunk,
+                              std::size_t align, Tally* tallies) {
+  if (threadIdx.x != 0) return;
+  const Channel channel{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)};
+  TallyPrimitives p{&tallies[blockIdx.x]};
+  if constexpr (S == Schedule::AllReduce) ringAllReduce(p, ring, channel, count, chunk, align);
+  if constexpr (S == Schedule::ReduceScatter) ringReduceScatter(p, ring, channel, count, chunk, align);
+  if constexpr (S == Schedule::AllGather) ringAllGather(p, ring, channel, count, chunk, align);
+  if constexpr (S == Schedule::Broadcast) ringBroadcast(p, ring, channel, root, count, chunk, align);
+  if constexpr (S == Schedule::Reduce) ringReduce(p, ring, channel, root, count, chunk, align);
+  if constexpr (S == Schedule::DirectAllReduce)
+    directAllReduce(p, ring.ranks, ring.nranks, ring.self(), channel, count, align);
+}
+
+template __global__ void tallySchedule<Schedule::AllReduce>(Ring, int, std::size_t, std::size_t,
+                                                            std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::ReduceScatter>(Ring, int, std::size_t, std::size_t,
+                                                                std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::AllGather>(Ring, int, std::size_t, std::size_t,
+                                                            std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::Broadcast>(Ring, int, std::size_t, std::size_t,
+                                                            std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::Reduce>(Ring, int, std::size_t, std::size_t,
+                                                         std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::DirectAllReduce>(Ring, int, std::size_t,
+                                                                  std::size_t, std::size_t, Tally*);
+
+}  // namespace hora::algorithms::device_check
