@@ -65,7 +65,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   const auto kinds = chooseTransports(placements, system);
   peersShareMemory_ = true;
   for (int p = 0; p < nranks; ++p)
-    if (p != rank && kinds[p] != transport::TransportKind::Shm) peersShareMemory_ = false;
+    if (p != rank && !transport::findTransport(kinds[p])->sharesHostMemory) peersShareMemory_ = false;
   connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_, kinds,
                                                       connectorOptions);
 
@@ -91,7 +91,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   const std::size_t moveChunkBytes = std::max(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
   const std::size_t sliceBytes =
       tuning_.sliceBytes != 0 ? tuning_.sliceBytes
-      : nranks > 1 && connector_->kindOf(nextRank) == transport::TransportKind::Tcp
+      : nranks > 1 && connector_->kindOf(nextRank) == topology::TransportKind::Tcp
           ? Tuning::kTcpSliceBytes
           : Tuning::kShmSliceBytes;
   std::vector<std::uint8_t> readsPrevious(nranks, 0);
@@ -101,7 +101,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
     std::string order;
     for (int r : ringRanks) order += strCat(order.empty() ? "" : " -> ", r);
     HORA_LOG(Info, "ring: ", order, " -> ", ringRanks[0], "; to the next rank via ",
-             transport::transportName(connector_->kindOf(nextRank)));
+             topology::transportName(connector_->kindOf(nextRank)));
   }
   // Whether every rank may read its previous rank's memory: then single-copy
   // all-gathers take whole blocks per step (all ranks must cut alike). This
@@ -147,21 +147,18 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   return all;
 }
 
-std::vector<transport::TransportKind> Communicator::chooseTransports(
+std::vector<topology::TransportKind> Communicator::chooseTransports(
     const std::vector<topology::RankPlacement>& placements, const topology::System& system) const {
   const auto policy = topology::TransportPolicy::fromEnvironment();
-  std::vector<transport::TransportKind> kinds(nranks_, transport::TransportKind::Tcp);
+  std::vector<topology::TransportKind> kinds(nranks_, topology::TransportKind::Tcp);
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
-    auto choice = topology::chooseTransport(placements[rank_], placements[p], system, policy);
-    // Until the p2p and ib transports exist, their pairs use shm and tcp.
-    switch (choice.kind) {
-      case topology::TransportKind::Shm:
-      case topology::TransportKind::P2p: kinds[p] = transport::TransportKind::Shm; break;
-      case topology::TransportKind::Ib:
-      case topology::TransportKind::Tcp: kinds[p] = transport::TransportKind::Tcp; break;
-    }
-    HORA_LOG(Info, "rank ", rank_, " <-> rank ", p, ": ", transport::transportName(kinds[p]), " (",
+    const auto choice = topology::chooseTransport(placements[rank_], placements[p], system, policy);
+    kinds[p] = transport::carrierOf(choice.kind);
+    if (kinds[p] != choice.kind)
+      HORA_LOG(Info, "rank ", rank_, " <-> rank ", p, ": ", topology::transportName(choice.kind),
+               " is not built yet; ", topology::transportName(kinds[p]), " carries the pair");
+    HORA_LOG(Info, "rank ", rank_, " <-> rank ", p, ": ", topology::transportName(kinds[p]), " (",
              choice.reason, ")");
   }
   return kinds;

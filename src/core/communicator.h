@@ -89,7 +89,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Placement of every rank (all-gathered), then transport per peer and the ring.
   std::vector<topology::RankPlacement> gatherPlacements(const topology::System& system,
                                                         const Deadline& deadline);
-  std::vector<transport::TransportKind> chooseTransports(
+  std::vector<topology::TransportKind> chooseTransports(
       const std::vector<topology::RankPlacement>& placements, const topology::System& system) const;
   void workerLoop();
   int rank_;

@@ -6,24 +6,16 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "transport/shm/shm_connection.h"
-#include "transport/tcp/tcp_connection.h"
 
 namespace hora::transport {
-
-const char* transportName(TransportKind kind) {
-  switch (kind) {
-    case TransportKind::Tcp: return "tcp";
-    case TransportKind::Shm: return "shm";
-  }
-  return "?";
-}
 
 Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
                      const std::atomic<bool>* abort, std::vector<TransportKind> kinds,
                      const ConnectorOptions& options)
     : bootstrap_(bootstrap), magic_(magic), abort_(abort), kinds_(std::move(kinds)), options_(options) {
   HORA_ENFORCE(static_cast<int>(kinds_.size()) == bootstrap.nranks(), "one transport per peer");
+  for (TransportKind kind : kinds_)
+    HORA_ENFORCE(findTransport(kind) != nullptr, "no transport registered for ", transportName(kind));
   SocketAddress bindAddress = bootstrap.localAddress();
   bindAddress.setPort(0);
   listener_ = Socket::listen(bindAddress);
@@ -52,11 +44,8 @@ SendConnection& Connector::sendTo(int peer) {
     std::lock_guard<std::mutex> lock(socketsMutex_);
     socketFds_.push_back(socket.fd());
   }
-  std::unique_ptr<SendConnection> connection;
-  if (kinds_[peer] == TransportKind::Shm)
-    connection = connectShmSender(std::move(socket), name, options_.shm, deadline, abort_);
-  else
-    connection = std::make_unique<TcpSendConnection>(std::move(socket), name);
+  std::unique_ptr<SendConnection> connection = findTransport(kinds_[peer])->connectSender(
+      {std::move(socket), name, options_, deadline, abort_});
   HORA_LOG(Trace, transportName(kinds_[peer]), ": sending to ", name);
   return *(sends_[peer] = std::move(connection));
 }
@@ -94,11 +83,8 @@ RecvConnection& Connector::recvFrom(int peer) {
     std::lock_guard<std::mutex> lock(socketsMutex_);
     socketFds_.push_back(socket.fd());
   }
-  std::unique_ptr<RecvConnection> connection;
-  if (kinds_[peer] == TransportKind::Shm)
-    connection = acceptShmReceiver(std::move(socket), name, deadline, abort_);
-  else
-    connection = std::make_unique<TcpRecvConnection>(std::move(socket), name);
+  std::unique_ptr<RecvConnection> connection = findTransport(kinds_[peer])->connectReceiver(
+      {std::move(socket), name, options_, deadline, abort_});
   HORA_LOG(Trace, transportName(kinds_[peer]), ": receiving from ", name);
   return *(recvs_[peer] = std::move(connection));
 }

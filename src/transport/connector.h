@@ -1,8 +1,9 @@
 // Makes the connections of one communicator: for each (peer, direction) on
-// first use, with the transport chosen for that peer. Every connection starts
-// as a TCP connection to the peer's listener (the sending side connects and
-// introduces itself; the receiving side accepts, keeping early arrivals from
-// other peers for later); a TCP pair keeps using it, a shared-memory pair
+// first use, with the transport chosen for that peer (transport/registry.h).
+// Every connection starts as a TCP connection to the peer's listener (the
+// sending side connects and introduces itself; the receiving side accepts,
+// keeping early arrivals from other peers for later); the transport then
+// sets itself up over it: a TCP pair keeps using it, a shared-memory pair
 // sets its FIFO up over it and keeps it as a lifeline.
 #pragma once
 
@@ -15,22 +16,15 @@
 
 #include "bootstrap/bootstrap.h"
 #include "transport/connection.h"
-#include "transport/shm/shm_connection.h"
+#include "transport/registry.h"
 
 namespace hora::transport {
-
-enum class TransportKind : std::uint8_t { Tcp = 0, Shm = 1 };
-const char* transportName(TransportKind kind);
-
-struct ConnectorOptions {
-  std::chrono::milliseconds timeout;
-  ShmOptions shm;
-};
 
 class Connector {
  public:
   // Collective over the communicator: exchanges listener addresses.
-  // kinds[p] is the transport to use with peer p (both sides must agree).
+  // kinds[p] is the transport to use with peer p (both sides must agree);
+  // each must be registered (carrierOf).
   Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic, const std::atomic<bool>* abort,
             std::vector<TransportKind> kinds, const ConnectorOptions& options);
 

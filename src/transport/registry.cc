@@ -1,0 +1,47 @@
+#include "transport/registry.h"
+
+#include "base/error.h"
+#include "transport/tcp/tcp_connection.h"
+
+namespace hora::transport {
+namespace {
+
+std::unique_ptr<SendConnection> tcpSender(ConnectionSetup setup) {
+  return std::make_unique<TcpSendConnection>(std::move(setup.lifeline), std::move(setup.peerName));
+}
+std::unique_ptr<RecvConnection> tcpReceiver(ConnectionSetup setup) {
+  return std::make_unique<TcpRecvConnection>(std::move(setup.lifeline), std::move(setup.peerName));
+}
+std::unique_ptr<SendConnection> shmSender(ConnectionSetup setup) {
+  return connectShmSender(std::move(setup.lifeline), std::move(setup.peerName), setup.options.shm,
+                          setup.deadline, setup.abort);
+}
+std::unique_ptr<RecvConnection> shmReceiver(ConnectionSetup setup) {
+  return acceptShmReceiver(std::move(setup.lifeline), std::move(setup.peerName), setup.deadline,
+                           setup.abort);
+}
+
+constexpr TransportEntry kRegistry[] = {
+    {TransportKind::Tcp, tcpSender, tcpReceiver, false},
+    {TransportKind::Shm, shmSender, shmReceiver, true},
+};
+
+}  // namespace
+
+const TransportEntry* findTransport(TransportKind kind) {
+  for (const TransportEntry& entry : kRegistry)
+    if (entry.kind == kind) return &entry;
+  return nullptr;
+}
+
+TransportKind carrierOf(TransportKind chosen) {
+  if (findTransport(chosen) != nullptr) return chosen;
+  // Ranks that could use p2p share a host, so shm connects them; ranks that
+  // could use ib reach each other over IP.
+  const TransportKind nearest = chosen == TransportKind::P2p ? TransportKind::Shm : TransportKind::Tcp;
+  HORA_ENFORCE(findTransport(nearest) != nullptr, "no transport registered for ",
+               transportName(nearest));
+  return nearest;
+}
+
+}  // namespace hora::transport
