@@ -15,12 +15,14 @@
 #       and hora-perf ... -R 2 (buffers from ncclMemAlloc registered as
 #       windows: zero copy between the ranks),
 #     alternately, REPEATS times each;
-#   - an 8-byte all_reduce of each, for latency, REPEATS times each;
+#   - all_reduce and all_gather of 8 bytes to 64 KiB (x2 steps), for
+#     latency, REPEATS times each, alternately;
 # and prints every table, then a summary of the medians.
 #
 # Knobs (environment): MIN_BYTES and MAX_BYTES (default 16M and 256M, steps
 # of x2), ITERS and WARMUP for them (default 20 and 5), LAT_ITERS and
-# LAT_WARMUP for 8 bytes (default 5000 and 500), REPEATS (default 1),
+# LAT_WARMUP for the latency sizes (default 5000 and 500), LAT_MAX_BYTES
+# (default 64K), REPEATS (default 1),
 # MEM_BYTES (mem_bandwidth's buffer size, default 256M), STEP_TIMEOUT
 # (seconds any one run may take, default 600). Results stay in
 # <builddir>/bench/compare/results-shm.
@@ -37,6 +39,7 @@ ITERS=${ITERS:-20}
 WARMUP=${WARMUP:-5}
 LAT_ITERS=${LAT_ITERS:-5000}
 LAT_WARMUP=${LAT_WARMUP:-500}
+LAT_MAX_BYTES=${LAT_MAX_BYTES:-64K}
 REPEATS=${REPEATS:-1}
 MEM_BYTES=${MEM_BYTES:-256M}
 # No single run may hang the comparison.
@@ -44,7 +47,8 @@ STEP_TIMEOUT=${STEP_TIMEOUT:-600}
 
 collectives=(all_reduce all_gather reduce_scatter broadcast)
 big=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f 2 -d float -o sum -n "$ITERS" -w "$WARMUP")
-small=(-b 8 -e 8 -d float -o sum -n "$LAT_ITERS" -w "$LAT_WARMUP")
+small=(-b 8 -e "$LAT_MAX_BYTES" -f 2 -d float -o sum -n "$LAT_ITERS" -w "$LAT_WARMUP")
+latency_collectives=(all_reduce all_gather)
 
 if ! [[ $REPEATS =~ ^[1-9][0-9]*$ ]]; then
   note "REPEATS must be a whole number of at least 1, not '$REPEATS'"
@@ -105,11 +109,15 @@ for collective in "${collectives[@]}"; do
     run "mpi-$collective-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" "$collective" "${big[@]}"
   done
 done
-for ((repeat = 1; repeat <= REPEATS; repeat++)); do
-  if ((have_hora)); then
-    run "hora-lat-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" all_reduce "${small[@]}"
-  fi
-  run "mpi-lat-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" all_reduce "${small[@]}"
+for collective in "${latency_collectives[@]}"; do
+  for ((repeat = 1; repeat <= REPEATS; repeat++)); do
+    if ((have_hora)); then
+      run "hora-lat_$collective-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
+        "$collective" "${small[@]}"
+    fi
+    run "mpi-lat_$collective-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" "$collective" \
+      "${small[@]}"
+  done
 done
 
 # --- 4. Report ---------------------------------------------------------------
@@ -125,7 +133,7 @@ echo "# hora:     HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ${big[
 echo "# hora-win: the same with -R 2 (buffers from ncclMemAlloc, registered as windows)"
 echo "# Open MPI: ${mpirun_default[*]} mpi_collectives <collective> ${big[*]}"
 echo "#           ${ompi_version:-Open MPI version unknown}, default path (no --mca options); btl components: ${ompi_btls:-unknown}"
-echo "# 8 bytes:  all_reduce ${small[*]}; every pair run $REPEATS time(s), alternately"
+echo "# latency:  ${latency_collectives[*]} ${small[*]}; every pair run $REPEATS time(s), alternately"
 print_tables "$results/memory.txt" "$results"/hora-*.txt "$results"/horawin-*.txt "$results"/mpi-*.txt
 
 # The median over the repeats of one column, or empty.
@@ -192,17 +200,20 @@ echo "# above (its buffers are plain)."
 summary_table horawin win
 
 echo
-echo "# 8-byte all_reduce latency, us, median of $REPEATS run(s) of the mean of $LAT_ITERS; hora/mpi below 1: hora is faster"
-printf '%-14s %8s %8s %8s\n' "" hora mpi hora/mpi
-for place in ip oop; do
-  field=10
-  [[ $place == ip ]] || field=6
-  hora_lat=$(median_of hora lat 8 "$field")
-  mpi_lat=$(median_of mpi lat 8 "$field")
-  printf '%-14s %8s %8s %8s\n' "$place" "$(show "$hora_lat")" "$(show "$mpi_lat")" \
-    "$(ratio "$hora_lat" "$mpi_lat")"
+echo "# Latency, us (time column), median of $REPEATS run(s) of the mean of $LAT_ITERS; hora/mpi below 1: hora is faster"
+printf '%-14s %8s %8s %8s %8s   %8s %8s %8s\n' collective size hora-ip mpi-ip hora/mpi hora-oop mpi-oop hora/mpi
+for collective in "${latency_collectives[@]}"; do
+  while read -r size; do
+    [[ -n $size ]] || continue
+    hora_ip=$(median_of hora "lat_$collective" "$size" 10)
+    mpi_ip=$(median_of mpi "lat_$collective" "$size" 10)
+    hora_oop=$(median_of hora "lat_$collective" "$size" 6)
+    mpi_oop=$(median_of mpi "lat_$collective" "$size" 6)
+    printf '%-14s %8s %8s %8s %8s   %8s %8s %8s\n' "$collective" "$size" "$(show "$hora_ip")" \
+      "$(show "$mpi_ip")" "$(ratio "$hora_ip" "$mpi_ip")" "$(show "$hora_oop")" "$(show "$mpi_oop")" \
+      "$(ratio "$hora_oop" "$mpi_oop")"
+  done <<<"$(sizes_of "lat_$collective")"
 done
-
 echo
 echo "# wrong elements over every table: hora $(wrong_of hora), hora-win $(wrong_of horawin), mpi $(wrong_of mpi)"
 if ((${#failed[@]})); then
