@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a bus-bandwidth run of every collective on this machine,
-# one process per rank (default 2 ranks, over TCP loopback), with results
-# checked against reference values. Usage: scripts/bench.sh [nranks] [maxbytes]
+# one process per rank (default 2 ranks; ranks of one host talk through
+# shared memory), with results checked against reference values. Usage: scripts/bench.sh [nranks] [maxbytes]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${HORA_BUILD_DIR:-build}

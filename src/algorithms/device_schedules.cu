@@ -45,7 +45,17 @@ struct TallyPrimitives {
   __device__ void write(std::size_t n) { tally->written += n; }
 };
 
-enum class Schedule { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, DirectAllReduce };
+enum class Schedule {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Broadcast,
+  Reduce,
+  DirectAllReduce,
+  AllToAll,
+  Gather,
+  Scatter,
+};
 
 template <Schedule S>
 __global__ void tallySchedule(Ring ring, int root, std::size_t count, std::size_t chunk,
@@ -60,6 +70,11 @@ __global__ void tallySchedule(Ring ring, int root, std::size_t count, std::size_
   if constexpr (S == Schedule::Reduce) ringReduce(p, ring, channel, root, count, chunk, align);
   if constexpr (S == Schedule::DirectAllReduce)
     directAllReduce(p, ring.ranks, ring.nranks, ring.self(), channel, count, align);
+  if constexpr (S == Schedule::AllToAll) directAllToAll(p, ring.nranks, ring.self(), channel, count, align);
+  if constexpr (S == Schedule::Gather)
+    directGather(p, ring.nranks, ring.self(), root, channel, count, align);
+  if constexpr (S == Schedule::Scatter)
+    directScatter(p, ring.nranks, ring.self(), root, channel, count, align);
 }
 
 template __global__ void tallySchedule<Schedule::AllReduce>(Ring, int, std::size_t, std::size_t,
@@ -74,5 +89,11 @@ template __global__ void tallySchedule<Schedule::Reduce>(Ring, int, std::size_t,
                                                          std::size_t, Tally*);
 template __global__ void tallySchedule<Schedule::DirectAllReduce>(Ring, int, std::size_t,
                                                                   std::size_t, std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::AllToAll>(Ring, int, std::size_t, std::size_t,
+                                                           std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::Gather>(Ring, int, std::size_t, std::size_t,
+                                                         std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::Scatter>(Ring, int, std::size_t, std::size_t,
+                                                          std::size_t, Tally*);
 
 }  // namespace hora::algorithms::device_check

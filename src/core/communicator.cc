@@ -19,6 +19,9 @@ const char* opKindName(OpKind kind) {
     case OpKind::AllGather: return "AllGather";
     case OpKind::Broadcast: return "Broadcast";
     case OpKind::Reduce: return "Reduce";
+    case OpKind::AllToAll: return "AllToAll";
+    case OpKind::Gather: return "Gather";
+    case OpKind::Scatter: return "Scatter";
     case OpKind::Send: return "Send";
     case OpKind::Recv: return "Recv";
   }

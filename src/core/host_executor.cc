@@ -67,10 +67,21 @@ void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorit
   // The host executor runs one channel per rank: its thread is the channel.
   const algorithms::Channel channel{0, 1};
   const std::size_t chunk = plan.chunkElems, align = plan.alignElems;
+  const int n = ctx_.nranks, self = ctx_.rank;
   if (algorithm == Algorithm::Direct) {
-    HORA_ENFORCE(op.kind == OpKind::AllReduce, "no direct schedule for ", opKindName(op.kind));
-    algorithms::directAllReduce(prims, rankOrder_.data(), ctx_.nranks, ctx_.rank, channel, op.count,
-                                align);
+    switch (op.kind) {
+      case OpKind::AllReduce:
+        algorithms::directAllReduce(prims, rankOrder_.data(), n, self, channel, op.count, align);
+        break;
+      case OpKind::AllToAll: algorithms::directAllToAll(prims, n, self, channel, op.count, align); break;
+      case OpKind::Gather:
+        algorithms::directGather(prims, n, self, op.root, channel, op.count, align);
+        break;
+      case OpKind::Scatter:
+        algorithms::directScatter(prims, n, self, op.root, channel, op.count, align);
+        break;
+      default: HORA_ENFORCE(false, "no direct schedule for ", opKindName(op.kind));
+    }
     prims.finish();
     return;
   }

@@ -11,7 +11,18 @@
 
 namespace hora::core {
 
-enum class OpKind { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, Send, Recv };
+enum class OpKind {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Broadcast,
+  Reduce,
+  AllToAll,
+  Gather,
+  Scatter,
+  Send,
+  Recv,
+};
 
 // Where an op's buffers live; it picks the executor that runs it.
 enum class MemoryKind { Host, Device };
@@ -22,12 +33,13 @@ struct Op {
   OpKind kind = OpKind::AllReduce;
   const void* send = nullptr;
   void* recv = nullptr;
-  // Elements: per rank for ReduceScatter (recvcount) and AllGather (sendcount).
+  // Elements: per rank for ReduceScatter (recvcount), AllGather (sendcount),
+  // and per block for AllToAll, Gather and Scatter (count).
   std::size_t count = 0;
   std::size_t bytes = 0;  // count x the element size
   DataType type = DataType::Float32;
   kernels::ReduceSpec reduce;
-  int root = -1;  // Broadcast, Reduce
+  int root = -1;  // Broadcast, Reduce, Gather, Scatter
   int peer = -1;  // Send, Recv
   MemoryKind memory = MemoryKind::Host;
   // The caller's CUDA stream (cudaStream_t), kept for the device executor;
@@ -54,6 +66,9 @@ inline OpBufferBytes opBufferBytes(const Op& op, int rank, int nranks) {
     case OpKind::AllGather: return {block, all};
     case OpKind::Broadcast: return {rank == op.root ? block : 0, block};
     case OpKind::Reduce: return {block, rank == op.root ? block : 0};
+    case OpKind::AllToAll: return {all, all};
+    case OpKind::Gather: return {block, rank == op.root ? all : 0};
+    case OpKind::Scatter: return {rank == op.root ? all : 0, block};
     default: return {0, 0};
   }
 }

@@ -73,7 +73,9 @@ Plan Planner::plan(const Op& op, const CommShape& shape) const {
                                                                      : tuning_.chunkBytes;
   plan.chunkElems = std::max<std::size_t>(1, stepBytes / elemSize);
   plan.fallback = Algorithm::Ring;
-  plan.algorithm = useDirect(op, shape)       ? Algorithm::Direct
+  const bool directOnly =
+      op.kind == OpKind::AllToAll || op.kind == OpKind::Gather || op.kind == OpKind::Scatter;
+  plan.algorithm = directOnly || useDirect(op, shape) ? Algorithm::Direct
                    : mayUseWindows(op, shape) ? Algorithm::Windows
                                               : Algorithm::Ring;
   return plan;
