@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "hora/communicator.h"
+#include "hora/error.h"
 #include "kernels/reduce_arguments.h"
 #include "kernels/reduce_isa.h"
 
