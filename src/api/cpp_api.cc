@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "api/arguments.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -59,11 +60,11 @@ bootstrap::UniqueId rendezvousThroughFile(const std::string& path, int rank,
   }
 }
 
-void checkType(DataType type) {
-  int value = static_cast<int>(type);
-  HORA_CHECK_ARG(value >= 0 && value < kNumDataTypes, "invalid data type ", value);
-}
+// Arguments are checked by the nccl.h API's rules (api/arguments.h), so that
+// both APIs refuse the same calls; messages name this API's parameters.
+void checkType(DataType type) { api::checkType(static_cast<int>(type), "data type"); }
 
+// Only the built-in operations: this API has no user-created ones.
 void checkOp(RedOp op) {
   int value = static_cast<int>(op);
   HORA_CHECK_ARG(value >= 0 && value < kNumRedOps, "invalid reduction op ", value);
@@ -120,6 +121,9 @@ core::Op allReduceOp(core::Communicator& c, const void* send, void* recv, std::s
                      DataType type, RedOp op) {
   checkType(type);
   checkOp(op);
+  api::checkedBytes(count, type, 1);
+  api::checkBuffer(send, count, "send");
+  api::checkBuffer(recv, count, "recv");
   core::Op o = core::makeOp(core::OpKind::AllReduce, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   return o;
@@ -127,7 +131,10 @@ core::Op allReduceOp(core::Communicator& c, const void* send, void* recv, std::s
 core::Op broadcastOp(core::Communicator& c, const void* send, void* recv, std::size_t count,
                      DataType type, int root) {
   checkType(type);
-  HORA_CHECK_ARG(root >= 0 && root < c.nranks(), "root ", root, " is outside [0, ", c.nranks(), ")");
+  api::checkedBytes(count, type, 1);
+  api::checkRoot(root, c.nranks());
+  if (c.rank() == root) api::checkBuffer(send, count, "send (at the root)");
+  api::checkBuffer(recv, count, "recv");
   core::Op o = core::makeOp(core::OpKind::Broadcast, send, recv, count, type);
   o.root = root;
   return o;
@@ -136,7 +143,10 @@ core::Op reduceOp(core::Communicator& c, const void* send, void* recv, std::size
                   DataType type, RedOp op, int root) {
   checkType(type);
   checkOp(op);
-  HORA_CHECK_ARG(root >= 0 && root < c.nranks(), "root ", root, " is outside [0, ", c.nranks(), ")");
+  api::checkedBytes(count, type, 1);
+  api::checkRoot(root, c.nranks());
+  api::checkBuffer(send, count, "send");
+  if (c.rank() == root) api::checkBuffer(recv, count, "recv (at the root)");
   core::Op o = core::makeOp(core::OpKind::Reduce, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   o.root = root;
@@ -146,18 +156,27 @@ core::Op reduceScatterOp(core::Communicator& c, const void* send, void* recv, st
                          DataType type, RedOp op) {
   checkType(type);
   checkOp(op);
+  api::checkedBytes(count, type, c.nranks());
+  api::checkBuffer(send, count, "send");
+  api::checkBuffer(recv, count, "recv");
   core::Op o = core::makeOp(core::OpKind::ReduceScatter, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   return o;
 }
-core::Op allGatherOp(const void* send, void* recv, std::size_t count, DataType type) {
+core::Op allGatherOp(core::Communicator& c, const void* send, void* recv, std::size_t count,
+                     DataType type) {
   checkType(type);
+  api::checkedBytes(count, type, c.nranks());
+  api::checkBuffer(send, count, "send");
+  api::checkBuffer(recv, count, "recv");
   return core::makeOp(core::OpKind::AllGather, send, recv, count, type);
 }
 core::Op p2pOp(core::Communicator& c, core::OpKind kind, const void* send, void* recv,
                std::size_t count, DataType type, int peer) {
   checkType(type);
-  HORA_CHECK_ARG(peer >= 0 && peer < c.nranks(), "peer ", peer, " is outside [0, ", c.nranks(), ")");
+  api::checkedBytes(count, type, 1);
+  api::checkPeer(peer, c.nranks());
+  api::checkBuffer(kind == core::OpKind::Send ? send : recv, count, "buf");
   core::Op o = makeOp(kind, send, recv, count, type);
   o.peer = peer;
   return o;
@@ -182,7 +201,7 @@ WorkPtr Communicator::reduceScatterAsync(const void* send, void* recv, std::size
 }
 WorkPtr Communicator::allGatherAsync(const void* send, void* recv, std::size_t sendCount,
                                      DataType type) {
-  return impl_->submit({allGatherOp(send, recv, sendCount, type)});
+  return impl_->submit({allGatherOp(*impl_, send, recv, sendCount, type)});
 }
 WorkPtr Communicator::sendAsync(const void* buf, std::size_t count, DataType type, int peer) {
   return impl_->submit({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)});
@@ -206,7 +225,7 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recvC
   impl_->execute({reduceScatterOp(*impl_, send, recv, recvCount, type, op)});
 }
 void Communicator::allGather(const void* send, void* recv, std::size_t sendCount, DataType type) {
-  impl_->execute({allGatherOp(send, recv, sendCount, type)});
+  impl_->execute({allGatherOp(*impl_, send, recv, sendCount, type)});
 }
 void Communicator::send(const void* buf, std::size_t count, DataType type, int peer) {
   impl_->execute({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)});

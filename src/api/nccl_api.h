@@ -24,6 +24,10 @@ struct ncclComm {
 
 namespace hora::api {
 
+// ncclDataType_t values are DataType's: checkType (api/arguments.h) checks
+// an ncclDataType_t against DataType's range, and a cast converts it.
+static_assert(static_cast<int>(ncclNumTypes) == kNumDataTypes);
+
 inline constexpr std::uint64_t kCommMagic = 0x686f7261636f6d6dull;  // "horacomm"
 
 using CommPtr = std::shared_ptr<core::Communicator>;

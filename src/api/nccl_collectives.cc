@@ -1,41 +1,13 @@
 // The collective and point-to-point calls of the nccl.h API: argument
 // checks, then one core::Op each (all-to-all, gather and scatter become
 // groups of sends and receives).
-#include <limits>
-
+#include "api/arguments.h"
 #include "api/group.h"
 #include "api/nccl_api.h"
 
 using namespace hora;
 
 namespace {
-
-DataType checkType(ncclDataType_t datatype) {
-  HORA_CHECK_ARG(datatype >= 0 && datatype < ncclNumTypes, "invalid datatype ", int(datatype),
-                 " (valid: 0..", int(ncclNumTypes) - 1, ")");
-  return static_cast<DataType>(datatype);
-}
-
-// Bytes of `count` elements times `blocks`, refusing sizes that overflow.
-std::size_t checkedBytes(std::size_t count, DataType type, std::size_t blocks) {
-  const std::size_t limit = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
-  std::size_t elem = dataTypeSize(type);
-  HORA_CHECK_ARG(count <= limit / elem / blocks, "count ", count, " x ", blocks, " x ", elem,
-                 "-byte elements overflows the address space");
-  return count * elem * blocks;
-}
-
-void checkBuffer(const void* buffer, std::size_t count, const char* name) {
-  HORA_CHECK_ARG(buffer != nullptr || count == 0, name, " is NULL but count is ", count);
-}
-
-void checkRoot(int root, int nranks) {
-  HORA_CHECK_ARG(root >= 0 && root < nranks, "root ", root, " is outside [0, ", nranks, ")");
-}
-
-void checkPeer(int peer, int nranks) {
-  HORA_CHECK_ARG(peer >= 0 && peer < nranks, "peer ", peer, " is outside [0, ", nranks, ")");
-}
 
 // Runs `body`; inside a group an error also fails the group's ncclGroupEnd.
 template <typename Body>
@@ -52,10 +24,10 @@ HORA_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff,
   (void)stream;
   return call("ncclAllReduce", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    checkedBytes(count, type, 1);
-    checkBuffer(sendbuff, count, "sendbuff");
-    checkBuffer(recvbuff, count, "recvbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    api::checkedBytes(count, type, 1);
+    api::checkBuffer(sendbuff, count, "sendbuff");
+    api::checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = core::makeOp(core::OpKind::AllReduce, sendbuff, recvbuff, count, type);
     o.reduce = c->reduceSpecFor(op, type);
     api::issue(c, o);
@@ -68,10 +40,10 @@ HORA_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvb
   (void)stream;
   return call("ncclReduceScatter", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    checkedBytes(recvcount, type, c->nranks());
-    checkBuffer(sendbuff, recvcount, "sendbuff");
-    checkBuffer(recvbuff, recvcount, "recvbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    api::checkedBytes(recvcount, type, c->nranks());
+    api::checkBuffer(sendbuff, recvcount, "sendbuff");
+    api::checkBuffer(recvbuff, recvcount, "recvbuff");
     core::Op o = core::makeOp(core::OpKind::ReduceScatter, sendbuff, recvbuff, recvcount, type);
     o.reduce = c->reduceSpecFor(op, type);
     api::issue(c, o);
@@ -83,10 +55,10 @@ HORA_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff,
   (void)stream;
   return call("ncclAllGather", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    checkedBytes(sendcount, type, c->nranks());
-    checkBuffer(sendbuff, sendcount, "sendbuff");
-    checkBuffer(recvbuff, sendcount, "recvbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    api::checkedBytes(sendcount, type, c->nranks());
+    api::checkBuffer(sendbuff, sendcount, "sendbuff");
+    api::checkBuffer(recvbuff, sendcount, "recvbuff");
     api::issue(c, core::makeOp(core::OpKind::AllGather, sendbuff, recvbuff, sendcount, type));
   });
 }
@@ -96,11 +68,11 @@ HORA_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff,
   (void)stream;
   return call("ncclBroadcast", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    checkedBytes(count, type, 1);
-    checkRoot(root, c->nranks());
-    if (c->rank() == root) checkBuffer(sendbuff, count, "sendbuff (at the root)");
-    checkBuffer(recvbuff, count, "recvbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    api::checkedBytes(count, type, 1);
+    api::checkRoot(root, c->nranks());
+    if (c->rank() == root) api::checkBuffer(sendbuff, count, "sendbuff (at the root)");
+    api::checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = core::makeOp(core::OpKind::Broadcast, sendbuff, recvbuff, count, type);
     o.root = root;
     api::issue(c, o);
@@ -118,11 +90,11 @@ HORA_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, si
   (void)stream;
   return call("ncclReduce", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    checkedBytes(count, type, 1);
-    checkRoot(root, c->nranks());
-    checkBuffer(sendbuff, count, "sendbuff");
-    if (c->rank() == root) checkBuffer(recvbuff, count, "recvbuff (at the root)");
+    DataType type = api::checkType(datatype, "datatype");
+    api::checkedBytes(count, type, 1);
+    api::checkRoot(root, c->nranks());
+    api::checkBuffer(sendbuff, count, "sendbuff");
+    if (c->rank() == root) api::checkBuffer(recvbuff, count, "recvbuff (at the root)");
     core::Op o = core::makeOp(core::OpKind::Reduce, sendbuff, recvbuff, count, type);
     o.reduce = c->reduceSpecFor(op, type);
     o.root = root;
@@ -135,10 +107,10 @@ HORA_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
   (void)stream;
   return call("ncclSend", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    checkedBytes(count, type, 1);
-    checkPeer(peer, c->nranks());
-    checkBuffer(sendbuff, count, "sendbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    api::checkedBytes(count, type, 1);
+    api::checkPeer(peer, c->nranks());
+    api::checkBuffer(sendbuff, count, "sendbuff");
     core::Op o = core::makeOp(core::OpKind::Send, sendbuff, nullptr, count, type);
     o.peer = peer;
     api::issue(c, o);
@@ -150,10 +122,10 @@ HORA_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
   (void)stream;
   return call("ncclRecv", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    checkedBytes(count, type, 1);
-    checkPeer(peer, c->nranks());
-    checkBuffer(recvbuff, count, "recvbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    api::checkedBytes(count, type, 1);
+    api::checkPeer(peer, c->nranks());
+    api::checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = core::makeOp(core::OpKind::Recv, nullptr, recvbuff, count, type);
     o.peer = peer;
     api::issue(c, o);
@@ -192,11 +164,11 @@ HORA_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, 
   (void)stream;
   return call("ncclAlltoAll", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    std::size_t blockBytes = checkedBytes(count, type, 1);
-    checkedBytes(count, type, c->nranks());
-    checkBuffer(sendbuff, count, "sendbuff");
-    checkBuffer(recvbuff, count, "recvbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    std::size_t blockBytes = api::checkedBytes(count, type, 1);
+    api::checkedBytes(count, type, c->nranks());
+    api::checkBuffer(sendbuff, count, "sendbuff");
+    api::checkBuffer(recvbuff, count, "recvbuff");
     HORA_CHECK_ARG(count == 0 || sendbuff != recvbuff, "ncclAlltoAll cannot run in place");
     auto* in = static_cast<const char*>(sendbuff);
     auto* out = static_cast<char*>(recvbuff);
@@ -211,13 +183,13 @@ HORA_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, si
   (void)stream;
   return call("ncclGather", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    std::size_t blockBytes = checkedBytes(count, type, 1);
-    checkedBytes(count, type, c->nranks());
-    checkRoot(root, c->nranks());
-    checkBuffer(sendbuff, count, "sendbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    std::size_t blockBytes = api::checkedBytes(count, type, 1);
+    api::checkedBytes(count, type, c->nranks());
+    api::checkRoot(root, c->nranks());
+    api::checkBuffer(sendbuff, count, "sendbuff");
     const bool isRoot = c->rank() == root;
-    if (isRoot) checkBuffer(recvbuff, count, "recvbuff (at the root)");
+    if (isRoot) api::checkBuffer(recvbuff, count, "recvbuff (at the root)");
     auto* out = static_cast<char*>(recvbuff);
     pointToPointPattern(
         c, count, type, [&](int p) -> const void* { return p == root ? sendbuff : nullptr; },
@@ -230,13 +202,13 @@ HORA_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, s
   (void)stream;
   return call("ncclScatter", [&] {
     api::CommPtr c = api::checkComm(comm);
-    DataType type = checkType(datatype);
-    std::size_t blockBytes = checkedBytes(count, type, 1);
-    checkedBytes(count, type, c->nranks());
-    checkRoot(root, c->nranks());
-    checkBuffer(recvbuff, count, "recvbuff");
+    DataType type = api::checkType(datatype, "datatype");
+    std::size_t blockBytes = api::checkedBytes(count, type, 1);
+    api::checkedBytes(count, type, c->nranks());
+    api::checkRoot(root, c->nranks());
+    api::checkBuffer(recvbuff, count, "recvbuff");
     const bool isRoot = c->rank() == root;
-    if (isRoot) checkBuffer(sendbuff, count, "sendbuff (at the root)");
+    if (isRoot) api::checkBuffer(sendbuff, count, "sendbuff (at the root)");
     auto* in = static_cast<const char*>(sendbuff);
     pointToPointPattern(
         c, count, type, [&](int p) -> const void* { return isRoot ? in + p * blockBytes : nullptr; },

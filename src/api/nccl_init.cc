@@ -3,6 +3,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/arguments.h"
 #include "api/group.h"
 #include "api/nccl_api.h"
 #include "bootstrap/unique_id.h"
@@ -181,10 +182,9 @@ HORA_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* sca
   return api::guarded("ncclRedOpCreatePreMulSum", [&] {
     HORA_CHECK_ARG(op != nullptr, "op is NULL");
     HORA_CHECK_ARG(scalar != nullptr, "scalar is NULL");
-    HORA_CHECK_ARG(datatype >= 0 && datatype < ncclNumTypes, "invalid datatype ", int(datatype));
+    const DataType type = api::checkType(datatype, "datatype");
     HORA_CHECK_ARG(residence == ncclScalarDevice || residence == ncclScalarHostImmediate,
                    "invalid scalar residence ", int(residence));
-    auto type = static_cast<DataType>(datatype);
     std::uint64_t bits = 0;
     // Host memory either way: the scalar is read now.
     std::memcpy(&bits, scalar, dataTypeSize(type));

@@ -1,5 +1,5 @@
 // Errors inside hora are exceptions (hora::Error, declared in the public
-// header); the C API turns them into ncclResult_t at its boundary.
+// header hora/error.h); the C API turns them into ncclResult_t at its boundary.
 //
 // Two families:
 //  - recoverable failures (a syscall, a peer, a timeout, a bad argument):
@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "hora/communicator.h"
+#include "hora/error.h"
 
 namespace hora {
 

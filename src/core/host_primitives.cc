@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "kernels/copy_host.h"
+#include "kernels/reduce_arguments.h"
 
 namespace hora::core {
 
@@ -33,6 +34,15 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
       singleCopy_(singleCopy),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
+  // Every reduction below is checked here, once per operation: the spec, and
+  // the caller's buffers' alignment to the element (staging slots and FIFO
+  // data are aligned by construction, every slice advances by whole
+  // elements, and the executor refuses partly overlapping buffers), so the
+  // loops call reduceHostUnchecked.
+  kernels::checkReduceArguments("a collective's reduction", spec, nullptr, nullptr, nullptr, 0);
+  for (const void* buffer : {in, static_cast<const void*>(out)})
+    if (buffer != nullptr)
+      kernels::checkReduceArguments("a collective's buffer", spec, buffer, buffer, nullptr, 1);
   links_.reset();
 }
 
@@ -155,7 +165,7 @@ void HostPrimitives::send(int peer, std::size_t inOffset, std::size_t count) {
     std::size_t n = std::min(sliceElems(), count - done);
     int index;
     char* slot = acquireSlot(&index);
-    kernels::reduceHost(spec_, slot, inAt(inOffset + done), nullptr, n, false);
+    kernels::reduceHostUnchecked(spec_, slot, inAt(inOffset + done), nullptr, n, false);
     sendFromSlot(*link.connection, index, n * elemSize_);
     engine_.progressAll();
     done += n;
@@ -200,7 +210,7 @@ void HostPrimitives::recvReduce(transport::RecvConnection& from, transport::Send
     char* slot = acquireSlot(&index);
     receiveInto(from, slot, n * elemSize_);
     char* target = dstIsSlot ? slot : dst + done * elemSize_;
-    kernels::reduceHost(spec_, target, inAt(inOffset + done), slot, n, finalize);
+    kernels::reduceHostUnchecked(spec_, target, inAt(inOffset + done), slot, n, finalize);
     if (to != nullptr) {
       if (dstIsSlot) sendFromSlot(*to, index, n * elemSize_);
       else to->post(target, n * elemSize_);
@@ -232,14 +242,14 @@ void HostPrimitives::recvReduceInPlace(transport::RecvConnection& from,
     if ((sendInPlace || viaSlot) && target == local) {
       // In place: the output's lines are in cache (just read); reduce there
       // and copy to the next rank.
-      kernels::reduceHost(spec_, target, local, data.data(), n, finalize);
+      kernels::reduceHostUnchecked(spec_, target, local, data.data(), n, finalize);
       std::memcpy(room.data(), target, bytes);
     } else if (sendInPlace || viaSlot) {
       // Reduce into the next rank's buffer (or a slot), then keep a copy.
-      kernels::reduceHost(spec_, room.data(), local, data.data(), n, finalize && target != nullptr);
+      kernels::reduceHostUnchecked(spec_, room.data(), local, data.data(), n, finalize && target != nullptr);
       if (target != nullptr) copyOut(target, room.data(), bytes);
     } else {
-      kernels::reduceHost(spec_, target, local, data.data(), n, finalize);
+      kernels::reduceHostUnchecked(spec_, target, local, data.data(), n, finalize);
       if (to != nullptr) to->post(target, bytes);
     }
     if (sendInPlace) to->commitWritten(bytes);
@@ -323,7 +333,7 @@ void HostPrimitives::copySend(int peer, std::size_t inOffset, std::size_t outOff
 }
 
 void HostPrimitives::localReduceCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count) {
-  if (count > 0) kernels::reduceHost(spec_, outAt(outOffset), inAt(inOffset), nullptr, count, true);
+  if (count > 0) kernels::reduceHostUnchecked(spec_, outAt(outOffset), inAt(inOffset), nullptr, count, true);
 }
 
 void HostPrimitives::localCopy(std::size_t inOffset, std::size_t outOffset, std::size_t count) {
@@ -357,11 +367,11 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
   if (hasPre_) combine.kind = kernels::ReduceKind::Sum;
   for (int k = 0; k < nranks; ++k)
     if (order[k] == self)
-      kernels::reduceHost(spec_, gathered_.data() + k * bytes, inAt(inOffset), nullptr, count, false);
+      kernels::reduceHostUnchecked(spec_, gathered_.data() + k * bytes, inAt(inOffset), nullptr, count, false);
   char* dst = outAt(outOffset);
   std::memcpy(dst, gathered_.data(), bytes);
   for (int k = 1; k < nranks; ++k)
-    kernels::reduceHost(combine, dst, gathered_.data() + k * bytes, dst, count, k == nranks - 1);
+    kernels::reduceHostUnchecked(combine, dst, gathered_.data() + k * bytes, dst, count, k == nranks - 1);
 }
 
 void HostPrimitives::finish() {

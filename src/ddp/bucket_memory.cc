@@ -4,7 +4,7 @@
 #include <new>
 #include <string>
 
-#include "hora/communicator.h"
+#include "hora/error.h"
 
 namespace hora::ddp {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "hora/communicator.h"
+#include "hora/error.h"
 
 namespace hora::ddp {
 

@@ -25,7 +25,7 @@
 
 #include <cstdint>
 
-#include "kernels/host_device.h"
+#include "base/host_device.h"
 
 namespace hora {
 

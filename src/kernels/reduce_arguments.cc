@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "hora/communicator.h"
+#include "hora/error.h"
 
 namespace hora::kernels {
 namespace {

@@ -1,11 +1,12 @@
 // reduceHost: checks the arguments (reduce_arguments.h), then hands them to the loops of the
 // fastest instruction set this CPU has (reduce_isa.h), which dispatch once on
-// (type, kind) to a vectorized loop (reduce_loops.h).
+// (type, kind) to a vectorized loop (reduce_loops.h). reduceHostUnchecked
+// goes straight to the loops.
 #include "kernels/reduce_host.h"
 
 #include <string>
 
-#include "hora/communicator.h"
+#include "hora/error.h"
 #include "kernels/reduce_arguments.h"
 #include "kernels/reduce_isa.h"
 
@@ -27,6 +28,16 @@ bool cpuHasAvx2Loops() {
 #else
   return false;
 #endif
+}
+
+// The loops of `isa` (available) on checked arguments.
+void runLoops(HostIsa isa, const ReduceSpec& spec, void* dst, const void* local,
+              const void* remote, std::size_t count, bool finalize) {
+  if (count == 0) return;
+#if HORA_KERNELS_HAVE_AVX2_LOOPS
+  if (isa == HostIsa::Avx2) return detail::reduceAvx2(spec, dst, local, remote, count, finalize);
+#endif
+  detail::reduceBaseline(spec, dst, local, remote, count, finalize);
 }
 
 }  // namespace
@@ -62,16 +73,17 @@ void reduceHostWithIsa(HostIsa isa, const ReduceSpec& spec, void* dst, const voi
                                              " loops are not available on this CPU or build");
   }
   checkReduceArguments("reduceHost", spec, dst, local, remote, count);
-  if (count == 0) return;
-#if HORA_KERNELS_HAVE_AVX2_LOOPS
-  if (isa == HostIsa::Avx2) return detail::reduceAvx2(spec, dst, local, remote, count, finalize);
-#endif
-  detail::reduceBaseline(spec, dst, local, remote, count, finalize);
+  runLoops(isa, spec, dst, local, remote, count, finalize);
 }
 
 void reduceHost(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
                 std::size_t count, bool finalize) {
   reduceHostWithIsa(bestHostIsa(), spec, dst, local, remote, count, finalize);
+}
+
+void reduceHostUnchecked(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
+                         std::size_t count, bool finalize) {
+  runLoops(bestHostIsa(), spec, dst, local, remote, count, finalize);
 }
 
 }  // namespace hora::kernels

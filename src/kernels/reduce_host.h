@@ -48,4 +48,16 @@ struct ReduceSpec {
 void reduceHost(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
                 std::size_t count, bool finalize);
 
+// reduceHost without its argument checks, for a caller that checked the
+// arguments of a whole operation once (reduceHost, or checkReduceArguments in
+// kernels/reduce_arguments.h) and then reduces it slice by slice: a slice of
+// valid arguments (the same spec, every pointer advanced by the same whole
+// number of elements, a count no larger than what is left) is valid itself,
+// so checking every slice again only repeats work.
+// Preconditions, the caller's to keep, with undefined behaviour if broken
+// (nothing is thrown): every condition reduceHost throws for holds. Results
+// are bit for bit those of reduceHost on the same arguments.
+void reduceHostUnchecked(const ReduceSpec& spec, void* dst, const void* local, const void* remote,
+                         std::size_t count, bool finalize);
+
 }  // namespace hora::kernels

@@ -25,7 +25,7 @@
 #include <cstdio>
 #include <string>
 
-#include "hora/communicator.h"
+#include "hora/error.h"
 #include "kernels/reduce_arguments.h"
 
 namespace hora::kernels {

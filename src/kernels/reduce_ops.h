@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "base/host_device.h"
 #include "kernels/dtypes.h"
-#include "kernels/host_device.h"
 
 namespace hora::kernels {
 

@@ -135,6 +135,20 @@ TEST_F(SingleRank, CountThatOverflowsTheAddressSpaceIsRefused) {
               FailsWith(ncclInvalidArgument, Words{"ncclSend", "overflow"}));
 }
 
+TEST_F(SingleRank, PartlyOverlappingBuffersOfAReductionAreRefused) {
+  // One element apart: in place would be the same pointer.
+  EXPECT_THAT(outcomeOf(ncclAllReduce(in_.data(), in_.data() + 1, kCount - 1, ncclFloat, ncclSum,
+                                      comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"AllReduce", "partly overlap"}));
+}
+
+TEST_F(SingleRank, BuffersNotAlignedToTheirElementAreRefused) {
+  auto* misaligned = reinterpret_cast<float*>(reinterpret_cast<char*>(out_.data()) + 1);
+  EXPECT_THAT(outcomeOf(ncclAllReduce(in_.data(), misaligned, kCount - 1, ncclFloat, ncclSum,
+                                      comm(), nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"not aligned", "4 bytes"}));
+}
+
 TEST(BadInput, CountTimesRanksThatOverflowsIsRefused) {
   // Each count fits, but the all-gather output (count x nranks) does not.
   LocalComms comms(2);

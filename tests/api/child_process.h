@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include "support/free_port.h"
+
 namespace hora_api_test {
 
 // The child's end of the report pipe.
@@ -70,7 +72,7 @@ class ChildProcess {
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
-int freeLoopbackPort();
+using hora::test_support::freeLoopbackPort;
 
 // Sets an environment variable in this process (for use in a child).
 void setEnvironment(const std::string& name, const std::string& value);

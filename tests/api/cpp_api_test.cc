@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <thread>
 
@@ -161,6 +162,55 @@ TEST(CppApi, InvalidArgumentsThrowAtTheCall) {
     std::vector<float> mine = data;
     world[rank]->allReduce(mine.data(), mine.data(), 2, DataType::Float32, RedOp::Max);
     EXPECT_EQ(mine, data);
+  });
+}
+
+// The checks of the nccl.h API (tests/api/bad_input_test.cc): a NULL
+// buffer with elements to move, and sizes past the address space.
+TEST(CppApi, NullBuffersWithACountAreRefusedAtTheCall) {
+  World world = makeWorld(freeTcpInitMethod(), 2);
+  auto& comm = *world[0];  // rank 0, the root below
+  float value = 0;
+  const auto kFloat = DataType::Float32;
+  const auto kInvalid = ErrorKind::InvalidArgument;
+  expectError([&] { comm.allReduceAsync(nullptr, &value, 1, kFloat, RedOp::Sum); }, kInvalid, {"send", "NULL"});
+  expectError([&] { comm.allReduce(&value, nullptr, 1, kFloat, RedOp::Sum); }, kInvalid, {"recv", "NULL"});
+  expectError([&] { comm.broadcast(nullptr, &value, 1, kFloat, 0); }, kInvalid, {"send", "root", "NULL"});
+  expectError([&] { comm.broadcastAsync(&value, nullptr, 1, kFloat, 1); }, kInvalid, {"recv", "NULL"});
+  expectError([&] { comm.reduce(nullptr, &value, 1, kFloat, RedOp::Sum, 1); }, kInvalid, {"send", "NULL"});
+  expectError([&] { comm.reduceAsync(&value, nullptr, 1, kFloat, RedOp::Sum, 0); }, kInvalid, {"recv", "root", "NULL"});
+  expectError([&] { comm.reduceScatterAsync(nullptr, &value, 1, kFloat, RedOp::Sum); }, kInvalid, {"send", "NULL"});
+  expectError([&] { comm.reduceScatter(&value, nullptr, 1, kFloat, RedOp::Sum); }, kInvalid, {"recv", "NULL"});
+  expectError([&] { comm.allGather(nullptr, &value, 1, kFloat); }, kInvalid, {"send", "NULL"});
+  expectError([&] { comm.allGatherAsync(&value, nullptr, 1, kFloat); }, kInvalid, {"recv", "NULL"});
+  expectError([&] { comm.sendAsync(nullptr, 1, kFloat, 1); }, kInvalid, {"buf", "NULL"});
+  expectError([&] { comm.recv(nullptr, 1, kFloat, 1); }, kInvalid, {"buf", "NULL"});
+  // With nothing to move, NULL is fine (as in the nccl.h API).
+  onEachRank(2, [&](int rank) { world[rank]->allReduce(nullptr, nullptr, 0, kFloat, RedOp::Sum); });
+}
+
+TEST(CppApi, CountsThatOverflowTheAddressSpaceAreRefusedAtTheCall) {
+  World world = makeWorld(freeTcpInitMethod(), 2);
+  auto& comm = *world[0];
+  std::vector<float> in(4), out(8);
+  const std::size_t huge = std::numeric_limits<std::size_t>::max();
+  const auto kInvalid = ErrorKind::InvalidArgument;
+  expectError([&] { comm.allReduce(in.data(), out.data(), huge, DataType::Float32, RedOp::Sum); }, kInvalid,
+              {"count", "overflow"});
+  expectError([&] { comm.broadcastAsync(in.data(), out.data(), huge, DataType::Int8, 0); }, kInvalid,
+              {"overflow"});
+  expectError([&] { comm.send(in.data(), huge / 4, DataType::Float64, 1); }, kInvalid, {"overflow"});
+  // Each count fits, but a buffer of count x 2 ranks does not.
+  const std::size_t perRank = huge / 4 / 2 + 1;
+  expectError([&] { comm.allGatherAsync(in.data(), out.data(), perRank, DataType::Float32); }, kInvalid,
+              {"overflow"});
+  expectError([&] { comm.reduceScatter(in.data(), out.data(), perRank, DataType::Float32, RedOp::Sum); },
+              kInvalid, {"overflow"});
+  // Refused at the call: the communicator still works.
+  onEachRank(2, [&](int rank) {
+    std::vector<float> mine = {float(rank)};
+    world[rank]->allReduce(mine.data(), mine.data(), 1, DataType::Float32, RedOp::Sum);
+    EXPECT_EQ(mine[0], 1.0f);
   });
 }
 

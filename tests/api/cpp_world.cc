@@ -24,12 +24,6 @@ World makeWorld(const std::string& initMethod, int size, const hora::Communicato
 
 std::string freeTcpInitMethod() { return "tcp://127.0.0.1:" + std::to_string(freeLoopbackPort()); }
 
-void onEachRank(int size, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size; ++rank) threads.emplace_back(body, rank);
-  for (auto& thread : threads) thread.join();
-}
-
 std::exception_ptr finishWithin(hora::Work& work, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!work.test()) {

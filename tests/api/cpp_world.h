@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hora/communicator.h"
+#include "support/rank_threads.h"
 
 namespace hora_api_test {
 
@@ -23,7 +24,7 @@ World makeWorld(const std::string& initMethod, int size, const hora::Communicato
 std::string freeTcpInitMethod();
 
 // Runs body(rank) on one thread per rank and joins them.
-void onEachRank(int size, const std::function<void(int)>& body);
+using hora::test_support::onEachRank;
 
 // Waits for `work` up to `timeout` polling test(), so that a hang fails the
 // test instead of blocking it; then returns its error (null on success).

@@ -2,7 +2,8 @@
 
 #include <stdexcept>
 #include <string>
-#include <thread>
+
+#include "support/rank_threads.h"
 
 namespace hora_api_test {
 
@@ -18,9 +19,7 @@ LocalComms::~LocalComms() {
 }
 
 void LocalComms::onEachRank(const std::function<void(int)>& body) const {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size(); ++rank) threads.emplace_back(body, rank);
-  for (auto& thread : threads) thread.join();
+  hora::test_support::onEachRank(size(), body);
 }
 
 }  // namespace hora_api_test

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "run_modes.h"
+#include "support/free_port.h"
 
 namespace hora_coll_test {
 
@@ -130,7 +131,7 @@ RunOutcome runAsProcesses(const RunOptions& options, const ProgramFactory& facto
   const int n = options.nranks;
   RunOutcome outcome;
   outcome.ranks.resize(n);
-  const int port = freeLoopbackPort();
+  const int port = hora::test_support::freeLoopbackPort();
   std::vector<Child> children(n);
   std::vector<int> writeEnds(n, -1);
   for (int r = 0; r < n; ++r) {

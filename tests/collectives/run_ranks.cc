@@ -1,10 +1,5 @@
 #include "run_ranks.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -72,23 +67,6 @@ void expectRanksSucceed(const RunOptions& options, const ProgramFactory& factory
                             << outcome.summary();
   EXPECT_TRUE(outcome.agree()) << "ranks disagree on a result that must be identical:\n"
                                << outcome.summary();
-}
-
-int freeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed while looking for a free port");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;  // the kernel picks a free one
-  socklen_t length = sizeof(address);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ::close(fd);
-    throw std::runtime_error("could not bind a loopback socket to find a free port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 // ------------------------------------------------------------ shared parts

@@ -62,7 +62,4 @@ RunOutcome runRanks(const RunOptions& options, const ProgramFactory& factory);
 // Runs, then adds a failure for every failed rank and for disagreement.
 void expectRanksSucceed(const RunOptions& options, const ProgramFactory& factory);
 
-// A free TCP port on 127.0.0.1 (free a moment ago; the OS picks it).
-int freeLoopbackPort();
-
 }  // namespace hora_coll_test

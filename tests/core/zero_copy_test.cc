@@ -11,11 +11,11 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "api/nccl_api.h"
 #include "nccl.h"
+#include "support/rank_threads.h"
 
 namespace {
 
@@ -23,9 +23,7 @@ constexpr int kRanks = 2;
 
 // Runs body(rank) on a thread per rank.
 void onEveryRank(const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < kRanks; ++rank) threads.emplace_back(body, rank);
-  for (std::thread& thread : threads) thread.join();
+  hora::test_support::onEachRank(kRanks, body);
 }
 
 struct Ranks {

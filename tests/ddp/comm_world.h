@@ -10,9 +10,6 @@
 
 namespace hora::ddp::testing {
 
-// A port on 127.0.0.1 that was free a moment ago.
-int freeLocalPort();
-
 // Starts `size` threads; each creates its communicator (all through the same
 // tcp:// address, with the given timeout) and runs body(communicator).
 // Rethrows the first exception after every thread ended.

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <thread>
 
 #include "float_formats.h"
 
@@ -222,22 +221,6 @@ void InProcessWorld::run(Pending& pending) {
   }
   pending.done = true;
   pending.finished.notify_all();
-}
-
-void runRanks(int size, const std::function<void(int rank)>& body) {
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(size));
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size; ++rank)
-    threads.emplace_back([&, rank] {
-      try {
-        body(rank);
-      } catch (...) {
-        errors[static_cast<std::size_t>(rank)] = std::current_exception();
-      }
-    });
-  for (auto& thread : threads) thread.join();
-  for (auto& error : errors)
-    if (error) std::rethrow_exception(error);
 }
 
 }  // namespace hora::ddp::testing

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hora/ddp/process_group.h"
+#include "support/rank_threads.h"
 
 namespace hora::ddp::testing {
 
@@ -54,6 +55,6 @@ class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
 };
 
 // Runs body(rank) on `size` threads and rethrows the first exception.
-void runRanks(int size, const std::function<void(int rank)>& body);
+using test_support::onEachRank;
 
 }  // namespace hora::ddp::testing

@@ -19,7 +19,7 @@ class ReducerOnFake : public ::testing::TestWithParam<int> {
   // Runs scenario(group) on every rank of a fresh fake world.
   void runOnAllRanks(const std::function<void(const GroupPtr&)>& scenario) {
     auto world = InProcessWorld::create(GetParam());
-    runRanks(GetParam(), [&](int rank) { scenario(world->group(rank)); });
+    onEachRank(GetParam(), [&](int rank) { scenario(world->group(rank)); });
   }
 };
 
@@ -39,7 +39,7 @@ TEST_P(ReducerFailuresOnFake, LayoutMismatch) { runOnAllRanks(expectLayoutMismat
 
 TEST_P(ReducerFailuresOnFake, RankLeaves) {
   auto world = InProcessWorld::create(GetParam());
-  runRanks(GetParam(), [&](int rank) {
+  onEachRank(GetParam(), [&](int rank) {
     auto group = world->group(rank);
     expectFailureWhenARankLeaves(
         group, [&] { world->failFrom(world->issued(rank).size()); }, std::chrono::seconds(5));
@@ -106,7 +106,7 @@ TEST(Reducer, BucketsStartInOrderAsSoonAsTheyAndTheirPredecessorsAreReady) {
 
 TEST(Reducer, NoSyncStepsIssueNoCollectives) {
   auto world = InProcessWorld::create(2);
-  runRanks(2, [&](int rank) {
+  onEachRank(2, [&](int rank) {
     std::vector<std::vector<float>> storage(3, std::vector<float>(8));
     Reducer reducer(world->group(rank), floatParameters(storage));
     const std::size_t before = world->issued(rank).size();
@@ -126,7 +126,7 @@ TEST(Reducer, NoSyncStepsIssueNoCollectives) {
 
 TEST(Reducer, ConstructionBroadcastsOncePerBucketAfterTheLayoutCheck) {
   auto world = InProcessWorld::create(2);
-  runRanks(2, [&](int rank) {
+  onEachRank(2, [&](int rank) {
     std::vector<std::vector<float>> storage(5, std::vector<float>(100, float(rank)));
     Reducer reducer(world->group(rank), floatParameters(storage),
                     {.caps = {.firstBucketBytes = 400, .bucketBytes = 800}});
@@ -141,7 +141,7 @@ TEST(Reducer, ConstructionBroadcastsOncePerBucketAfterTheLayoutCheck) {
 
 TEST(Reducer, RegisterParameterBeforeTheFirstStepKeepsGradients) {
   auto world = InProcessWorld::create(2);
-  runRanks(2, [&](int rank) {
+  onEachRank(2, [&](int rank) {
     std::vector<std::vector<float>> storage(2, std::vector<float>(4, float(rank)));
     Reducer reducer(world->group(rank), floatParameters(storage));
     reducer.gradientAs<float>(1)[3] = 7.0f * rank;
@@ -161,7 +161,7 @@ TEST(Reducer, RegisterParameterBeforeTheFirstStepKeepsGradients) {
 
 TEST(Reducer, FailedCollectiveSurfacesFromFinishAndStopsTheReducer) {
   auto world = InProcessWorld::create(2);
-  runRanks(2, [&](int rank) {
+  onEachRank(2, [&](int rank) {
     std::vector<std::vector<float>> storage(4, std::vector<float>(64));
     Reducer reducer(world->group(rank), floatParameters(storage),
                     {.caps = {.firstBucketBytes = 256, .bucketBytes = 256}});

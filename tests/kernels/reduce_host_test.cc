@@ -193,6 +193,45 @@ TYPED_TEST(ReduceHostTest, InstructionSetsAgreeBitForBit) {
   }
 }
 
+// reduceHostUnchecked runs the same loops as reduceHost, minus the checks:
+// on the same arguments, and slice by slice as an executor calls it after
+// checking a whole operation once, it writes exactly the same bytes (NaNs
+// included: the same code computes them).
+TYPED_TEST(ReduceHostTest, UncheckedVariantWritesTheSameBytes) {
+  using T = TypeParam;
+  std::mt19937_64 random(static_cast<std::uint64_t>(dataTypeOf<T>()) * 104729 + 5);
+  const std::size_t count = 4099;  // leaves remainders in every vector loop
+  const std::size_t slice = 1000;  // slices that start one element off alignment
+  std::vector<T> local(count), remote(count);
+  for (auto& v : local) v = randomElement<T>(random);
+  for (auto& v : remote) v = randomElement<T>(random);
+  for (ReduceKind kind : kKinds) {
+    const ReduceSpec spec = specFor<T>(kind);
+    for (bool withRemote : {true, false}) {
+      for (bool finalize : {false, true}) {
+        SCOPED_TRACE(std::string(kindName(kind)) + (withRemote ? "" : " without remote") +
+                     (finalize ? " finalize" : ""));
+        const T* remoteData = withRemote ? remote.data() : nullptr;
+        std::vector<T> checked(count), whole(count), sliced(count);
+        reduceHost(spec, checked.data(), local.data(), remoteData, count, finalize);
+        reduceHostUnchecked(spec, whole.data(), local.data(), remoteData, count, finalize);
+        for (std::size_t done = 1; done < count; done += slice) {
+          const std::size_t n = std::min(slice, count - done);
+          reduceHostUnchecked(spec, sliced.data() + done, local.data() + done,
+                              withRemote ? remoteData + done : nullptr, n, finalize);
+        }
+        reduceHostUnchecked(spec, sliced.data(), local.data(), remoteData, 1, finalize);
+        EXPECT_EQ(std::memcmp(checked.data(), whole.data(), count * sizeof(T)), 0);
+        EXPECT_EQ(std::memcmp(checked.data(), sliced.data(), count * sizeof(T)), 0);
+        // In place, as the ring reduces into its own buffer.
+        std::vector<T> inPlace = local;
+        reduceHostUnchecked(spec, inPlace.data(), inPlace.data(), remoteData, count, finalize);
+        EXPECT_EQ(std::memcmp(checked.data(), inPlace.data(), count * sizeof(T)), 0);
+      }
+    }
+  }
+}
+
 // ---- Edge cases the random inputs are unlikely to hit ----
 
 template <typename T>

@@ -96,7 +96,7 @@ TEST(ShmSegmentTest, SizesThatAreNotWholePagesAreRejected) {
 TEST(ShmSegmentTest, OpenPeerMapsTheSameMemory) {
   const std::size_t bytes = 3 * kPage;
   ShmSegment owner = ShmSegment::create(bytes, kPage);
-  ShmSegment peer = ShmSegment::openPeer(::getpid(), owner.fd(), bytes, kPage);
+  ShmSegment peer = ShmSegment::openPeer(::getpid(), owner.fd(), owner.identity(), bytes, kPage);
   ASSERT_NE(peer.data(), nullptr);
   EXPECT_NE(peer.data(), owner.data()) << "the peer should have a mapping of its own";
   EXPECT_EQ(peer.size(), bytes);
@@ -121,7 +121,7 @@ TEST(ShmSegmentTest, PeerMappingOutlivesTheOwner) {
   ShmSegment peer;
   {
     ShmSegment owner = ShmSegment::create(bytes, kPage);
-    peer = ShmSegment::openPeer(::getpid(), owner.fd(), bytes, kPage);
+    peer = ShmSegment::openPeer(::getpid(), owner.fd(), owner.identity(), bytes, kPage);
     bytesOf(owner)[kPage + 7] = 'k';
   }
   EXPECT_EQ(bytesOf(peer)[kPage + 7], 'k');
@@ -135,11 +135,25 @@ TEST(ShmSegmentTest, OpenPeerOfAClosedDescriptorNamesTheProcPath) {
   ::close(unused);
   const std::string path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(unused);
   try {
-    ShmSegment::openPeer(::getpid(), unused, 2 * kPage, kPage);
+    ShmSegment::openPeer(::getpid(), unused, FileIdentity{}, 2 * kPage, kPage);
     FAIL() << "opening " << path << " should have failed";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::System);
     EXPECT_NE(std::string(error.what()).find(path), std::string::npos) << error.what();
+  }
+}
+
+TEST(ShmSegmentTest, OpenPeerOfAnotherFileIsRefused) {
+  ShmSegment owner = ShmSegment::create(2 * kPage, kPage);
+  FileIdentity other = owner.identity();
+  other.inode += 1;  // as if the pid named another process's descriptor
+  try {
+    ShmSegment::openPeer(::getpid(), owner.fd(), other, 2 * kPage, kPage);
+    FAIL() << "mapped a file that is not the one named";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::System);
+    EXPECT_NE(std::string(error.what()).find("not the peer's shared memory"), std::string::npos)
+        << error.what();
   }
 }
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <type_traits>
 
-#include "hora/communicator.h"
+#include "hora/error.h"
 #include "kernels/device/reduce_device.h"
 #include "kernels/dtypes.h"
 #include "kernels/reduce_arguments.h"

@@ -1,6 +1,5 @@
 #include "transport/shm/shared_memory.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "transport/shm/peer_file.h"
 #include "transport/shm/shm_segment.h"
 
 namespace hora::transport {
@@ -96,19 +96,8 @@ std::optional<SharedRange> findShared(const void* ptr, std::size_t bytes) {
 }
 
 PeerMapping PeerMapping::open(const SharedRange& range) {
-  const std::string path = strCat("/proc/", range.pid, "/fd/", range.fd);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0)
-    fail(ErrorKind::System, "cannot open the peer's memory ", path, ": ", errnoText(errno));
-  struct stat status {};
-  const bool same = ::fstat(fd, &status) == 0 &&
-                    static_cast<std::uint64_t>(status.st_dev) == range.device &&
-                    static_cast<std::uint64_t>(status.st_ino) == range.inode;
-  if (!same) {
-    ::close(fd);
-    fail(ErrorKind::System, path,
-         " is not the peer's memory (is the peer in another pid namespace?)");
-  }
+  const char* what = "the peer's memory";
+  const int fd = openPeerFile(range.pid, range.fd, {range.device, range.inode}, what, "");
   const std::size_t page = ShmSegment::pageBytes();
   const std::size_t start = range.fileOffset / page * page;
   PeerMapping mapping;
@@ -119,8 +108,8 @@ PeerMapping PeerMapping::open(const SharedRange& range) {
   const int error = errno;
   ::close(fd);  // the mapping keeps the memory
   if (base == MAP_FAILED)
-    fail(ErrorKind::System, "mapping ", mapping.mappedBytes_, " bytes of ", path,
-         " failed: ", errnoText(error));
+    fail(ErrorKind::System, "mapping ", mapping.mappedBytes_, " bytes of ", what, " (/proc/",
+         range.pid, "/fd/", range.fd, ") failed: ", errnoText(error));
   mapping.base_ = base;
   return mapping;
 }

@@ -18,6 +18,8 @@ struct SegmentOffer {
   std::uint64_t bytes;
   std::uint64_t ringOffset;
   std::uint64_t probeAddress;  // the segment in the sender: a readable word
+  std::uint64_t device;        // the segment's memfd identity, which the
+  std::uint64_t inode;         //   receiver checks (peer_file.h)
 };
 
 // The receiver's answer.
@@ -59,8 +61,13 @@ std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string
   header->magic = ShmFifoHeader::kMagic;
   header->capacity = capacity;
   header->dataOffset = ringOffset;
-  SegmentOffer offer{static_cast<std::int32_t>(getpid()), segment.fd(), segment.size(), ringOffset,
-                     reinterpret_cast<std::uint64_t>(segment.data())};
+  SegmentOffer offer{static_cast<std::int32_t>(getpid()),
+                     segment.fd(),
+                     segment.size(),
+                     ringOffset,
+                     reinterpret_cast<std::uint64_t>(segment.data()),
+                     segment.identity().device,
+                     segment.identity().inode};
   lifeline.sendAll(&offer, sizeof(offer), deadline, abort, peerName);
   return std::make_unique<ShmSendConnection>(std::move(segment), std::move(lifeline),
                                              std::move(peerName));
@@ -71,7 +78,8 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
                                                      const std::atomic<bool>* abort) {
   SegmentOffer offer{};
   lifeline.recvAll(&offer, sizeof(offer), deadline, abort, peerName);
-  ShmSegment segment = ShmSegment::openPeer(offer.pid, offer.fd, offer.bytes, offer.ringOffset);
+  ShmSegment segment = ShmSegment::openPeer(offer.pid, offer.fd, {offer.device, offer.inode},
+                                            offer.bytes, offer.ringOffset);
   auto* header = static_cast<ShmFifoHeader*>(segment.data());
   if (header->magic != ShmFifoHeader::kMagic || header->dataOffset != offer.ringOffset ||
       header->dataOffset + header->capacity != offer.bytes)

@@ -1,6 +1,5 @@
 #include "transport/shm/shm_segment.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -53,19 +52,17 @@ ShmSegment ShmSegment::create(std::size_t bytes, std::size_t ringOffset) {
   if (::ftruncate(segment.fd_, static_cast<off_t>(bytes)) != 0)
     fail(ErrorKind::System, "ftruncate of a shared-memory segment to ", bytes, " bytes failed: ",
          errnoText(errno));
+  segment.identity_ = identityOf(segment.fd_);
   segment.map(bytes, ringOffset, "a new shared-memory segment");
   return segment;
 }
 
-ShmSegment ShmSegment::openPeer(pid_t pid, int fd, std::size_t bytes, std::size_t ringOffset) {
-  std::string path = strCat("/proc/", pid, "/fd/", fd);
-  int local = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (local < 0)
-    fail(ErrorKind::System, "cannot open the peer's shared memory ", path, ": ", errnoText(errno),
-         " (processes in different pid namespaces or users cannot share memory; set "
-         "NCCL_SHM_DISABLE=1 to use TCP)");
+ShmSegment ShmSegment::openPeer(pid_t pid, int fd, const FileIdentity& identity,
+                                std::size_t bytes, std::size_t ringOffset) {
   ShmSegment segment;
-  segment.fd_ = local;
+  segment.fd_ = openPeerFile(pid, fd, identity, "the peer's shared memory",
+                             "; set NCCL_SHM_DISABLE=1 to use TCP");
+  const std::string path = strCat("/proc/", pid, "/fd/", fd);
   segment.map(bytes, ringOffset, path.c_str());
   segment.closeDescriptor();
   return segment;
@@ -86,7 +83,8 @@ ShmSegment::ShmSegment(ShmSegment&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
       mappedBytes_(std::exchange(other.mappedBytes_, 0)),
-      fd_(std::exchange(other.fd_, -1)) {}
+      fd_(std::exchange(other.fd_, -1)),
+      identity_(std::exchange(other.identity_, {})) {}
 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   if (this != &other) {
@@ -96,6 +94,7 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
     mappedBytes_ = std::exchange(other.mappedBytes_, 0);
     fd_ = std::exchange(other.fd_, -1);
+    identity_ = std::exchange(other.identity_, {});
   }
   return *this;
 }

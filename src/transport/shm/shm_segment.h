@@ -14,6 +14,8 @@
 
 #include <cstddef>
 
+#include "transport/shm/peer_file.h"
+
 namespace hora::transport {
 
 class ShmSegment {
@@ -25,8 +27,12 @@ class ShmSegment {
   // open until closeDescriptor(), so that the peer can open it meanwhile.
   // `bytes` and `ringOffset` must be multiples of pageBytes().
   static ShmSegment create(std::size_t bytes, std::size_t ringOffset);
-  // Maps the segment that process `pid` holds open as descriptor `fd`.
-  static ShmSegment openPeer(pid_t pid, int fd, std::size_t bytes, std::size_t ringOffset);
+  // Maps the segment that process `pid` holds open as descriptor `fd`,
+  // after checking it is the file of that `identity` (the owner's
+  // identity(); see peer_file.h). Throws System naming the /proc path when
+  // it cannot be opened, is another file, or cannot be mapped.
+  static ShmSegment openPeer(pid_t pid, int fd, const FileIdentity& identity, std::size_t bytes,
+                             std::size_t ringOffset);
 
   ShmSegment() = default;
   ~ShmSegment();
@@ -40,6 +46,9 @@ class ShmSegment {
   void* data() const { return data_; }
   std::size_t size() const { return size_; }
   int fd() const { return fd_; }
+  // The memfd's identity, for the peer to check (only in the owner's
+  // segment: a peer's is empty).
+  const FileIdentity& identity() const { return identity_; }
   void closeDescriptor();
 
  private:
@@ -50,6 +59,7 @@ class ShmSegment {
   std::size_t size_ = 0;
   std::size_t mappedBytes_ = 0;  // size_ plus the ring's second mapping
   int fd_ = -1;
+  FileIdentity identity_;
 };
 
 }  // namespace hora::transport

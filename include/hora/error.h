@@ -1,0 +1,35 @@
+// hora::Error, the one exception type hora throws, and its kinds.
+//
+// A header of its own so that code which only reports failures (the
+// reduction kernels, the data-parallel helpers, the internal error
+// utilities) does not pull in the whole Communicator API.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "hora/export.h"
+
+namespace hora {
+
+// Error kinds, mirroring ncclResult_t at the C boundary.
+enum class ErrorKind : int {
+  System = 2,           // a syscall or library failed on this rank
+  Internal = 3,         // an invariant broke inside hora (a bug)
+  InvalidArgument = 4,  // a bad argument from the caller
+  InvalidUsage = 5,     // a call at the wrong time, or an unsupported feature
+  Remote = 6,           // a peer failed, vanished or timed out
+};
+
+// Every failure inside hora is a hora::Error. what() says which rank, which
+// peer, what failed and why.
+class HORA_API Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  ErrorKind kind() const noexcept { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
+}  // namespace hora

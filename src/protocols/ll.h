@@ -1,0 +1,223 @@
+// The LL (low-latency) protocol: every 8-byte line of the FIFO carries 4
+// bytes of data and a 4-byte flag, written together as one atomic store. The
+// receiver polls the line itself: when its flag holds the value expected for
+// that position of the stream, its data is there too. No head counter to
+// publish and no fence between data and signal, so a small message costs the
+// sender nothing but its own stores and the receiver one transfer per line.
+// The price is half the FIFO's bytes spent on flags.
+//
+// The FIFO's slots are taken together as one ring of L = slotCount *
+// slotBytes / 8 lines. Line i of the stream (i counts from 0 and only grows)
+// lives at i % L and carries the flag
+//
+//   flag(i) = i / L + 1   (mod 2^32)
+//
+// so the flag changes every time the ring wraps: the previous occupant of a
+// position, line i - L, has flag(i) - 1, and a new FIFO's zeroed lines hold
+// 0, the flag of "line -L". The sender never runs more than L lines ahead of
+// the receiver (below), so no older line can sit at that position and the
+// receiver cannot take a stale line for a new one.
+//
+// A message is a header line whose data is its size in bytes, then
+// ceil(bytes / 4) data lines, the last one padded with zeros: a zero-byte
+// message is the header alone, and the receiver needs no size in advance.
+//
+// Credits: the receiver release-stores tail = lines consumed at the end of
+// each slot (i + 1 a multiple of slotBytes / 8) and of each message; the
+// sender acquire-loads tail and writes line i only once i < tail + L. The
+// release orders the receiver's loads of the lines before its tail store,
+// the acquire orders the sender's new stores after its tail load, so a line
+// is never overwritten before it was read. The lines themselves need no
+// ordering at all: relaxed whole-line stores and loads. The sender writes in
+// pieces that never cross a slot boundary, so the credits it waits for are
+// always ones the receiver has returned, even with a single slot.
+//
+// The sender also stores its line count in head (relaxed: only it reads it)
+// at the end of each message, so that a new LLSender resumes the stream; the
+// receiver reads none of it.
+//
+// waitRoom/writeLine/advance and waitLine/consume are the per-line steps
+// send() and recv() are made of; a warp or block can share them out, one
+// line per thread, with one thread waiting and advancing between barriers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "base/host_device.h"
+#include "protocols/fifo_handle.h"
+#include "protocols/spin_wait.h"
+#include "protocols/status.h"
+
+namespace hora::protocols {
+
+inline constexpr std::uint64_t kLLLineBytes = 8;
+inline constexpr std::uint64_t kLLDataBytes = 4;
+
+HORA_HOST_DEVICE constexpr std::uint64_t llLines(const FifoHandle& fifo) {
+  return fifo.slotCount * fifo.slotBytes / kLLLineBytes;
+}
+HORA_HOST_DEVICE constexpr std::uint64_t llLinesPerSlot(const FifoHandle& fifo) {
+  return fifo.slotBytes / kLLLineBytes;
+}
+HORA_HOST_DEVICE constexpr std::uint32_t llFlag(std::uint64_t line, std::uint64_t ringLines) {
+  return static_cast<std::uint32_t>(line / ringLines + 1);
+}
+HORA_HOST_DEVICE constexpr std::uint64_t llPack(std::uint32_t data, std::uint32_t flag) {
+  return (static_cast<std::uint64_t>(flag) << 32) | data;
+}
+// Lines a message of `bytes` bytes takes: a header and its data.
+HORA_HOST_DEVICE constexpr std::uint64_t llMessageLines(std::uint64_t bytes) {
+  return 1 + (bytes + kLLDataBytes - 1) / kLLDataBytes;
+}
+
+// Word j (from 0) of a message's data: bytes 4j.. of src, zero-padded.
+HORA_HOST_DEVICE inline std::uint32_t llWord(const char* src, std::size_t bytes, std::uint64_t j) {
+  const std::size_t at = static_cast<std::size_t>(j * kLLDataBytes);
+  const std::size_t n = bytes - at < kLLDataBytes ? bytes - at : kLLDataBytes;
+  std::uint32_t word = 0;
+  std::memcpy(&word, src + at, n);
+  return word;
+}
+
+template <class Ordering>
+class LLSender {
+ public:
+  // Resumes the stream where the FIFO's head says (0 for a new FIFO).
+  HORA_HOST_DEVICE explicit LLSender(const FifoHandle& fifo)
+      : fifo_(fifo),
+        lines_(llLines(fifo)),
+        sent_(Ordering::loadRelaxed(fifo.head)),
+        knownTail_(Ordering::loadAcquire(fifo.tail)) {}
+
+  // Waits until lines [sent, sent + count) may be written. They must not
+  // reach past the end of the slot that line `sent` falls in: the receiver
+  // returns credits a slot at a time, so room beyond it may never come.
+  HORA_HOST_DEVICE Status waitRoom(std::uint64_t count, std::uint64_t deadline) {
+    if (hasRoom(count)) return Status::Ok;
+    return spinUntil<Ordering>(
+        [&] {
+          knownTail_ = Ordering::loadAcquire(fifo_.tail);
+          return hasRoom(count);
+        },
+        fifo_.abortFlag, deadline);
+  }
+  // Writes `data` as line sent + k, with that line's flag.
+  HORA_HOST_DEVICE void writeLine(std::uint64_t k, std::uint32_t data) {
+    const std::uint64_t line = sent_ + k;
+    Ordering::storeLine(lineAt(line), llPack(data, llFlag(line, lines_)));
+  }
+  HORA_HOST_DEVICE void advance(std::uint64_t count) { sent_ += count; }
+
+  // Sends one message of `bytes` bytes (zero allowed; less than 4 GiB).
+  HORA_HOST_DEVICE Status send(const void* src, std::size_t bytes, std::uint64_t deadline) {
+    if (bytes > 0xffffffffu) return Status::Overflow;
+    const char* from = static_cast<const char*>(src);
+    const std::uint64_t total = llMessageLines(bytes);
+    const std::uint64_t perSlot = llLinesPerSlot(fifo_);
+    for (std::uint64_t done = 0; done < total;) {
+      // Up to the end of the slot the next line falls in.
+      const std::uint64_t toSlotEnd = perSlot - sent_ % perSlot;
+      const std::uint64_t count = total - done < toSlotEnd ? total - done : toSlotEnd;
+      const Status status = waitRoom(count, deadline);
+      if (status != Status::Ok) return status;
+      for (std::uint64_t k = 0; k < count; ++k) {
+        const std::uint64_t j = done + k;  // line j of the message
+        writeLine(k, j == 0 ? static_cast<std::uint32_t>(bytes) : llWord(from, bytes, j - 1));
+      }
+      advance(count);
+      done += count;
+    }
+    Ordering::storeRelaxed(fifo_.head, sent_);
+    return Status::Ok;
+  }
+
+  HORA_HOST_DEVICE std::uint64_t sentLines() const { return sent_; }
+
+ private:
+  HORA_HOST_DEVICE bool hasRoom(std::uint64_t count) const { return sent_ + count - knownTail_ <= lines_; }
+  HORA_HOST_DEVICE std::uint64_t* lineAt(std::uint64_t line) const {
+    return reinterpret_cast<std::uint64_t*>(fifo_.slots) + line % lines_;
+  }
+
+  FifoHandle fifo_;
+  std::uint64_t lines_;      // L, lines in the ring
+  std::uint64_t sent_;       // lines written
+  std::uint64_t knownTail_;  // *fifo_.tail as last loaded
+};
+
+template <class Ordering>
+class LLReceiver {
+ public:
+  // Resumes the stream where the FIFO's tail says (0 for a new FIFO).
+  HORA_HOST_DEVICE explicit LLReceiver(const FifoHandle& fifo)
+      : fifo_(fifo), lines_(llLines(fifo)), received_(Ordering::loadRelaxed(fifo.tail)) {}
+
+  // Waits for line received + k to arrive; *data is its 4 bytes.
+  HORA_HOST_DEVICE Status waitLine(std::uint64_t k, std::uint32_t* data, std::uint64_t deadline) {
+    const std::uint64_t line = received_ + k;
+    const std::uint64_t* at = reinterpret_cast<const std::uint64_t*>(fifo_.slots) + line % lines_;
+    const std::uint32_t flag = llFlag(line, lines_);
+    std::uint64_t value = Ordering::loadLine(at);
+    if (static_cast<std::uint32_t>(value >> 32) != flag) {
+      const Status status = spinUntil<Ordering>(
+          [&] {
+            value = Ordering::loadLine(at);
+            return static_cast<std::uint32_t>(value >> 32) == flag;
+          },
+          fifo_.abortFlag, deadline);
+      if (status != Status::Ok) return status;
+    }
+    *data = static_cast<std::uint32_t>(value);
+    return Status::Ok;
+  }
+  // Moves past `count` lines, every one of them read, and returns them to
+  // the sender as credits.
+  HORA_HOST_DEVICE void consume(std::uint64_t count) {
+    received_ += count;
+    Ordering::storeRelease(fifo_.tail, received_);
+  }
+
+  // Receives one message into dst (capacity bytes); *bytes is its size. A
+  // larger message is still consumed whole, its excess dropped: Overflow.
+  HORA_HOST_DEVICE Status recv(void* dst, std::size_t capacity, std::size_t* bytes, std::uint64_t deadline) {
+    char* to = static_cast<char*>(dst);
+    std::uint32_t size = 0;
+    Status status = waitLine(0, &size, deadline);
+    if (status != Status::Ok) return status;
+    step();
+    const std::uint64_t words = llMessageLines(size) - 1;
+    for (std::uint64_t j = 0; j < words; ++j) {
+      std::uint32_t word = 0;
+      status = waitLine(0, &word, deadline);
+      if (status != Status::Ok) return status;
+      const std::uint64_t at = j * kLLDataBytes;
+      if (at < capacity) {
+        const std::uint64_t n = capacity - at < kLLDataBytes ? capacity - at : kLLDataBytes;
+        const std::uint64_t inMessage = size - at < n ? size - at : n;
+        std::memcpy(to + at, &word, static_cast<std::size_t>(inMessage));
+      }
+      step();
+    }
+    // Credits for the lines of this message not yet returned at a slot end.
+    if (received_ % llLinesPerSlot(fifo_) != 0) Ordering::storeRelease(fifo_.tail, received_);
+    *bytes = size;
+    return size > capacity ? Status::Overflow : Status::Ok;
+  }
+
+  HORA_HOST_DEVICE std::uint64_t receivedLines() const { return received_; }
+
+ private:
+  // Past one line; at the end of a slot, its lines go back as credits.
+  HORA_HOST_DEVICE void step() {
+    ++received_;
+    if (received_ % llLinesPerSlot(fifo_) == 0) Ordering::storeRelease(fifo_.tail, received_);
+  }
+
+  FifoHandle fifo_;
+  std::uint64_t lines_;     // L, lines in the ring
+  std::uint64_t received_;  // lines consumed
+};
+
+}  // namespace hora::protocols

@@ -1,0 +1,185 @@
+// The Simple protocol: whole slots handed over by two counters.
+//
+// The sender fills a slot, stores how many bytes it holds in sizes[slot],
+// then advances head; the receiver waits for head to pass its position,
+// reads the slot, then advances tail. head counts slots published and tail
+// slots released, both only ever growing; slot k of the stream lives at
+// k % slotCount. Up to slotCount slots are in flight, so the sender can
+// fill the next ones while the receiver still reads the first.
+//
+//   sender:   waitRoom(&slot)   head - tail < slotCount   (acquire tail)
+//             ...fill the slot...
+//             publish(bytes)    sizes[k] = bytes; head = k + 1 (release)
+//   receiver: waitData(&piece)  head > tail               (acquire head)
+//             ...read the slot...
+//             release()         tail = k + 1 (release)
+//
+// Why these orderings suffice: the release of head is after the slot's bytes
+// and its size were written, and the receiver reads them only after its
+// acquire of head saw that value, so it reads what was written. In the other
+// direction the receiver's reads of slot k come before its release of tail,
+// and the sender writes slot k again (as slot k + slotCount) only after its
+// acquire of tail saw k + 1, so it cannot overwrite bytes still being read.
+// Nothing else is shared, so no other fence is needed.
+//
+// Each side keeps the other's counter as last loaded and loads it again only
+// when that value blocks it: the counter's line was last written by the
+// other side, so each load of it is a transfer between caches. A stale
+// value only understates progress, and the acquire that loaded it already
+// ordered everything up to it.
+//
+// Messages: send()/recv() move a message of any size, cut into pieces of at
+// most slotBytes; sizes[] marks the message's last piece (kLastPiece), so a
+// zero-byte message is one empty piece and the receiver needs no size in
+// advance. One thread drives each side; in a kernel, the block fills or
+// reads the slot between waitRoom and publish (or waitData and release),
+// meeting at a barrier around the calls (device_ordering.h says why that is
+// enough).
+//
+// A wait that ends in anything but Status::Ok leaves the stream where it
+// was, but a send() or recv() that fails midway leaves a message half moved:
+// the FIFO is then only good for tearing down.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "base/host_device.h"
+#include "protocols/fifo_handle.h"
+#include "protocols/spin_wait.h"
+#include "protocols/status.h"
+
+namespace hora::protocols {
+
+// In sizes[]: set on the piece that ends a message; the low bits are bytes.
+inline constexpr std::uint64_t kLastPiece = std::uint64_t{1} << 63;
+
+struct SimplePiece {
+  const char* data;
+  std::uint64_t bytes;
+  bool last;  // the message's final piece
+};
+
+template <class Ordering>
+class SimpleSender {
+ public:
+  // Resumes the stream where the FIFO's head says (0 for a new FIFO).
+  HORA_HOST_DEVICE explicit SimpleSender(const FifoHandle& fifo)
+      : fifo_(fifo), head_(Ordering::loadRelaxed(fifo.head)), knownTail_(Ordering::loadAcquire(fifo.tail)) {}
+
+  // Waits for a free slot; *slot is where to write up to slotBytes bytes.
+  HORA_HOST_DEVICE Status waitRoom(char** slot, std::uint64_t deadline) {
+    if (!hasRoom()) {
+      const Status status = spinUntil<Ordering>(
+          [&] {
+            knownTail_ = Ordering::loadAcquire(fifo_.tail);
+            return hasRoom();
+          },
+          fifo_.abortFlag, deadline);
+      if (status != Status::Ok) return status;
+    }
+    *slot = fifo_.slots + (head_ % fifo_.slotCount) * fifo_.slotBytes;
+    return Status::Ok;
+  }
+
+  // Hands the slot waitRoom returned to the receiver, holding `bytes` bytes
+  // (at most slotBytes); `last` ends the message.
+  HORA_HOST_DEVICE void publish(std::uint64_t bytes, bool last = true) {
+    fifo_.sizes[head_ % fifo_.slotCount] = bytes | (last ? kLastPiece : 0);
+    ++head_;
+    Ordering::storeRelease(fifo_.head, head_);
+  }
+
+  // Sends one message of `bytes` bytes (zero allowed), a slot at a time.
+  HORA_HOST_DEVICE Status send(const void* src, std::size_t bytes, std::uint64_t deadline) {
+    const char* from = static_cast<const char*>(src);
+    std::size_t left = bytes;
+    do {
+      char* slot = nullptr;
+      const Status status = waitRoom(&slot, deadline);
+      if (status != Status::Ok) return status;
+      const std::size_t piece = left < fifo_.slotBytes ? left : fifo_.slotBytes;
+      if (piece != 0) std::memcpy(slot, from, piece);
+      from += piece;
+      left -= piece;
+      publish(piece, left == 0);
+    } while (left != 0);
+    return Status::Ok;
+  }
+
+  HORA_HOST_DEVICE std::uint64_t published() const { return head_; }
+
+ private:
+  HORA_HOST_DEVICE bool hasRoom() const { return head_ - knownTail_ < fifo_.slotCount; }
+
+  FifoHandle fifo_;
+  std::uint64_t head_;       // slots published: the value of *fifo_.head
+  std::uint64_t knownTail_;  // *fifo_.tail as last loaded
+};
+
+template <class Ordering>
+class SimpleReceiver {
+ public:
+  // Resumes the stream where the FIFO's tail says (0 for a new FIFO).
+  HORA_HOST_DEVICE explicit SimpleReceiver(const FifoHandle& fifo)
+      : fifo_(fifo), tail_(Ordering::loadRelaxed(fifo.tail)), knownHead_(Ordering::loadAcquire(fifo.head)) {}
+
+  // Waits for the oldest unread slot and describes it in *piece.
+  HORA_HOST_DEVICE Status waitData(SimplePiece* piece, std::uint64_t deadline) {
+    if (!hasData()) {
+      const Status status = spinUntil<Ordering>(
+          [&] {
+            knownHead_ = Ordering::loadAcquire(fifo_.head);
+            return hasData();
+          },
+          fifo_.abortFlag, deadline);
+      if (status != Status::Ok) return status;
+    }
+    const std::uint64_t index = tail_ % fifo_.slotCount;
+    const std::uint64_t size = fifo_.sizes[index];
+    piece->data = fifo_.slots + index * fifo_.slotBytes;
+    piece->bytes = size & ~kLastPiece;
+    piece->last = (size & kLastPiece) != 0;
+    return Status::Ok;
+  }
+
+  // Gives the slot waitData described back to the sender.
+  HORA_HOST_DEVICE void release() {
+    ++tail_;
+    Ordering::storeRelease(fifo_.tail, tail_);
+  }
+
+  // Receives one message into dst (capacity bytes); *bytes is its size. A
+  // larger message is still consumed whole, its excess dropped: Overflow.
+  HORA_HOST_DEVICE Status recv(void* dst, std::size_t capacity, std::size_t* bytes, std::uint64_t deadline) {
+    char* to = static_cast<char*>(dst);
+    std::size_t total = 0;
+    for (;;) {
+      SimplePiece piece{};
+      const Status status = waitData(&piece, deadline);
+      if (status != Status::Ok) return status;
+      if (total < capacity) {
+        const std::size_t room = capacity - total;
+        const std::size_t take = piece.bytes < room ? piece.bytes : room;
+        if (take != 0) std::memcpy(to + total, piece.data, take);
+      }
+      total += piece.bytes;
+      release();
+      if (piece.last) break;
+    }
+    *bytes = total;
+    return total > capacity ? Status::Overflow : Status::Ok;
+  }
+
+  HORA_HOST_DEVICE std::uint64_t released() const { return tail_; }
+
+ private:
+  HORA_HOST_DEVICE bool hasData() const { return knownHead_ != tail_; }
+
+  FifoHandle fifo_;
+  std::uint64_t tail_;       // slots released: the value of *fifo_.tail
+  std::uint64_t knownHead_;  // *fifo_.head as last loaded
+};
+
+}  // namespace hora::protocols

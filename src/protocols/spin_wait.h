@@ -1,0 +1,32 @@
+// The one polling loop behind every protocol wait: poll a condition until it
+// holds, the FIFO's abort flag is raised, or the deadline passes.
+//
+// The condition is polled first and on every iteration; the abort flag and
+// the clock only every kCheckEvery polls, since a clock read costs more than
+// a poll of a line already in cache, and a wait that ends within a few polls
+// should not pay for it. A condition that holds wins over a raised flag or a
+// passed deadline: the work it unblocks is already there.
+#pragma once
+
+#include <cstdint>
+
+#include "base/host_device.h"
+#include "protocols/status.h"
+
+namespace hora::protocols {
+
+inline constexpr std::uint32_t kCheckEvery = 64;
+
+template <class Ordering, class Ready>
+HORA_HOST_DEVICE Status spinUntil(Ready&& ready, const std::uint32_t* abortFlag, std::uint64_t deadline) {
+  for (std::uint32_t spins = 0;; spins = spins == ~0u ? spins : spins + 1) {
+    if (ready()) return Status::Ok;
+    if (spins % kCheckEvery == kCheckEvery - 1) {
+      if (abortFlag != nullptr && Ordering::loadFlag(abortFlag) != 0) return Status::Aborted;
+      if (deadline != kNoDeadline && Ordering::now() >= deadline) return Status::TimedOut;
+    }
+    Ordering::relax(spins);
+  }
+}
+
+}  // namespace hora::protocols

@@ -1,0 +1,32 @@
+// What a protocol wait ends with. Code that runs in a kernel cannot throw,
+// so every wait in protocols/ returns one of these; host callers turn a
+// failure into a hora::Error naming what was waited on (host_fifo.h).
+#pragma once
+
+#include <cstdint>
+
+#include "base/host_device.h"
+
+namespace hora::protocols {
+
+enum class Status : std::uint32_t {
+  Ok = 0,
+  Aborted,   // the FIFO's abort flag was raised while waiting
+  TimedOut,  // the deadline passed first
+  Overflow,  // a message did not fit: the receiver's buffer, or LL's 32-bit size
+};
+
+HORA_HOST_DEVICE constexpr const char* statusName(Status status) {
+  switch (status) {
+    case Status::Ok: return "ok";
+    case Status::Aborted: return "aborted";
+    case Status::TimedOut: return "timed out";
+    case Status::Overflow: return "message larger than its buffer";
+  }
+  return "unknown status";
+}
+
+// A deadline that never passes, in any ordering policy's clock.
+inline constexpr std::uint64_t kNoDeadline = ~std::uint64_t{0};
+
+}  // namespace hora::protocols

@@ -1,0 +1,118 @@
+// Every wait ends: a receiver whose sender never sends, and a sender whose
+// receiver never reads, return TimedOut once their deadline passes, and
+// Aborted soon after another thread raises the FIFO's abort flag, long
+// before their deadline. Filling the FIFO first also checks its capacity:
+// the sender stops exactly when one more message would overwrite an unread
+// one.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace hora::protocols::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kSlotBytes = 32;
+constexpr std::uint64_t kSlots = 3;
+constexpr auto kShort = 50ms;
+// Generous upper bounds: the machine may be busy compiling.
+constexpr auto kLate = 2s;
+
+template <class P>
+class Wait : public ::testing::Test {
+ protected:
+  Wait() : fifo_(kSlotBytes, kSlots) {}
+  const FifoHandle& fifo() const { return fifo_.handle(); }
+
+  // Sends empty messages until the FIFO is full; how many went in.
+  std::uint64_t fill(typename P::Sender& sender) {
+    std::uint64_t sent = 0;
+    while (sender.send(nullptr, 0, 0) == Status::Ok) ++sent;
+    return sent;
+  }
+  // The wait `run` does, with a deadline far away, while another thread
+  // raises the abort flag after a while.
+  template <class Run>
+  void expectAbortedPromptly(Run run) {
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(20ms);
+      raiseAbort(fifo());
+    });
+    const auto start = Clock::now();
+    EXPECT_EQ(run(HostOrdering::deadlineAfter(60s)), Status::Aborted);
+    EXPECT_LT(Clock::now() - start, kLate);
+    aborter.join();
+  }
+  template <class Run>
+  void expectTimedOut(Run run) {
+    const auto start = Clock::now();
+    EXPECT_EQ(run(HostOrdering::deadlineAfter(kShort)), Status::TimedOut);
+    const auto waited = Clock::now() - start;
+    EXPECT_GE(waited, kShort);
+    EXPECT_LT(waited, kLate);
+  }
+
+ private:
+  OwnedFifo fifo_;
+};
+TYPED_TEST_SUITE(Wait, HostProtocols, ProtocolNames);
+
+TYPED_TEST(Wait, ReceiverTimesOutWithoutASender) {
+  typename TypeParam::Receiver receiver(this->fifo());
+  char buffer[8];
+  std::size_t bytes = 0;
+  this->expectTimedOut([&](std::uint64_t deadline) { return receiver.recv(buffer, sizeof(buffer), &bytes, deadline); });
+  // Nothing was consumed: a message sent now still arrives.
+  typename TypeParam::Sender sender(this->fifo());
+  ASSERT_EQ(sender.send("abc", 3, kNoDeadline), Status::Ok);
+  EXPECT_EQ(receiver.recv(buffer, sizeof(buffer), &bytes, kNoDeadline), Status::Ok);
+  EXPECT_EQ(bytes, 3u);
+}
+
+TYPED_TEST(Wait, ReceiverAbortsWhenTheFlagIsRaised) {
+  typename TypeParam::Receiver receiver(this->fifo());
+  char buffer[8];
+  std::size_t bytes = 0;
+  this->expectAbortedPromptly(
+      [&](std::uint64_t deadline) { return receiver.recv(buffer, sizeof(buffer), &bytes, deadline); });
+}
+
+TYPED_TEST(Wait, SenderTimesOutOnAFullFifo) {
+  typename TypeParam::Sender sender(this->fifo());
+  EXPECT_EQ(this->fill(sender), TypeParam::emptyMessagesThatFit(this->fifo()));
+  this->expectTimedOut([&](std::uint64_t deadline) { return sender.send("x", 1, deadline); });
+  // Reading one message makes room again.
+  typename TypeParam::Receiver receiver(this->fifo());
+  std::size_t bytes = 1;
+  ASSERT_EQ(receiver.recv(nullptr, 0, &bytes, kNoDeadline), Status::Ok);
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(sender.send(nullptr, 0, HostOrdering::deadlineAfter(kLate)), Status::Ok);
+}
+
+TYPED_TEST(Wait, SenderAbortsWhenTheFlagIsRaised) {
+  typename TypeParam::Sender sender(this->fifo());
+  this->fill(sender);
+  this->expectAbortedPromptly([&](std::uint64_t deadline) { return sender.send("x", 1, deadline); });
+}
+
+// hora's Deadline in the host policy's clock: never stays never, and a
+// deadline 50 ms out is 50 ms out.
+TEST(HostDeadline, TranslatesHorasDeadline) {
+  EXPECT_EQ(HostOrdering::deadlineOf(Deadline::never()), kNoDeadline);
+  const std::uint64_t before = HostOrdering::now();
+  const std::uint64_t deadline = HostOrdering::deadlineOf(Deadline::after(kShort));
+  const std::uint64_t after = HostOrdering::now();
+  const auto shortNs = static_cast<std::uint64_t>(std::chrono::nanoseconds(kShort).count());
+  EXPECT_GE(deadline, before + shortNs);
+  EXPECT_LE(deadline, after + shortNs);
+}
+
+}  // namespace
+}  // namespace hora::protocols::testing
