@@ -14,7 +14,7 @@
 #include <unordered_set>
 
 #include "api/nccl_api.h"
-#include "transport/shm/shared_memory.h"
+#include "transport/peer_memory.h"
 
 using namespace hora;
 
@@ -60,13 +60,13 @@ void forget(const Handle* handle, ncclComm_t comm, const char* what) {
 HORA_NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
   return api::guarded("ncclMemAlloc", [&] {
     HORA_CHECK_ARG(ptr != nullptr, "ptr is NULL");
-    *ptr = transport::allocateShared(size);
+    *ptr = transport::hostPeerMemory().allocate(size);
   });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
   return api::guarded("ncclMemFree", [&] {
-    if (ptr != nullptr) transport::freeShared(ptr);
+    if (ptr != nullptr) transport::hostPeerMemory().free(ptr);
   });
 }
 

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/communicator.h"
+#include "transport/peer_memory.h"
 
 namespace hora::core {
 namespace {
@@ -14,14 +15,8 @@ namespace {
 // One rank's buffer as its peers need to map it (registration).
 struct WindowRecord {
   std::uint8_t shareable;
-  std::uint8_t padding[3];
-  std::int32_t pid;
-  std::int32_t fd;
-  std::int32_t reserved;
-  std::uint64_t device;
-  std::uint64_t inode;
-  std::uint64_t fileOffset;
-  std::uint64_t bytes;
+  std::uint8_t padding[7];
+  transport::PeerMemoryHandle handle;
 };
 
 }  // namespace
@@ -38,15 +33,11 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
     std::vector<WindowRecord> records(nranks_);
     WindowRecord& own = records[rank_];
     own = {};
-    const auto range = transport::findShared(buffer, bytes);
-    if (range && peersShareMemory_) {
+    transport::PeerMemory& memory = transport::hostPeerMemory();
+    const auto exported = memory.exportRange(buffer, bytes);
+    if (exported && peersShareMemory_) {
       own.shareable = 1;
-      own.pid = range->pid;
-      own.fd = range->fd;
-      own.device = range->device;
-      own.inode = range->inode;
-      own.fileOffset = range->fileOffset;
-      own.bytes = range->bytes;
+      own.handle = *exported;
     }
     bootstrap_->allGather(records.data(), sizeof(WindowRecord), deadline);
 
@@ -63,11 +54,8 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
       try {
         for (int peer = 0; peer < nranks_; ++peer) {
           if (peer == rank_) continue;
-          const WindowRecord& record = records[peer];
-          window.mappings.push_back(
-              transport::PeerMapping::open({record.pid, record.fd, record.device, record.inode,
-                                            record.fileOffset, record.bytes}));
-          window.rankBases[peer] = static_cast<char*>(window.mappings.back().data());
+          window.mappings.push_back(memory.import(records[peer].handle));
+          window.rankBases[peer] = static_cast<char*>(window.mappings.back()->data());
         }
       } catch (const Error& error) {
         HORA_LOG(Warn, "rank ", rank_, ": a window stays without zero copy: ", error.what());
@@ -85,7 +73,7 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
     const bool usable = window.usable;
     const int id = windows_.add(std::move(window));
     HORA_LOG(Info, "window ", id, ": ", bytes, " bytes at ", buffer, usable ? ", zero copy" : "",
-             !usable && !range            ? " (not memory from ncclMemAlloc: no zero copy)"
+             !usable && !exported            ? " (not memory from ncclMemAlloc: no zero copy)"
              : !usable && !everyoneShares ? " (not every rank's memory is shareable on one host)"
              : !usable                    ? " (a rank could not map a peer's memory)"
                                           : "");

@@ -11,10 +11,11 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
-#include "transport/shm/shared_memory.h"
+#include "transport/peer_memory.h"
 
 namespace hora::core {
 
@@ -31,7 +32,7 @@ class WindowTable {
     // Usable: every rank's buffer is mapped here, at rankBases[rank].
     bool usable = false;
     std::vector<char*> rankBases;
-    std::vector<transport::PeerMapping> mappings;  // keep the peers' memory mapped
+    std::vector<std::unique_ptr<transport::PeerMemoryMapping>> mappings;  // keep the peers' memory mapped
   };
 
   // Adds `window` under the next number, which it returns.
