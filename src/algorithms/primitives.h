@@ -66,6 +66,18 @@ HORA_HOST_DEVICE inline Range channelPart(std::size_t len, Channel channel, std:
   return {start, minSize(len, start + per) - start};
 }
 
+// Calls body(start, size) for this channel's part of each loop of `loop`
+// elements over [0, count) (parts that are empty are skipped: every rank
+// skips the same ones).
+template <typename Body>
+HORA_HOST_DEVICE void forEachPart(std::size_t count, std::size_t loop, Channel channel,
+                                  std::size_t align, Body body) {
+  for (std::size_t base = 0; base < count; base += loop) {
+    const Range part = channelPart(minSize(loop, count - base), channel, align);
+    if (part.size > 0) body(base + part.start, part.size);
+  }
+}
+
 // Where this rank stands on a ring: position `pos` of `nranks`, with
 // ranks[p] the user rank at position p. It receives from the rank before it
 // and sends to the rank after it.

@@ -32,15 +32,12 @@ HORA_HOST_DEVICE void ringAllReduce(P& p, const Ring& ring, Channel channel, std
   }
   const int next = ring.next(), prev = ring.prev();
   const std::size_t loop = static_cast<std::size_t>(channel.count) * n * chunk;
-  for (std::size_t base = 0; base < count; base += loop) {
-    const Range part = channelPart(minSize(loop, count - base), channel, n * align);
-    if (part.size == 0) continue;
-    const std::size_t origin = base + part.start;
-    const std::size_t per = roundUp((part.size + n - 1) / n, align);
-    auto start = [&](int c) { return origin + minSize(part.size, static_cast<std::size_t>(c) * per); };
+  forEachPart(count, loop, channel, n * align, [&](std::size_t origin, std::size_t len) {
+    const std::size_t per = roundUp((len + n - 1) / n, align);
+    auto start = [&](int c) { return origin + minSize(len, static_cast<std::size_t>(c) * per); };
     auto size = [&](int c) {
-      return minSize(part.size, static_cast<std::size_t>(c + 1) * per) -
-             minSize(part.size, static_cast<std::size_t>(c) * per);
+      return minSize(len, static_cast<std::size_t>(c + 1) * per) -
+             minSize(len, static_cast<std::size_t>(c) * per);
     };
 
     int c = ring.pos;
@@ -57,7 +54,7 @@ HORA_HOST_DEVICE void ringAllReduce(P& p, const Ring& ring, Channel channel, std
     }
     c = ringMod(ring.pos + 2, n);
     p.recv(prev, start(c), size(c));
-  }
+  });
 }
 
 // Reduce-scatter: in holds nranks blocks of `count`; rank r ends with the
@@ -70,19 +67,16 @@ HORA_HOST_DEVICE void ringReduceScatter(P& p, const Ring& ring, Channel channel,
   const int next = ring.next(), prev = ring.prev();
   const std::size_t self = static_cast<std::size_t>(ring.self());
   const std::size_t loop = static_cast<std::size_t>(channel.count) * chunk;
-  for (std::size_t base = 0; base < count; base += loop) {
-    const Range part = channelPart(minSize(loop, count - base), channel, align);
-    if (part.size == 0) continue;
-    const std::size_t at = base + part.start, len = part.size;
+  forEachPart(count, loop, channel, align, [&](std::size_t at, std::size_t len) {
     if (n == 1) {
       p.localReduceCopy(at, at, len);
-      continue;
+      return;
     }
     auto block = [&](int position) { return static_cast<std::size_t>(ring.rankAt(position)) * count + at; };
     p.send(next, block(ring.pos - 1), len);
     for (int j = 1; j < n - 1; ++j) p.recvReduceSend(prev, next, block(ring.pos - j - 1), len);
     p.recvReduceCopy(prev, self * count + at, at, len);
-  }
+  });
 }
 
 // All-gather: out holds nranks blocks of `count`; rank r's input lands in
@@ -94,19 +88,16 @@ HORA_HOST_DEVICE void ringAllGather(P& p, const Ring& ring, Channel channel, std
   const int next = ring.next(), prev = ring.prev();
   const std::size_t self = static_cast<std::size_t>(ring.self());
   const std::size_t loop = static_cast<std::size_t>(channel.count) * chunk;
-  for (std::size_t base = 0; base < count; base += loop) {
-    const Range part = channelPart(minSize(loop, count - base), channel, align);
-    if (part.size == 0) continue;
-    const std::size_t at = base + part.start, len = part.size;
+  forEachPart(count, loop, channel, align, [&](std::size_t at, std::size_t len) {
     if (n == 1) {
       p.localCopy(at, self * count + at, len);
-      continue;
+      return;
     }
     auto block = [&](int position) { return static_cast<std::size_t>(ring.rankAt(position)) * count + at; };
     p.copySend(next, at, self * count + at, len);
     for (int j = 1; j < n - 1; ++j) p.recvCopySend(prev, next, block(ring.pos - j), len);
     p.recv(prev, block(ring.pos + 1), len);
-  }
+  });
 }
 
 // Broadcast: a pipeline along the ring starting at the root.
@@ -117,15 +108,12 @@ HORA_HOST_DEVICE void ringBroadcast(P& p, const Ring& ring, Channel channel, int
   const int next = ring.next(), prev = ring.prev();
   const int hop = ringMod(ring.pos - ring.positionOf(root), n);  // 0 at the root
   const std::size_t loop = static_cast<std::size_t>(channel.count) * chunk;
-  for (std::size_t base = 0; base < count; base += loop) {
-    const Range part = channelPart(minSize(loop, count - base), channel, align);
-    if (part.size == 0) continue;
-    const std::size_t at = base + part.start, len = part.size;
+  forEachPart(count, loop, channel, align, [&](std::size_t at, std::size_t len) {
     if (n == 1) p.localCopy(at, at, len);
     else if (hop == 0) p.copySend(next, at, at, len);
     else if (hop < n - 1) p.recvCopySend(prev, next, at, len);
     else p.recv(prev, at, len);
-  }
+  });
 }
 
 // Reduce: a pipeline along the ring that starts just after the root and
@@ -137,15 +125,12 @@ HORA_HOST_DEVICE void ringReduce(P& p, const Ring& ring, Channel channel, int ro
   const int next = ring.next(), prev = ring.prev();
   const int hop = ringMod(ring.pos - ring.positionOf(root) - 1, n);  // n-1 at the root
   const std::size_t loop = static_cast<std::size_t>(channel.count) * chunk;
-  for (std::size_t base = 0; base < count; base += loop) {
-    const Range part = channelPart(minSize(loop, count - base), channel, align);
-    if (part.size == 0) continue;
-    const std::size_t at = base + part.start, len = part.size;
+  forEachPart(count, loop, channel, align, [&](std::size_t at, std::size_t len) {
     if (n == 1) p.localReduceCopy(at, at, len);
     else if (hop == 0) p.send(next, at, len);
     else if (hop < n - 1) p.recvReduceSend(prev, next, at, len);
     else p.recvReduceCopy(prev, at, at, len);
-  }
+  });
 }
 
 }  // namespace hora::algorithms
