@@ -1,80 +1,16 @@
-// Ranks as forked processes, for tests where a rank must be killed, stopped
-// or given its own environment. A child runs a function, reports facts to
-// the parent as "key value" lines over a pipe, and never outlives the test:
-// it dies with its parent (PR_SET_PDEATHSIG), at the end of its lifetime
-// (alarm), and when the ChildProcess object is destroyed (SIGKILL, reaped).
-//
-// Fork before the parent process starts any thread: the child inherits only
-// the forking thread, and a lock another thread held would stay locked.
+// The API suites' names for the shared test helpers: ranks as forked
+// processes (tests/support/child_process.h) and free ports.
 #pragma once
 
-#include <sys/types.h>
-
-#include <chrono>
-#include <functional>
-#include <map>
-#include <optional>
-#include <string>
-
+#include "support/child_process.h"
 #include "support/free_port.h"
 
 namespace hora_api_test {
 
-// The child's end of the report pipe.
-class Reporter {
- public:
-  explicit Reporter(int fd) : fd_(fd) {}
-  // Sends "key value"; newlines in the value become spaces.
-  void report(const std::string& key, const std::string& value);
-
- private:
-  int fd_;
-};
-
-struct ChildExit {
-  bool timedOut = false;  // still running at the deadline (then killed)
-  bool exited = false;    // false: killed by a signal
-  int code = -1;        // exit status when exited
-  int signal = 0;       // terminating signal otherwise
-  std::string describe() const;
-};
-
-class ChildProcess {
- public:
-  // Forks a child that runs body(reporter) and exits with its result.
-  explicit ChildProcess(std::function<int(Reporter&)> body,
-                        std::chrono::seconds lifetime = std::chrono::seconds(30));
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  void signal(int number);
-
-  // Waits until the child reported `key` (its value), or returns nullopt
-  // when `timeout` passed or the child closed its pipe first.
-  std::optional<std::string> waitFor(const std::string& key, std::chrono::milliseconds timeout);
-  // The last value reported for `key` so far, or "" (reads what is pending).
-  std::string value(const std::string& key);
-  // Waits up to `timeout` for the child to exit; kills it (SIGKILL) if it
-  // did not, and says so in the result.
-  ChildExit waitExit(std::chrono::milliseconds timeout);
-
- private:
-  // Reads what the pipe holds within `timeout`; false at end of file.
-  bool readSome(std::chrono::milliseconds timeout);
-
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  bool reaped_ = false;
-  std::string pending_;
-  std::map<std::string, std::string> values_;
-};
-
-// A TCP port on 127.0.0.1 that was free a moment ago.
+using hora::test_support::ChildExit;
+using hora::test_support::ChildProcess;
 using hora::test_support::freeLoopbackPort;
-
-// Sets an environment variable in this process (for use in a child).
-void setEnvironment(const std::string& name, const std::string& value);
+using hora::test_support::Reporter;
+using hora::test_support::setEnvironment;
 
 }  // namespace hora_api_test

@@ -1,4 +1,4 @@
-#include "child_process.h"
+#include "support/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -8,17 +8,32 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
 
-namespace hora_api_test {
+namespace hora::test_support {
+
+namespace {
+// Stands for a newline inside a reported value: lines end reports.
+constexpr char kNewline = '\x1e';
+
+void storeStatus(ChildExit& result, int status) {
+  if (WIFEXITED(status)) {
+    result.exited = true;
+    result.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+}
+}  // namespace
 
 void Reporter::report(const std::string& key, const std::string& value) {
   std::string line = key + " " + value;
   for (char& c : line)
-    if (c == '\n') c = ' ';
+    if (c == '\n') c = kNewline;
   line += '\n';
   const char* cursor = line.data();
   std::size_t left = line.size();
@@ -34,12 +49,13 @@ void Reporter::report(const std::string& key, const std::string& value) {
 std::string ChildExit::describe() const {
   if (timedOut) return "did not exit in time (killed)";
   if (exited) return "exited with status " + std::to_string(code);
-  return std::string("killed by signal ") + strsignal(signal);
+  return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
 }
 
 ChildProcess::ChildProcess(std::function<int(Reporter&)> body, std::chrono::seconds lifetime) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  std::fflush(nullptr);  // or the child would print the parent's buffered output again
   const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -58,6 +74,7 @@ ChildProcess::ChildProcess(std::function<int(Reporter&)> body, std::chrono::seco
       reporter.report("exception", "unknown");
     }
     // _exit: skip the parent's atexit handlers and static destructors.
+    std::fflush(nullptr);
     ::_exit(status);
   }
   ::close(fds[1]);
@@ -95,6 +112,8 @@ bool ChildProcess::readSome(std::chrono::milliseconds timeout) {
   for (std::size_t end; (end = pending_.find('\n')) != std::string::npos;) {
     std::string line = pending_.substr(0, end);
     pending_.erase(0, end + 1);
+    for (char& c : line)
+      if (c == kNewline) c = '\n';
     std::size_t space = line.find(' ');
     if (space == std::string::npos) values_[line] = "";
     else values_[line.substr(0, space)] = line.substr(space + 1);
@@ -127,8 +146,19 @@ std::string ChildProcess::value(const std::string& key) {
   return found == values_.end() ? std::string() : found->second;
 }
 
+std::optional<ChildExit> ChildProcess::pollExit() {
+  if (reaped_) return exit_;
+  value("");
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+  reaped_ = true;
+  value("");
+  storeStatus(exit_, status);
+  return exit_;
+}
+
 ChildExit ChildProcess::waitExit(std::chrono::milliseconds timeout) {
-  ChildExit result;
+  ChildExit& result = exit_;
   if (reaped_) return result;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
@@ -147,12 +177,7 @@ ChildExit ChildProcess::waitExit(std::chrono::milliseconds timeout) {
   }
   reaped_ = true;
   value("");
-  if (WIFEXITED(status)) {
-    result.exited = true;
-    result.code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  }
+  storeStatus(result, status);
   return result;
 }
 
@@ -160,4 +185,4 @@ void setEnvironment(const std::string& name, const std::string& value) {
   if (::setenv(name.c_str(), value.c_str(), 1) != 0) throw std::runtime_error("setenv failed for " + name);
 }
 
-}  // namespace hora_api_test
+}  // namespace hora::test_support
