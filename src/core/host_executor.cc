@@ -82,8 +82,12 @@ void checkReductionBuffers(const Op& op, int rank, int nranks) {
 
 void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorithm) {
   checkReductionBuffers(op, ctx_.rank, ctx_.nranks);
+  HostPrimitives::Options options;
+  options.streamingStores = plan.streamingStores;
+  options.singleCopy = plan.singleCopy;
+  options.alignStreams = algorithm != Algorithm::Direct;
   HostPrimitives prims(freshEngine(), ctx_.connector, links_, op.send, op.recv, op.reduce,
-                       staging_, plan.streamingStores, plan.singleCopy);
+                       staging_, options);
   // The host executor runs one channel per rank: its thread is the channel.
   const algorithms::Channel channel{0, 1};
   const std::size_t chunk = plan.chunkElems, align = plan.alignElems;

@@ -10,8 +10,9 @@ namespace hora::core {
 
 namespace {
 // Both ends pad at the same point of the stream (their first use of the
-// connection in an operation), so every operation's data starts aligned in a
-// shared-memory FIFO and can be reduced there.
+// connection in an operation, when the plan asks for it), so every
+// operation's data starts aligned in a shared-memory FIFO and can be
+// reduced there.
 constexpr std::size_t kStreamAlignment = 64;
 }  // namespace
 
@@ -21,7 +22,7 @@ StagingPool::StagingPool(std::size_t slotBytes, int slots)
 HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& connector,
                                HostLinks& links, const void* in, void* out,
                                const kernels::ReduceSpec& spec, StagingPool& staging,
-                               bool streamingStores, bool singleCopy)
+                               const Options& options)
     : engine_(engine),
       connector_(connector),
       links_(links),
@@ -30,8 +31,9 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
       spec_(spec),
       elemSize_(dataTypeSize(spec.type)),
       hasPre_(spec.kind == kernels::ReduceKind::PreMulSum),
-      streaming_(streamingStores),
-      singleCopy_(singleCopy),
+      streaming_(options.streamingStores),
+      singleCopy_(options.singleCopy),
+      alignStreams_(options.alignStreams),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
   // Every reduction below is checked here, once per operation: the spec, and
@@ -51,7 +53,7 @@ OutLink& HostPrimitives::to(int peer) {
   if (link.connection != nullptr) return link;
   link.connection = &connector_.sendTo(peer);
   engine_.add(link.connection);
-  link.connection->alignStream(kStreamAlignment);
+  if (alignStreams_) link.connection->alignStream(kStreamAlignment);
   if (singleCopy_) {
     // Both ends of a connection decide alike: the receiver from its own
     // test of the sender's memory, the sender from the receiver's answer.
@@ -71,7 +73,7 @@ InLink& HostPrimitives::from(int peer) {
   if (link.connection != nullptr) return link;
   link.connection = &connector_.recvFrom(peer);
   engine_.add(link.connection);
-  link.connection->alignStream(kStreamAlignment);
+  if (alignStreams_) link.connection->alignStream(kStreamAlignment);
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
   return link;
 }

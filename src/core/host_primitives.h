@@ -65,14 +65,27 @@ struct HostLinks {
 
 class HostPrimitives {
  public:
-  // streamingStores: the output is large; copies into it bypass the cache
-  // (kernels/copy_host.h). singleCopy: a collective that only moves data
-  // (all-gather, broadcast) may describe its buffers to a peer instead of
-  // sending their bytes, where that peer can read this process's memory:
-  // it then copies them once, straight from buffer to buffer.
+  // How an operation's primitives use their connections.
+  struct Options {
+    // The output is large; copies into it bypass the cache
+    // (kernels/copy_host.h).
+    bool streamingStores = false;
+    // A collective that only moves data (all-gather, broadcast) may
+    // describe its buffers to a peer instead of sending their bytes, where
+    // that peer can read this process's memory: it then copies them once,
+    // straight from buffer to buffer.
+    bool singleCopy = false;
+    // Pad every connection's stream to 64 bytes at its first use, so that
+    // data reduced in place in a FIFO lies aligned. Schedules that reduce
+    // only from their own scratch (direct) skip the padding, a copy per
+    // small message; both ends of a connection run the same plan, so they
+    // agree.
+    bool alignStreams = true;
+  };
+
   HostPrimitives(ProgressEngine& engine, transport::Connector& connector, HostLinks& links,
                  const void* in, void* out, const kernels::ReduceSpec& spec, StagingPool& staging,
-                 bool streamingStores, bool singleCopy);
+                 const Options& options);
 
   void send(int to, std::size_t inOffset, std::size_t count);
   void recv(int from, std::size_t outOffset, std::size_t count);
@@ -131,6 +144,7 @@ class HostPrimitives {
   bool hasPre_;
   bool streaming_;
   bool singleCopy_;
+  bool alignStreams_;
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;
