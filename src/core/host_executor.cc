@@ -83,7 +83,7 @@ void checkReductionBuffers(const Op& op, int rank, int nranks) {
 void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorithm) {
   checkReductionBuffers(op, ctx_.rank, ctx_.nranks);
   HostPrimitives prims(freshEngine(), ctx_.connector, links_, op.send, op.recv, op.reduce,
-                       staging_, plan.streamingStores, plan.singleCopy);
+                       staging_, plan.streamingStores, plan.singleCopy, op.bytes);
   // The host executor runs one channel per rank: its thread is the channel.
   const algorithms::Channel channel{0, 1};
   const std::size_t chunk = plan.chunkElems, align = plan.alignElems;
@@ -135,6 +135,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
     if (peer == ctx_.rank) continue;
     auto& connection = ctx_.connector.sendTo(peer);
     engine.add(&connection);
+    connection.beginMessage(bytes);
     connection.post(mine, bytes);
   }
   engine.progressAll();
@@ -142,6 +143,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
     if (peer == ctx_.rank) continue;
     auto& connection = ctx_.connector.recvFrom(peer);
     engine.add(&connection);
+    connection.beginMessage(bytes);
     connection.post(slots + peer * bytes, bytes);
   }
   engine.drain(what);
@@ -165,7 +167,9 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
   }
 
   // Each message to a peer is preceded by its size, so a mismatched pair is
-  // reported instead of corrupting the stream.
+  // reported instead of corrupting the stream. Both ends name each piece's
+  // size before posting it (beginMessage): the header's is fixed, and the
+  // receiver names the data's only once the header has matched it.
   ProgressEngine& engine = freshEngine();
   std::deque<std::uint64_t> headers;  // stable addresses while in flight
   for (const Op* op : ops) {
@@ -173,7 +177,9 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     auto& connection = ctx_.connector.sendTo(op->peer);
     engine.add(&connection);
     headers.push_back(op->bytes);
+    connection.beginMessage(sizeof(std::uint64_t));
     connection.post(&headers.back(), sizeof(std::uint64_t));
+    connection.beginMessage(op->bytes);
     connection.post(op->send, op->bytes);
   }
   engine.progressAll();
@@ -182,6 +188,7 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     auto& connection = ctx_.connector.recvFrom(op->peer);
     engine.add(&connection);
     std::uint64_t& header = headers.emplace_back(0);
+    connection.beginMessage(sizeof(header));
     connection.post(&header, sizeof(header));
     const std::uint64_t target = connection.postedBytes();
     engine.waitUntil([&] { return connection.completedBytes() >= target; },
@@ -190,6 +197,7 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
       fail(ErrorKind::InvalidUsage, "rank ", rank, ": ncclRecv from ",
            ctx_.bootstrap.describe(op->peer), " expects ", op->bytes, " bytes (", op->count, " x ",
            dataTypeName(op->type), ") but that rank sent ", header, " bytes");
+    connection.beginMessage(op->bytes);
     connection.post(op->recv, op->bytes);
   }
   engine.drain("exchanging point-to-point messages");

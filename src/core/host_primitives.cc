@@ -11,7 +11,9 @@ namespace hora::core {
 namespace {
 // Both ends pad at the same point of the stream (their first use of the
 // connection in an operation), so every operation's data starts aligned in a
-// shared-memory FIFO and can be reduced there.
+// shared-memory FIFO and can be reduced there. At the same point both ends
+// name the operation's size, by which a transport may pick its way for the
+// whole operation (shared memory: LL for small ones).
 constexpr std::size_t kStreamAlignment = 64;
 }  // namespace
 
@@ -21,7 +23,7 @@ StagingPool::StagingPool(std::size_t slotBytes, int slots)
 HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& connector,
                                HostLinks& links, const void* in, void* out,
                                const kernels::ReduceSpec& spec, StagingPool& staging,
-                               bool streamingStores, bool singleCopy)
+                               bool streamingStores, bool singleCopy, std::size_t messageBytes)
     : engine_(engine),
       connector_(connector),
       links_(links),
@@ -32,6 +34,7 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
       hasPre_(spec.kind == kernels::ReduceKind::PreMulSum),
       streaming_(streamingStores),
       singleCopy_(singleCopy),
+      messageBytes_(messageBytes),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
   // Every reduction below is checked here, once per operation: the spec, and
@@ -51,6 +54,7 @@ OutLink& HostPrimitives::to(int peer) {
   if (link.connection != nullptr) return link;
   link.connection = &connector_.sendTo(peer);
   engine_.add(link.connection);
+  link.connection->beginMessage(messageBytes_);
   link.connection->alignStream(kStreamAlignment);
   if (singleCopy_) {
     // Both ends of a connection decide alike: the receiver from its own
@@ -71,6 +75,7 @@ InLink& HostPrimitives::from(int peer) {
   if (link.connection != nullptr) return link;
   link.connection = &connector_.recvFrom(peer);
   engine_.add(link.connection);
+  link.connection->beginMessage(messageBytes_);
   link.connection->alignStream(kStreamAlignment);
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
   return link;

@@ -69,10 +69,12 @@ class HostPrimitives {
   // (kernels/copy_host.h). singleCopy: a collective that only moves data
   // (all-gather, broadcast) may describe its buffers to a peer instead of
   // sending their bytes, where that peer can read this process's memory:
-  // it then copies them once, straight from buffer to buffer.
+  // it then copies them once, straight from buffer to buffer. messageBytes:
+  // the operation's size (the same on every rank), named to each connection
+  // at its first use (Connection::beginMessage).
   HostPrimitives(ProgressEngine& engine, transport::Connector& connector, HostLinks& links,
                  const void* in, void* out, const kernels::ReduceSpec& spec, StagingPool& staging,
-                 bool streamingStores, bool singleCopy);
+                 bool streamingStores, bool singleCopy, std::size_t messageBytes);
 
   void send(int to, std::size_t inOffset, std::size_t count);
   void recv(int from, std::size_t outOffset, std::size_t count);
@@ -131,6 +133,7 @@ class HostPrimitives {
   bool hasPre_;
   bool streaming_;
   bool singleCopy_;
+  std::size_t messageBytes_;  // the operation's size, the same on every rank
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;
