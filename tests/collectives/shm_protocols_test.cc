@@ -3,7 +3,7 @@
 //    not whole slots, so that reductions in place read their operand from
 //    the previous rank's slots and write their result into the next rank's
 //    across slot boundaries (a slice of 12 KiB is rounded to one slot);
-//  - sizes on both sides of the LL limit (4 KiB), so that operations taken
+//  - sizes on both sides of the LL limit (512 bytes), so that operations taken
 //    by LL and by Simple follow each other on the same connections.
 #include <gtest/gtest.h>
 
@@ -45,8 +45,8 @@ TEST(ShmProtocols, SizesAroundTheLLLimitFollowEachOther) {
   matrix.collectives = allCollectives();
   matrix.types = {ncclUint8, ncclFloat32};
   matrix.reductions = {Reduction::Sum, Reduction::Max};
-  // 4 KiB of one type or the other, one element under and over, and tiny.
-  matrix.counts = {1, 2, 1023, 1024, 1025, 4095, 4096, 4097};
+  // 512 bytes of one type or the other, one element under and over, and tiny.
+  matrix.counts = {1, 2, 127, 128, 129, 511, 512, 513};
   matrix.seed = 72;
   expectRanksSucceed(options(3, {}), collectiveCasesProgram(buildCases(matrix, 3)));
 }
