@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/scalar.h"
+#include "transport/shm/shm_layout.h"
 
 namespace hora::core {
 
@@ -66,12 +67,12 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   const topology::System& system = processSystem();
   auto placements = gatherPlacements(system, deadline);
   const auto kinds = chooseTransports(placements, system);
+  bool usesShm = false;
+  for (int p = 0; p < nranks; ++p)
+    if (p != rank && kinds[p] == topology::TransportKind::Shm) usesShm = true;
   peersShareMemory_ = true;
   for (int p = 0; p < nranks; ++p)
     if (p != rank && !transport::findTransport(kinds[p])->sharesHostMemory) peersShareMemory_ = false;
-  connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_, kinds,
-                                                      connectorOptions);
-
   // The ring: hosts contiguous, devices by locality (the same on every rank).
   std::vector<int> ringRanks = topology::ringOrder(placements, &system);
   HORA_ENFORCE(static_cast<int>(ringRanks.size()) == nranks, "ring of ", ringRanks.size(),
@@ -81,22 +82,42 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
     if (ringRanks[p] == rank) ringPos = p;
   const int nextRank = ringRanks[(ringPos + 1) % nranks];
   const int previousRank = ringRanks[(ringPos + nranks - 1) % nranks];
+  std::size_t sliceBytes =
+      tuning_.sliceBytes != 0 ? tuning_.sliceBytes
+      : nranks > 1 && kinds[nextRank] == topology::TransportKind::Tcp ? Tuning::kTcpSliceBytes
+                                                                      : Tuning::kShmSliceBytes;
+  // Shared-memory FIFOs come in slots that the slice is a whole number of
+  // (see the chunk's cap below); the default slices already are.
+  const std::size_t slotBytes = transport::shmGeometry(tuning_.shmFifoBytes, sliceBytes).slotBytes;
+  if (usesShm) sliceBytes = sliceBytes / slotBytes * slotBytes;
+  connectorOptions.shm.sliceBytes = sliceBytes;
+  connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_, kinds,
+                                                      connectorOptions);
+
   // Reductions in place wait for room in the next rank's shared-memory FIFO
   // before they take data from the previous one. A rank's sends lead its
-  // receives by at most one ring step, so while a step fits in half a FIFO
-  // the FIFOs of a ring cannot all be full at once, and such waits always
-  // end. Every rank caps the same way, whatever its own transports, so that
-  // all ranks cut buffers into the same steps.
+  // receives by at most one ring step, so while a step takes at most half a
+  // FIFO's slots the FIFOs of a ring cannot all be full at once, and such
+  // waits always end. Every rank caps the same way, whatever its own
+  // transports, so that all ranks cut buffers into the same steps.
+  //
+  // Counting slots (shm_layout.h: an even number of slots of S bytes, half
+  // of them holding at least half a FIFO): every post and commit starts a
+  // fresh slot, so a step of B bytes takes ceil(B / S) slots as long as all
+  // its slots but the last are full. They are: the step starts in a fresh
+  // slot; posted buffers are cut into whole slots; and a reduction in place
+  // takes min(slice, the rest of its input slot, a free slot) at a time,
+  // where the slice is a whole number of slots (rounded above) and, by the
+  // same argument one rank back, the input's slots are full but for the
+  // step's last, so each piece it commits ends where a slot does, or with
+  // the step. With B <= half a FIFO, ceil(B / S) <= slots / 2. (A reduction
+  // also never holds a partly read input slot while it waits for room: each
+  // piece reads its input slot to the end.)
   tuning_.chunkBytes = std::min(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
   // Collectives that only move data take larger steps (as large as the cap
   // allows): over shared memory they are single copies, one system call per
   // step.
   const std::size_t moveChunkBytes = std::max(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
-  const std::size_t sliceBytes =
-      tuning_.sliceBytes != 0 ? tuning_.sliceBytes
-      : nranks > 1 && connector_->kindOf(nextRank) == topology::TransportKind::Tcp
-          ? Tuning::kTcpSliceBytes
-          : Tuning::kShmSliceBytes;
   std::vector<std::uint8_t> readsPrevious(nranks, 0);
   if (nranks > 1) {
     connector_->sendTo(nextRank);

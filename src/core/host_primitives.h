@@ -81,6 +81,10 @@ class HostPrimitives {
     // small message; both ends of a connection run the same plan, so they
     // agree.
     bool alignStreams = true;
+    // The operation's size (the same on every rank), named to each
+    // connection at its first use (Connection::beginMessage): a transport
+    // may pick its way for the whole operation by it.
+    std::size_t messageBytes = 0;
   };
 
   HostPrimitives(ProgressEngine& engine, transport::Connector& connector, HostLinks& links,
@@ -145,6 +149,7 @@ class HostPrimitives {
   bool streaming_;
   bool singleCopy_;
   bool alignStreams_;
+  std::size_t messageBytes_;  // the operation's size, the same on every rank
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;

@@ -103,6 +103,14 @@ class LLSender {
         },
         fifo_.abortFlag, deadline);
   }
+  // Without waiting: whether lines [sent, sent + count) may be written now,
+  // wherever they end (count at most the ring's lines). A caller that
+  // checks a whole message this way can then send() it without a wait.
+  HORA_HOST_DEVICE bool tryRoom(std::uint64_t count) {
+    if (hasRoom(count)) return true;
+    knownTail_ = Ordering::loadAcquire(fifo_.tail);
+    return hasRoom(count);
+  }
   // Writes `data` as line sent + k, with that line's flag.
   HORA_HOST_DEVICE void writeLine(std::uint64_t k, std::uint32_t data) {
     const std::uint64_t line = sent_ + k;
@@ -154,6 +162,15 @@ class LLReceiver {
   HORA_HOST_DEVICE explicit LLReceiver(const FifoHandle& fifo)
       : fifo_(fifo), lines_(llLines(fifo)), received_(Ordering::loadRelaxed(fifo.tail)) {}
 
+  // Without waiting: whether line received + k has arrived, and if so *data.
+  HORA_HOST_DEVICE bool tryLine(std::uint64_t k, std::uint32_t* data) const {
+    const std::uint64_t line = received_ + k;
+    const std::uint64_t value =
+        Ordering::loadLine(reinterpret_cast<const std::uint64_t*>(fifo_.slots) + line % lines_);
+    if (static_cast<std::uint32_t>(value >> 32) != llFlag(line, lines_)) return false;
+    *data = static_cast<std::uint32_t>(value);
+    return true;
+  }
   // Waits for line received + k to arrive; *data is its 4 bytes.
   HORA_HOST_DEVICE Status waitLine(std::uint64_t k, std::uint32_t* data, std::uint64_t deadline) {
     const std::uint64_t line = received_ + k;

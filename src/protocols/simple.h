@@ -68,6 +68,17 @@ class SimpleSender {
   HORA_HOST_DEVICE explicit SimpleSender(const FifoHandle& fifo)
       : fifo_(fifo), head_(Ordering::loadRelaxed(fifo.head)), knownTail_(Ordering::loadAcquire(fifo.tail)) {}
 
+  // Without waiting: whether a slot is free, and if so *slot as waitRoom
+  // gives it. For callers that poll many FIFOs from one loop.
+  HORA_HOST_DEVICE bool tryRoom(char** slot) {
+    if (!hasRoom()) {
+      knownTail_ = Ordering::loadAcquire(fifo_.tail);
+      if (!hasRoom()) return false;
+    }
+    *slot = fifo_.slots + (head_ % fifo_.slotCount) * fifo_.slotBytes;
+    return true;
+  }
+
   // Waits for a free slot; *slot is where to write up to slotBytes bytes.
   HORA_HOST_DEVICE Status waitRoom(char** slot, std::uint64_t deadline) {
     if (!hasRoom()) {
@@ -125,6 +136,17 @@ class SimpleReceiver {
   HORA_HOST_DEVICE explicit SimpleReceiver(const FifoHandle& fifo)
       : fifo_(fifo), tail_(Ordering::loadRelaxed(fifo.tail)), knownHead_(Ordering::loadAcquire(fifo.head)) {}
 
+  // Without waiting: whether the oldest unread slot is there, and if so
+  // *piece as waitData gives it.
+  HORA_HOST_DEVICE bool tryData(SimplePiece* piece) {
+    if (!hasData()) {
+      knownHead_ = Ordering::loadAcquire(fifo_.head);
+      if (!hasData()) return false;
+    }
+    describe(piece);
+    return true;
+  }
+
   // Waits for the oldest unread slot and describes it in *piece.
   HORA_HOST_DEVICE Status waitData(SimplePiece* piece, std::uint64_t deadline) {
     if (!hasData()) {
@@ -136,11 +158,7 @@ class SimpleReceiver {
           fifo_.abortFlag, deadline);
       if (status != Status::Ok) return status;
     }
-    const std::uint64_t index = tail_ % fifo_.slotCount;
-    const std::uint64_t size = fifo_.sizes[index];
-    piece->data = fifo_.slots + index * fifo_.slotBytes;
-    piece->bytes = size & ~kLastPiece;
-    piece->last = (size & kLastPiece) != 0;
+    describe(piece);
     return Status::Ok;
   }
 
@@ -176,6 +194,13 @@ class SimpleReceiver {
 
  private:
   HORA_HOST_DEVICE bool hasData() const { return knownHead_ != tail_; }
+  HORA_HOST_DEVICE void describe(SimplePiece* piece) const {
+    const std::uint64_t index = tail_ % fifo_.slotCount;
+    const std::uint64_t size = fifo_.sizes[index];
+    piece->data = fifo_.slots + index * fifo_.slotBytes;
+    piece->bytes = size & ~kLastPiece;
+    piece->last = (size & kLastPiece) != 0;
+  }
 
   FifoHandle fifo_;
   std::uint64_t tail_;       // slots released: the value of *fifo_.tail

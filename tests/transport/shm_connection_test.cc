@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <span>
@@ -338,29 +339,42 @@ TEST_F(ShmConnectionTest, ReceiverReadsTheSendersMemoryDirectly) {
 TEST_F(ShmConnectionTest, SenderIsBusyWhileWaitingForRoom) {
   connectAndSettle();
   EXPECT_TRUE(sender->idle());
-  std::span<char> region = sender->writable(kFifoBytes);
-  ASSERT_EQ(region.size(), kFifoBytes) << "an empty FIFO has room for all of its ring";
+  // In place, the room is one free slot at a time.
+  const ShmGeometry geometry = shmGeometry(kFifoBytes, ShmOptions{}.sliceBytes);
+  const std::size_t slot = geometry.slotBytes;
+  std::span<char> region = sender->writable(slot);
+  ASSERT_EQ(region.size(), slot) << "a free slot is room for a slot's bytes";
   EXPECT_TRUE(sender->idle()) << "it got all the room it asked for";
-  sender->commitWritten(kFifoBytes);
+  sender->commitWritten(slot);
   EXPECT_EQ(sender->completedBytes(), sender->postedBytes()) << "committed bytes are sent";
   EXPECT_FALSE(sender->idle()) << "but not yet taken by the receiver";
+  for (std::size_t i = 1; i < geometry.slotCount; ++i) {
+    ASSERT_EQ(sender->writable(slot).size(), slot) << "slot " << i;
+    sender->commitWritten(slot);
+  }
 
   EXPECT_TRUE(sender->writable(1).empty()) << "the FIFO is full";
   EXPECT_FALSE(sender->idle()) << "waiting for room";
   EXPECT_NE(sender->pollEntry().fd, -1) << "a busy sender watches its lifeline";
 
-  receiver->postInPlace(kFifoBytes);
-  ASSERT_EQ(receiver->readable().size(), kFifoBytes);
+  const std::size_t inFifo = geometry.slotCount * slot;
+  receiver->postInPlace(inFifo);
+  ASSERT_EQ(receiver->readable().size(), slot) << "the oldest slot";
   receiver->consumeRead(100);
-  EXPECT_EQ(sender->writable(200).size(), 100u) << "only the room there is";
+  EXPECT_TRUE(sender->writable(1).empty()) << "a slot is free only once read to its end";
+  receiver->consumeRead(slot - 100);
+  EXPECT_EQ(sender->writable(2 * slot).size(), slot) << "only the room there is";
   sender->commitWritten(60);
-  receiver->consumeRead(kFifoBytes - 100);
+  for (std::size_t left = inFifo - slot; left > 0; left -= slot) {
+    ASSERT_EQ(receiver->readable().size(), slot);
+    receiver->consumeRead(slot);
+  }
   receiver->postInPlace(60);
   ASSERT_EQ(receiver->readable().size(), 60u);
   receiver->consumeRead(60);
   EXPECT_TRUE(sender->idle()) << "everything taken, no room wanted";
 
-  EXPECT_EQ(sender->writable(kFifoBytes + 1).size(), kFifoBytes);
+  EXPECT_EQ(sender->writable(slot + 1).size(), slot);
   EXPECT_FALSE(sender->idle()) << "short of the room it asked for";
   sender->commitWritten(0);
   EXPECT_TRUE(sender->idle()) << "a commit ends the wait";
@@ -418,6 +432,133 @@ TEST_F(ShmConnectionTest, ReceiverThatTookEverythingMayLeave) {
   connectAndSettle();  // the receiver has read all that was sent
   receiver.reset();
   for (int check = 0; check < 20; ++check) ASSERT_NO_THROW(sender->checkAlive());
+}
+
+// ---- LL and Simple: both ends name each message's size (beginMessage), and
+// messages of at most kShmLLMaxBytes take the LL FIFO.
+
+// Names a message of `bytes` to both ends.
+void beginBoth(ShmSendConnection& sender, ShmRecvConnection& receiver, std::size_t bytes) {
+  sender.beginMessage(bytes);
+  receiver.beginMessage(bytes);
+}
+
+TEST_F(ShmConnectionTest, SmallMessagesGoByLLWhileTheSimpleFifoIsFull) {
+  connectAndSettle();
+  const ShmGeometry geometry = shmGeometry(kFifoBytes, ShmOptions{}.sliceBytes);
+  const std::uint64_t start = sender->postedBytes();
+  // A large message fills every Simple slot; nobody reads it yet.
+  const std::size_t large = geometry.slotCount * geometry.slotBytes;
+  const std::vector<std::size_t> sizes = {large, 8, kShmLLMaxBytes, kShmLLMaxBytes + 1};
+  std::vector<std::vector<char>> sent, received;
+  std::uint64_t position = start;
+  for (std::size_t size : sizes) {
+    sent.push_back(patternBytes(size, position));
+    received.emplace_back(size);
+    sender->beginMessage(size);
+    sender->post(sent.back().data(), size);
+    position += size;
+  }
+  sender->progress();
+  EXPECT_EQ(sender->completedBytes(), start + large + 8 + kShmLLMaxBytes)
+      << "the small messages passed the full Simple FIFO; the large one after them waits";
+
+  // The receiver takes them in stream order, each from its own FIFO.
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    receiver->beginMessage(sizes[i]);
+    receiver->post(received[i].data(), sizes[i]);
+  }
+  ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == position; }));
+  for (std::size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(received[i], sent[i]) << "message " << i;
+  EXPECT_TRUE(pumpUntil([&] { return sender->idle(); }));
+}
+
+TEST_F(ShmConnectionTest, MixedSizesArriveInOrderByCopyAndInPlace) {
+  connectAndSettle();
+  // Sizes on both sides of the LL limit; a small message may still carry
+  // more than the limit in all (an all-gather sends several blocks), which
+  // LL then cuts into several messages.
+  struct Message {
+    std::size_t named;  // what beginMessage says
+    std::vector<std::size_t> pieces;
+  };
+  const std::vector<Message> messages = {
+      {8, {8}},          {100000, {100000}},   {3, {3}},
+      {kShmLLMaxBytes, {kShmLLMaxBytes}},     {kShmLLMaxBytes + 1, {kShmLLMaxBytes + 1}},
+      {1000, {1000, 1000, 9000}},             {70000, {30000, 40000}},
+      {64, {64}},        {1, {1}},             {12, {12}}};
+  std::uint64_t position = sender->postedBytes();
+  std::vector<std::vector<char>> sent;
+  std::vector<std::uint64_t> starts;
+  for (const Message& message : messages) {
+    sender->beginMessage(message.named);
+    for (std::size_t piece : message.pieces) {
+      starts.push_back(position);
+      sent.push_back(patternBytes(piece, position, 5));
+      sender->post(sent.back().data(), piece);
+      position += piece;
+    }
+    sender->alignStream(kMaxStreamAlignment);
+    position = sender->postedBytes();
+  }
+
+  // Odd pieces by copy, even ones in place, read in bites of 777 bytes.
+  std::size_t index = 0;
+  for (const Message& message : messages) {
+    receiver->beginMessage(message.named);
+    for (std::size_t piece : message.pieces) {
+      SCOPED_TRACE(::testing::Message() << "piece " << index << " of " << piece << " bytes");
+      if (index % 2 == 1) {
+        std::vector<char> received(piece);
+        receiver->post(received.data(), piece);
+        ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == starts[index] + piece; }));
+        EXPECT_EQ(received, sent[index]);
+      } else {
+        receiver->postInPlace(piece);
+        for (std::size_t done = 0; done < piece;) {
+          ASSERT_TRUE(pumpUntil([&] { return !receiver->readable().empty(); }));
+          std::span<const char> there = receiver->readable();
+          const std::size_t n = std::min<std::size_t>({there.size(), 777, piece - done});
+          ASSERT_EQ(patternMismatches(there.data(), n, starts[index] + done, 5), 0u) << "at " << done;
+          receiver->consumeRead(n);
+          done += n;
+        }
+      }
+      ++index;
+    }
+    receiver->alignStream(kMaxStreamAlignment);
+  }
+  EXPECT_TRUE(pumpUntil([&] { return receiver->completedBytes() == sender->postedBytes(); }));
+  EXPECT_TRUE(pumpUntil([&] { return sender->idle(); }));
+}
+
+TEST_F(ShmConnectionTest, SmallMessagesInPlaceAreAlignedAndIntact) {
+  connectAndSettle();
+  for (std::size_t size : {std::size_t{8}, std::size_t{100}, kShmLLMaxBytes}) {
+    SCOPED_TRACE(::testing::Message() << size << " bytes");
+    beginBoth(*sender, *receiver, size);
+    sender->alignStream(kMaxStreamAlignment);
+    receiver->alignStream(kMaxStreamAlignment);
+    const std::uint64_t start = sender->postedBytes();
+    ASSERT_TRUE(pumpUntil([&] { return !sender->writable(size).empty(); }));
+    std::span<char> region = sender->writable(size + 1000);
+    ASSERT_EQ(region.size(), std::min(size + 1000, kShmLLMaxBytes)) << "LL room: up to its limit";
+    EXPECT_TRUE(isAligned(region.data(), kMaxStreamAlignment));
+    fillPattern(region.data(), size, start, 9);
+    sender->commitWritten(size);
+    EXPECT_EQ(sender->completedBytes(), start + size);
+
+    receiver->postInPlace(size);
+    ASSERT_TRUE(pumpUntil([&] { return receiver->readable().size() == size; }));
+    std::span<const char> readable = receiver->readable();
+    EXPECT_TRUE(isAligned(readable.data(), kMaxStreamAlignment));
+    EXPECT_EQ(patternMismatches(readable.data(), size, start, 9), 0u);
+    receiver->consumeRead(size / 2);
+    EXPECT_EQ(patternMismatches(receiver->readable().data(), size - size / 2, start + size / 2, 9), 0u);
+    receiver->consumeRead(size - size / 2);
+    EXPECT_EQ(receiver->completedBytes(), start + size);
+    EXPECT_TRUE(pumpUntil([&] { return sender->acknowledgedBytes() == start + size; }));
+  }
 }
 
 }  // namespace

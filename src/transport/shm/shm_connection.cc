@@ -8,15 +8,17 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "protocols/host_fifo.h"
 
 namespace hora::transport {
+
+using protocols::HostOrdering;
 
 namespace {
 struct SegmentOffer {
   std::int32_t pid;
   std::int32_t fd;
   std::uint64_t bytes;
-  std::uint64_t ringOffset;
   std::uint64_t probeAddress;  // the segment in the sender: a readable word
   std::uint64_t device;        // the segment's memfd identity, which the
   std::uint64_t inode;         //   receiver checks (peer_file.h)
@@ -25,12 +27,24 @@ struct SegmentOffer {
 // The receiver's answer.
 constexpr char kAckReadsSender = 1;
 constexpr char kAckCopyOnly = 2;
-constexpr char kZeros[kMaxStreamAlignment] = {};
+// Where padding "comes from" and "goes to": a skipped piece is never read
+// or written, but a posted piece needs an address.
+const char kNoBytesOut[kMaxStreamAlignment] = {};
+char noBytesIn[kMaxStreamAlignment];
 
 // Bytes that bring `position` to a multiple of `alignment`.
 std::size_t paddingFor(std::uint64_t position, std::size_t alignment) {
   HORA_ENFORCE(alignment > 0 && alignment <= kMaxStreamAlignment, "stream alignment ", alignment);
   return (alignment - position % alignment) % alignment;
+}
+
+ShmRoute routeFor(std::size_t messageBytes) {
+  return messageBytes <= kShmLLMaxBytes ? ShmRoute::LL : ShmRoute::Simple;
+}
+
+char* alignedStart(std::vector<char>& storage) {
+  const auto at = reinterpret_cast<std::uintptr_t>(storage.data());
+  return storage.data() + (kMaxStreamAlignment - at % kMaxStreamAlignment) % kMaxStreamAlignment;
 }
 
 void checkLifeline(Socket& lifeline, const std::string& peer) {
@@ -46,6 +60,14 @@ bool readRemote(pid_t pid, void* dst, std::uint64_t address, std::size_t bytes) 
   iovec remote{reinterpret_cast<void*>(address), bytes};
   return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
 }
+
+bool plausible(const ShmGeometry& g) {
+  auto fine = [](std::uint64_t slotBytes, std::uint64_t slots) {
+    return slotBytes != 0 && slotBytes % protocols::kSlotGranule == 0 && slots != 0 &&
+           slotBytes <= (1ull << 30) && slots <= (1ull << 20);
+  };
+  return fine(g.slotBytes, g.slotCount) && fine(g.llSlotBytes, g.llSlotCount);
+}
 }  // namespace
 
 std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string peerName,
@@ -53,18 +75,20 @@ std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string
                                                     const Deadline& deadline,
                                                     const std::atomic<bool>* abort) {
   const std::size_t page = ShmSegment::pageBytes();
-  static_assert(sizeof(ShmFifoHeader) <= 4096);
-  const std::size_t capacity = (options.fifoBytes + page - 1) / page * page;
-  const std::size_t ringOffset = page;
-  ShmSegment segment = ShmSegment::create(ringOffset + capacity, ringOffset);
-  auto* header = new (segment.data()) ShmFifoHeader();
-  header->magic = ShmFifoHeader::kMagic;
-  header->capacity = capacity;
-  header->dataOffset = ringOffset;
+  const ShmGeometry geometry = shmGeometry(options.fifoBytes, options.sliceBytes);
+  const ShmSegmentLayout layout = shmSegmentLayout(geometry, page);
+  ShmSegment segment = ShmSegment::create(layout.totalBytes);
+  char* base = static_cast<char*>(segment.data());
+  auto* header = new (base) ShmSegmentHeader();
+  header->magic = ShmSegmentHeader::kMagic;
+  header->geometry = geometry;
+  protocols::initFifo(base + layout.simpleOffset, layout.llOffset - layout.simpleOffset,
+                      geometry.slotBytes, geometry.slotCount);
+  protocols::initFifo(base + layout.llOffset, layout.totalBytes - layout.llOffset,
+                      geometry.llSlotBytes, geometry.llSlotCount);
   SegmentOffer offer{static_cast<std::int32_t>(getpid()),
                      segment.fd(),
                      segment.size(),
-                     ringOffset,
                      reinterpret_cast<std::uint64_t>(segment.data()),
                      segment.identity().device,
                      segment.identity().inode};
@@ -78,17 +102,21 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
                                                      const std::atomic<bool>* abort) {
   SegmentOffer offer{};
   lifeline.recvAll(&offer, sizeof(offer), deadline, abort, peerName);
-  ShmSegment segment = ShmSegment::openPeer(offer.pid, offer.fd, {offer.device, offer.inode},
-                                            offer.bytes, offer.ringOffset);
-  auto* header = static_cast<ShmFifoHeader*>(segment.data());
-  if (header->magic != ShmFifoHeader::kMagic || header->dataOffset != offer.ringOffset ||
-      header->dataOffset + header->capacity != offer.bytes)
+  const std::size_t page = ShmSegment::pageBytes();
+  if (offer.bytes < page || offer.bytes % page != 0)
+    fail(ErrorKind::Internal, "the shared-memory segment of ", peerName, " has ", offer.bytes,
+         " bytes, not whole pages");
+  ShmSegment segment =
+      ShmSegment::openPeer(offer.pid, offer.fd, {offer.device, offer.inode}, offer.bytes);
+  const auto* header = static_cast<const ShmSegmentHeader*>(segment.data());
+  if (header->magic != ShmSegmentHeader::kMagic || !plausible(header->geometry) ||
+      shmSegmentLayout(header->geometry, page).totalBytes != offer.bytes)
     fail(ErrorKind::Internal, "the shared-memory segment of ", peerName,
-         " has no FIFO header of this version of hora");
+         " has no header of this version of hora");
   std::uint64_t magic = 0;
   const bool readsSender =
       offer.pid == getpid() || (readRemote(offer.pid, &magic, offer.probeAddress, sizeof(magic)) &&
-                                magic == ShmFifoHeader::kMagic);
+                                magic == ShmSegmentHeader::kMagic);
   const char ack = readsSender ? kAckReadsSender : kAckCopyOnly;
   lifeline.sendAll(&ack, 1, deadline, abort, peerName);
   return std::make_unique<ShmRecvConnection>(std::move(segment), std::move(lifeline),
@@ -99,31 +127,82 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
 
 ShmSendConnection::ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName)
     : segment_(std::move(segment)),
-      fifo_(segment_.data()),
+      header_(static_cast<ShmSegmentHeader*>(segment_.data())),
+      simple_(simpleFifoAt(segment_.data(), header_->geometry, ShmSegment::pageBytes())),
+      ll_(llFifoAt(segment_.data(), header_->geometry, ShmSegment::pageBytes())),
       lifeline_(std::move(lifeline)),
-      peer_(std::move(peerName)) {}
+      peer_(std::move(peerName)),
+      llStaging_(kShmLLMaxBytes + kMaxStreamAlignment),
+      llOut_(alignedStart(llStaging_)) {}
+
+std::size_t ShmSendConnection::moveOut(const char* data, std::size_t bytes) {
+  switch (routes_.at(queue_.completed())) {
+    case ShmRoute::Skip: return bytes;
+    case ShmRoute::LL: {
+      const std::size_t n = std::min(bytes, kShmLLMaxBytes);
+      if (!ll_.tryRoom(protocols::llMessageLines(n))) return 0;
+      ll_.send(data, n, protocols::kNoDeadline);  // cannot wait: the room is there
+      return n;
+    }
+    case ShmRoute::Simple: break;
+  }
+  char* slot = nullptr;
+  if (!simple_.tryRoom(&slot)) return 0;
+  const std::size_t n = std::min<std::size_t>(bytes, header_->geometry.slotBytes);
+  std::memcpy(slot, data, n);
+  simple_.publish(n);
+  return n;
+}
 
 bool ShmSendConnection::progress() {
   if (awaitingAck_) collectAck();
-  return queue_.drain([&](const char* data, std::size_t bytes) { return fifo_.push(data, bytes); });
+  return queue_.drain([&](const char* data, std::size_t bytes) { return moveOut(data, bytes); });
 }
 
 std::span<char> ShmSendConnection::writable(std::size_t maxBytes) {
   if (!queue_.empty()) return {};  // posted bytes go first
-  std::size_t room;
-  char* region = fifo_.writeRegion(&room, maxBytes);
-  wantsRoom_ = room < maxBytes;
-  return {region, std::min(room, maxBytes)};
+  writableRoute_ = routes_.latest();
+  std::span<char> room;
+  if (writableRoute_ == ShmRoute::LL) {
+    const std::size_t bytes = std::min(maxBytes, kShmLLMaxBytes);
+    if (ll_.tryRoom(protocols::llMessageLines(bytes))) room = {llOut_, bytes};
+  } else {
+    char* slot = nullptr;
+    if (simple_.tryRoom(&slot)) room = {slot, std::min<std::size_t>(maxBytes, header_->geometry.slotBytes)};
+  }
+  wantsRoom_ = room.size() < maxBytes;
+  return room;
 }
 
 void ShmSendConnection::commitWritten(std::size_t bytes) {
   wantsRoom_ = false;
-  fifo_.commitWrite(bytes);
+  if (bytes == 0) return;
+  if (writableRoute_ == ShmRoute::LL) {
+    HORA_ENFORCE(bytes <= kShmLLMaxBytes, "committing more than writable() gave to ", peer_);
+    ll_.send(llOut_, bytes, protocols::kNoDeadline);  // writable() found the room
+  } else {
+    HORA_ENFORCE(bytes <= header_->geometry.slotBytes, "committing more than writable() gave to ",
+                 peer_);
+    simple_.publish(bytes);
+  }
   queue_.countMoved(bytes);
 }
 
 void ShmSendConnection::alignStream(std::size_t alignment) {
-  post(kZeros, paddingFor(postedBytes(), alignment));
+  const std::size_t padding = paddingFor(postedBytes(), alignment);
+  if (padding == 0) return;
+  if (queue_.empty()) {
+    queue_.countMoved(padding);  // nothing to move, nothing before it
+    return;
+  }
+  const ShmRoute route = routes_.latest();
+  routes_.switchAt(queue_.posted(), ShmRoute::Skip);
+  post(kNoBytesOut, padding);
+  routes_.switchAt(queue_.posted(), route);
+}
+
+void ShmSendConnection::beginMessage(std::size_t bytes) {
+  routes_.switchAt(queue_.posted(), routeFor(bytes));
 }
 
 PeerMemoryAccess ShmSendConnection::peerMemoryAccess() {
@@ -156,9 +235,13 @@ void ShmSendConnection::checkAlive() {
 ShmRecvConnection::ShmRecvConnection(ShmSegment segment, Socket lifeline, std::string peerName,
                                      pid_t senderPid, bool readsSender)
     : segment_(std::move(segment)),
-      fifo_(segment_.data()),
+      header_(static_cast<ShmSegmentHeader*>(segment_.data())),
+      simple_(simpleFifoAt(segment_.data(), header_->geometry, ShmSegment::pageBytes())),
+      ll_(llFifoAt(segment_.data(), header_->geometry, ShmSegment::pageBytes())),
       lifeline_(std::move(lifeline)),
       peer_(std::move(peerName)),
+      llInboxStorage_(kShmLLMaxBytes + 2 * kMaxStreamAlignment),
+      llInbox_(alignedStart(llInboxStorage_)),
       senderPid_(senderPid),
       senderIsUs_(senderPid == getpid()),
       readsSender_(readsSender) {}
@@ -174,31 +257,117 @@ void ShmRecvConnection::readPeerMemory(void* dst, std::uint64_t address, std::si
          errnoText(errno), " (the peer process exited?)");
 }
 
+std::span<const char> ShmRecvConnection::simpleArrived() {
+  if (!holdingSlot_) {
+    if (!simple_.tryData(&slot_)) return {};
+    holdingSlot_ = true;
+    slotRead_ = 0;
+  }
+  return {slot_.data + slotRead_, slot_.bytes - slotRead_};
+}
+
+std::span<const char> ShmRecvConnection::llArrived() {
+  if (llInboxRead_ < llInboxBytes_) return {llInbox_ + llInboxRead_, llInboxBytes_ - llInboxRead_};
+  // Decode the next message as far as its lines have come; the lines stay
+  // the sender's until the whole message is in, then go back at once.
+  std::uint32_t word = 0;
+  if (llLinesSeen_ == 0) {
+    if (!ll_.tryLine(0, &word)) return {};
+    if (word == 0 || word > kShmLLMaxBytes)
+      fail(ErrorKind::Internal, "an LL message of ", word, " bytes from ", peer_);
+    llInboxBytes_ = word;
+    llInboxRead_ = word;  // nothing readable until it is all there
+    llLinesSeen_ = 1;
+  }
+  const std::uint64_t lines = protocols::llMessageLines(llInboxBytes_);
+  for (; llLinesSeen_ < lines; ++llLinesSeen_) {
+    if (!ll_.tryLine(llLinesSeen_, &word)) return {};
+    std::memcpy(llInbox_ + (llLinesSeen_ - 1) * protocols::kLLDataBytes, &word, sizeof(word));
+  }
+  ll_.consume(lines);
+  llLinesSeen_ = 0;
+  llInboxRead_ = 0;
+  return {llInbox_, llInboxBytes_};
+}
+
+std::span<const char> ShmRecvConnection::arrived(ShmRoute route) {
+  switch (route) {
+    case ShmRoute::Simple: return simpleArrived();
+    case ShmRoute::LL: return llArrived();
+    case ShmRoute::Skip: break;
+  }
+  fail(ErrorKind::Internal, "reading padding from ", peer_);
+}
+
+void ShmRecvConnection::release(ShmRoute route, std::size_t bytes) {
+  if (route == ShmRoute::LL) {
+    llInboxRead_ += bytes;
+    return;
+  }
+  slotRead_ += bytes;
+  if (slotRead_ == slot_.bytes) {
+    simple_.release();
+    holdingSlot_ = false;
+  }
+}
+
+void ShmRecvConnection::publishTaken() {
+  HostOrdering::storeRelease(&header_->taken, queue_.completed());
+}
+
 bool ShmRecvConnection::progress() {
-  return queue_.drain([&](char* data, std::size_t bytes) { return fifo_.pop(data, bytes); });
+  const bool moved = queue_.drain([&](char* data, std::size_t bytes) -> std::size_t {
+    const ShmRoute route = routes_.at(queue_.completed());
+    if (route == ShmRoute::Skip) return bytes;
+    const std::span<const char> there = arrived(route);
+    const std::size_t n = std::min(bytes, there.size());
+    if (n == 0) return 0;
+    std::memcpy(data, there.data(), n);
+    release(route, n);
+    return n;
+  });
+  if (moved) publishTaken();
+  return moved;
 }
 
 std::span<const char> ShmRecvConnection::readable() {
   if (!queue_.frontInPlace()) return {};  // earlier receives go first
-  std::size_t ready;
-  const char* region = fifo_.readRegion(&ready);
-  return {region, std::min(ready, queue_.frontBytes())};
+  const std::span<const char> there = arrived(routes_.at(queue_.completed()));
+  return there.first(std::min(there.size(), queue_.frontBytes()));
 }
 
 void ShmRecvConnection::consumeRead(std::size_t bytes) {
   HORA_ENFORCE(queue_.frontInPlace() && bytes <= queue_.frontBytes(),
                "consuming more than the in-place receive from ", peer_);
-  fifo_.commitRead(bytes);
+  if (bytes == 0) return;
+  const ShmRoute route = routes_.at(queue_.completed());
+  HORA_ENFORCE(bytes <= arrived(route).size(), "consuming more than has arrived from ", peer_);
+  release(route, bytes);
   queue_.advance(bytes);
+  publishTaken();
 }
 
 void ShmRecvConnection::alignStream(std::size_t alignment) {
-  post(padding_, paddingFor(postedBytes(), alignment));
+  const std::size_t padding = paddingFor(postedBytes(), alignment);
+  if (padding == 0) return;
+  if (queue_.empty()) {
+    queue_.countMoved(padding);
+    publishTaken();
+    return;
+  }
+  const ShmRoute route = routes_.latest();
+  routes_.switchAt(queue_.posted(), ShmRoute::Skip);
+  post(noBytesIn, padding);
+  routes_.switchAt(queue_.posted(), route);
+}
+
+void ShmRecvConnection::beginMessage(std::size_t bytes) {
+  routes_.switchAt(queue_.posted(), routeFor(bytes));
 }
 
 void ShmRecvConnection::checkAlive() {
-  // Bytes still in the FIFO are ours to read, whatever became of the sender.
-  if (fifo_.availableBytes() > 0) return;
+  // Bytes still in a FIFO are ours to read, whatever became of the sender.
+  if (!simpleArrived().empty() || !llArrived().empty() || llLinesSeen_ != 0) return;
   checkLifeline(lifeline_, peer_);
 }
 

@@ -1,10 +1,23 @@
-// Shared memory as a hora connection. The sender owns a FIFO segment
-// (shm_fifo.h) that the receiver maps; the FIFO carries the byte stream.
-// Posted buffers are copied in by the sender and out by the receiver, or,
-// in place, the executor reduces straight out of the FIFO and into the next
-// rank's FIFO (connection.h).
+// Shared memory as a hora connection. The sender owns a segment
+// (shm_layout.h) that the receiver maps; the protocols of src/protocols/
+// carry the byte stream through the two FIFOs in it, the same objects a
+// kernel would run:
 //
-// The sender's bytes count as sent once they are in the FIFO and the
+//  - Simple (protocols/simple.h) carries bulk data in slots. A posted
+//    buffer is copied in a slot at a time; in place, writable() is a free
+//    slot and commitWritten() publishes it, readable() is the unread rest of
+//    the oldest slot and consumeRead() releases the slot once it is used up.
+//    Every post and every commit starts a fresh slot, so the data of each
+//    operation starts at a slot's (128-byte aligned) start.
+//  - LL (protocols/ll.h) carries the messages of at most kShmLLMaxBytes:
+//    the receiver polls the data lines themselves, so a small message costs
+//    one transfer of its lines and no separate counter.
+//
+// Which one carries a byte is decided by beginMessage() on both ends
+// (protocol_switches.h); streams that never call it use Simple. Alignment
+// padding moves nowhere: both ends count it and skip it.
+//
+// The sender's bytes count as sent once they are in a FIFO and the
 // receiver has mapped it: from then on no buffer of the caller's is
 // involved, and the data survives the sender's exit.
 //
@@ -15,11 +28,16 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <vector>
 
 #include "base/socket.h"
+#include "protocols/host_ordering.h"
+#include "protocols/ll.h"
+#include "protocols/simple.h"
 #include "transport/connection.h"
 #include "transport/posted_queue.h"
-#include "transport/shm/shm_fifo.h"
+#include "transport/shm/protocol_switches.h"
+#include "transport/shm/shm_layout.h"
 #include "transport/shm/shm_segment.h"
 
 namespace hora::transport {
@@ -33,8 +51,10 @@ inline constexpr std::size_t kMaxStreamAlignment = 64;
 inline constexpr std::chrono::microseconds kShmSleepSlice{50};
 
 struct ShmOptions {
-  // The FIFO of each direction (rounded up to whole pages).
+  // The Simple FIFO of each direction, about, and the executor's slice,
+  // which its slots divide (shmGeometry() in shm_layout.h).
   std::size_t fifoBytes = 4 << 20;
+  std::size_t sliceBytes = 128 << 10;
 };
 
 class ShmSendConnection;
@@ -54,14 +74,19 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
                                                      const Deadline& deadline,
                                                      const std::atomic<bool>* abort);
 
+using SimpleSender = protocols::SimpleSender<protocols::HostOrdering>;
+using SimpleReceiver = protocols::SimpleReceiver<protocols::HostOrdering>;
+using LLSender = protocols::LLSender<protocols::HostOrdering>;
+using LLReceiver = protocols::LLReceiver<protocols::HostOrdering>;
+
 class ShmSendConnection final : public SendConnection {
  public:
-  ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName);
+  explicit ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName);
   void post(const void* data, std::size_t bytes) override {
     queue_.post(static_cast<const char*>(data), bytes);
   }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
-  // A posted buffer is free again once copied into the FIFO, provided the
+  // A posted buffer is free again once copied into a FIFO, provided the
   // receiver has mapped it: from then on the bytes outlive this process.
   std::uint64_t completedBytes() const override { return awaitingAck_ ? 0 : queue_.completed(); }
   bool progress() override;
@@ -75,28 +100,37 @@ class ShmSendConnection final : public SendConnection {
   bool idle() const override {
     return completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() && !wantsRoom_;
   }
-  bool sendsInPlace() const override { return true; }
   void alignStream(std::size_t alignment) override;
+  void beginMessage(std::size_t bytes) override;
+  bool sendsInPlace() const override { return true; }
   std::span<char> writable(std::size_t maxBytes) override;
   void commitWritten(std::size_t bytes) override;
 
   PeerMemoryAccess peerMemoryAccess() override;
   std::uint64_t acknowledgedBytes() const override {
-    return fifo_.header().read.load(std::memory_order_acquire);
+    return protocols::HostOrdering::loadAcquire(&header_->taken);
   }
 
  private:
+  // Moves the front of a posted buffer into a FIFO; returns the bytes moved.
+  std::size_t moveOut(const char* data, std::size_t bytes);
   // Reads the receiver's answer once it is there (non-blocking).
   void collectAck();
 
   ShmSegment segment_;
-  ShmFifo fifo_;
+  ShmSegmentHeader* header_;
+  SimpleSender simple_;
+  LLSender ll_;
   Socket lifeline_;
   std::string peer_;
-  PostedQueue<const char*> queue_;  // "moved" = in the FIFO
+  PostedQueue<const char*> queue_;  // "moved" = in a FIFO
+  ProtocolSwitches routes_;
+  std::vector<char> llStaging_;  // writable() while the route is LL
+  char* llOut_;                  // llStaging_'s 64-byte aligned start
+  ShmRoute writableRoute_ = ShmRoute::Simple;
   bool awaitingAck_ = true;
   bool peerReadsUs_ = false;  // from the receiver's answer
-  bool wantsRoom_ = false;  // writable() found less room than asked for
+  bool wantsRoom_ = false;    // writable() found less room than asked for
 };
 
 class ShmRecvConnection final : public RecvConnection {
@@ -114,8 +148,9 @@ class ShmRecvConnection final : public RecvConnection {
   void checkAlive() override;
   const std::string& peerName() const override { return peer_; }
 
-  bool receivesInPlace() const override { return true; }
   void alignStream(std::size_t alignment) override;
+  void beginMessage(std::size_t bytes) override;
+  bool receivesInPlace() const override { return true; }
   void postInPlace(std::size_t bytes) override { queue_.postInPlace(bytes); }
   std::span<const char> readable() override;
   void consumeRead(std::size_t bytes) override;
@@ -124,15 +159,36 @@ class ShmRecvConnection final : public RecvConnection {
   void readPeerMemory(void* dst, std::uint64_t address, std::size_t bytes) override;
 
  private:
+  // What has arrived of the route that carries the byte at `position`
+  // (empty for none), and releasing `bytes` of it.
+  std::span<const char> arrived(ShmRoute route);
+  void release(ShmRoute route, std::size_t bytes);
+  // The unread rest of the oldest Simple slot (empty while none is there).
+  std::span<const char> simpleArrived();
+  // The unread rest of the oldest LL message, decoded into llInbox_.
+  std::span<const char> llArrived();
+  // Tells the sender how far the stream has been taken.
+  void publishTaken();
+
   ShmSegment segment_;
-  ShmFifo fifo_;
+  ShmSegmentHeader* header_;
+  SimpleReceiver simple_;
+  LLReceiver ll_;
   Socket lifeline_;
   std::string peer_;
   PostedQueue<char*> queue_;
+  ProtocolSwitches routes_;
+  protocols::SimplePiece slot_{};  // the Simple slot being read, if holdingSlot_
+  std::size_t slotRead_ = 0;       // its bytes consumed
+  bool holdingSlot_ = false;
+  std::vector<char> llInboxStorage_;
+  char* llInbox_;                    // 64-byte aligned; one LL message's data
+  std::size_t llInboxBytes_ = 0;     // its size
+  std::size_t llInboxRead_ = 0;      // its bytes consumed
+  std::uint64_t llLinesSeen_ = 0;    // of the message now arriving (0: none)
   pid_t senderPid_;
   bool senderIsUs_;
   bool readsSender_;
-  char padding_[kMaxStreamAlignment];  // where alignment padding is received
 };
 
 }  // namespace hora::transport

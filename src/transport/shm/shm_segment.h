@@ -4,10 +4,8 @@
 // under /dev/shm, so a crash cannot leak a segment: the memory goes away
 // with the last mapping.
 //
-// The segment's tail, from `ringOffset` to the end, is mapped twice, back to
-// back: a ring buffer there can hand out any run of up to its capacity bytes
-// as one contiguous range even where the run wraps around, so neither side
-// ever splits a copy, and a reduction can read or write the ring in place.
+// Each side maps the segment once, wherever the kernel puts it: what lives
+// in it (shm_layout.h) is found by offsets, never by addresses.
 #pragma once
 
 #include <sys/types.h>
@@ -20,19 +18,18 @@ namespace hora::transport {
 
 class ShmSegment {
  public:
-  // Page size granularity of `ringOffset` and of the segment's size.
+  // Page size granularity of the segment's size.
   static std::size_t pageBytes();
 
   // A new zero-filled segment of `bytes` owned by this process; fd() stays
   // open until closeDescriptor(), so that the peer can open it meanwhile.
-  // `bytes` and `ringOffset` must be multiples of pageBytes().
-  static ShmSegment create(std::size_t bytes, std::size_t ringOffset);
+  // `bytes` must be a nonzero multiple of pageBytes().
+  static ShmSegment create(std::size_t bytes);
   // Maps the segment that process `pid` holds open as descriptor `fd`,
   // after checking it is the file of that `identity` (the owner's
   // identity(); see peer_file.h). Throws System naming the /proc path when
   // it cannot be opened, is another file, or cannot be mapped.
-  static ShmSegment openPeer(pid_t pid, int fd, const FileIdentity& identity, std::size_t bytes,
-                             std::size_t ringOffset);
+  static ShmSegment openPeer(pid_t pid, int fd, const FileIdentity& identity, std::size_t bytes);
 
   ShmSegment() = default;
   ~ShmSegment();
@@ -41,8 +38,7 @@ class ShmSegment {
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
 
-  // The segment's first byte; bytes [size(), size() + ringBytes) alias the
-  // ring's first bytes.
+  // The segment's first byte (page-aligned).
   void* data() const { return data_; }
   std::size_t size() const { return size_; }
   int fd() const { return fd_; }
@@ -52,12 +48,11 @@ class ShmSegment {
   void closeDescriptor();
 
  private:
-  void map(std::size_t bytes, std::size_t ringOffset, const char* what);
+  void map(std::size_t bytes, const char* what);
   void unmap();
 
   void* data_ = nullptr;
   std::size_t size_ = 0;
-  std::size_t mappedBytes_ = 0;  // size_ plus the ring's second mapping
   int fd_ = -1;
   FileIdentity identity_;
 };

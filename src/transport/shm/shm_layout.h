@@ -1,0 +1,66 @@
+// What one shared-memory connection's segment holds, and where. The sender
+// creates the segment (a memfd, mapped once by each side) and lays it out;
+// the receiver checks the header and takes its handles from the same
+// offsets in its own mapping.
+//
+//   page 0      header: magic, the FIFOs' geometry, and `taken`
+//   simple      a FIFO of Simple slots (protocols/simple.h): bulk data
+//   ll          a FIFO for LL (protocols/ll.h): small messages
+//
+// Both FIFOs are protocols/fifo_handle.h blocks: nothing needs the memory
+// mapped twice or at the same address, which memory shared between GPUs of
+// different processes could not give either.
+//
+// `taken` counts the stream bytes the receiver has completed (its own
+// counter, on its own cache line): the sender's acknowledgedBytes(), which a
+// single-copy sender waits on before it reuses a buffer it only described.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "protocols/fifo_handle.h"
+
+namespace hora::transport {
+
+// Messages up to this many bytes may take the LL FIFO (shm_connection.h
+// says which do). LL saves the counter's round trip but costs a flag check
+// and a 4-byte copy per line on both sides and twice the bytes, so on CPUs
+// it only wins for messages of a few cache lines.
+inline constexpr std::size_t kShmLLMaxBytes = 512;
+
+struct ShmGeometry {
+  std::uint64_t slotBytes;    // Simple
+  std::uint64_t slotCount;
+  std::uint64_t llSlotBytes;  // LL
+  std::uint64_t llSlotCount;
+};
+
+// The Simple slots for a FIFO of about `fifoBytes` (HORA_SHM_FIFO_SIZE)
+// filled by an executor that moves `sliceBytes` at a time: slots of a power
+// of two bytes, 64 KiB at most, no larger than the slice (which the
+// executor rounds to whole slots: communicator.cc says why) and small
+// enough that at least 8 fit; an even number of them, holding at least
+// fifoBytes, so that half the slots hold half a FIFO.
+ShmGeometry shmGeometry(std::size_t fifoBytes, std::size_t sliceBytes);
+
+struct alignas(64) ShmSegmentHeader {
+  static constexpr std::uint64_t kMagic = 0x686f72612d73686dull;  // "hora-shm"
+  std::uint64_t magic;
+  ShmGeometry geometry;
+  alignas(64) std::uint64_t taken;  // written by the receiver only
+};
+
+struct ShmSegmentLayout {
+  std::uint64_t simpleOffset;
+  std::uint64_t llOffset;
+  std::uint64_t totalBytes;  // whole pages
+};
+
+ShmSegmentLayout shmSegmentLayout(const ShmGeometry& geometry, std::size_t pageBytes);
+
+// The two FIFOs of a segment mapped at `base`.
+protocols::FifoHandle simpleFifoAt(void* base, const ShmGeometry& geometry, std::size_t pageBytes);
+protocols::FifoHandle llFifoAt(void* base, const ShmGeometry& geometry, std::size_t pageBytes);
+
+}  // namespace hora::transport
