@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Two builds of hora side by side, launch by launch: did a change make a
+# collective faster or slower? Each launch of one build is followed by the
+# same launch of the other (the machine's speed drifts over minutes, and
+# alternating gives both the same conditions), REPEATS times, and the
+# summary shows each build's median busbw (or time, for latency) with the
+# spread of the launches, and their ratio.
+#
+#   bench/compare/compare_builds.sh <before-builddir> <after-builddir>
+#
+# Runs, with 2 ranks on this machine, for each transport in TRANSPORTS:
+#   - all_reduce, all_gather, reduce_scatter and broadcast of MIN_BYTES to
+#     MAX_BYTES (x2 steps), ITERS and WARMUP each;
+#   - all_reduce and all_gather of 8 bytes to LAT_MAX_BYTES (x4 steps),
+#     LAT_ITERS and LAT_WARMUP each, for latency.
+# Knobs (environment): TRANSPORTS (default "shm tcp"), REPEATS (default 5),
+# MIN_BYTES and MAX_BYTES (16M, 64M), ITERS and WARMUP (10, 3), LAT_MAX_BYTES
+# (64K), LAT_ITERS and LAT_WARMUP (2000, 200), STEP_TIMEOUT (300 s). Results
+# stay in <after-builddir>/bench/compare/results-builds.
+set -euo pipefail
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+if (($# != 2)); then
+  note "usage: $0 <before-builddir> <after-builddir>"
+  exit 2
+fi
+before=$(realpath "$1")
+after=$(realpath "$2")
+TRANSPORTS=${TRANSPORTS:-shm tcp}
+REPEATS=${REPEATS:-5}
+MIN_BYTES=${MIN_BYTES:-16M}
+MAX_BYTES=${MAX_BYTES:-64M}
+ITERS=${ITERS:-10}
+WARMUP=${WARMUP:-3}
+LAT_MAX_BYTES=${LAT_MAX_BYTES:-64K}
+LAT_ITERS=${LAT_ITERS:-2000}
+LAT_WARMUP=${LAT_WARMUP:-200}
+STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+results="$after/bench/compare/results-builds"
+
+for build in "$before" "$after"; do
+  for tool in bench/perf/hora-perf tools/hora-run/hora-run; do
+    if [[ ! -x $build/$tool ]]; then
+      note "$build/$tool is not built (meson compile -C $build)"
+      exit 2
+    fi
+  done
+done
+if ! [[ $REPEATS =~ ^[1-9][0-9]*$ ]]; then
+  note "REPEATS must be a whole number of at least 1, not '$REPEATS'"
+  exit 2
+fi
+
+collectives=(all_reduce all_gather reduce_scatter broadcast)
+latency_collectives=(all_reduce all_gather)
+big=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f 2 -d float -o sum -n "$ITERS" -w "$WARMUP" -c 1)
+small=(-b 8 -e "$LAT_MAX_BYTES" -f 4 -d float -o sum -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1)
+
+mkdir -p "$results"
+rm -f "$results"/*.txt "$results"/*.err
+failed=()
+run() { run_step "$STEP_TIMEOUT" "$results" "$@" || failed+=("$1"); }
+# launch <name> <build> <transport> <hora-perf arguments...>
+launch() {
+  local name=$1 build=$2 transport=$3
+  shift 3
+  run "$name" env HORA_TRANSPORT="$transport" "$build/tools/hora-run/hora-run" -n 2 \
+    "$build/bench/perf/hora-perf" "$@"
+}
+
+load_before=$(load_average)
+started=$SECONDS
+started_at=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+for transport in $TRANSPORTS; do
+  for ((repeat = 1; repeat <= REPEATS; repeat++)); do
+    for collective in "${collectives[@]}"; do
+      launch "before-$transport-$collective-r$repeat" "$before" "$transport" "$collective" "${big[@]}"
+      launch "after-$transport-$collective-r$repeat" "$after" "$transport" "$collective" "${big[@]}"
+    done
+    for collective in "${latency_collectives[@]}"; do
+      launch "before-$transport-lat_$collective-r$repeat" "$before" "$transport" "$collective" "${small[@]}"
+      launch "after-$transport-lat_$collective-r$repeat" "$after" "$transport" "$collective" "${small[@]}"
+    done
+  done
+done
+
+# stats <build> <transport> <collective> <size> <field>: "median min max"
+# over the repeats, or empty.
+stats() {
+  local file
+  for file in "$results/$1-$2-$3"-r*.txt; do
+    column_of "$file" "$4" "$5"
+  done | sort -g | awk '{ v[NR] = $1 }
+    END { if (NR == 0) exit
+          m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+          printf "%.3f %.3f %.3f\n", m, v[1], v[NR] }'
+}
+sizes_of() {  # sizes_of <transport> <collective>
+  cat "$results"/*-"$1-$2"-r*.txt 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1 }' | sort -un
+}
+# row <transport> <collective> <size> <field>: before and after, median
+# [min-max], and after/before.
+row() {
+  local b a
+  b=$(stats before "$1" "$2" "$3" "$4")
+  a=$(stats after "$1" "$2" "$3" "$4")
+  printf '%-4s %-18s %10s  %8s [%s-%s]  %8s [%s-%s]  %6s\n' "$1" "$2" "$3" \
+    "$(show "${b%% *}")" "$(echo "$b" | cut -d' ' -f2)" "$(echo "$b" | cut -d' ' -f3)" \
+    "$(show "${a%% *}")" "$(echo "$a" | cut -d' ' -f2)" "$(echo "$a" | cut -d' ' -f3)" \
+    "$(ratio "${a%% *}" "${b%% *}")"
+}
+
+echo "# hora, two builds alternately, 2 ranks on $(hostname), $(nproc) cores"
+echo "# before: $before"
+echo "# after:  $after"
+echo "# started $started_at; load average (1, 5, 15 min) before: $load_before, after: $(load_average)"
+echo "# bandwidth: hora-perf <collective> ${big[*]}"
+echo "# latency:   hora-perf <collective> ${small[*]}"
+echo "# every launch run $REPEATS time(s), before and after alternately"
+for place in ip oop; do
+  busbw=12 time=10
+  [[ $place == ip ]] || { busbw=8; time=6; }
+  echo
+  echo "# busbw GB/s, $place: median [min-max] of $REPEATS; after/before above 1: after is faster"
+  for transport in $TRANSPORTS; do
+    for collective in "${collectives[@]}"; do
+      while read -r size; do
+        [[ -n $size ]] && row "$transport" "$collective" "$size" "$busbw"
+      done <<<"$(sizes_of "$transport" "$collective")"
+    done
+  done
+  echo
+  echo "# latency us (time column), $place: median [min-max] of $REPEATS; after/before below 1: after is faster"
+  for transport in $TRANSPORTS; do
+    for collective in "${latency_collectives[@]}"; do
+      while read -r size; do
+        [[ -n $size ]] && row "$transport" "lat_$collective" "$size" "$time"
+      done <<<"$(sizes_of "$transport" "lat_$collective")"
+    done
+  done
+done
+wrong=$(cat "$results"/*.txt 2>/dev/null |
+  awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) w += $f } END { print w + 0 }')
+echo
+echo "# wrong elements over every table: $wrong"
+if ((${#failed[@]})); then
+  echo "# FAILED or timed out (errors in $results/<name>.err): ${failed[*]}"
+fi
+echo "# total run time: $((SECONDS - started)) s"
