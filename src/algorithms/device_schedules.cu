@@ -45,6 +45,8 @@ struct TallyPrimitives {
   __device__ void write(std::size_t n) { tally->written += n; }
 };
 
+static_assert(Primitives<TallyPrimitives>);
+
 enum class Schedule {
   AllReduce,
   ReduceScatter,

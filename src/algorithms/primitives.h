@@ -29,6 +29,7 @@
 // before it returns, so any schedule whose messages match completes.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 
 #include "base/host_device.h"
@@ -77,6 +78,23 @@ HORA_HOST_DEVICE void forEachPart(std::size_t count, std::size_t loop, Channel c
     if (part.size > 0) body(base + part.start, part.size);
   }
 }
+
+// The contract above as a concept: every primitives type states
+// static_assert(Primitives<Type>), so a missing or mistyped call fails where
+// the type is defined, not inside a schedule.
+template <typename P>
+concept Primitives = requires(P p, int peer, std::size_t offset, const int* order) {
+  p.send(peer, offset, offset);
+  p.recv(peer, offset, offset);
+  p.recvReduceSend(peer, peer, offset, offset);
+  p.recvReduceCopy(peer, offset, offset, offset);
+  p.recvReduceCopySend(peer, peer, offset, offset, offset);
+  p.recvCopySend(peer, peer, offset, offset);
+  p.copySend(peer, offset, offset, offset);
+  p.localReduceCopy(offset, offset, offset);
+  p.localCopy(offset, offset, offset);
+  p.recvReduceCopyAll(order, peer, peer, offset, offset, offset);
+};
 
 // Where this rank stands on a ring: position `pos` of `nranks`, with
 // ranks[p] the user rank at position p. It receives from the rank before it

@@ -2,11 +2,14 @@
 
 #include <cstring>
 
+#include "algorithms/primitives.h"
 #include "base/error.h"
 #include "kernels/copy_host.h"
 #include "kernels/reduce_arguments.h"
 
 namespace hora::core {
+
+static_assert(algorithms::Primitives<HostPrimitives>);
 
 namespace {
 // Both ends pad at the same point of the stream (their first use of the

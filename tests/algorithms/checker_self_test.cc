@@ -14,6 +14,20 @@
 #include "simulator.h"
 
 namespace hora::schedule_test {
+
+// The contract's concept refuses a type that lacks a primitive.
+struct WithoutFanIn {
+  void send(int, std::size_t, std::size_t);
+  void recv(int, std::size_t, std::size_t);
+  void recvReduceSend(int, int, std::size_t, std::size_t);
+  void recvReduceCopy(int, std::size_t, std::size_t, std::size_t);
+  void recvReduceCopySend(int, int, std::size_t, std::size_t, std::size_t);
+  void recvCopySend(int, int, std::size_t, std::size_t);
+  void copySend(int, std::size_t, std::size_t, std::size_t);
+  void localReduceCopy(std::size_t, std::size_t, std::size_t);
+  void localCopy(std::size_t, std::size_t, std::size_t);
+};
+static_assert(!algorithms::Primitives<WithoutFanIn>);
 namespace {
 
 using algorithms::Channel;

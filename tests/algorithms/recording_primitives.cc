@@ -1,6 +1,10 @@
 #include "recording_primitives.h"
 
+#include "algorithms/primitives.h"
+
 namespace hora::schedule_test {
+
+static_assert(algorithms::Primitives<RecordingPrimitives>);
 
 const char* stageName(Stage stage) {
   switch (stage) {
