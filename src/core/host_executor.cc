@@ -86,7 +86,7 @@ void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorit
   options.streamingStores = plan.streamingStores;
   options.singleCopy = plan.singleCopy;
   options.alignStreams = algorithm != Algorithm::Direct;
-  options.messageBytes = op.bytes;
+  options.protocol = plan.protocol;
   HostPrimitives prims(freshEngine(), ctx_.connector, links_, op.send, op.recv, op.reduce,
                        staging_, options);
   // The host executor runs one channel per rank: its thread is the channel.
@@ -140,7 +140,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
     if (peer == ctx_.rank) continue;
     auto& connection = ctx_.connector.sendTo(peer);
     engine.add(&connection);
-    connection.beginMessage(bytes);
+    connection.beginMessage(planner_.protocolFor(bytes));
     connection.post(mine, bytes);
   }
   engine.progressAll();
@@ -148,7 +148,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
     if (peer == ctx_.rank) continue;
     auto& connection = ctx_.connector.recvFrom(peer);
     engine.add(&connection);
-    connection.beginMessage(bytes);
+    connection.beginMessage(planner_.protocolFor(bytes));
     connection.post(slots + peer * bytes, bytes);
   }
   engine.drain(what);
@@ -173,8 +173,9 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
 
   // Each message to a peer is preceded by its size, so a mismatched pair is
   // reported instead of corrupting the stream. Both ends name each piece's
-  // size before posting it (beginMessage): the header's is fixed, and the
-  // receiver names the data's only once the header has matched it.
+  // protocol before posting it (beginMessage), chosen by its size: the
+  // header's is fixed, and the receiver names the data's only once the
+  // header has matched it.
   ProgressEngine& engine = freshEngine();
   std::deque<std::uint64_t> headers;  // stable addresses while in flight
   for (const Op* op : ops) {
@@ -182,9 +183,9 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     auto& connection = ctx_.connector.sendTo(op->peer);
     engine.add(&connection);
     headers.push_back(op->bytes);
-    connection.beginMessage(sizeof(std::uint64_t));
+    connection.beginMessage(planner_.protocolFor(sizeof(std::uint64_t)));
     connection.post(&headers.back(), sizeof(std::uint64_t));
-    connection.beginMessage(op->bytes);
+    connection.beginMessage(planner_.protocolFor(op->bytes));
     connection.post(op->send, op->bytes);
   }
   engine.progressAll();
@@ -193,7 +194,7 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     auto& connection = ctx_.connector.recvFrom(op->peer);
     engine.add(&connection);
     std::uint64_t& header = headers.emplace_back(0);
-    connection.beginMessage(sizeof(header));
+    connection.beginMessage(planner_.protocolFor(sizeof(header)));
     connection.post(&header, sizeof(header));
     const std::uint64_t target = connection.postedBytes();
     engine.waitUntil([&] { return connection.completedBytes() >= target; },
@@ -202,7 +203,7 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
       fail(ErrorKind::InvalidUsage, "rank ", rank, ": ncclRecv from ",
            ctx_.bootstrap.describe(op->peer), " expects ", op->bytes, " bytes (", op->count, " x ",
            dataTypeName(op->type), ") but that rank sent ", header, " bytes");
-    connection.beginMessage(op->bytes);
+    connection.beginMessage(planner_.protocolFor(op->bytes));
     connection.post(op->recv, op->bytes);
   }
   engine.drain("exchanging point-to-point messages");

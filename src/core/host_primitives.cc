@@ -15,9 +15,7 @@ namespace {
 // Both ends pad at the same point of the stream (their first use of the
 // connection in an operation, when the plan asks for it), so every
 // operation's data starts aligned in a shared-memory FIFO and can be
-// reduced there. At the same point both ends name the operation's size, by
-// which a transport may pick its way for the whole operation (shared
-// memory: LL for small ones).
+// reduced there. At the same point both ends name the plan's protocol.
 constexpr std::size_t kStreamAlignment = 64;
 }  // namespace
 
@@ -39,7 +37,7 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
       streaming_(options.streamingStores),
       singleCopy_(options.singleCopy),
       alignStreams_(options.alignStreams),
-      messageBytes_(options.messageBytes),
+      protocol_(options.protocol),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
   // Every reduction below is checked here, once per operation: the spec, and
@@ -59,7 +57,7 @@ OutLink& HostPrimitives::to(int peer) {
   if (link.connection != nullptr) return link;
   link.connection = &connector_.sendTo(peer);
   engine_.add(link.connection);
-  link.connection->beginMessage(messageBytes_);
+  link.connection->beginMessage(protocol_);
   if (alignStreams_) link.connection->alignStream(kStreamAlignment);
   if (singleCopy_) {
     // Both ends of a connection decide alike: the receiver from its own
@@ -80,7 +78,7 @@ InLink& HostPrimitives::from(int peer) {
   if (link.connection != nullptr) return link;
   link.connection = &connector_.recvFrom(peer);
   engine_.add(link.connection);
-  link.connection->beginMessage(messageBytes_);
+  link.connection->beginMessage(protocol_);
   if (alignStreams_) link.connection->alignStream(kStreamAlignment);
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
   return link;

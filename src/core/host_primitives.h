@@ -81,10 +81,9 @@ class HostPrimitives {
     // small message; both ends of a connection run the same plan, so they
     // agree.
     bool alignStreams = true;
-    // The operation's size (the same on every rank), named to each
-    // connection at its first use (Connection::beginMessage): a transport
-    // may pick its way for the whole operation by it.
-    std::size_t messageBytes = 0;
+    // The plan's protocol, named to each connection at its first use
+    // (Connection::beginMessage): both ends run the same plan, so they agree.
+    protocols::Protocol protocol = protocols::Protocol::Simple;
   };
 
   HostPrimitives(ProgressEngine& engine, transport::Connector& connector, HostLinks& links,
@@ -149,7 +148,7 @@ class HostPrimitives {
   bool streaming_;
   bool singleCopy_;
   bool alignStreams_;
-  std::size_t messageBytes_;  // the operation's size, the same on every rank
+  protocols::Protocol protocol_;
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "core/op.h"
+#include "protocols/protocol.h"
 
 namespace hora::core {
 
@@ -16,10 +17,7 @@ enum class Algorithm {
   PointToPoint,  // matched sends and receives
 };
 
-// How bytes cross a connection. Simple: step slots in a FIFO with head and
-// tail counters. LL: lines that carry data and a flag together, for small
-// messages (not used by the host executor yet).
-enum class Protocol { Simple, LL };
+using protocols::Protocol;
 
 const char* algorithmName(Algorithm algorithm);
 

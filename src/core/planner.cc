@@ -39,8 +39,13 @@ bool Planner::mayUseWindows(const Op& op, const CommShape& shape) const {
          std::max(bytes.send, bytes.recv) >= tuning_.zeroCopyMinBytes;
 }
 
+Protocol Planner::protocolFor(std::size_t bytes) const {
+  return bytes <= tuning_.llMaxBytes ? Protocol::LL : Protocol::Simple;
+}
+
 Plan Planner::plan(const Op& op, const CommShape& shape) const {
   Plan plan;
+  plan.protocol = protocolFor(op.bytes);
   if (op.isPointToPoint()) {
     plan.algorithm = Algorithm::PointToPoint;
     return plan;

@@ -29,6 +29,8 @@ class Planner {
   Planner(const Tuning& tuning, std::size_t moveChunkBytes);
 
   Plan plan(const Op& op, const CommShape& shape) const;
+  // The protocol of a message of `bytes` (the same on every rank).
+  Protocol protocolFor(std::size_t bytes) const;
 
  private:
   bool useDirect(const Op& op, const CommShape& shape) const;

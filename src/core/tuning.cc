@@ -19,6 +19,7 @@ Tuning Tuning::fromEnvironment() {
   t.singleCopyMinBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MIN"}, t.singleCopyMinBytes);
   t.singleCopyMaxBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MAX"}, t.singleCopyMaxBytes);
   t.zeroCopyMinBytes = env::getBytes({"HORA_ZERO_COPY_MIN"}, t.zeroCopyMinBytes);
+  t.llMaxBytes = env::getBytes({"HORA_LL_MAX_BYTES"}, t.llMaxBytes);
   t.spin = std::chrono::microseconds(env::getInt({"HORA_SPIN_US"}, t.spin.count()));
   return t;
 }

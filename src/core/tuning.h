@@ -36,6 +36,11 @@ struct Tuning {
   // HORA_ZERO_COPY_MIN: collectives on windows whose larger buffer has at
   // least this many bytes skip the FIFOs.
   std::size_t zeroCopyMinBytes = 64 << 10;
+  // HORA_LL_MAX_BYTES: operations of at most this many bytes take the LL
+  // protocol where the transport has it (shared memory); larger ones take
+  // Simple. LL saves the counter's round trip but costs a flag per 4 bytes,
+  // so on CPUs it wins only for messages of a few cache lines. 0: never LL.
+  std::size_t llMaxBytes = 512;
   // HORA_SPIN_US: how long a waiting rank polls before it sleeps.
   std::chrono::microseconds spin{200};
 

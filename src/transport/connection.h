@@ -22,6 +22,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "protocols/protocol.h"
 
 namespace hora::transport {
 
@@ -52,13 +53,12 @@ class Connection {
   // what follows lies aligned in the transport's buffer; the other end pads
   // at the same point. A no-op for transports without in-place access.
   virtual void alignStream(std::size_t /*alignment*/) {}
-  // The bytes posted from here until the next call belong to a message of
-  // `bytes` bytes (an operation, sized alike on every rank, or one
-  // point-to-point message): a transport may carry small messages another
-  // way than large ones (shared memory: LL, shm_connection.h). Both ends
-  // call it at the same point of the stream with the same size, so they
-  // agree without talking; a no-op for transports with one way.
-  virtual void beginMessage(std::size_t /*bytes*/) {}
+  // The bytes posted from here until the next call travel by `protocol`
+  // where the transport has it (shared memory: LL or Simple,
+  // shm_connection.h). The planner picks it by the message's size, alike on
+  // every rank, and both ends call this at the same point of the stream, so
+  // they agree without talking; a no-op for transports with one way.
+  virtual void beginMessage(protocols::Protocol /*protocol*/) {}
 };
 
 class SendConnection : public Connection {

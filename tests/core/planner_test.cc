@@ -86,6 +86,17 @@ TEST(Planner, StreamingStoresForLargeOutputsExceptReductionsInPlace) {
   EXPECT_FALSE(planner.plan(small, {0, 2, false, false}).streamingStores);
 }
 
+TEST(Planner, SmallMessagesTakeLLLargerOnesSimple) {
+  const Planner planner(defaults(), 2 << 20);
+  EXPECT_EQ(planner.plan(allReduce(128), {0, 2, false, false}).protocol, Protocol::LL);  // 512 B
+  EXPECT_EQ(planner.plan(allReduce(129), {0, 2, false, false}).protocol, Protocol::Simple);
+  EXPECT_EQ(planner.protocolFor(8), Protocol::LL);
+  Tuning never;
+  never.llMaxBytes = 0;
+  EXPECT_EQ(Planner(never, 2 << 20).plan(allReduce(2), {0, 2, false, false}).protocol,
+            Protocol::Simple);
+}
+
 TEST(Planner, SendsAndReceivesArePointToPoint) {
   const Planner planner(defaults(), 2 << 20);
   static char buffer[8];
@@ -97,7 +108,9 @@ TEST(Tuning, ReadsEveryKnobFromTheEnvironmentAndRefusesBadValues) {
   ::setenv("HORA_CHUNK_SIZE", "64K", 1);
   ::setenv("HORA_DIRECT_MAX_BYTES", "0", 1);
   ::setenv("HORA_SPIN_US", "7", 1);
+  ::setenv("HORA_LL_MAX_BYTES", "1K", 1);
   const Tuning tuning = Tuning::fromEnvironment();
+  EXPECT_EQ(tuning.llMaxBytes, 1024u);
   EXPECT_EQ(tuning.chunkBytes, 64u << 10);
   EXPECT_EQ(tuning.directMaxBytes, 0u);
   EXPECT_EQ(tuning.spin.count(), 7);
@@ -108,6 +121,7 @@ TEST(Tuning, ReadsEveryKnobFromTheEnvironmentAndRefusesBadValues) {
   ::unsetenv("HORA_CHUNK_SIZE");
   ::unsetenv("HORA_DIRECT_MAX_BYTES");
   ::unsetenv("HORA_SPIN_US");
+  ::unsetenv("HORA_LL_MAX_BYTES");
 }
 
 }  // namespace

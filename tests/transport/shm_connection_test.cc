@@ -434,13 +434,18 @@ TEST_F(ShmConnectionTest, ReceiverThatTookEverythingMayLeave) {
   for (int check = 0; check < 20; ++check) ASSERT_NO_THROW(sender->checkAlive());
 }
 
-// ---- LL and Simple: both ends name each message's size (beginMessage), and
-// messages of at most kShmLLMaxBytes take the LL FIFO.
+// ---- LL and Simple: both ends name each message's protocol (beginMessage);
+// here, as the planner does by default, messages of at most kShmLLMaxBytes
+// take LL.
+
+protocols::Protocol protocolFor(std::size_t bytes) {
+  return bytes <= kShmLLMaxBytes ? protocols::Protocol::LL : protocols::Protocol::Simple;
+}
 
 // Names a message of `bytes` to both ends.
 void beginBoth(ShmSendConnection& sender, ShmRecvConnection& receiver, std::size_t bytes) {
-  sender.beginMessage(bytes);
-  receiver.beginMessage(bytes);
+  sender.beginMessage(protocolFor(bytes));
+  receiver.beginMessage(protocolFor(bytes));
 }
 
 TEST_F(ShmConnectionTest, SmallMessagesGoByLLWhileTheSimpleFifoIsFull) {
@@ -455,7 +460,7 @@ TEST_F(ShmConnectionTest, SmallMessagesGoByLLWhileTheSimpleFifoIsFull) {
   for (std::size_t size : sizes) {
     sent.push_back(patternBytes(size, position));
     received.emplace_back(size);
-    sender->beginMessage(size);
+    sender->beginMessage(protocolFor(size));
     sender->post(sent.back().data(), size);
     position += size;
   }
@@ -465,7 +470,7 @@ TEST_F(ShmConnectionTest, SmallMessagesGoByLLWhileTheSimpleFifoIsFull) {
 
   // The receiver takes them in stream order, each from its own FIFO.
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    receiver->beginMessage(sizes[i]);
+    receiver->beginMessage(protocolFor(sizes[i]));
     receiver->post(received[i].data(), sizes[i]);
   }
   ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == position; }));
@@ -491,7 +496,7 @@ TEST_F(ShmConnectionTest, MixedSizesArriveInOrderByCopyAndInPlace) {
   std::vector<std::vector<char>> sent;
   std::vector<std::uint64_t> starts;
   for (const Message& message : messages) {
-    sender->beginMessage(message.named);
+    sender->beginMessage(protocolFor(message.named));
     for (std::size_t piece : message.pieces) {
       starts.push_back(position);
       sent.push_back(patternBytes(piece, position, 5));
@@ -505,7 +510,7 @@ TEST_F(ShmConnectionTest, MixedSizesArriveInOrderByCopyAndInPlace) {
   // Odd pieces by copy, even ones in place, read in bites of 777 bytes.
   std::size_t index = 0;
   for (const Message& message : messages) {
-    receiver->beginMessage(message.named);
+    receiver->beginMessage(protocolFor(message.named));
     for (std::size_t piece : message.pieces) {
       SCOPED_TRACE(::testing::Message() << "piece " << index << " of " << piece << " bytes");
       if (index % 2 == 1) {

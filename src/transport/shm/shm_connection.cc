@@ -38,8 +38,8 @@ std::size_t paddingFor(std::uint64_t position, std::size_t alignment) {
   return (alignment - position % alignment) % alignment;
 }
 
-ShmRoute routeFor(std::size_t messageBytes) {
-  return messageBytes <= kShmLLMaxBytes ? ShmRoute::LL : ShmRoute::Simple;
+ShmRoute routeFor(protocols::Protocol protocol) {
+  return protocol == protocols::Protocol::LL ? ShmRoute::LL : ShmRoute::Simple;
 }
 
 char* alignedStart(std::vector<char>& storage) {
@@ -201,8 +201,8 @@ void ShmSendConnection::alignStream(std::size_t alignment) {
   routes_.switchAt(queue_.posted(), route);
 }
 
-void ShmSendConnection::beginMessage(std::size_t bytes) {
-  routes_.switchAt(queue_.posted(), routeFor(bytes));
+void ShmSendConnection::beginMessage(protocols::Protocol protocol) {
+  routes_.switchAt(queue_.posted(), routeFor(protocol));
 }
 
 PeerMemoryAccess ShmSendConnection::peerMemoryAccess() {
@@ -361,8 +361,8 @@ void ShmRecvConnection::alignStream(std::size_t alignment) {
   routes_.switchAt(queue_.posted(), route);
 }
 
-void ShmRecvConnection::beginMessage(std::size_t bytes) {
-  routes_.switchAt(queue_.posted(), routeFor(bytes));
+void ShmRecvConnection::beginMessage(protocols::Protocol protocol) {
+  routes_.switchAt(queue_.posted(), routeFor(protocol));
 }
 
 void ShmRecvConnection::checkAlive() {

@@ -9,12 +9,13 @@
 //    the oldest slot and consumeRead() releases the slot once it is used up.
 //    Every post and every commit starts a fresh slot, so the data of each
 //    operation starts at a slot's (128-byte aligned) start.
-//  - LL (protocols/ll.h) carries the messages of at most kShmLLMaxBytes:
+//  - LL (protocols/ll.h) carries the messages the planner gave the LL
+//    protocol (HORA_LL_MAX_BYTES), in pieces of at most kShmLLMaxBytes:
 //    the receiver polls the data lines themselves, so a small message costs
 //    one transfer of its lines and no separate counter.
 //
-// Which one carries a byte is decided by beginMessage() on both ends
-// (protocol_switches.h); streams that never call it use Simple. Alignment
+// Which one carries a byte is decided by beginMessage(protocol) on both
+// ends (protocol_switches.h); streams that never call it use Simple. Alignment
 // padding moves nowhere: both ends count it and skip it.
 //
 // The sender's bytes count as sent once they are in a FIFO and the
@@ -101,7 +102,7 @@ class ShmSendConnection final : public SendConnection {
     return completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() && !wantsRoom_;
   }
   void alignStream(std::size_t alignment) override;
-  void beginMessage(std::size_t bytes) override;
+  void beginMessage(protocols::Protocol protocol) override;
   bool sendsInPlace() const override { return true; }
   std::span<char> writable(std::size_t maxBytes) override;
   void commitWritten(std::size_t bytes) override;
@@ -149,7 +150,7 @@ class ShmRecvConnection final : public RecvConnection {
   const std::string& peerName() const override { return peer_; }
 
   void alignStream(std::size_t alignment) override;
-  void beginMessage(std::size_t bytes) override;
+  void beginMessage(protocols::Protocol protocol) override;
   bool receivesInPlace() const override { return true; }
   void postInPlace(std::size_t bytes) override { queue_.postInPlace(bytes); }
   std::span<const char> readable() override;

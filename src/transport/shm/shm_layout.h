@@ -23,10 +23,10 @@
 
 namespace hora::transport {
 
-// Messages up to this many bytes may take the LL FIFO (shm_connection.h
-// says which do). LL saves the counter's round trip but costs a flag check
-// and a 4-byte copy per line on both sides and twice the bytes, so on CPUs
-// it only wins for messages of a few cache lines.
+// The LL FIFO carries a message in pieces of at most this many bytes, and
+// is sized to hold a few such pieces. Which messages take LL at all is the
+// planner's choice (HORA_LL_MAX_BYTES, core/tuning.h), which defaults to the
+// same size.
 inline constexpr std::size_t kShmLLMaxBytes = 512;
 
 struct ShmGeometry {
