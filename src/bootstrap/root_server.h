@@ -2,9 +2,9 @@
 // root and sends a greeting (greeting.h) and a Hello (its rank, the rank
 // count, where its bootstrap listener is); connections without the unique
 // id's secret are ignored (gatekeeper.h). Once all nranks arrived the root
-// answers each with the table
-// of all ranks, or, if something is inconsistent or a rank never came, with
-// an error text that every waiting rank reports.
+// answers each with the table of all ranks, or, if something is
+// inconsistent or a rank never came, with an error text that every waiting
+// rank reports.
 #pragma once
 
 #include <chrono>
