@@ -7,6 +7,8 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/gatekeeper.h"
+#include "bootstrap/greeting.h"
 
 namespace hora::bootstrap {
 
@@ -52,9 +54,12 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   HORA_LOG(Info, "bootstrap: interface ", interface.name, " ", localAddress_.toString(),
            ", root ", id.root.toString());
 
+  // Peers that connect before the ring is made wait in the backlog; the
+  // gatekeeper later tells them from strangers.
+  Gatekeeper ring(std::move(listener),
+                  {id.magic, Purpose::RingHello, sizeof(std::int32_t), "bootstrap ring listener", ""});
+
   Hello hello;
-  hello.magic = id.magic;
-  hello.protocol = kProtocolVersion;
   hello.nranks = nranks;
   hello.self.rank = rank;
   hello.self.pid = static_cast<std::int32_t>(getpid());
@@ -65,7 +70,7 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
 
   const std::string rootName = strCat("the bootstrap root at ", id.root.toString());
   Socket root = Socket::connect(id.root, deadline, abort, rootName);
-  root.sendAll(&hello, sizeof(hello), deadline, abort, rootName);
+  sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), deadline, abort, rootName);
   RootReply reply;
   root.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootReplyGrace), abort, rootName);
   // The root in this process must finish answering the other ranks before
@@ -77,22 +82,27 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   root.recvAll(peers_.data(), peers_.size() * sizeof(PeerInfo), deadline, abort, rootName);
 
   if (nranks == 1) return;
-  // Ring: connect to the next rank, accept the previous one. Each side says
-  // who it is, so a stray connection is recognised.
+  // Ring: connect to the next rank, accept the previous one. Each side
+  // proves it holds the id and says who it is, so a stray connection is
+  // recognised.
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
   next_ = Socket::connect(peers_[next].listenAddress(), deadline, abort,
                           strCat(describe(next), " at ", peers_[next].listenAddress().toString()));
   std::int32_t me = rank;
-  next_.sendAll(&me, sizeof(me), deadline, abort, describe(next));
+  sendGreeting(next_, id.magic, Purpose::RingHello, &me, sizeof(me), deadline, abort, describe(next));
+  const std::string waiting = strCat("waiting for ", describe(prev), " to connect");
   for (;;) {
-    Socket candidate = listener.accept(deadline, abort, strCat("waiting for ", describe(prev), " to connect"));
+    Gatekeeper::Guest guest = ring.admit(deadline, abort, waiting);
     std::int32_t who = -1;
-    candidate.recvAll(&who, sizeof(who), deadline, abort, describe(prev));
+    std::memcpy(&who, guest.body.data(), sizeof(who));
     if (who == prev) {
-      prev_ = std::move(candidate);
+      prev_ = std::move(guest.socket);
       break;
     }
-    HORA_LOG(Warn, "bootstrap: ignoring a connection that claims to be rank ", who);
+    // It holds the secret, so it is one of ours, but not the neighbour we
+    // expect: say so, yet a late duplicate must not break the ring.
+    HORA_LOG(Warn, "bootstrap: ignoring a connection from ", guest.from.toString(),
+             " that claims to be rank ", who, " (expected ", describe(prev), ")");
   }
   next_.setNoDelay();
   prev_.setNoDelay();

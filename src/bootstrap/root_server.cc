@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "bootstrap/gatekeeper.h"
 
 namespace hora::bootstrap {
 
@@ -49,11 +50,9 @@ std::string missingRanks(const std::vector<Arrival>& arrived, int nranks) {
 }
 
 // Returns an error text, or empty if the hello fits the rendezvous so far.
-std::string validate(const Hello& hello, std::uint64_t magic, int nranks,
-                     const std::vector<Arrival>& arrived) {
-  if (hello.protocol != kProtocolVersion)
-    return strCat("rank ", hello.self.rank, " speaks bootstrap protocol ", hello.protocol,
-                  ", this root speaks ", kProtocolVersion, " (mixed hora versions?)");
+// Only ranks that hold the secret get this far, so an inconsistency here is
+// a mistake in the job (it fails init on every rank), not a stranger.
+std::string validate(const Hello& hello, int nranks, const std::vector<Arrival>& arrived) {
   if (hello.nranks != nranks)
     return strCat("rank ", hello.self.rank, " (host ", hello.self.host, ") says the communicator has ",
                   hello.nranks, " ranks, rank ", arrived.front().hello.self.rank, " says ", nranks);
@@ -64,35 +63,45 @@ std::string validate(const Hello& hello, std::uint64_t magic, int nranks,
       return strCat("rank ", hello.self.rank, " joined twice (from ", arrival.hello.self.host,
                     " pid ", arrival.hello.self.pid, " and ", hello.self.host, " pid ",
                     hello.self.pid, ")");
-  (void)magic;
+  const PeerInfo& self = hello.self;
+  if (self.listenLength > sizeof(self.listen) ||
+      (self.listen.ss_family != AF_INET && self.listen.ss_family != AF_INET6))
+    return strCat("rank ", self.rank, " sent an unusable listener address (family ",
+                  self.listen.ss_family, ", length ", self.listenLength, ")");
   return {};
+}
+
+// What a hora rank holding another communicator's id is told.
+std::string refusalForOtherJobs() {
+  RootReply reply;
+  reply.kind = static_cast<std::int32_t>(ErrorKind::InvalidUsage);
+  std::snprintf(reply.error, sizeof(reply.error), "%s",
+                "this root belongs to another communicator (unique id magic does not match)");
+  return std::string(reinterpret_cast<const char*>(&reply), sizeof(reply));
 }
 
 void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeout) {
   Deadline deadline = Deadline::after(timeout);
+  Gatekeeper gate(std::move(listener), {magic, Purpose::RootHello, sizeof(Hello),
+                                        "bootstrap root", refusalForOtherJobs()});
   std::vector<Arrival> arrived;
   int nranks = -1;
   std::string error;
   ErrorKind errorKind = ErrorKind::InvalidUsage;  // inconsistent joins
   try {
     while (nranks < 0 || static_cast<int>(arrived.size()) < nranks) {
+      Gatekeeper::Guest guest = gate.admit(deadline, nullptr, "waiting for ranks to join");
       Arrival arrival;
-      arrival.socket = listener.accept(deadline, nullptr, "waiting for ranks to join");
-      arrival.socket.recvAll(&arrival.hello, sizeof(Hello), deadline, nullptr, "a joining rank");
-      if (arrival.hello.magic != magic) {
-        // Someone else's job (or a stale id): refuse it, keep waiting for ours.
-        replyError(arrival.socket, ErrorKind::InvalidUsage,
-                   "this root belongs to another communicator (unique id magic does not match)",
-                   deadline);
-        continue;
-      }
+      arrival.socket = std::move(guest.socket);
+      std::memcpy(&arrival.hello, guest.body.data(), sizeof(Hello));
+      arrival.hello.self.host[sizeof(arrival.hello.self.host) - 1] = '\0';  // for messages
       if (nranks < 0) nranks = arrival.hello.nranks;
       if (nranks <= 0) {
         error = strCat("rank ", arrival.hello.self.rank, " joined with nranks ", nranks);
         arrived.push_back(std::move(arrival));
         break;
       }
-      error = validate(arrival.hello, magic, nranks, arrived);
+      error = validate(arrival.hello, nranks, arrived);
       arrived.push_back(std::move(arrival));
       if (!error.empty()) break;
     }

@@ -1,8 +1,10 @@
 // The rendezvous point of a communicator's init. Every rank connects to the
-// root and sends a Hello (its rank, the rank count, where its bootstrap
-// listener is); once all nranks arrived the root answers each with the table
-// of all ranks, or, if something is inconsistent or a rank never came, with
-// an error text that every waiting rank reports.
+// root and sends a greeting (greeting.h) and a Hello (its rank, the rank
+// count, where its bootstrap listener is); connections without the unique
+// id's secret are ignored (gatekeeper.h). Once all nranks arrived the root
+// answers each with the table of all ranks, or, if something is
+// inconsistent or a rank never came, with an error text that every waiting
+// rank reports.
 #pragma once
 
 #include <chrono>
@@ -26,9 +28,8 @@ struct PeerInfo {
   SocketAddress listenAddress() const;
 };
 
+// After the greeting (which carries the secret and the wire version).
 struct Hello {
-  std::uint64_t magic = 0;
-  std::uint32_t protocol = 0;
   std::int32_t nranks = 0;
   PeerInfo self;
 };
@@ -43,8 +44,6 @@ struct RootReply {
 // them, so that when a rank never arrives the others hear which one it was
 // rather than timing out themselves.
 inline constexpr std::chrono::milliseconds kRootReplyGrace{5000};
-
-inline constexpr std::uint32_t kProtocolVersion = 1;
 
 // Serves one rendezvous on `listener` in a background thread, then ends. The
 // thread owns the socket; it gives up after `timeout` (telling the ranks that

@@ -18,10 +18,12 @@ Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
     HORA_ENFORCE(findTransport(kind) != nullptr, "no transport registered for ", transportName(kind));
   SocketAddress bindAddress = bootstrap.localAddress();
   bindAddress.setPort(0);
-  listener_ = Socket::listen(bindAddress);
+  gate_ = bootstrap::Gatekeeper(Socket::listen(bindAddress),
+                                {magic, bootstrap::Purpose::Connection, sizeof(Introduction),
+                                 "transport listener", ""});
   // Exchange listener addresses through the bootstrap ring.
   std::vector<sockaddr_storage> all(bootstrap.nranks());
-  SocketAddress mine = listener_.localAddress();
+  SocketAddress mine = gate_.localAddress();
   std::memcpy(&all[bootstrap.rank()], &mine.storage, sizeof(sockaddr_storage));
   bootstrap.allGather(all.data(), sizeof(sockaddr_storage), Deadline::after(options.timeout));
   peerAddresses_.resize(all.size());
@@ -38,8 +40,9 @@ SendConnection& Connector::sendTo(int peer) {
   std::string name = bootstrap_.describe(peer);
   Socket socket = Socket::connect(peerAddresses_[peer], deadline, abort_,
                                   strCat(name, " at ", peerAddresses_[peer].toString()));
-  Introduction hello{magic_, bootstrap_.rank(), static_cast<std::int32_t>(kinds_[peer])};
-  socket.sendAll(&hello, sizeof(hello), deadline, abort_, name);
+  Introduction hello{bootstrap_.rank(), static_cast<std::int32_t>(kinds_[peer])};
+  bootstrap::sendGreeting(socket, magic_, bootstrap::Purpose::Connection, &hello, sizeof(hello),
+                          deadline, abort_, name);
   {
     std::lock_guard<std::mutex> lock(socketsMutex_);
     socketFds_.push_back(socket.fd());
@@ -52,15 +55,19 @@ SendConnection& Connector::sendTo(int peer) {
 
 Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
   const std::string name = bootstrap_.describe(peer);
+  const std::string waiting = strCat("waiting for ", name, " to connect");
   while (earlyArrivals_.count(peer) == 0) {
-    Socket socket = listener_.accept(deadline, abort_, strCat("waiting for ", name, " to connect"));
+    // Strangers never come out of admit(): only peers holding the secret.
+    bootstrap::Gatekeeper::Guest guest = gate_.admit(deadline, abort_, waiting);
     Introduction hello{};
-    socket.recvAll(&hello, sizeof(hello), deadline, abort_, "a connecting peer");
-    if (hello.magic != magic_ || hello.rank < 0 || hello.rank >= bootstrap_.nranks() ||
-        earlyArrivals_.count(hello.rank) || recvs_.count(hello.rank)) {
-      HORA_LOG(Warn, "refusing a connection that claims to be rank ", hello.rank);
+    std::memcpy(&hello, guest.body.data(), sizeof(hello));
+    if (hello.rank < 0 || hello.rank >= bootstrap_.nranks() || earlyArrivals_.count(hello.rank) ||
+        recvs_.count(hello.rank)) {
+      HORA_LOG(Warn, "refusing a connection from ", guest.from.toString(),
+               " that claims to be rank ", hello.rank);
       continue;
     }
+    Socket socket = std::move(guest.socket);
     if (hello.kind != static_cast<std::int32_t>(kinds_[hello.rank]))
       fail(ErrorKind::InvalidUsage, "rank ", bootstrap_.rank(), " and ", bootstrap_.describe(hello.rank),
            " disagree on their transport (", transportName(kinds_[hello.rank]), " here, ",

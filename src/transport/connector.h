@@ -1,8 +1,9 @@
 // Makes the connections of one communicator: for each (peer, direction) on
 // first use, with the transport chosen for that peer (transport/registry.h).
 // Every connection starts as a TCP connection to the peer's listener (the
-// sending side connects and introduces itself; the receiving side accepts,
-// keeping early arrivals from other peers for later); the transport then
+// sending side connects, proves it holds the unique id and introduces
+// itself; the receiving side admits it through a gatekeeper that ignores
+// strangers, keeping early arrivals from other peers for later); the transport then
 // sets itself up over it: a TCP pair keeps using it, a shared-memory pair
 // sets its FIFO up over it and keeps it as a lifeline.
 #pragma once
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/gatekeeper.h"
 #include "transport/connection.h"
 #include "transport/registry.h"
 
@@ -36,8 +38,8 @@ class Connector {
   void shutdown();
 
  private:
+  // After the greeting (bootstrap/greeting.h), which carries the secret.
   struct Introduction {
-    std::uint64_t magic;
     std::int32_t rank;
     std::int32_t kind;
   };
@@ -48,7 +50,7 @@ class Connector {
   const std::atomic<bool>* abort_;
   std::vector<TransportKind> kinds_;
   ConnectorOptions options_;
-  Socket listener_;
+  bootstrap::Gatekeeper gate_;  // our listener
   std::vector<SocketAddress> peerAddresses_;
   std::map<int, std::unique_ptr<SendConnection>> sends_;
   std::map<int, std::unique_ptr<RecvConnection>> recvs_;
