@@ -9,8 +9,10 @@
 #include <cstdint>
 
 #include "algorithms/direct.h"
+#include "algorithms/point_to_point.h"
 #include "algorithms/primitives.h"
 #include "algorithms/ring.h"
+#include "algorithms/windows.h"
 
 namespace hora::algorithms::device_check {
 
@@ -47,6 +49,15 @@ struct TallyPrimitives {
 
 static_assert(Primitives<TallyPrimitives>);
 
+// The window primitives (windows.h), tallied alike.
+struct TallyWindows {
+  Tally* tally;
+
+  // Elements reduced (read from every rank) and copied, per call.
+  __device__ void reduce(std::size_t, int, std::size_t, std::size_t n) { tally->received += n; }
+  __device__ void copy(int, std::size_t, std::size_t, std::size_t n) { tally->written += n; }
+};
+
 enum class Schedule {
   AllReduce,
   ReduceScatter,
@@ -57,6 +68,12 @@ enum class Schedule {
   AllToAll,
   Gather,
   Scatter,
+  SendMessage,
+  RecvMessage,
+  WindowAllReduce,
+  WindowReduceScatter,
+  WindowAllGather,
+  WindowBroadcast,
 };
 
 template <Schedule S>
@@ -77,6 +94,14 @@ __global__ void tallySchedule(Ring ring, int root, std::size_t count, std::size_
     directGather(p, ring.nranks, ring.self(), root, channel, count, align);
   if constexpr (S == Schedule::Scatter)
     directScatter(p, ring.nranks, ring.self(), root, channel, count, align);
+  if constexpr (S == Schedule::SendMessage) sendMessage(p, root, channel, count, align);
+  if constexpr (S == Schedule::RecvMessage) recvMessage(p, root, channel, count, align);
+  TallyWindows w{&tallies[blockIdx.x]};
+  if constexpr (S == Schedule::WindowAllReduce)
+    windowReduce(w, ring.nranks, ring.self(), kEveryRank, channel, count, align);
+  if constexpr (S == Schedule::WindowReduceScatter) windowReduceScatter(w, ring.self(), channel, count, align);
+  if constexpr (S == Schedule::WindowAllGather) windowAllGather(w, ring.nranks, channel, count, align);
+  if constexpr (S == Schedule::WindowBroadcast) windowBroadcast(w, root, channel, count, align);
 }
 
 template __global__ void tallySchedule<Schedule::AllReduce>(Ring, int, std::size_t, std::size_t,
@@ -97,5 +122,17 @@ template __global__ void tallySchedule<Schedule::Gather>(Ring, int, std::size_t,
                                                          std::size_t, Tally*);
 template __global__ void tallySchedule<Schedule::Scatter>(Ring, int, std::size_t, std::size_t,
                                                           std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::SendMessage>(Ring, int, std::size_t, std::size_t,
+                                                  std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::RecvMessage>(Ring, int, std::size_t, std::size_t,
+                                                  std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::WindowAllReduce>(Ring, int, std::size_t, std::size_t,
+                                                  std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::WindowReduceScatter>(Ring, int, std::size_t, std::size_t,
+                                                  std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::WindowAllGather>(Ring, int, std::size_t, std::size_t,
+                                                  std::size_t, Tally*);
+template __global__ void tallySchedule<Schedule::WindowBroadcast>(Ring, int, std::size_t, std::size_t,
+                                                  std::size_t, Tally*);
 
 }  // namespace hora::algorithms::device_check

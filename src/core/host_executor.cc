@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "algorithms/direct.h"
+#include "algorithms/point_to_point.h"
 #include "algorithms/ring.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -51,7 +52,7 @@ void HostExecutor::runCollective(const Op& op) {
   HORA_LOG(Trace, opKindName(op.kind), " count ", op.count, " ", dataTypeName(op.type), " root ",
            op.root, ": ", algorithmName(plan.algorithm));
   if (plan.algorithm == Algorithm::Windows) {
-    if (runWindows(op)) {
+    if (runWindows(op, plan)) {
       windowCollectives_.fetch_add(1);
       return;
     }
@@ -172,11 +173,21 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
   }
 
   // Each message to a peer is preceded by its size, so a mismatched pair is
-  // reported instead of corrupting the stream. Both ends name each piece's
-  // protocol before posting it (beginMessage), chosen by its size: the
-  // header's is fixed, and the receiver names the data's only once the
-  // header has matched it.
+  // reported instead of corrupting the stream; the message itself is the
+  // schedule of algorithms/point_to_point.h, moved as bytes (a message has
+  // no arithmetic, and its buffer need not be aligned to its type). Both
+  // ends name each piece's protocol before posting it (beginMessage),
+  // chosen by its size: the header's is fixed, and the receiver names the
+  // data's only once the header has matched it.
   ProgressEngine& engine = freshEngine();
+  const algorithms::Channel channel{0, 1};
+  auto messagePrimitives = [&](const Op& op) {
+    HostPrimitives::Options options;
+    options.alignStreams = false;
+    options.protocol = planner_.protocolFor(op.bytes);
+    const kernels::ReduceSpec bytes{DataType::Uint8, kernels::ReduceKind::Sum, 0};
+    return HostPrimitives(engine, ctx_.connector, links_, op.send, op.recv, bytes, staging_, options);
+  };
   std::deque<std::uint64_t> headers;  // stable addresses while in flight
   for (const Op* op : ops) {
     if (op->kind != OpKind::Send || op->peer == rank) continue;
@@ -185,8 +196,8 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     headers.push_back(op->bytes);
     connection.beginMessage(planner_.protocolFor(sizeof(std::uint64_t)));
     connection.post(&headers.back(), sizeof(std::uint64_t));
-    connection.beginMessage(planner_.protocolFor(op->bytes));
-    connection.post(op->send, op->bytes);
+    HostPrimitives prims = messagePrimitives(*op);
+    algorithms::sendMessage(prims, op->peer, channel, op->bytes, 64);
   }
   engine.progressAll();
   for (const Op* op : ops) {
@@ -203,8 +214,8 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
       fail(ErrorKind::InvalidUsage, "rank ", rank, ": ncclRecv from ",
            ctx_.bootstrap.describe(op->peer), " expects ", op->bytes, " bytes (", op->count, " x ",
            dataTypeName(op->type), ") but that rank sent ", header, " bytes");
-    connection.beginMessage(planner_.protocolFor(op->bytes));
-    connection.post(op->recv, op->bytes);
+    HostPrimitives prims = messagePrimitives(*op);
+    algorithms::recvMessage(prims, op->peer, channel, op->bytes, 64);
   }
   engine.drain("exchanging point-to-point messages");
 }

@@ -48,7 +48,7 @@ class HostExecutor final : public Executor {
   void runSchedule(const Op& op, const Plan& plan, Algorithm algorithm);
   // Collectives on windows (core/zero_copy.cc). Returns false, having done
   // nothing else, when some rank's buffers are not in usable windows.
-  bool runWindows(const Op& op);
+  bool runWindows(const Op& op, const Plan& plan);
   // Sends `bytes` from `mine` to every other rank and receives theirs:
   // all[r * bytes] holds rank r's, this rank's included.
   void exchangeWithAll(const void* mine, void* all, std::size_t bytes, const char* what);

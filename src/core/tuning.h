@@ -38,9 +38,12 @@ struct Tuning {
   std::size_t zeroCopyMinBytes = 64 << 10;
   // HORA_LL_MAX_BYTES: operations of at most this many bytes take the LL
   // protocol where the transport has it (shared memory); larger ones take
-  // Simple. LL saves the counter's round trip but costs a flag per 4 bytes,
-  // so on CPUs it wins only for messages of a few cache lines. 0: never LL.
-  std::size_t llMaxBytes = 512;
+  // Simple. LL saves the counter's round trip but costs a flag check and a
+  // 4-byte copy per 8-byte line on both sides; on CPUs, where a release
+  // store costs no fence and a Simple message also moves in one or two
+  // cache-line transfers, it measured no faster than Simple at 8 bytes and
+  // slower above, so the host default is 0: never LL.
+  std::size_t llMaxBytes = 0;
   // HORA_SPIN_US: how long a waiting rank polls before it sleeps.
   std::chrono::microseconds spin{200};
 

@@ -3,8 +3,10 @@
 //    not whole slots, so that reductions in place read their operand from
 //    the previous rank's slots and write their result into the next rank's
 //    across slot boundaries (a slice of 12 KiB is rounded to one slot);
-//  - sizes on both sides of the LL limit (512 bytes), so that operations taken
-//    by LL and by Simple follow each other on the same connections.
+//  - sizes on both sides of an LL limit of 512 bytes (HORA_LL_MAX_BYTES, set
+//    here: LL is off by default on CPUs), so that operations taken by LL and
+//    by Simple follow each other on the same connections, between threads
+//    and between processes.
 #include <gtest/gtest.h>
 
 #include "case_matrix.h"
@@ -14,9 +16,10 @@
 namespace hora_coll_test {
 namespace {
 
-RunOptions options(int nranks, std::vector<std::pair<std::string, std::string>> environment) {
+RunOptions options(int nranks, std::vector<std::pair<std::string, std::string>> environment,
+                   RankMode mode = RankMode::Threads) {
   RunOptions o;
-  o.mode = RankMode::Threads;
+  o.mode = mode;
   o.nranks = nranks;
   o.environment = std::move(environment);
   o.environment.push_back({"HORA_TRANSPORT", "shm"});
@@ -48,7 +51,11 @@ TEST(ShmProtocols, SizesAroundTheLLLimitFollowEachOther) {
   // 512 bytes of one type or the other, one element under and over, and tiny.
   matrix.counts = {1, 2, 127, 128, 129, 511, 512, 513};
   matrix.seed = 72;
-  expectRanksSucceed(options(3, {}), collectiveCasesProgram(buildCases(matrix, 3)));
+  for (RankMode mode : {RankMode::Threads, RankMode::Processes}) {
+    SCOPED_TRACE(mode == RankMode::Threads ? "threads" : "processes");
+    expectRanksSucceed(options(3, {{"HORA_LL_MAX_BYTES", "512"}}, mode),
+                       collectiveCasesProgram(buildCases(matrix, 3)));
+  }
 }
 
 }  // namespace

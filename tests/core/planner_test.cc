@@ -87,13 +87,14 @@ TEST(Planner, StreamingStoresForLargeOutputsExceptReductionsInPlace) {
 }
 
 TEST(Planner, SmallMessagesTakeLLLargerOnesSimple) {
-  const Planner planner(defaults(), 2 << 20);
-  EXPECT_EQ(planner.plan(allReduce(128), {0, 2, false, false}).protocol, Protocol::LL);  // 512 B
-  EXPECT_EQ(planner.plan(allReduce(129), {0, 2, false, false}).protocol, Protocol::Simple);
+  Tuning tuning;
+  tuning.llMaxBytes = 64;
+  const Planner planner(tuning, 2 << 20);
+  EXPECT_EQ(planner.plan(allReduce(16), {0, 2, false, false}).protocol, Protocol::LL);  // 64 B
+  EXPECT_EQ(planner.plan(allReduce(17), {0, 2, false, false}).protocol, Protocol::Simple);
   EXPECT_EQ(planner.protocolFor(8), Protocol::LL);
-  Tuning never;
-  never.llMaxBytes = 0;
-  EXPECT_EQ(Planner(never, 2 << 20).plan(allReduce(2), {0, 2, false, false}).protocol,
+  // The host default: never LL.
+  EXPECT_EQ(Planner(defaults(), 2 << 20).plan(allReduce(2), {0, 2, false, false}).protocol,
             Protocol::Simple);
 }
 

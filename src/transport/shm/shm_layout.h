@@ -25,8 +25,7 @@ namespace hora::transport {
 
 // The LL FIFO carries a message in pieces of at most this many bytes, and
 // is sized to hold a few such pieces. Which messages take LL at all is the
-// planner's choice (HORA_LL_MAX_BYTES, core/tuning.h), which defaults to the
-// same size.
+// planner's choice (HORA_LL_MAX_BYTES, core/tuning.h).
 inline constexpr std::size_t kShmLLMaxBytes = 512;
 
 struct ShmGeometry {
