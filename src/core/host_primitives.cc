@@ -369,17 +369,29 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
   if (count == 0) return;
   // Every rank combines the same values in the same order: the peers'
   // elements arrive pre()-multiplied (and rounded to the type), so this
-  // rank's are pre()-multiplied into their slot alike (which also keeps them
-  // when the output is the input), and the combination runs without pre().
+  // rank's must be too, and the combination runs without pre(). Values are
+  // combined where they lie; this rank's input is copied aside only when it
+  // needs pre(), or when it is the output and comes after the first
+  // combination (which overwrites the output).
   kernels::ReduceSpec combine = spec_;
   if (hasPre_) combine.kind = kernels::ReduceKind::Sum;
-  for (int k = 0; k < nranks; ++k)
-    if (order[k] == self)
-      kernels::reduceHostUnchecked(spec_, gathered_.data() + k * bytes, inAt(inOffset), nullptr, count, false);
+  const char* own = inAt(inOffset);
   char* dst = outAt(outOffset);
-  std::memcpy(dst, gathered_.data(), bytes);
-  for (int k = 1; k < nranks; ++k)
-    kernels::reduceHostUnchecked(combine, dst, gathered_.data() + k * bytes, dst, count, k == nranks - 1);
+  int ownIndex = 0;
+  while (order[ownIndex] != self) ++ownIndex;
+  const bool overlaps = own < dst + bytes && dst < own + bytes;
+  if (hasPre_ || (overlaps && ownIndex >= 2)) {
+    char* slot = gathered_.data() + static_cast<std::size_t>(ownIndex) * bytes;
+    kernels::reduceHostUnchecked(spec_, slot, own, nullptr, count, false);
+    own = slot;
+  }
+  auto source = [&](int k) -> const char* {
+    return k == ownIndex ? own : gathered_.data() + static_cast<std::size_t>(k) * bytes;
+  };
+  // Every rank runs these same steps on the same values: the same bits.
+  kernels::reduceHostUnchecked(combine, dst, source(1), source(0), count, nranks == 2);
+  for (int k = 2; k < nranks; ++k)
+    kernels::reduceHostUnchecked(combine, dst, source(k), dst, count, k == nranks - 1);
 }
 
 void HostPrimitives::finish() {
