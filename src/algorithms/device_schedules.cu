@@ -104,35 +104,19 @@ __global__ void tallySchedule(Ring ring, int root, std::size_t count, std::size_
   if constexpr (S == Schedule::WindowBroadcast) windowBroadcast(w, root, channel, count, align);
 }
 
-template __global__ void tallySchedule<Schedule::AllReduce>(Ring, int, std::size_t, std::size_t,
-                                                            std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::ReduceScatter>(Ring, int, std::size_t, std::size_t,
-                                                                std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::AllGather>(Ring, int, std::size_t, std::size_t,
-                                                            std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::Broadcast>(Ring, int, std::size_t, std::size_t,
-                                                            std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::Reduce>(Ring, int, std::size_t, std::size_t,
-                                                         std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::DirectAllReduce>(Ring, int, std::size_t,
-                                                                  std::size_t, std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::AllToAll>(Ring, int, std::size_t, std::size_t,
-                                                           std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::Gather>(Ring, int, std::size_t, std::size_t,
-                                                         std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::Scatter>(Ring, int, std::size_t, std::size_t,
-                                                          std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::SendMessage>(Ring, int, std::size_t, std::size_t,
-                                                  std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::RecvMessage>(Ring, int, std::size_t, std::size_t,
-                                                  std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::WindowAllReduce>(Ring, int, std::size_t, std::size_t,
-                                                  std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::WindowReduceScatter>(Ring, int, std::size_t, std::size_t,
-                                                  std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::WindowAllGather>(Ring, int, std::size_t, std::size_t,
-                                                  std::size_t, Tally*);
-template __global__ void tallySchedule<Schedule::WindowBroadcast>(Ring, int, std::size_t, std::size_t,
-                                                  std::size_t, Tally*);
+// Launches every schedule's kernel once, one block per channel; a launch
+// in host code is what makes nvcc compile a kernel template for the device.
+template <Schedule... S>
+void launchEach(int channels, Ring ring, int root, std::size_t count, std::size_t chunk,
+                std::size_t align, Tally* tallies) {
+  (tallySchedule<S><<<channels, 1>>>(ring, root, count, chunk, align, tallies), ...);
+}
+template void launchEach<Schedule::AllReduce, Schedule::ReduceScatter, Schedule::AllGather,
+                         Schedule::Broadcast, Schedule::Reduce, Schedule::DirectAllReduce,
+                         Schedule::AllToAll, Schedule::Gather, Schedule::Scatter,
+                         Schedule::SendMessage, Schedule::RecvMessage, Schedule::WindowAllReduce,
+                         Schedule::WindowReduceScatter, Schedule::WindowAllGather,
+                         Schedule::WindowBroadcast>(int, Ring, int, std::size_t, std::size_t,
+                                                    std::size_t, Tally*);
 
 }  // namespace hora::algorithms::device_check
