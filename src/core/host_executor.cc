@@ -9,6 +9,7 @@
 #include "algorithms/ring.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "core/buffer_layout.h"
 
 namespace hora::core {
 
@@ -47,6 +48,7 @@ void HostExecutor::run(const std::vector<Op>& ops) {
 }
 
 void HostExecutor::runCollective(const Op& op) {
+  checkBufferOverlap(op, ctx_.rank, ctx_.nranks);
   const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.anyUsable()};
   const Plan plan = planner_.plan(op, shape);
   HORA_LOG(Trace, opKindName(op.kind), " count ", op.count, " ", dataTypeName(op.type), " root ",
@@ -62,27 +64,7 @@ void HostExecutor::runCollective(const Op& op) {
   runSchedule(op, plan, plan.algorithm);
 }
 
-namespace {
-// A reduction reads input element i and writes output element i (or, for a
-// reduce-scatter, input element rank * count + i): in place the two are the
-// same byte, and elsewhere they must not share one, or the loop would read
-// elements it already overwrote.
-void checkReductionBuffers(const Op& op, int rank, int nranks) {
-  if (op.kind != OpKind::AllReduce && op.kind != OpKind::Reduce && op.kind != OpKind::ReduceScatter)
-    return;
-  const OpBufferBytes bytes = opBufferBytes(op, rank, nranks);
-  if (!buffersOverlap(op, bytes)) return;
-  const char* in = static_cast<const char*>(op.send);
-  if (op.kind == OpKind::ReduceScatter) in += static_cast<std::size_t>(rank) * op.bytes;
-  if (in != op.recv)
-    fail(ErrorKind::InvalidArgument, "rank ", rank, ": the ", opKindName(op.kind),
-         "'s send and receive buffers partly overlap (in place, the receive buffer must be ",
-         op.kind == OpKind::ReduceScatter ? "block `rank` of" : "exactly", " the send buffer)");
-}
-}  // namespace
-
 void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorithm) {
-  checkReductionBuffers(op, ctx_.rank, ctx_.nranks);
   HostPrimitives::Options options;
   options.streamingStores = plan.streamingStores;
   options.singleCopy = plan.singleCopy;

@@ -139,7 +139,39 @@ TEST_F(SingleRank, PartlyOverlappingBuffersOfAReductionAreRefused) {
   // One element apart: in place would be the same pointer.
   EXPECT_THAT(outcomeOf(ncclAllReduce(in_.data(), in_.data() + 1, kCount - 1, ncclFloat, ncclSum,
                                       comm(), nullptr)),
-              FailsWith(ncclInvalidArgument, Words{"AllReduce", "partly overlap"}));
+              FailsWith(ncclInvalidArgument, Words{"AllReduce", "overlap", "not in place"}));
+}
+
+// Each collective on a communicator of its own: a refused call breaks the
+// communicator it was issued on.
+TEST(BadInput, BuffersOverlappingOtherThanInPlaceAreRefused) {
+  std::vector<float> buffer(4 * kCount);
+  float* b = buffer.data();
+  struct OverlapCase {
+    const char* name;
+    std::function<ncclResult_t(ncclComm_t)> call;
+    Words words;
+  };
+  const std::vector<OverlapCase> cases = {
+      {"ncclAllGather", [&](ncclComm_t c) { return ncclAllGather(b + 1, b, kCount, ncclFloat, c, nullptr); },
+       {"AllGather", "not in place", "block `rank` of the receive buffer"}},
+      {"ncclReduceScatter",
+       [&](ncclComm_t c) { return ncclReduceScatter(b, b + 1, kCount, ncclFloat, ncclSum, c, nullptr); },
+       {"ReduceScatter", "not in place"}},
+      {"ncclBroadcast", [&](ncclComm_t c) { return ncclBroadcast(b, b + 3, kCount, ncclFloat, 0, c, nullptr); },
+       {"Broadcast", "not in place"}},
+      {"ncclAlltoAll", [&](ncclComm_t c) { return ncclAlltoAll(b, b + 2, kCount, ncclFloat, c, nullptr); },
+       {"AllToAll", "no in-place form"}},
+      {"ncclGather", [&](ncclComm_t c) { return ncclGather(b + 2, b, kCount, ncclFloat, 0, c, nullptr); },
+       {"Gather", "not in place"}},
+      {"ncclScatter", [&](ncclComm_t c) { return ncclScatter(b, b + 5, kCount, ncclFloat, 0, c, nullptr); },
+       {"Scatter", "not in place"}},
+  };
+  for (const OverlapCase& overlap : cases) {
+    LocalComms comms{1};
+    EXPECT_THAT(outcomeOf(overlap.call(comms[0])), FailsWith(ncclInvalidArgument, overlap.words))
+        << overlap.name;
+  }
 }
 
 TEST_F(SingleRank, BuffersNotAlignedToTheirElementAreRefused) {
