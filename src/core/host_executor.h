@@ -56,8 +56,7 @@ class HostExecutor final : public Executor {
   HostExecutorContext ctx_;
   algorithms::Ring ring_;
   std::vector<int> rankOrder_;  // 0, 1, ..., n-1 (direct schedules)
-  Tuning tuning_;
-  Planner planner_;
+  Planner planner_;  // holds the tuning record
   ProgressEngine engine_;
   StagingPool staging_;
   HostLinks links_;

@@ -52,13 +52,18 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
   links_.reset();
 }
 
+template <typename Connection>
+Connection* HostPrimitives::attach(Connection& connection) {
+  engine_.add(&connection);
+  connection.beginMessage(protocol_);
+  if (alignStreams_) connection.alignStream(kStreamAlignment);
+  return &connection;
+}
+
 OutLink& HostPrimitives::to(int peer) {
   OutLink& link = links_.out[peer];
   if (link.connection != nullptr) return link;
-  link.connection = &connector_.sendTo(peer);
-  engine_.add(link.connection);
-  link.connection->beginMessage(protocol_);
-  if (alignStreams_) link.connection->alignStream(kStreamAlignment);
+  link.connection = attach(connector_.sendTo(peer));
   if (singleCopy_) {
     // Both ends of a connection decide alike: the receiver from its own
     // test of the sender's memory, the sender from the receiver's answer.
@@ -76,10 +81,7 @@ OutLink& HostPrimitives::to(int peer) {
 InLink& HostPrimitives::from(int peer) {
   InLink& link = links_.in[peer];
   if (link.connection != nullptr) return link;
-  link.connection = &connector_.recvFrom(peer);
-  engine_.add(link.connection);
-  link.connection->beginMessage(protocol_);
-  if (alignStreams_) link.connection->alignStream(kStreamAlignment);
+  link.connection = attach(connector_.recvFrom(peer));
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
   return link;
 }

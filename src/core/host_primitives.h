@@ -113,6 +113,10 @@ class HostPrimitives {
   std::size_t sliceElems() const { return staging_.slotBytes() / elemSize_; }
   OutLink& to(int peer);
   InLink& from(int peer);
+  // A connection's first use in this operation: registered with the
+  // progress engine, told the protocol, and aligned if the plan asks.
+  template <typename Connection>
+  Connection* attach(Connection& connection);
   // Copies into the output buffer.
   void copyOut(char* dst, const char* src, std::size_t bytes);
   // Waits for room in a peer's buffer (at least `minBytes`, at most

@@ -31,6 +31,7 @@ class Planner {
   Plan plan(const Op& op, const CommShape& shape) const;
   // The protocol of a message of `bytes` (the same on every rank).
   Protocol protocolFor(std::size_t bytes) const;
+  const Tuning& tuning() const { return tuning_; }
 
  private:
   bool useDirect(const Op& op, const CommShape& shape) const;

@@ -50,7 +50,7 @@ bool HostExecutor::runWindows(const Op& op, const Plan& plan) {
   for (const WindowOffer& o : offers)
     if (o.offered == 0) return false;
 
-  const bool large = std::max(mine.send, mine.recv) >= tuning_.streamingMinBytes;
+  const bool large = std::max(mine.send, mine.recv) >= planner_.tuning().streamingMinBytes;
   WindowPrimitives prims(ctx_.windows, offers, rank, op.reduce, large);
   // The host executor runs one channel per rank: its thread is the channel.
   const algorithms::Channel channel{0, 1};

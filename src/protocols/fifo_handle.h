@@ -6,8 +6,9 @@
 // Pointers, not offsets: each process builds its own handle from its own
 // mapping of the block (fifoAt), so the two sides may see the block at
 // different addresses. Nothing relies on the ring being mapped twice back to
-// back (as transport/shm's byte FIFO does): a slot is a slot, and a message
-// longer than one is split into pieces by the protocol.
+// back (which memory shared between GPUs of different processes cannot
+// give): a slot is a slot, and a message longer than one is split into
+// pieces by the protocol.
 //
 // Layout of one block (fifoLayout), every part on its own 64-byte line so
 // that the two sides never write the same cache line:
