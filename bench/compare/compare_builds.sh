@@ -118,27 +118,27 @@ echo "# started $started_at; load average (1, 5, 15 min) before: $load_before, a
 echo "# bandwidth: hora-perf <collective> ${big[*]}"
 echo "# latency:   hora-perf <collective> ${small[*]}"
 echo "# every launch run $REPEATS time(s), before and after alternately"
+# table <field> <name>...: a row per transport, table name and size.
+table() {
+  local field=$1 transport name size
+  shift
+  for transport in $TRANSPORTS; do
+    for name in "$@"; do
+      while read -r size; do
+        [[ -n $size ]] && row "$transport" "$name" "$size" "$field"
+      done <<<"$(sizes_of "$transport" "$name")"
+    done
+  done
+}
 for place in ip oop; do
   busbw=12 time=10
   [[ $place == ip ]] || { busbw=8; time=6; }
   echo
   echo "# busbw GB/s, $place: median [min-max] of $REPEATS; after/before above 1: after is faster"
-  for transport in $TRANSPORTS; do
-    for collective in "${collectives[@]}"; do
-      while read -r size; do
-        [[ -n $size ]] && row "$transport" "$collective" "$size" "$busbw"
-      done <<<"$(sizes_of "$transport" "$collective")"
-    done
-  done
+  table "$busbw" "${collectives[@]}"
   echo
   echo "# latency us (time column), $place: median [min-max] of $REPEATS; after/before below 1: after is faster"
-  for transport in $TRANSPORTS; do
-    for collective in "${latency_collectives[@]}"; do
-      while read -r size; do
-        [[ -n $size ]] && row "$transport" "lat_$collective" "$size" "$time"
-      done <<<"$(sizes_of "$transport" "lat_$collective")"
-    done
-  done
+  table "$time" "${latency_collectives[@]/#/lat_}"
 done
 wrong=$(cat "$results"/*.txt 2>/dev/null |
   awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) w += $f } END { print w + 0 }')
