@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_list.h"
 #include "launcher_process.h"
 
 namespace hora::launcher::testing {
@@ -57,6 +58,7 @@ INSTANTIATE_TEST_SUITE_P(CommandLines, HoraRunBadArgumentsTest,
                                            std::vector<std::string>{"-n", "0", "true"},        //
                                            std::vector<std::string>{"-n", "two", "true"},      //
                                            std::vector<std::string>{"--nnodes", "2", "--node-rank", "2", "true"},
+                                           std::vector<std::string>{"--bind-to", "socket", "true"},
                                            std::vector<std::string>{"--no-such-flag", "true"}));
 
 TEST(HoraRunTest, SetsTheRankEnvironmentOnOneNode) {
@@ -242,6 +244,93 @@ TEST(HoraRunTest, RankKilledByAForwardedSignalFailsTheJob) {
   LauncherResult result = launcher.finish(10s);
   EXPECT_EQ(result.exit_code(), 128 + SIGTERM) << result.err;
   EXPECT_THAT(result.err, HasSubstr("was killed by signal 15 (Terminated)"));
+}
+
+}  // namespace
+}  // namespace hora::launcher::testing
+
+namespace hora::launcher::testing {
+namespace {
+
+// Each rank prints the CPUs the kernel lets it run on, read back from
+// /proc/<its pid>/status: "RANK cpu-list".
+constexpr const char* kPrintAllowedCpus =
+    R"sh(echo "$RANK $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$$/status)")sh";
+
+std::map<int, CpuList> allowed_cpus_per_rank(const LauncherResult& result) {
+  std::map<int, CpuList> cpus;
+  for (const std::string& line : result.out_lines()) {
+    const auto space = line.find(' ');
+    if (space == std::string::npos) continue;
+    cpus[std::stoi(line.substr(0, space))] = CpuList::parse(line.substr(space + 1));
+  }
+  return cpus;
+}
+
+// Restricts this thread's CPUs, so hora-run started from it inherits them,
+// and restores them afterwards.
+class ScopedAffinity {
+ public:
+  explicit ScopedAffinity(const CpuList& cpus) : saved_(CpuList::of_this_process()) { apply(cpus); }
+  ~ScopedAffinity() { apply(saved_); }
+
+ private:
+  static void apply(const CpuList& cpus) {
+    auto mask = cpus.to_affinity_mask();
+    ASSERT_EQ(::sched_setaffinity(0, mask.size(), reinterpret_cast<cpu_set_t*>(mask.data())), 0);
+  }
+  CpuList saved_;
+};
+
+TEST(HoraRunBindingTest, RanksGetCoresOfTheirOwnWithinTheLaunchersCpus) {
+  const CpuList mine = CpuList::of_this_process();
+  if (mine.size() < 2) GTEST_SKIP() << "needs at least two CPUs, this process has " << mine.to_string();
+  LauncherResult result = run_launcher({"-n", "2", "--report-bindings", "/bin/sh", "-c", kPrintAllowedCpus});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  auto cpus = allowed_cpus_per_rank(result);
+  ASSERT_EQ(cpus.size(), 2u) << result.out;
+  EXPECT_TRUE(cpus[0].intersect(cpus[1]).empty()) << cpus[0].to_string() << " and " << cpus[1].to_string();
+  for (auto& [rank, list] : cpus) {
+    EXPECT_FALSE(list.empty());
+    EXPECT_EQ(list.intersect(mine), list) << "rank " << rank << " got CPUs hora-run was not given";
+  }
+  EXPECT_THAT(result.err, HasSubstr("rank 0 (local rank 0) bound to CPUs " + cpus[0].to_string()));
+  EXPECT_THAT(result.err, HasSubstr("rank 1 (local rank 1) bound to CPUs " + cpus[1].to_string()));
+}
+
+TEST(HoraRunBindingTest, NeverWidensANarrowerMask) {
+  const CpuList mine = CpuList::of_this_process();
+  const CpuList last({mine.cpus().back()});
+  LauncherResult result;
+  {
+    ScopedAffinity narrow(last);
+    result = run_launcher({"-n", "3", "/bin/sh", "-c", kPrintAllowedCpus});
+  }
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  auto cpus = allowed_cpus_per_rank(result);
+  ASSERT_EQ(cpus.size(), 3u) << result.out;
+  for (auto& [rank, list] : cpus) EXPECT_EQ(list, last) << "rank " << rank;
+}
+
+TEST(HoraRunBindingTest, BindToNoneLeavesTheLaunchersCpus) {
+  const CpuList mine = CpuList::of_this_process();
+  LauncherResult result = run_launcher({"-n", "2", "--bind-to", "none", "/bin/sh", "-c", kPrintAllowedCpus});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  for (auto& [rank, list] : allowed_cpus_per_rank(result)) EXPECT_EQ(list, mine) << "rank " << rank;
+}
+
+TEST(HoraRunBindingTest, MoreRanksThanCoresAllRunWithinTheLaunchersCpus) {
+  const CpuList mine = CpuList::of_this_process();
+  const int ranks = static_cast<int>(mine.size()) * 2 + 1;
+  LauncherResult result =
+      run_launcher({"-n", std::to_string(ranks), "--bind-to", "core", "/bin/sh", "-c", kPrintAllowedCpus});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  auto cpus = allowed_cpus_per_rank(result);
+  ASSERT_EQ(cpus.size(), static_cast<std::size_t>(ranks));
+  for (auto& [rank, list] : cpus) {
+    EXPECT_FALSE(list.empty());
+    EXPECT_EQ(list.intersect(mine), list) << "rank " << rank;
+  }
 }
 
 }  // namespace

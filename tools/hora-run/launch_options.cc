@@ -88,12 +88,17 @@ void apply_valued_option(LaunchOptions& options, const std::string& name, const 
     options.kill_timeout_seconds = parse_seconds(name, value);
   } else if (name == "--timeout") {
     options.timeout_seconds = parse_seconds(name, value);
+  } else if (name == "--bind-to") {
+    auto bind_to = parse_bind_to(value);
+    if (!bind_to) throw UsageError("--bind-to expects core, numa or none, got '" + value + "'");
+    options.bind_to = *bind_to;
   }
 }
 
 bool is_valued_option(const std::string& name) {
   static const char* const kValued[] = {"-n",          "--nproc-per-node", "--nnodes",       "--node-rank",
-                                        "--master-addr", "--master-port",  "--kill-timeout", "--timeout"};
+                                        "--master-addr", "--master-port",  "--kill-timeout", "--timeout",
+                                        "--bind-to"};
   return std::find(std::begin(kValued), std::end(kValued), name) != std::end(kValued);
 }
 
@@ -102,6 +107,8 @@ bool apply_flag(LaunchOptions& options, const std::string& name) {
     options.show_help = true;
   } else if (name == "--tag-output" || name == "--prefix") {
     options.tag_output = true;
+  } else if (name == "--report-bindings") {
+    options.report_bindings = true;
   } else {
     return false;
   }
@@ -193,6 +200,12 @@ underscores in names are interchangeable):
       --kill-timeout SECONDS
                            grace between SIGTERM and SIGKILL when stopping
                            ranks (default 5)
+      --bind-to core|numa|none
+                           CPUs of each rank: its own share of the cores
+                           (default; ranks spread over NUMA nodes when there
+                           are more ranks than cores), one NUMA node, or
+                           unchanged. Never more than hora-run's own CPUs.
+      --report-bindings    print each rank's CPUs to stderr
   -h, --help               print this text
 
 Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "binding.h"
+
 namespace hora::launcher {
 
 // The port torchrun uses when several nodes must agree on one without talking.
@@ -32,6 +34,11 @@ struct LaunchOptions {
   double kill_timeout_seconds = 5.0;
   // Wall-clock limit of the whole job; unset means no limit.
   std::optional<double> timeout_seconds;
+  // Which CPUs each rank may run on (binding.h); ranks never get more
+  // than hora-run itself has.
+  BindTo bind_to = BindTo::Core;
+  // Print each rank's CPUs to stderr before starting it.
+  bool report_bindings = false;
   // -h/--help was given: print the usage text and start nothing.
   bool show_help = false;
   // The program and its arguments, passed to every rank unchanged.

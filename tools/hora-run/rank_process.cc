@@ -1,5 +1,6 @@
 #include "rank_process.h"
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +28,15 @@ std::vector<char*> null_terminated(const std::vector<std::string>& strings) {
   ::setpgid(0, 0);
   for (const auto& [signal_number, action] : request.signal_actions) ::sigaction(signal_number, &action, nullptr);
   ::sigprocmask(SIG_SETMASK, &request.signal_mask, nullptr);
+  // Bound before exec, so the program's first thread, and every thread it
+  // starts, inherits the CPUs.
+  if (!request.affinity_mask.empty() &&
+      ::sched_setaffinity(0, request.affinity_mask.size(),
+                          reinterpret_cast<const cpu_set_t*>(request.affinity_mask.data())) != 0) {
+    int error = -errno;  // negative: binding failed, not exec
+    (void)!::write(status_fd, &error, sizeof(error));
+    ::_exit(127);
+  }
   if ((request.stdin_fd >= 0 && ::dup2(request.stdin_fd, STDIN_FILENO) < 0) ||
       (request.stdout_fd >= 0 && ::dup2(request.stdout_fd, STDOUT_FILENO) < 0) ||
       (request.stderr_fd >= 0 && ::dup2(request.stderr_fd, STDERR_FILENO) < 0)) {
@@ -70,6 +80,8 @@ pid_t spawn_rank(const SpawnRequest& request) {
   if (count != static_cast<ssize_t>(sizeof(child_errno))) {
     throw SpawnError("cannot start '" + request.command.front() + "': the child reported nothing intelligible");
   }
+  if (child_errno < 0)
+    throw SpawnError("cannot bind '" + request.command.front() + "' to its CPUs: " + std::strerror(-child_errno));
   throw SpawnError("cannot start '" + request.command.front() + "': " + std::strerror(child_errno));
 }
 

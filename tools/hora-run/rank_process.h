@@ -30,6 +30,9 @@ struct SpawnRequest {
   // signals for its own supervision, and a program must not inherit that.
   sigset_t signal_mask{};
   std::vector<std::pair<int, struct sigaction>> signal_actions;
+  // A cpu_set_t (CpuList::to_affinity_mask) the child binds itself to
+  // before exec; empty: the child keeps the launcher's affinity.
+  std::vector<unsigned char> affinity_mask;
 };
 
 // Returns the child's pid, which is also its process-group id: signalling

@@ -114,12 +114,17 @@ void Supervisor::start_ranks() {
     if (!null_input.valid()) throw_errno("cannot open /dev/null for the ranks' standard input");
   }
   ranks_.reserve(static_cast<std::size_t>(options_.nproc_per_node));
+  std::vector<RankBinding> bindings =
+      options_.bind_to == BindTo::None
+          ? plan_bindings({}, {}, options_.nproc_per_node, BindTo::None)
+          : plan_bindings(discover_machine_layout(), CpuList::of_this_process(), options_.nproc_per_node,
+                          options_.bind_to);
   for (int local_rank = 0; local_rank < options_.nproc_per_node; ++local_rank) {
-    start_rank(local_rank, null_input.get());
+    start_rank(local_rank, null_input.get(), bindings[static_cast<std::size_t>(local_rank)]);
   }
 }
 
-void Supervisor::start_rank(int local_rank, int stdin_fd) {
+void Supervisor::start_rank(int local_rank, int stdin_fd, const RankBinding& binding) {
   Rank rank;
   rank.local_rank = local_rank;
   rank.global_rank = options_.global_rank(local_rank);
@@ -130,6 +135,11 @@ void Supervisor::start_rank(int local_rank, int stdin_fd) {
   request.stdin_fd = stdin_fd;
   request.signal_mask = signals_.original_mask();
   request.signal_actions = signals_.original_actions();
+  if (!binding.cpus.empty()) request.affinity_mask = binding.cpus.to_affinity_mask();
+  if (options_.report_bindings) {
+    report("rank " + std::to_string(rank.global_rank) + " (local rank " + std::to_string(local_rank) + ") " +
+           (binding.cpus.empty() ? std::string("not bound") : "bound to CPUs " + binding.cpus.to_string() + " (" + binding.unit + ")"));
+  }
 
   std::optional<Pipe> out, err;
   if (options_.tag_output) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "binding.h"
 #include "launch_options.h"
 #include "output_forwarder.h"
 #include "posix_io.h"
@@ -46,7 +47,7 @@ class Supervisor {
   };
 
   void start_ranks();
-  void start_rank(int local_rank, int stdin_fd);
+  void start_rank(int local_rank, int stdin_fd, const RankBinding& binding);
   void handle_signals();
   void reap_exited_ranks();
   void on_rank_exit(const Rank& rank);
