@@ -1,6 +1,7 @@
 #include "core/communicator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -46,6 +47,8 @@ struct PlacementRecord {
   std::uint64_t hostHash;
   std::uint64_t fingerprint;
   char gpuBusId[32];
+  // The CPUs the creating thread may run on (wait_mode.h).
+  std::array<std::uint64_t, 16> cpuMask;
 };
 }  // namespace
 
@@ -65,7 +68,9 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   connectorOptions.timeout = timeout_;
   connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
   const topology::System& system = processSystem();
-  auto placements = gatherPlacements(system, deadline);
+  std::vector<CpuMask> cpuMasks;
+  auto placements = gatherPlacements(system, deadline, cpuMasks);
+  waitMode_ = decideWaitMode(placements, cpuMasks);
   const auto kinds = chooseTransports(placements, system);
   bool usesShm = false;
   for (int p = 0; p < nranks; ++p)
@@ -153,7 +158,8 @@ Communicator::~Communicator() {
 
 
 std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topology::System& system,
-                                                                    const Deadline& deadline) {
+                                                                    const Deadline& deadline,
+                                                                    std::vector<CpuMask>& cpuMasks) {
   topology::RankPlacement mine =
       topology::localPlacement(rank_, bootstrap_->peers()[rank_].hostHash, "", system);
   std::vector<PlacementRecord> records(nranks_);
@@ -163,12 +169,32 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   own.hostHash = mine.hostHash;
   own.fingerprint = mine.topologyFingerprint;
   std::snprintf(own.gpuBusId, sizeof(own.gpuBusId), "%s", mine.gpuBusId.c_str());
+  own.cpuMask = CpuMask::ofThisThread().words;
   bootstrap_->allGather(records.data(), sizeof(PlacementRecord), deadline);
   std::vector<topology::RankPlacement> all(nranks_);
-  for (int r = 0; r < nranks_; ++r)
+  cpuMasks.assign(nranks_, CpuMask{});
+  for (int r = 0; r < nranks_; ++r) {
     all[r] = {records[r].rank, records[r].hostHash, records[r].gpuBusId,
               records[r].hasInfiniband != 0, records[r].fingerprint};
+    cpuMasks[r].words = records[r].cpuMask;
+  }
   return all;
+}
+
+WaitMode Communicator::decideWaitMode(const std::vector<topology::RankPlacement>& placements,
+                                      const std::vector<CpuMask>& cpuMasks) const {
+  if (tuning_.waitMode != WaitModeSetting::Auto) {
+    const WaitMode forced = tuning_.waitMode == WaitModeSetting::Spin ? WaitMode::Spin : WaitMode::Yield;
+    HORA_LOG(Info, "rank ", rank_, " waits by ", waitModeName(forced), " (HORA_WAIT)");
+    return forced;
+  }
+  std::vector<CpuMask> sameHost;
+  for (int r = 0; r < nranks_; ++r)
+    if (placements[r].hostHash == placements[rank_].hostHash) sameHost.push_back(cpuMasks[r]);
+  std::string why;
+  const WaitMode mode = chooseWaitMode(sameHost, cpuMasks[rank_], &why);
+  HORA_LOG(Info, "rank ", rank_, " waits by ", waitModeName(mode), ": ", why);
+  return mode;
 }
 
 std::vector<topology::TransportKind> Communicator::chooseTransports(
@@ -189,7 +215,7 @@ std::vector<topology::TransportKind> Communicator::chooseTransports(
 }
 
 WaitPolicy Communicator::waitPolicy() const {
-  return WaitPolicy{timeout_, tuning_.spin, &abort_, rank_};
+  return WaitPolicy{timeout_, tuning_.spin, &abort_, rank_, waitMode_};
 }
 
 void Communicator::checkUsable() const {

@@ -86,9 +86,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void checkUsable() const;
   void markBroken(const Error& error);
   WaitPolicy waitPolicy() const;
-  // Placement of every rank (all-gathered), then transport per peer and the ring.
+  // Placement and CPUs of every rank (all-gathered), then transport per
+  // peer, the ring and how to wait.
   std::vector<topology::RankPlacement> gatherPlacements(const topology::System& system,
-                                                        const Deadline& deadline);
+                                                        const Deadline& deadline,
+                                                        std::vector<CpuMask>& cpuMasks);
+  WaitMode decideWaitMode(const std::vector<topology::RankPlacement>& placements,
+                          const std::vector<CpuMask>& cpuMasks) const;
   std::vector<topology::TransportKind> chooseTransports(
       const std::vector<topology::RankPlacement>& placements, const topology::System& system) const;
   void workerLoop();
@@ -99,6 +103,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Connector> connector_;
   Tuning tuning_;
+  WaitMode waitMode_ = WaitMode::Spin;
   WindowTable windows_;
   bool peersShareMemory_ = false;  // every other rank is on this host, through shm
   std::unique_ptr<HostExecutor> executor_;

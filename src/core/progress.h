@@ -10,15 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "core/wait_mode.h"
 #include "transport/connection.h"
 
 namespace hora::core {
 
 struct WaitPolicy {
   std::chrono::milliseconds timeout;  // no progress for this long: the peer is declared lost
-  std::chrono::microseconds spin;     // busy-poll this long before sleeping in poll()
+  std::chrono::microseconds spin;     // poll this long before sleeping in poll()
   const std::atomic<bool>* abort;
   int rank;
+  WaitMode mode = WaitMode::Spin;     // how to poll: pause between polls, or yield the core
 };
 
 class ProgressEngine {

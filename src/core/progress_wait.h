@@ -21,39 +21,35 @@ inline void cpuRelax() {
 template <typename F>
 void ProgressEngine::waitLoop(F done, const char* what) {
   using Clock = std::chrono::steady_clock;
-  // Three phases while nothing moves: a tight spin (a peer on another core
-  // usually answers within a microsecond or two), then spinning with
-  // sched_yield so a rank sharing this core can run, then sleeping in poll().
-  // The tight phase is timed, not counted: a pause instruction lasts from
-  // ten to a hundred and forty cycles depending on the CPU. A yield costs a
-  // system call (about a microsecond on a virtual machine), which is the
-  // latency a small collective adds if its data arrives during one.
-  constexpr auto kTightSpin = std::chrono::microseconds(5);
-  constexpr int kSpinsPerClockRead = 16;
+  // Two phases while nothing moves: polling for the spin budget, then
+  // sleeping in poll(). How it polls depends on the mode (wait_mode.h):
+  // with a core of its own a rank pauses between polls (a pause lasts ten
+  // to a hundred and forty cycles, depending on the CPU, so the budget is
+  // timed, not counted); when ranks share cores it yields the core after
+  // every poll, so the rank it waits for can run. A yield costs a system
+  // call (about a microsecond on a virtual machine) and returns at once
+  // when no other thread wants the core.
+  constexpr int kPausesPerClockRead = 16;
+  const bool yield = policy_.mode == WaitMode::Yield;
   auto lastProgress = Clock::now();
-  int idleSpins = 0;
-  bool tight = true;
+  int idlePolls = 0;
   std::vector<pollfd> entries;
   for (;;) {
     if (progressAll()) {
-      idleSpins = 0;
-      tight = true;
+      idlePolls = 0;
       lastProgress = Clock::now();
     }
     if (done()) return;
     if (policy_.abort != nullptr && policy_.abort->load(std::memory_order_relaxed))
       fail(ErrorKind::InvalidUsage, "rank ", policy_.rank, ": communicator aborted while ", what);
-    if (tight) {
+    if (yield) {
+      sched_yield();
+    } else {
       cpuRelax();
-      if (++idleSpins % kSpinsPerClockRead != 0) continue;
-      tight = Clock::now() - lastProgress < kTightSpin;
-      continue;
+      if (++idlePolls % kPausesPerClockRead != 0) continue;
     }
     auto idle = Clock::now() - lastProgress;
-    if (idle < policy_.spin) {
-      sched_yield();  // returns at once if no other thread waits for this core
-      continue;
-    }
+    if (idle < policy_.spin) continue;
     if (idle > policy_.timeout) failStalled(what);
     // Sleep until a socket is ready, or for the shortest slice a connection
     // allows (shared memory wakes no descriptor), and look for dead peers.

@@ -21,6 +21,11 @@ Tuning Tuning::fromEnvironment() {
   t.zeroCopyMinBytes = env::getBytes({"HORA_ZERO_COPY_MIN"}, t.zeroCopyMinBytes);
   t.llMaxBytes = env::getBytes({"HORA_LL_MAX_BYTES"}, t.llMaxBytes);
   t.spin = std::chrono::microseconds(env::getInt({"HORA_SPIN_US"}, t.spin.count()));
+  HORA_CHECK_ARG(t.spin.count() >= 0, "HORA_SPIN_US must not be negative");
+  const std::string wait = env::get({"HORA_WAIT"}).value_or("auto");
+  if (wait == "spin") t.waitMode = WaitModeSetting::Spin;
+  else if (wait == "yield") t.waitMode = WaitModeSetting::Yield;
+  else HORA_CHECK_ARG(wait == "auto", "HORA_WAIT must be auto, spin or yield, got '", wait, "'");
   return t;
 }
 

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstddef>
 
+#include "core/wait_mode.h"
+
 namespace hora::core {
 
 struct Tuning {
@@ -44,8 +46,16 @@ struct Tuning {
   // cache-line transfers, it measured no faster than Simple at 8 bytes and
   // slower above, so the host default is 0: never LL.
   std::size_t llMaxBytes = 0;
-  // HORA_SPIN_US: how long a waiting rank polls before it sleeps.
-  std::chrono::microseconds spin{200};
+  // HORA_SPIN_US: how long a waiting rank polls (spinning or yielding, see
+  // wait_mode.h) before it sleeps in poll(). Within a collective a peer
+  // answers in microseconds unless it is not running; sleeping costs a
+  // wake-up of tens of microseconds on a virtual machine, and a rank that
+  // sleeps makes its neighbours wait long enough to sleep too. So the
+  // budget is long against a ring step, short against a training step.
+  std::chrono::microseconds spin{2000};
+  // HORA_WAIT: auto (spin when this rank's CPUs are its own, yield when
+  // ranks share them), spin, or yield.
+  WaitModeSetting waitMode = WaitModeSetting::Auto;
 
   // The defaults above, overridden by the environment; malformed or
   // out-of-range values are InvalidArgument errors naming the variable.

@@ -1,0 +1,56 @@
+#include "core/wait_mode.h"
+
+#include <sched.h>
+
+#include <bit>
+
+#include "base/error.h"
+
+namespace hora::core {
+
+const char* waitModeName(WaitMode mode) { return mode == WaitMode::Spin ? "spin" : "yield"; }
+
+CpuMask CpuMask::ofThisThread() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CpuMask mask;
+  // A machine with more CPUs than cpu_set_t holds fails here; such a rank
+  // reports no CPUs, which counts as sharing nothing (it spins).
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return mask;
+  for (int cpu = 0; cpu < CPU_SETSIZE && cpu < 64 * static_cast<int>(mask.words.size()); ++cpu)
+    if (CPU_ISSET(cpu, &set)) mask.words[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
+  return mask;
+}
+
+CpuMask CpuMask::ofCpus(const std::vector<int>& cpus) {
+  CpuMask mask;
+  for (int cpu : cpus)
+    if (cpu >= 0 && cpu < 64 * static_cast<int>(mask.words.size()))
+      mask.words[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
+  return mask;
+}
+
+int CpuMask::count() const {
+  int n = 0;
+  for (auto word : words) n += std::popcount(word);
+  return n;
+}
+
+bool CpuMask::intersects(const CpuMask& other) const {
+  for (std::size_t i = 0; i < words.size(); ++i)
+    if ((words[i] & other.words[i]) != 0) return true;
+  return false;
+}
+
+WaitMode chooseWaitMode(const std::vector<CpuMask>& sameHost, const CpuMask& mine, std::string* why) {
+  int contenders = 0;  // ranks (this one included) that may run on my CPUs
+  for (const CpuMask& mask : sameHost)
+    if (mask.intersects(mine)) ++contenders;
+  const int cpus = mine.count();
+  const WaitMode mode = cpus == 0 || contenders <= cpus ? WaitMode::Spin : WaitMode::Yield;
+  if (why != nullptr)
+    *why = strCat(contenders, " rank(s) of this host may run on this rank's ", cpus, " CPU(s)");
+  return mode;
+}
+
+}  // namespace hora::core
