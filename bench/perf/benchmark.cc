@@ -1,5 +1,7 @@
 #include "benchmark.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <string>
 
@@ -117,28 +119,92 @@ std::vector<StepPlan> planSteps(const Options& options, int nranks) {
   return steps;
 }
 
+namespace {
+
+// The results of one step, out of place and in place, over the sweeps.
+using StepResults = std::array<std::vector<PlaceResult>, 2>;
+
+bool runsInPlace(const StepPlan& plan) { return collectiveInfo(plan.collective).inPlace != InPlaceForm::Refused; }
+
+// The result of median time among the sweeps, its wrong count replaced by
+// the total over every sweep (no wrong element is hidden by the choice).
+PlaceResult medianResult(std::vector<PlaceResult> sweeps) {
+  std::sort(sweeps.begin(), sweeps.end(),
+            [](const PlaceResult& a, const PlaceResult& b) { return a.seconds < b.seconds; });
+  PlaceResult median = sweeps[(sweeps.size() - 1) / 2];
+  if (median.wrong) {
+    long long wrong = 0;
+    for (const PlaceResult& result : sweeps) wrong += result.wrong.value_or(0);
+    median.wrong = wrong;
+  }
+  return median;
+}
+
+PlaceSpread spreadOf(const std::vector<PlaceResult>& sweeps) {
+  PlaceSpread spread;
+  if (sweeps.empty()) return spread;
+  spread.ran = true;
+  auto [least, greatest] = std::minmax_element(
+      sweeps.begin(), sweeps.end(), [](const PlaceResult& a, const PlaceResult& b) { return a.seconds < b.seconds; });
+  spread.minSeconds = least->seconds;
+  spread.maxSeconds = greatest->seconds;
+  return spread;
+}
+
+}  // namespace
+
 BenchmarkTotals runBenchmark(const BenchmarkThread& thread) {
   BenchmarkTotals totals;
   const std::vector<StepPlan> steps = planSteps(*thread.options, thread.nranks);
   if (steps.empty()) {
     print(thread.out, "# Nothing measured: no size in the range gives every rank a whole element\n");
   }
-  for (const StepPlan& plan : steps) {
+  const int sweeps = thread.options->sweeps;
+  auto account = [&totals](const PlaceResult& result) {
+    totals.wrongElements += result.wrong.value_or(0);
+    totals.busbwSum += result.busbw;
+    ++totals.results;
+  };
+  auto printRow = [&](const StepPlan& plan, const PlaceResult& outOfPlace, const PlaceResult& inPlace) {
     const DataTypeInfo& type = dataTypeInfo(plan.type);
     print(thread.out, rowPrefix(plan.sizing.bytes(type.size), plan.sizing.paramCount, type.name,
-                                opName(plan.op), plan.root));
-    for (bool inPlace : {false, true}) {
-      if (inPlace && collectiveInfo(plan.collective).inPlace == InPlaceForm::Refused) {
-        print(thread.out, placeColumns(PlaceResult::notRun()));
-        continue;
+                                opName(plan.op), plan.root) +
+                          placeColumns(outOfPlace) + placeColumns(inPlace));
+  };
+  if (sweeps == 1) {
+    // Rows are printed as they are measured.
+    for (const StepPlan& plan : steps) {
+      const PlaceResult outOfPlace = measure(thread, plan, false);
+      account(outOfPlace);
+      PlaceResult inPlace = PlaceResult::notRun();
+      if (runsInPlace(plan)) {
+        inPlace = measure(thread, plan, true);
+        account(inPlace);
       }
-      const PlaceResult result = measure(thread, plan, inPlace);
-      print(thread.out, placeColumns(result));
-      totals.wrongElements += result.wrong.value_or(0);
-      totals.busbwSum += result.busbw;
-      ++totals.results;
+      printRow(plan, outOfPlace, inPlace);
+      print(thread.out, "\n");
     }
-    print(thread.out, "\n");
+    return totals;
+  }
+  // Whole sweeps one after the other, so that a slow spell of the machine
+  // shows as one slow sweep rather than as one slow size.
+  std::vector<StepResults> results(steps.size());
+  for (int sweep = 0; sweep < sweeps; ++sweep) {
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      results[i][0].push_back(measure(thread, steps[i], false));
+      if (runsInPlace(steps[i])) results[i][1].push_back(measure(thread, steps[i], true));
+    }
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const PlaceResult outOfPlace = medianResult(results[i][0]);
+    account(outOfPlace);
+    PlaceResult inPlace = PlaceResult::notRun();
+    if (!results[i][1].empty()) {
+      inPlace = medianResult(results[i][1]);
+      account(inPlace);
+    }
+    printRow(steps[i], outOfPlace, inPlace);
+    print(thread.out, spreadColumns(spreadOf(results[i][0]), spreadOf(results[i][1])) + "\n");
   }
   return totals;
 }

@@ -115,6 +115,8 @@ const std::vector<Flag>& flags() {
        [](Options& o, std::string_view v, const std::string& f) {
          o.registration = static_cast<Registration>(parseInt(v, f, 0, 2));
        }},
+      {'K', "sweeps", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.sweeps = parseInt(v, f, 1, 1000); }},
       {'h', "help", false, [](Options& o, std::string_view, const std::string&) { o.showHelp = true; }},
   };
   return kFlags;
@@ -274,6 +276,10 @@ Buffers:
                           and ncclCommRegister; 2: ncclMemAlloc and
                           ncclCommWindowRegister (symmetric windows: ranks
                           of one host then work in each other's buffers)
+  -K, --sweeps K          run the whole sweep K times; each row then shows
+                          the sweep with the median time, and four more
+                          columns: the least and greatest time of each
+                          place over the K sweeps (default 1)
   -h, --help              print this text
 
 Exit status: 0 when every result was right, 1 when a result was wrong or an

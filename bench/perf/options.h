@@ -42,6 +42,9 @@ struct Options {
   int threads = 1;
   int ranksPerThread = 1;  // -g: ranks one thread drives in a group
   AverageMode average = AverageMode::Mean;
+  // -K/--sweeps (hora's own): run the whole sweep this many times and
+  // print, per size, the median sweep's columns and the spread.
+  int sweeps = 1;
   bool showHelp = false;
 
   int ranksInProcess() const { return threads * ranksPerThread; }

@@ -21,6 +21,7 @@ std::string format(const char* pattern, ...) {
 // 52 characters wide, each result block 32.
 constexpr const char* kDescriptionColumns = "%12s  %12s  %8s  %6s  %6s";
 constexpr const char* kResultColumns = "  %7s  %6s  %6s %6s";
+constexpr const char* kSpreadColumns = "  %8s %8s  %8s %8s";
 
 }  // namespace
 
@@ -39,20 +40,33 @@ std::string rankLine(int rank, long pid, const std::string& host) {
   return format("#  Rank %2d Group  0 Pid %6ld on %10s device  host\n", rank, pid, host.c_str());
 }
 
-std::string tableHeader() {
+std::string tableHeader(int sweeps) {
   // The place names sit over their blocks as in nccl-tests.
   // The first column is one narrower so that the leading '#' keeps it in line.
   std::string header = "#";
-  header.append(62, ' ').append("out-of-place").append(23, ' ').append("in-place\n#");
+  header.append(62, ' ').append("out-of-place").append(23, ' ').append("in-place");
+  if (sweeps > 1) header.append(9, ' ').append(format("time over %d sweeps", sweeps));
+  header += "\n#";
   header += format(kDescriptionColumns, "size", "count", "type", "redop", "root").substr(1);
   header += format(kResultColumns, "time", "algbw", "busbw", "#wrong");
   header += format(kResultColumns, "time", "algbw", "busbw", "#wrong");
+  if (sweeps > 1) header += format(kSpreadColumns, "oop-min", "oop-max", "ip-min", "ip-max");
   std::string units = "#";
   units += format(kDescriptionColumns, "(B)", "(elements)", "", "", "").substr(1);
   units += format(kResultColumns, "(us)", "(GB/s)", "(GB/s)", "");
   units += format(kResultColumns, "(us)", "(GB/s)", "(GB/s)", "");
+  if (sweeps > 1) units += format(kSpreadColumns, "(us)", "(us)", "(us)", "(us)");
   units.erase(units.find_last_not_of(' ') + 1);
   return header + "\n" + units + "\n";
+}
+
+std::string spreadColumns(const PlaceSpread& outOfPlace, const PlaceSpread& inPlace) {
+  auto time = [](const PlaceSpread& spread, double seconds) {
+    return spread.ran ? formatMicroseconds(seconds * 1.0e6) : std::string("N/A");
+  };
+  return format(kSpreadColumns, time(outOfPlace, outOfPlace.minSeconds).c_str(),
+                time(outOfPlace, outOfPlace.maxSeconds).c_str(), time(inPlace, inPlace.minSeconds).c_str(),
+                time(inPlace, inPlace.maxSeconds).c_str());
 }
 
 std::string rowPrefix(std::size_t bytes, std::size_t count, const char* typeName, const char* redopName,

@@ -16,8 +16,9 @@ std::string optionsLine(const Options& options);
 // "#  Rank  0 Group  0 Pid   1234 on   hostname device  host"
 std::string rankLine(int rank, long pid, const std::string& host);
 
-// The three header lines of the table.
-std::string tableHeader();
+// The three header lines of the table; with sweeps > 1, the spread columns
+// (spreadColumns) follow the in-place block.
+std::string tableHeader(int sweeps = 1);
 
 // The columns that describe one row: size, count, type, redop, root.
 // `redop` is "none" and root -1 where they do not apply.
@@ -41,6 +42,14 @@ struct PlaceResult {
 
 // time, algbw, busbw and #wrong of one result.
 std::string placeColumns(const PlaceResult& result);
+
+// The least and greatest time of each place over the sweeps (-K).
+struct PlaceSpread {
+  bool ran = false;
+  double minSeconds = 0;
+  double maxSeconds = 0;
+};
+std::string spreadColumns(const PlaceSpread& outOfPlace, const PlaceSpread& inPlace);
 
 // Microseconds with nccl-tests' precision: fewer decimals as times grow.
 std::string formatMicroseconds(double microseconds);

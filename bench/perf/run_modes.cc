@@ -66,7 +66,7 @@ int runRanksAsThreads(const Options& options) {
   std::string header = runHeader(options);
   const std::string host = hostName();
   for (int rank = 0; rank < nranks; ++rank) header += rankLine(rank, static_cast<long>(getpid()), host);
-  std::fputs((header + "#\n" + tableHeader()).c_str(), stdout);
+  std::fputs((header + "#\n" + tableHeader(options.sweeps)).c_str(), stdout);
   std::fflush(stdout);
 
   std::vector<std::unique_ptr<RankMemory>> memory;
@@ -142,7 +142,7 @@ int runAsProcessRank(const Options& options, const ProcessRank& process) {
       const char* record = records.data() + static_cast<std::size_t>(rank) * kRecordBytes;
       header.append(record, strnlen(record, kRecordBytes));
     }
-    std::fputs((header + "#\n" + tableHeader()).c_str(), stdout);
+    std::fputs((header + "#\n" + tableHeader(options.sweeps)).c_str(), stdout);
     std::fflush(stdout);
   }
 

@@ -135,6 +135,35 @@ TEST(HoraPerf, EveryRootInTurn) {
   EXPECT_EQ(rows[2][4], "2");
 }
 
+// -K: whole sweeps repeated; each row holds the median sweep's nccl-tests
+// columns, then the least and greatest time of each place, which bracket
+// the median.
+TEST(HoraPerf, SweepsPrintTheSpreadAroundTheMedian) {
+  for (const char* collective : {"all_reduce", "alltoall"}) {
+    SCOPED_TRACE(collective);
+    const ProgramResult result =
+        runPerf({collective, "-t", "2", "-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "-K", "3"});
+    EXPECT_EQ(result.exitCode, 0) << result.err;
+    EXPECT_THAT(result.out, HasSubstr("time over 3 sweeps"));
+    const auto rows = tableRows(result);
+    ASSERT_EQ(rows.size(), 3u) << result.out;
+    for (const auto& row : rows) {
+      ASSERT_EQ(row.size(), 17u) << result.out;
+      EXPECT_EQ(row[8], "0");
+      const double oopTime = std::stod(row[5]);
+      EXPECT_LE(std::stod(row[13]), oopTime);
+      EXPECT_GE(std::stod(row[14]), oopTime);
+      if (row[9] != "N/A") {
+        const double ipTime = std::stod(row[9]);
+        EXPECT_LE(std::stod(row[15]), ipTime);
+        EXPECT_GE(std::stod(row[16]), ipTime);
+      } else {
+        EXPECT_EQ(row[15], "N/A");
+      }
+    }
+  }
+}
+
 TEST(HoraPerf, HelpExitsZero) {
   const ProgramResult result = runPerf({"-h"});
   EXPECT_EQ(result.exitCode, 0);
@@ -149,6 +178,7 @@ TEST(HoraPerf, BadCommandLinesExitTwo) {
       {{}, "no collective given"},
       {{"broadcast", "-t", "2", "-r", "2"}, "-r/--root 2 is not a rank: there are 2 ranks"},
       {{"all_reduce", "-b", "1M", "-e", "1K"}, "larger than maximum"},
+      {{"all_reduce", "-K", "0"}, "-K/--sweeps"},
   };
   for (const auto& [arguments, message] : cases) {
     const ProgramResult result = runPerf(arguments);
