@@ -7,7 +7,8 @@
 
 namespace hora::protocols {
 
-FifoHandle initFifo(void* block, std::size_t blockBytes, std::uint64_t slotBytes, std::uint64_t slotCount) {
+FifoHandle initFifo(void* block, std::size_t blockBytes, std::uint64_t slotBytes, std::uint64_t slotCount,
+                    BlockIsZero isZero) {
   HORA_CHECK_ARG(slotBytes != 0 && slotBytes % kSlotGranule == 0, "protocols: a FIFO slot of ", slotBytes,
                  " bytes: must be a nonzero multiple of ", kSlotGranule);
   HORA_CHECK_ARG(slotCount != 0, "protocols: a FIFO needs at least one slot");
@@ -16,7 +17,7 @@ FifoHandle initFifo(void* block, std::size_t blockBytes, std::uint64_t slotBytes
   const FifoLayout layout = fifoLayout(slotBytes, slotCount);
   HORA_CHECK_ARG(blockBytes >= layout.totalBytes, "protocols: a FIFO of ", slotCount, " slots of ", slotBytes,
                  " bytes needs ", layout.totalBytes, " bytes, the block has ", blockBytes);
-  std::memset(block, 0, layout.totalBytes);
+  std::memset(block, 0, isZero == BlockIsZero::Yes ? layout.slotsOffset : layout.totalBytes);
   return fifoAt(block, slotBytes, slotCount);
 }
 

@@ -19,7 +19,16 @@ namespace hora::protocols {
 // takes its handle from fifoAt(). Throws InvalidArgument for a slot size
 // that is not a nonzero multiple of kSlotGranule, no slots, or a block too
 // small or misaligned.
-FifoHandle initFifo(void* block, std::size_t blockBytes, std::uint64_t slotBytes, std::uint64_t slotCount);
+//
+// A block the kernel has just handed out (a new shared-memory file, an
+// anonymous mapping) reads as zero already; writing its slots would only
+// make the kernel allocate and clear every page of them up front, a cost
+// that grows with the square of the ranks when every pair connects (an
+// all-to-all). For such a block pass BlockIsZero::Yes: only the counter
+// lines are written, and slot pages appear when a message first uses them.
+enum class BlockIsZero : bool { No, Yes };
+FifoHandle initFifo(void* block, std::size_t blockBytes, std::uint64_t slotBytes, std::uint64_t slotCount,
+                    BlockIsZero isZero = BlockIsZero::No);
 
 // Makes every current and future wait on the FIFO end with Status::Aborted.
 void raiseAbort(const FifoHandle& fifo);

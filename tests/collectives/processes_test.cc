@@ -5,6 +5,9 @@
 //
 // The parent of the children never calls hora, so that it has no threads
 // when it forks; keep it that way in this file.
+#include <chrono>
+#include <cstdio>
+
 #include "case_matrix.h"
 #include "matrix_params.h"
 #include "message_plan.h"
@@ -32,6 +35,27 @@ INSTANTIATE_TEST_SUITE_P(ProcessesTcp, ProcessMatrix,
                          ::testing::ValuesIn(matrixParams(allCollectives(), {4}, {RankMode::Processes},
                                                           "tcp")),
                          matrixParamName);
+
+// Many more ranks than cores (64 processes on a CI machine's 2): each rank
+// must give the core up while it waits (wait_mode.h) or the job crawls.
+// Every collective once, checked exactly; how long it takes is printed,
+// the deadline only guards against a hang.
+TEST(ProcessOversubscription, SixtyFourRanksRunEveryCollectiveOnce) {
+  CaseMatrix matrix;
+  matrix.collectives = allCollectives();
+  matrix.types = {ncclInt32};
+  matrix.reductions = {Reduction::Sum};
+  matrix.counts = {1009};
+  matrix.varyPlacement = false;
+  RunOptions options;
+  options.mode = RankMode::Processes;
+  options.nranks = 64;
+  options.deadline = std::chrono::seconds(120);
+  const auto start = std::chrono::steady_clock::now();
+  expectRanksSucceed(options, collectiveCasesProgram(buildCases(matrix, options.nranks)));
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  std::printf("64 ranks, every collective once: %.2f s\n", elapsed.count());
+}
 
 class ProcessPointToPoint : public ::testing::TestWithParam<std::string> {
  protected:

@@ -46,6 +46,18 @@ TEST(FifoLayout, HandlesOfTwoMappingsPointIntoTheirOwn) {
   std::free(b);
 }
 
+// A block known to be zero: only the counter lines are written, so the
+// slots' pages are never touched (the slots' bytes here are left as found).
+TEST(FifoLayout, InitOfAZeroBlockWritesOnlyTheCounters) {
+  const FifoLayout layout = fifoLayout(16, 2);
+  auto* block = static_cast<unsigned char*>(std::aligned_alloc(4096, 4096));
+  std::memset(block, 0xab, 4096);
+  initFifo(block, layout.totalBytes, 16, 2, BlockIsZero::Yes);
+  for (std::uint64_t i = 0; i < layout.slotsOffset; ++i) ASSERT_EQ(block[i], 0) << "byte " << i;
+  for (std::uint64_t i = layout.slotsOffset; i < layout.totalBytes; ++i) ASSERT_EQ(block[i], 0xab) << "byte " << i;
+  std::free(block);
+}
+
 TEST(FifoLayout, InitZeroesTheBlockAndRefusesWhatCannotWork) {
   const FifoLayout layout = fifoLayout(16, 2);
   auto* block = static_cast<unsigned char*>(std::aligned_alloc(4096, 4096));

@@ -82,10 +82,11 @@ std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string
   auto* header = new (base) ShmSegmentHeader();
   header->magic = ShmSegmentHeader::kMagic;
   header->geometry = geometry;
+  // A new shared-memory file reads as zero (host_fifo.h).
   protocols::initFifo(base + layout.simpleOffset, layout.llOffset - layout.simpleOffset,
-                      geometry.slotBytes, geometry.slotCount);
+                      geometry.slotBytes, geometry.slotCount, protocols::BlockIsZero::Yes);
   protocols::initFifo(base + layout.llOffset, layout.totalBytes - layout.llOffset,
-                      geometry.llSlotBytes, geometry.llSlotCount);
+                      geometry.llSlotBytes, geometry.llSlotCount, protocols::BlockIsZero::Yes);
   SegmentOffer offer{static_cast<std::int32_t>(getpid()),
                      segment.fd(),
                      segment.size(),
