@@ -6,8 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${HORA_BUILD_DIR:-build}
 
+# python3-matplotlib: bench/compare/plot.py draws the comparisons' figures,
+# and the bench test suite checks it.
 packages=(g++ meson ninja-build pkg-config libhwloc-dev hwloc libibverbs-dev
-          libgtest-dev libgmock-dev libbenchmark-dev iproute2 procps)
+          libgtest-dev libgmock-dev libbenchmark-dev iproute2 procps python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

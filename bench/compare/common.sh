@@ -1,6 +1,7 @@
 # Helpers shared by the comparison scripts of this folder (compare_tcp.sh,
-# compare_shm.sh). Sourced, not run: each function takes what it works on as
-# arguments, so the scripts keep their own settings and result folders.
+# compare_shm.sh, compare_builds.sh). Sourced, not run: each function takes
+# what it works on as arguments, so the scripts keep their own settings and
+# result folders.
 # shellcheck shell=bash
 
 # The repository, and this folder with the peer programs' sources.
@@ -99,8 +100,120 @@ column_of() {
     '$1 !~ /^#/ && $1 == size { if ($field ~ /^[0-9.]+$/) print $field; exit }' "$1"
 }
 
+# wrong_in <file>...: the wrong elements counted over the result tables
+# (#wrong columns 9 and 13), or n/a when no table had the column.
+wrong_in() {
+  cat "$@" 2>/dev/null |
+    awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) { w += $f; n++ } }
+         END { if (n) print w + 0; else print "n/a" }'
+}
+
 # ratio <a> <b>: a / b with two decimals, or n/a when either is missing or b is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
 
 # show <value>: the value, or n/a when it is empty.
 show() { [[ -n $1 ]] && echo "$1" || echo "n/a"; }
+
+# --- Spread over launches -------------------------------------------------
+# Each configuration runs in several separate launches (the machine's speed
+# drifts over minutes, and a single launch can land in a slow state), so
+# every figure of a summary is the median of the launches with their
+# minimum and maximum.
+
+# spread: reads one number a line on stdin and prints "median min max n"
+# (the median of an even count is the mean of the middle two; %.10g keeps
+# the figures as the tables print them); nothing when no number came.
+spread() {
+  sort -g | awk '{ v[NR] = $1 }
+    END { if (NR == 0) exit
+          m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+          printf "%.10g %.10g %.10g %d\n", m, v[1], v[NR], NR }'
+}
+
+# columns_of <size> <field> <file>...: column_of of every file, one a line.
+columns_of() {
+  local size=$1 field=$2 file
+  shift 2
+  for file in "$@"; do
+    column_of "$file" "$size" "$field"
+  done
+}
+
+# sizes_in <file>...: every size that appears in the result tables, in order.
+sizes_in() {
+  cat "$@" 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1 }' | sort -un
+}
+
+# median_of <spread> / show_spread <spread>: the median alone, or
+# "median [min-max]", of a spread line; n/a when it is empty.
+median_of() { echo "${1%% *}"; }
+show_spread() {
+  local median low high count
+  read -r median low high count <<<"$1" || true
+  [[ -n $median ]] || { echo n/a; return; }
+  echo "$median [$low-$high]"
+}
+
+# summary_figure <file> <tag> <key>: a figure of a "# <tag>: key value,
+# key value ..." line, such as mem_bandwidth's "# memory:" or core_to_core's
+# "# core-to-core:"; empty when the file, the line or the key is absent.
+summary_figure() {
+  [[ -s $1 ]] || return 0
+  awk -v tag="# $2:" -v key="$3" 'index($0, tag) == 1 {
+      for (i = 1; i < NF; i++)
+        if ($i == key) { v = $(i + 1); sub(/,$/, "", v); print v; exit } }' "$1"
+}
+
+# --- summary.tsv: the figures for plot.py and other programs ---------------
+# One header line, then one row per figure, tab-separated (the format is
+# described at the top of plot.py):
+#   kind tool collective size_bytes metric median min max n
+
+# tsv_start <file>: a new file with only the header.
+tsv_start() {
+  printf 'kind\ttool\tcollective\tsize_bytes\tmetric\tmedian\tmin\tmax\tn\n' >"$1"
+}
+
+# tsv_row <file> <kind> <tool> <collective> <size> <metric> <spread>: one
+# row; nothing when the spread is empty (no launch gave a figure).
+tsv_row() {
+  local median low high count
+  read -r median low high count <<<"$7" || true
+  [[ -n $median ]] || return 0
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" "$6" "$median" "$low" "$high" \
+    "$count" >>"$1"
+}
+
+# --- Figures -----------------------------------------------------------------
+
+# plot_python: the first Python 3 that can import matplotlib (Debian's
+# python3-matplotlib installs into /usr/bin/python3, which another python3
+# earlier on PATH would not see); nothing when there is none.
+plot_python() {
+  local python
+  for python in /usr/bin/python3 "$(command -v python3 || true)"; do
+    if [[ -x $python ]] && "$python" -c 'import matplotlib' 2>/dev/null; then
+      echo "$python"
+      return
+    fi
+  done
+}
+
+# plot_summary <summary.tsv> <folder> <title>: draws the figures of a
+# summary with plot.py when matplotlib is there; says how to get it when it
+# is not. Prints one line for the report either way.
+plot_summary() {
+  local python
+  python=$(plot_python)
+  if [[ -z $python ]]; then
+    echo "# figures: not drawn, matplotlib is missing (sudo apt-get install python3-matplotlib,"
+    echo "#          then: /usr/bin/python3 $src/plot.py $1 $2)"
+    return
+  fi
+  # plot.py lists the files it wrote on stdout; the report names the folder.
+  if "$python" "$src/plot.py" "$1" "$2" --title "$3" >/dev/null; then
+    echo "# figures: $2 (PNG and SVG, from $1)"
+  else
+    echo "# figures: plot.py failed on $1 (its errors are above, on stderr)"
+  fi
+}

@@ -85,30 +85,18 @@ for transport in $TRANSPORTS; do
   done
 done
 
-# stats <build> <transport> <collective> <size> <field>: "median min max"
-# over the repeats, or empty.
-stats() {
-  local file
-  for file in "$results/$1-$2-$3"-r*.txt; do
-    column_of "$file" "$4" "$5"
-  done | sort -g | awk '{ v[NR] = $1 }
-    END { if (NR == 0) exit
-          m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-          printf "%.3f %.3f %.3f\n", m, v[1], v[NR] }'
-}
-sizes_of() {  # sizes_of <transport> <collective>
-  cat "$results"/*-"$1-$2"-r*.txt 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1 }' | sort -un
-}
+# stats <build> <transport> <collective> <size> <field>: the spread over
+# the repeats, "median min max n", or empty.
+stats() { columns_of "$4" "$5" "$results/$1-$2-$3"-r*.txt | spread; }
+sizes_of() { sizes_in "$results"/*-"$1-$2"-r*.txt; }  # sizes_of <transport> <collective>
 # row <transport> <collective> <size> <field>: before and after, median
 # [min-max], and after/before.
 row() {
   local b a
   b=$(stats before "$1" "$2" "$3" "$4")
   a=$(stats after "$1" "$2" "$3" "$4")
-  printf '%-4s %-18s %10s  %8s [%s-%s]  %8s [%s-%s]  %6s\n' "$1" "$2" "$3" \
-    "$(show "${b%% *}")" "$(echo "$b" | cut -d' ' -f2)" "$(echo "$b" | cut -d' ' -f3)" \
-    "$(show "${a%% *}")" "$(echo "$a" | cut -d' ' -f2)" "$(echo "$a" | cut -d' ' -f3)" \
-    "$(ratio "${a%% *}" "${b%% *}")"
+  printf '%-4s %-18s %10s  %-24s %-24s %6s\n' "$1" "$2" "$3" "$(show_spread "$b")" \
+    "$(show_spread "$a")" "$(ratio "$(median_of "$a")" "$(median_of "$b")")"
 }
 
 echo "# hora, two builds alternately, 2 ranks on $(hostname), $(nproc) cores"
@@ -140,10 +128,8 @@ for place in ip oop; do
   echo "# latency us (time column), $place: median [min-max] of $REPEATS; after/before below 1: after is faster"
   table "$time" "${latency_collectives[@]/#/lat_}"
 done
-wrong=$(cat "$results"/*.txt 2>/dev/null |
-  awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) w += $f } END { print w + 0 }')
 echo
-echo "# wrong elements over every table: $wrong"
+echo "# wrong elements over every table: $(wrong_in "$results"/*.txt)"
 if ((${#failed[@]})); then
   echo "# FAILED or timed out (errors in $results/<name>.err): ${failed[*]}"
 fi

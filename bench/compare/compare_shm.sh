@@ -1,31 +1,40 @@
 #!/usr/bin/env bash
 # Side-by-side collectives through shared memory on one machine: hora's shm
 # transport against Open MPI's default path between ranks of one host, and
-# both against what the machine's memory can carry.
+# both against what the machine's memory and its two CPUs can carry.
 #
 #   bench/compare/compare_shm.sh [builddir]      (builddir defaults to ./build)
 #
-# It builds mpi_collectives and mem_bandwidth into <builddir>/bench/compare
-# with the system compilers, then runs, each with 2 ranks on this machine:
+# It builds mpi_collectives, mem_bandwidth and core_to_core into
+# <builddir>/bench/compare with the system compilers, then runs REPEATS
+# rounds; each round runs, with 2 ranks on this machine:
 #   - mem_bandwidth: memcpy and float a += b, 1 thread and 2 at once;
-#   - for all_reduce, all_gather, reduce_scatter and broadcast:
+#   - for all_reduce, all_gather, reduce_scatter and broadcast, MIN_BYTES to
+#     MAX_BYTES (x2 steps):
 #       HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ...
-#       mpirun -np 2 mpi_collectives <collective> ...   (no --mca options:
-#       Open MPI's own choice of transport and algorithm)
-#       and hora-perf ... -R 2 (buffers from ncclMemAlloc registered as
+#       the same with -R 2 (buffers from ncclMemAlloc registered as
 #       windows: zero copy between the ranks),
-#     alternately, REPEATS times each;
-#   - all_reduce and all_gather of 8 bytes to 64 KiB (x2 steps), for
-#     latency, REPEATS times each, alternately;
-# and prints every table, then a summary of the medians.
+#       mpirun -np 2 mpi_collectives <collective> ...   (no --mca options:
+#       Open MPI's own choice of transport and algorithm);
+#   - all_reduce and all_gather of 8 bytes to LAT_MAX_BYTES (x2 steps), for
+#     latency, hora and Open MPI;
+# each launch a separate process, the libraries alternating launch by
+# launch (Open MPI first in every other round), and core_to_core (latency
+# and copy bandwidth between the two CPUs, a fraction of a second) right
+# before every launch, so that each launch's machine state is on record.
+# It prints every table, the machine state of each launch, then per size
+# the median [min-max] over the launches of each library and the ratios of
+# the medians. <results>/summary.tsv holds the same figures for programs
+# (format: plot.py's header), and plot.py draws them into
+# <results>/figures when matplotlib is installed.
 #
 # Knobs (environment): MIN_BYTES and MAX_BYTES (default 16M and 256M, steps
 # of x2), ITERS and WARMUP for them (default 20 and 5), LAT_ITERS and
 # LAT_WARMUP for the latency sizes (default 5000 and 500), LAT_MAX_BYTES
-# (default 64K), REPEATS (default 1),
-# MEM_BYTES (mem_bandwidth's buffer size, default 256M), STEP_TIMEOUT
-# (seconds any one run may take, default 600). Results stay in
-# <builddir>/bench/compare/results-shm.
+# (default 64K), REPEATS (launches of each configuration, default 5, at
+# least 1), MEM_BYTES (mem_bandwidth's buffer size, default 256M),
+# STEP_TIMEOUT (seconds any one run may take, default 600). Results stay in
+# <results> = <builddir>/bench/compare/results-shm.
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -40,7 +49,7 @@ WARMUP=${WARMUP:-5}
 LAT_ITERS=${LAT_ITERS:-5000}
 LAT_WARMUP=${LAT_WARMUP:-500}
 LAT_MAX_BYTES=${LAT_MAX_BYTES:-64K}
-REPEATS=${REPEATS:-1}
+REPEATS=${REPEATS:-5}
 MEM_BYTES=${MEM_BYTES:-256M}
 # No single run may hang the comparison.
 STEP_TIMEOUT=${STEP_TIMEOUT:-600}
@@ -64,6 +73,7 @@ mkdir -p "$out" "$results"
 build_program "$out/mpi_collectives" "$src/mpi_collectives.cc" mpicxx -O2 -DOMPI_SKIP_MPICXX
 # -O3 vectorises the a += b loop, as a library's reduction kernel is.
 build_program "$out/mem_bandwidth" "$src/mem_bandwidth.cc" g++ -O3 -pthread
+build_program "$out/core_to_core" "$src/core_to_core.cc" g++ -O2 -pthread
 
 # --- 3. Run everything -----------------------------------------------------
 # Open MPI as a user gets it: no --mca options, so it picks its shared-memory
@@ -79,6 +89,48 @@ failed=()
 # #wrong, or the rows before a time-out); the summary lists it as failed.
 run() { run_step "$STEP_TIMEOUT" "$results" "$@" || failed+=("$1"); }
 
+launched=()  # the launches, in the order they ran
+# launch <name> <command...>: one launch, with the state of the machine's
+# two CPUs measured right before it (in c2c-<name>.txt). The host can move
+# the vCPUs apart, and back, within seconds; a measurement taken at the
+# start of the run would not say which state a later launch ran in.
+launch() {
+  run "c2c-$1" "$out/core_to_core"
+  run "$@"
+  launched+=("$1")
+}
+
+# round <table> <collective> <repeat> <arguments...>: one launch of each
+# library for one table (hora and hora on windows for the bandwidth tables,
+# only hora for latency), in the reverse order every other round: whoever
+# runs first may find the machine in another state than whoever follows.
+round() {
+  local table=$1 collective=$2 repeat=$3 tool
+  shift 3
+  local tools=()
+  if ((have_hora)); then
+    tools+=(hora)
+    [[ $table == lat_* ]] || tools+=(horawin)
+  fi
+  tools+=(mpi)
+  if ((repeat % 2 == 0)); then
+    local i reversed=()
+    for ((i = ${#tools[@]} - 1; i >= 0; i--)); do reversed+=("${tools[i]}"); done
+    tools=("${reversed[@]}")
+  fi
+  for tool in "${tools[@]}"; do
+    case $tool in
+      hora) launch "hora-$table-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
+        "$collective" "$@" ;;
+      # ncclMemAlloc + ncclCommWindowRegister: zero copy between the ranks.
+      horawin) launch "horawin-$table-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 \
+        "$hora_perf" "$collective" "$@" -R 2 ;;
+      mpi) launch "mpi-$table-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" \
+        "$collective" "$@" ;;
+    esac
+  done
+}
+
 load_before=$(load_average)
 # Every rank needs a core of its own: more than a quarter of the cores busy
 # before the start means other work that will share them.
@@ -86,37 +138,24 @@ if is_greater "${load_before%% *}" "$(awk -v cores="$(nproc)" 'BEGIN { print cor
   note "warning: load average is $load_before on $(nproc) cores; other work on this machine will distort the figures"
 fi
 
-rm -f "$results"/*.txt "$results"/*.err
+rm -f "$results"/*.txt "$results"/*.err "$results"/summary.tsv
+rm -rf "$results/figures"
 started=$SECONDS
 started_at=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 
-run memory "$out/mem_bandwidth" -s "$MEM_BYTES"
 if ((!have_hora)); then
-  note "== hora: skipped, $hora_perf or $hora_run is not built (ninja -C $builddir)"
+  note "== hora: skipped, $hora_perf or $hora_run is not built (meson compile -C $builddir)"
 fi
-# Each pair back to back, hora then MPI, REPEATS times: the machine's speed
-# drifts over minutes, and alternating gives both the same conditions.
-for collective in "${collectives[@]}"; do
-  for ((repeat = 1; repeat <= REPEATS; repeat++)); do
-    if ((have_hora)); then
-      run "hora-$collective-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
-        "$collective" "${big[@]}"
-      # The same on windows (ncclMemAlloc + ncclCommWindowRegister): zero copy
-      # between the ranks.
-      run "horawin-$collective-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
-        "$collective" "${big[@]}" -R 2
-    fi
-    run "mpi-$collective-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" "$collective" "${big[@]}"
+# Round after round, every configuration once: each configuration's
+# launches are spread over the whole run, so a slow spell of the machine
+# touches all of them alike instead of all launches of one.
+for ((repeat = 1; repeat <= REPEATS; repeat++)); do
+  run "memory-r$repeat" "$out/mem_bandwidth" -s "$MEM_BYTES"
+  for collective in "${collectives[@]}"; do
+    round "$collective" "$collective" "$repeat" "${big[@]}"
   done
-done
-for collective in "${latency_collectives[@]}"; do
-  for ((repeat = 1; repeat <= REPEATS; repeat++)); do
-    if ((have_hora)); then
-      run "hora-lat_$collective-r$repeat" env HORA_TRANSPORT=shm "$hora_run" -n 2 "$hora_perf" \
-        "$collective" "${small[@]}"
-    fi
-    run "mpi-lat_$collective-r$repeat" "${mpirun_default[@]}" "$out/mpi_collectives" "$collective" \
-      "${small[@]}"
+  for collective in "${latency_collectives[@]}"; do
+    round "lat_$collective" "$collective" "$repeat" "${small[@]}"
   done
 done
 
@@ -133,93 +172,151 @@ echo "# hora:     HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ${big[
 echo "# hora-win: the same with -R 2 (buffers from ncclMemAlloc, registered as windows)"
 echo "# Open MPI: ${mpirun_default[*]} mpi_collectives <collective> ${big[*]}"
 echo "#           ${ompi_version:-Open MPI version unknown}, default path (no --mca options); btl components: ${ompi_btls:-unknown}"
-echo "# latency:  ${latency_collectives[*]} ${small[*]}; every pair run $REPEATS time(s), alternately"
-print_tables "$results/memory.txt" "$results"/hora-*.txt "$results"/horawin-*.txt "$results"/mpi-*.txt
+echo "# latency:  ${latency_collectives[*]} ${small[*]}"
+echo "# $REPEATS round(s): every configuration launched once per round, the libraries alternately"
+echo "# (Open MPI first in even rounds); core_to_core run right before every launch"
+print_tables "$results"/memory-r*.txt "$results"/hora-*.txt "$results"/horawin-*.txt \
+  "$results"/mpi-*.txt
 
-# The median over the repeats of one column, or empty.
-median_of() {  # median_of <tool> <collective-or-lat> <size> <field>
-  local file
-  for file in "$results/$1-$2"-r*.txt; do
-    column_of "$file" "$3" "$4"
-  done | sort -g | awk '{ v[NR] = $1 }
-    END { if (NR == 0) exit
-          if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+# launch_figure <name>: the figure of one launch that shows its state best:
+# in-place busbw at the largest size of a bandwidth table, in-place time at
+# the smallest size of a latency table.
+launch_figure() {
+  local file="$results/$1.txt"
+  [[ -s $file ]] || return 0
+  if [[ $1 == *-lat_* ]]; then
+    awk '$1 ~ /^[0-9]+$/ { print $10 " us at " $1 " B"; exit }' "$file"
+  else
+    awk '$1 ~ /^[0-9]+$/ { last = $12 " GB/s at " $1 " B" } END { if (last != "") print last }' "$file"
+  fi
 }
-# Every size that appears in a table of one collective, in order.
-sizes_of() {  # sizes_of <collective>
-  cat "$results"/*-"$1"-r*.txt 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1 }' | sort -un
-}
-# Wrong elements over every table of one tool (#wrong columns 9 and 13).
-wrong_of() {  # wrong_of <tool>
-  cat "$results/$1"-*.txt 2>/dev/null |
-    awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) { w += $f; n++ } }
-         END { if (n) print w + 0; else print "n/a" }'
-}
-memory_figure() {  # memory_figure <key>: a GB/s figure of mem_bandwidth's summary line
-  awk -v key="$1" '/^# memory:/ { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }' \
-    "$results/memory.txt" 2>/dev/null || true
-}
-copy_1t=$(memory_figure copy_1t)
-copy_2t=$(memory_figure copy_2t)
-add_2t=$(memory_figure add_2t)
+echo
+echo "# Machine state at each launch: core_to_core right before it (one-way cache-line"
+echo "# latency between the two CPUs, and a copy from one to the other through a ring of"
+echo "# blocks), and the launch's own in-place figure. A launch in a slow machine state shows"
+echo "# a high latency and a low copy rate here, whichever library it ran."
+printf '%-34s %10s %10s   %s\n' launch c2c-ns c2c-GB/s "in-place figure"
+for name in "${launched[@]}"; do
+  printf '%-34s %10s %10s   %s\n' "$name" \
+    "$(show "$(summary_figure "$results/c2c-$name.txt" core-to-core latency)")" \
+    "$(show "$(summary_figure "$results/c2c-$name.txt" core-to-core copy)")" \
+    "$(show "$(launch_figure "$name")")"
+done
 
-# One row per collective and size: <tool>'s medians against Open MPI's, in
-# place and out of place, and both as fractions of the memcpy rate.
-summary_table() {  # summary_table <tool> <label>
-  local collective size tool_ip mpi_ip tool_oop mpi_oop
-  printf '%-14s %10s %8s %8s %8s %8s %8s   %8s %8s %8s\n' collective size "$2-ip" mpi-ip "$2/mpi" \
-    "$2/mem" mpi/mem "$2-oop" mpi-oop "$2/mpi"
+# figures_of <key> <tag> <file>...: one summary figure of each file.
+figures_of() {
+  local key=$1 tag=$2 file
+  shift 2
+  for file in "$@"; do summary_figure "$file" "$tag" "$key"; done
+}
+memory_files=("$results"/memory-r*.txt)
+c2c_files=("$results"/c2c-*.txt)
+copy_1t=$(figures_of copy_1t memory "${memory_files[@]}" | spread)
+copy_2t=$(figures_of copy_2t memory "${memory_files[@]}" | spread)
+add_2t=$(figures_of add_2t memory "${memory_files[@]}" | spread)
+c2c_latency=$(figures_of latency core-to-core "${c2c_files[@]}" | spread)
+c2c_copy=$(figures_of copy core-to-core "${c2c_files[@]}" | spread)
+
+# stats <tool> <table> <size> <field>: the spread over the launches.
+stats() { columns_of "$3" "$4" "$results/$1-$2"-r*.txt | spread; }
+sizes_of() { sizes_in "$results"/{hora,horawin,mpi}-"$1"-r*.txt; }  # sizes_of <table>
+
+# bandwidth_table <field>: one row per collective and size, each library's
+# spread and the ratios of the medians.
+bandwidth_table() {
+  local field=$1 collective size hora win mpi
+  printf '%-14s %10s  %-22s %-22s %-22s %8s %8s %8s\n' collective size hora hora-win mpi \
+    hora/mpi win/mpi hora/mem
   for collective in "${collectives[@]}"; do
     while read -r size; do
       [[ -n $size ]] || continue
-      tool_ip=$(median_of "$1" "$collective" "$size" 12)
-      mpi_ip=$(median_of mpi "$collective" "$size" 12)
-      tool_oop=$(median_of "$1" "$collective" "$size" 8)
-      mpi_oop=$(median_of mpi "$collective" "$size" 8)
-      printf '%-14s %10s %8s %8s %8s %8s %8s   %8s %8s %8s\n' "$collective" "$size" \
-        "$(show "$tool_ip")" "$(show "$mpi_ip")" "$(ratio "$tool_ip" "$mpi_ip")" \
-        "$(ratio "$tool_ip" "$copy_2t")" "$(ratio "$mpi_ip" "$copy_2t")" \
-        "$(show "$tool_oop")" "$(show "$mpi_oop")" "$(ratio "$tool_oop" "$mpi_oop")"
+      hora=$(stats hora "$collective" "$size" "$field")
+      win=$(stats horawin "$collective" "$size" "$field")
+      mpi=$(stats mpi "$collective" "$size" "$field")
+      printf '%-14s %10s  %-22s %-22s %-22s %8s %8s %8s\n' "$collective" "$size" \
+        "$(show_spread "$hora")" "$(show_spread "$win")" "$(show_spread "$mpi")" \
+        "$(ratio "$(median_of "$hora")" "$(median_of "$mpi")")" \
+        "$(ratio "$(median_of "$win")" "$(median_of "$mpi")")" \
+        "$(ratio "$(median_of "$hora")" "$(median_of "$copy_2t")")"
     done <<<"$(sizes_of "$collective")"
+  done
+}
+latency_table() {  # latency_table <field>
+  local field=$1 collective size hora mpi
+  printf '%-14s %10s  %-22s %-22s %8s\n' collective size hora mpi hora/mpi
+  for collective in "${latency_collectives[@]}"; do
+    while read -r size; do
+      [[ -n $size ]] || continue
+      hora=$(stats hora "lat_$collective" "$size" "$field")
+      mpi=$(stats mpi "lat_$collective" "$size" "$field")
+      printf '%-14s %10s  %-22s %-22s %8s\n' "$collective" "$size" "$(show_spread "$hora")" \
+        "$(show_spread "$mpi")" "$(ratio "$(median_of "$hora")" "$(median_of "$mpi")")"
+    done <<<"$(sizes_of "lat_$collective")"
   done
 }
 
 echo
-echo "# Summary: busbw in GB/s (nccl-tests' factors), median of $REPEATS run(s) each."
-echo "# ip = in place: MPI_IN_PLACE against nccl's in-place call; broadcast has one buffer"
-echo "# in MPI_Bcast (nccl's in-place form), so its out-of-place MPI column is n/a."
-echo "# oop = out of place. hora/mpi above 1: hora is faster."
-echo "# mem = memcpy with both ranks copying at once, bytes copied per second by both together:"
-echo "# $(show "$copy_2t") GB/s (1 thread alone $(show "$copy_1t") GB/s; a += b with 2 threads $(show "$add_2t") GB/s)."
-summary_table hora hora
-
+echo "# Limits, median [min-max] over their runs:"
+echo "#   memcpy, bytes copied per second: 1 thread $(show_spread "$copy_1t") GB/s,"
+echo "#     2 threads at once (both together) $(show_spread "$copy_2t") GB/s;"
+echo "#     a += b with 2 threads $(show_spread "$add_2t") GB/s ($REPEATS run(s) of mem_bandwidth)"
+echo "#   core to core: latency $(show_spread "$c2c_latency") ns, copy $(show_spread "$c2c_copy") GB/s"
+echo "#     (one run before each launch)"
 echo
-echo "# On windows (hora-perf -R 2: ncclMemAlloc buffers registered with ncclCommWindowRegister;"
-echo "# the ranks read and write each other's buffers directly). Open MPI's figures are those"
-echo "# above (its buffers are plain)."
-summary_table horawin win
-
+echo "# Summary: busbw in GB/s (nccl-tests' factors), in place, median [min-max] of the launches."
+echo "# hora-win = hora on windows (hora-perf -R 2: ncclMemAlloc buffers registered with"
+echo "# ncclCommWindowRegister; the ranks read and write each other's buffers directly), against"
+echo "# the same Open MPI launches (its buffers are plain). Ratios are of the medians; above 1:"
+echo "# hora is faster. mem = memcpy with both threads copying at once, median."
+bandwidth_table 12
 echo
-echo "# Latency, us (time column), median of $REPEATS run(s) of the mean of $LAT_ITERS; hora/mpi below 1: hora is faster"
-printf '%-14s %8s %8s %8s %8s   %8s %8s %8s\n' collective size hora-ip mpi-ip hora/mpi hora-oop mpi-oop hora/mpi
-for collective in "${latency_collectives[@]}"; do
-  while read -r size; do
-    [[ -n $size ]] || continue
-    hora_ip=$(median_of hora "lat_$collective" "$size" 10)
-    mpi_ip=$(median_of mpi "lat_$collective" "$size" 10)
-    hora_oop=$(median_of hora "lat_$collective" "$size" 6)
-    mpi_oop=$(median_of mpi "lat_$collective" "$size" 6)
-    printf '%-14s %8s %8s %8s %8s   %8s %8s %8s\n' "$collective" "$size" "$(show "$hora_ip")" \
-      "$(show "$mpi_ip")" "$(ratio "$hora_ip" "$mpi_ip")" "$(show "$hora_oop")" "$(show "$mpi_oop")" \
-      "$(ratio "$hora_oop" "$mpi_oop")"
-  done <<<"$(sizes_of "lat_$collective")"
+echo "# Out of place, the same. MPI_Bcast has one buffer (nccl's in-place form), so Open MPI's"
+echo "# broadcast here is n/a."
+bandwidth_table 8
+echo
+echo "# Latency, us (time column), in place, median [min-max] of the launches (each the mean of"
+echo "# $LAT_ITERS operations); hora/mpi below 1: hora is faster"
+latency_table 10
+echo
+echo "# Latency out of place, the same"
+latency_table 6
+
+# summary.tsv: in-place figures only (every library has them; MPI_Bcast has
+# no out-of-place form), and the limits.
+tsv="$results/summary.tsv"
+tsv_start "$tsv"
+for tool in hora horawin mpi; do
+  label=$tool
+  [[ $tool != horawin ]] || label="hora-win"
+  for collective in "${collectives[@]}"; do
+    while read -r size; do
+      [[ -z $size ]] || tsv_row "$tsv" result "$label" "$collective" "$size" busbw_GBps \
+        "$(stats "$tool" "$collective" "$size" 12)"
+    done <<<"$(sizes_of "$collective")"
+  done
+  for collective in "${latency_collectives[@]}"; do
+    while read -r size; do
+      [[ -z $size ]] || tsv_row "$tsv" result "$label" "$collective" "$size" time_us \
+        "$(stats "$tool" "lat_$collective" "$size" 10)"
+    done <<<"$(sizes_of "lat_$collective")"
+  done
 done
+tsv_row "$tsv" limit memcpy-1-thread - - GBps "$copy_1t"
+tsv_row "$tsv" limit memcpy-2-threads - - GBps "$copy_2t"
+tsv_row "$tsv" limit add-2-threads - - GBps "$add_2t"
+tsv_row "$tsv" limit core-to-core-copy - - GBps "$c2c_copy"
+tsv_row "$tsv" limit core-to-core-latency - - ns "$c2c_latency"
+
 echo
-echo "# wrong elements over every table: hora $(wrong_of hora), hora-win $(wrong_of horawin), mpi $(wrong_of mpi)"
+echo "# wrong elements over every table: hora $(wrong_in "$results"/hora-*.txt)," \
+  "hora-win $(wrong_in "$results"/horawin-*.txt), mpi $(wrong_in "$results"/mpi-*.txt)"
 if ((${#failed[@]})); then
   echo "# FAILED or timed out (errors in $results/<name>.err): ${failed[*]}"
 fi
 if ((!have_hora)); then
   echo "# hora was not run: $hora_perf or $hora_run is not built"
 fi
+echo "# summary for programs: $tsv"
+plot_summary "$tsv" "$results/figures" \
+  "Shared memory, 2 ranks, float; median and range of $REPEATS launches; $started_at"
 echo "# total run time: $((SECONDS - started)) s"

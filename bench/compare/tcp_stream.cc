@@ -14,6 +14,10 @@
 // both directions at once, and must also add the data it receives; so the
 // per-direction figure of (3) is the ceiling for its busbw.
 //
+// The last line sums it up for scripts (best of the repeats, GB/s; both
+// directions per direction):
+//   # tcp: memcpy X GB/s, one_direction Y GB/s, both_directions Z GB/s
+//
 // Usage: tcp_stream [-s total_bytes (default 1 GiB)] [-r repeats (default 5)]
 // Build: g++ -O2 -std=c++17 tcp_stream.cc -pthread
 #include <arpa/inet.h>
@@ -75,9 +79,11 @@ std::vector<double> memcpy_gbps(int repeats) {
   return samples;
 }
 
-void print_summary(const char* label, const std::vector<double>& samples, const char* unit) {
+// Prints one line of the table and returns the best figure.
+double print_summary(const char* label, const std::vector<double>& samples, const char* unit) {
   const Summary s = summarize(samples);
   std::printf("%-32s best %7.3f  median %7.3f  %s\n", label, s.best, s.median, unit);
+  return s.best;
 }
 
 void send_all(int fd, size_t total) {
@@ -197,17 +203,22 @@ int main(int argc, char** argv) {
   try {
     std::printf("# Physical limits on this machine: %d runs each, %zu bytes per stream run\n",
                 repeats, total);
-    print_summary("memcpy (256 MiB buffers)", memcpy_gbps(repeats), "GB/s");
+    const double memcpy_best =
+        print_summary("memcpy (256 MiB buffers)", memcpy_gbps(repeats), "GB/s");
     const struct {
       const char* label;
       bool both;
     } modes[] = {{"tcp loopback, one direction", false},
                  {"tcp loopback, both directions", true}};
-    for (const auto& mode : modes) {
+    double stream_best[2] = {};
+    for (int m = 0; m < 2; ++m) {
       std::vector<double> samples;
-      for (int r = 0; r < repeats; ++r) samples.push_back(stream_gbps(total, mode.both));
-      print_summary(mode.label, samples, mode.both ? "GB/s per direction" : "GB/s");
+      for (int r = 0; r < repeats; ++r) samples.push_back(stream_gbps(total, modes[m].both));
+      stream_best[m] = print_summary(modes[m].label, samples,
+                                     modes[m].both ? "GB/s per direction" : "GB/s");
     }
+    std::printf("# tcp: memcpy %.3f GB/s, one_direction %.3f GB/s, both_directions %.3f GB/s\n",
+                memcpy_best, stream_best[0], stream_best[1]);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "tcp_stream: %s\n", error.what());
     return 1;
