@@ -51,6 +51,7 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   bindAddress.setPort(0);
   Socket listener = Socket::listen(bindAddress);
   localAddress_ = listener.localAddress();
+  interfaceName_ = interface.name;
   HORA_LOG(Info, "bootstrap: interface ", interface.name, " ", localAddress_.toString(),
            ", root ", id.root.toString());
 

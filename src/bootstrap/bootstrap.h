@@ -30,6 +30,8 @@ class Bootstrap {
   // The address other ranks should use to reach this host (the interface
   // chosen for the bootstrap listener).
   const SocketAddress& localAddress() const { return localAddress_; }
+  // That interface's name ("eth0", "ib0").
+  const std::string& interfaceName() const { return interfaceName_; }
 
   // In place: rank r's `bytesPerRank` bytes at data + r * bytesPerRank.
   void allGather(void* data, std::size_t bytesPerRank, const Deadline& deadline);
@@ -43,6 +45,7 @@ class Bootstrap {
   int nranks_;
   const std::atomic<bool>* abort_;
   SocketAddress localAddress_;
+  std::string interfaceName_;
   std::vector<PeerInfo> peers_;
   Socket next_;  // to rank+1
   Socket prev_;  // from rank-1

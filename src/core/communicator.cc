@@ -1,5 +1,8 @@
 #include "core/communicator.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -10,6 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/scalar.h"
+#include "topology/cpu_affinity.h"
 #include "transport/shm/shm_layout.h"
 
 namespace hora::core {
@@ -72,6 +76,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   auto placements = gatherPlacements(system, deadline, cpuMasks);
   waitMode_ = decideWaitMode(placements, cpuMasks);
   const auto kinds = chooseTransports(placements, system);
+  threadCpus_ = threadCpusNearDevice(system, placements);
   bool usesShm = false;
   for (int p = 0; p < nranks; ++p)
     if (p != rank && kinds[p] == topology::TransportKind::Shm) usesShm = true;
@@ -181,6 +186,32 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   return all;
 }
 
+std::optional<std::vector<int>> Communicator::threadCpusNearDevice(
+    const topology::System& system, const std::vector<topology::RankPlacement>& placements) const {
+  // The device this rank's data goes through: its GPU, else the NIC that
+  // carries its traffic to ranks on other hosts.
+  std::optional<int> device = system.findGpu(placements[rank_].gpuBusId);
+  const bool otherHosts = std::any_of(placements.begin(), placements.end(), [&](const auto& p) {
+    return p.hostHash != placements[rank_].hostHash;
+  });
+  if (!device && otherHosts) {
+    for (int nic : system.devicesOfKind(topology::DeviceKind::Nic)) {
+      const topology::Device& d = system.devices()[static_cast<std::size_t>(nic)];
+      if (d.name == bootstrap_->interfaceName() || d.detail == bootstrap_->interfaceName()) device = nic;
+    }
+  }
+  if (!device) return std::nullopt;
+  const topology::Device& d = system.devices()[static_cast<std::size_t>(*device)];
+  auto cpus = topology::affinityNear(topology::currentCpus(), system.cpusNear(*device));
+  if (cpus)
+    HORA_LOG(Info, "rank ", rank_, ": hora's threads keep to CPUs ", topology::formatCpuList(*cpus),
+             " (NUMA node ", d.numaNode, ", nearest ", d.name, ")");
+  else
+    HORA_LOG(Info, "rank ", rank_, ": ", d.name, " is on NUMA node ", d.numaNode,
+             "; the CPUs this rank may use are left as they are");
+  return cpus;
+}
+
 WaitMode Communicator::decideWaitMode(const std::vector<topology::RankPlacement>& placements,
                                       const std::vector<CpuMask>& cpuMasks) const {
   if (tuning_.waitMode != WaitModeSetting::Auto) {
@@ -288,6 +319,15 @@ std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops) {
 
 void Communicator::workerLoop() {
   log::setThreadRank(rank_);
+  if (threadCpus_) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : *threadCpus_)
+      if (cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+    if (::pthread_setaffinity_np(::pthread_self(), sizeof(set), &set) != 0)
+      HORA_LOG(Warn, "rank ", rank_, ": cannot keep the worker thread on CPUs ",
+               topology::formatCpuList(*threadCpus_));
+  }
   for (;;) {
     Task task;
     {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,6 +92,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<topology::RankPlacement> gatherPlacements(const topology::System& system,
                                                         const Deadline& deadline,
                                                         std::vector<CpuMask>& cpuMasks);
+  // The CPUs hora's own threads keep to: those of the NUMA node of this
+  // rank's GPU or NIC, where that narrows the current mask
+  // (topology/cpu_affinity.h); nullopt leaves them alone.
+  std::optional<std::vector<int>> threadCpusNearDevice(
+      const topology::System& system, const std::vector<topology::RankPlacement>& placements) const;
   WaitMode decideWaitMode(const std::vector<topology::RankPlacement>& placements,
                           const std::vector<CpuMask>& cpuMasks) const;
   std::vector<topology::TransportKind> chooseTransports(
@@ -104,6 +110,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<transport::Connector> connector_;
   Tuning tuning_;
   WaitMode waitMode_ = WaitMode::Spin;
+  std::optional<std::vector<int>> threadCpus_;
   WindowTable windows_;
   bool peersShareMemory_ = false;  // every other rank is on this host, through shm
   std::unique_ptr<HostExecutor> executor_;

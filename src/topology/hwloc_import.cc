@@ -60,6 +60,14 @@ class HwlocWalker {
     cpu.numaNodes = hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_NUMANODE);
     cpu.cores = hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_CORE);
     cpu.hardwareThreads = hwloc_get_nbobjs_by_type(topology_, HWLOC_OBJ_PU);
+    for (int i = 0; i < cpu.numaNodes; ++i) {
+      hwloc_obj_t node = hwloc_get_obj_by_type(topology_, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+      if (node == nullptr || node->cpuset == nullptr) continue;
+      std::vector<int> cpus;
+      for (int pu = hwloc_bitmap_first(node->cpuset); pu >= 0; pu = hwloc_bitmap_next(node->cpuset, pu))
+        cpus.push_back(pu);
+      builder_.setNumaCpus(static_cast<int>(node->os_index), std::move(cpus));
+    }
     if (const char* arch = hwloc_obj_get_info_by_name(hwloc_get_root_obj(topology_), "Architecture"))
       cpu.architecture = arch;
     if (hwloc_obj_t package = hwloc_get_obj_by_type(topology_, HWLOC_OBJ_PACKAGE, 0))

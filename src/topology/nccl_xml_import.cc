@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "topology/bus_id.h"
+#include "topology/cpu_affinity.h"
 
 namespace hora::topology {
 
@@ -83,26 +84,21 @@ class NcclXmlImporter {
     CpuSummary& summary = builder_.cpuSummary();
     if (auto arch = e.attribute("arch"); arch && summary.architecture.empty()) summary.architecture = *arch;
     if (auto vendor = e.attribute("vendor"); vendor && summary.model.empty()) summary.model = *vendor;
-    summary.hardwareThreads += countAffinity(e);
+    // affinity="0000ffff,ffffffff": the node's CPUs as a mask of 32-bit hex words.
+    if (auto mask = e.attribute("affinity"); mask && !mask->empty()) {
+      std::vector<int> cpus;
+      try {
+        cpus = parseCpuMask(*mask);
+      } catch (const Error&) {
+        error(e, "<cpu> affinity=\"", *mask, "\" is not a hex CPU mask");
+      }
+      summary.hardwareThreads += static_cast<int>(cpus.size());
+      builder_.setNumaCpus(numa, std::move(cpus));
+    }
     for (const auto& child : e.children) {
       if (child->name == "pci") pci(*child, node, node);
       else if (child->name == "nic") nics(*child, node, "", false, 0);
     }
-  }
-
-  // affinity="0000ffff,ffffffff": a CPU mask in 32-bit hex words.
-  int countAffinity(const xml::Element& e) const {
-    auto mask = e.attribute("affinity");
-    if (!mask) return 0;
-    int bits = 0;
-    for (char c : *mask) {
-      if (c == ',') continue;
-      int digit = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                  : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-      if (digit < 0) error(e, "<cpu> affinity=\"", *mask, "\" is not a hex CPU mask");
-      bits += std::popcount(static_cast<unsigned>(digit));
-    }
-    return bits;
   }
 
   void pci(const xml::Element& e, int parentNode, int cpuNode) {

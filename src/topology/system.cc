@@ -39,6 +39,13 @@ std::vector<int> System::devicesOfKind(DeviceKind kind) const {
   return result;
 }
 
+std::vector<int> System::cpusNear(int device) const {
+  const int node = devices_.at(static_cast<std::size_t>(device)).numaNode;
+  for (const NumaNode& numa : numa_)
+    if (numa.osIndex == node) return numa.cpus;
+  return {};
+}
+
 std::optional<int> System::findGpu(std::string_view busId) const {
   auto canonical = canonicalBusId(busId);
   if (!canonical) return std::nullopt;

@@ -202,6 +202,8 @@ System SystemBuilder::build() {
   System system;
   system.source_ = source_;
   system.cpu_ = cpu_;
+  for (const auto& [node, cpus] : numaCpus_)
+    if (!cpus.empty()) system.numa_.push_back({node, cpus});
   int perKind[3] = {0, 0, 0};
   for (int id : order) {
     Device device = devices_[id].device;

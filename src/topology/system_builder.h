@@ -34,6 +34,9 @@ class SystemBuilder {
 
   CpuSummary& cpuSummary() { return cpu_; }
 
+  // The CPUs of a NUMA node (OS indices), where the description lists them.
+  void setNumaCpus(int numaNode, std::vector<int> cpus) { numaCpus_[numaNode] = std::move(cpus); }
+
   // Tree nodes. A CPU node stands for a NUMA node (one per OS index).
   int cpuNode(int numaNode);
   int addHostBridge(int cpuNode);
@@ -95,6 +98,7 @@ class SystemBuilder {
   CpuSummary cpu_;
   std::vector<Node> nodes_;
   std::map<int, int> cpuByNuma_;
+  std::map<int, std::vector<int>> numaCpus_;
   std::vector<PendingDevice> devices_;
   std::vector<NvLinkEdge> nvlinks_;
 };

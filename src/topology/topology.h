@@ -71,6 +71,13 @@ struct CpuSummary {
   std::string model;         // first package's CPU model, when known
 };
 
+// A NUMA node and its CPUs (OS indices); cpus is empty when the
+// description does not list them.
+struct NumaNode {
+  int osIndex = 0;
+  std::vector<int> cpus;
+};
+
 // A PCIe switch and the devices below it (at any depth).
 struct PciSwitch {
   std::string busId;  // the switch's upstream port; Hyper-V's virtual ones are ffff:ff:xx.0
@@ -89,6 +96,10 @@ class System {
   const std::vector<Device>& devices() const { return devices_; }
   const std::vector<PciSwitch>& pciSwitches() const { return switches_; }
   std::vector<int> devicesOfKind(DeviceKind kind) const;
+  // NUMA nodes whose CPUs are known, by OS index.
+  const std::vector<NumaNode>& numaNodes() const { return numa_; }
+  // The CPUs nearest a device (those of its NUMA node); empty when unknown.
+  std::vector<int> cpusNear(int device) const;
 
   // The GPU with this PCI bus id (any spelling); nullopt when there is none.
   std::optional<int> findGpu(std::string_view busId) const;
@@ -117,6 +128,7 @@ class System {
   std::vector<Path> paths_;         // devices² row-major
   std::vector<PathClass> pcie_;     // devices² row-major
   std::vector<int> nearestNic_;     // per device; -1 none
+  std::vector<NumaNode> numa_;
   std::uint64_t fingerprint_ = 0;
 };
 

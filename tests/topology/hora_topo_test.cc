@@ -107,6 +107,9 @@ TEST_F(HoraTopoToolTest, PrintsMatrixTransportsAndRingForAFixture) {
   EXPECT_THAT(output, HasSubstr("GPU0 -> NIC0 (PIX"));
   EXPECT_THAT(output, HasSubstr("p2p"));
   EXPECT_THAT(output, HasSubstr("Ring: 0 2 4 6 8 10 12 14 1 3 5 7 9 11 13 15"));
+  // The CPUs of each NUMA node, and those a rank using each device keeps its threads on.
+  EXPECT_THAT(output, HasSubstr("NUMA node 1: CPUs 24-47"));
+  EXPECT_THAT(output, HasSubstr("0001:00:00.0  NUMA 1 (CPUs 24-47)"));
 }
 
 TEST_F(HoraTopoToolTest, WritesJson) {

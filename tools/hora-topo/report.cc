@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "topology/cpu_affinity.h"
+
 namespace hora::topo_tool {
 
 using topology::Device;
@@ -91,7 +93,11 @@ void printDevices(std::ostream& out, const System& system, DeviceKind kind, cons
     const Device& d = system.devices()[static_cast<std::size_t>(index)];
     out << "  " << std::left << std::setw(static_cast<int>(nameWidth)) << d.name << std::setw(14)
         << (d.busId.empty() ? "-" : d.busId) << std::right;
-    if (kind != DeviceKind::NvSwitch) out << "NUMA " << d.numaNode;
+    if (kind != DeviceKind::NvSwitch) {
+      out << "NUMA " << d.numaNode;
+      // The CPUs hora's threads keep to for a rank using this device.
+      if (auto cpus = system.cpusNear(index); !cpus.empty()) out << " (CPUs " << topology::formatCpuList(cpus) << ")";
+    }
     if (!d.detail.empty()) out << "  " << d.detail;
     if (d.smVersion > 0) out << "  sm_" << d.smVersion;
     if (d.nvlinkGBps > 0) out << "  NVLink " << formatGBps(d.nvlinkGBps) << " GB/s";
@@ -219,7 +225,10 @@ void printText(std::ostream& out, const System& system, const RankView* ranks, b
   std::string about = cpu.architecture;
   if (!cpu.model.empty()) about += (about.empty() ? "" : ", ") + cpu.model;
   if (!about.empty()) out << " (" << about << ")";
-  out << "\n\n";
+  out << "\n";
+  for (const auto& node : system.numaNodes())
+    out << "  NUMA node " << node.osIndex << ": CPUs " << topology::formatCpuList(node.cpus) << "\n";
+  out << "\n";
 
   printDevices(out, system, DeviceKind::Gpu, "GPUs");
   printDevices(out, system, DeviceKind::Nic, "NICs");
@@ -320,7 +329,8 @@ void printJson(std::ostream& out, const System& system, const RankView* ranks) {
   for (std::size_t i = 0; i < system.devices().size(); ++i) {
     const Device& d = system.devices()[i];
     json.open('{').field("index", static_cast<int>(i)).field("kind", topology::deviceKindName(d.kind))
-        .field("name", d.name).field("busId", d.busId).field("numaNode", d.numaNode).field("detail", d.detail);
+        .field("name", d.name).field("busId", d.busId).field("numaNode", d.numaNode).field("detail", d.detail)
+        .field("cpus", topology::formatCpuList(system.cpusNear(static_cast<int>(i))));
     if (d.kind == DeviceKind::Gpu) json.field("smVersion", d.smVersion).field("nvlinkGBps", d.nvlinkGBps);
     if (d.kind == DeviceKind::Nic) json.field("rdma", d.rdma).field("speedGbps", d.speedGbps);
     if (d.kind == DeviceKind::Gpu) {
