@@ -32,7 +32,8 @@
 # of x2), ITERS and WARMUP for them (default 20 and 5), LAT_ITERS and
 # LAT_WARMUP for the latency sizes (default 5000 and 500), LAT_MAX_BYTES
 # (default 64K), REPEATS (launches of each configuration, default 5, at
-# least 1), MEM_BYTES (mem_bandwidth's buffer size, default 256M),
+# least 1), COLLECTIVES (the bandwidth collectives, default "all_reduce
+# all_gather reduce_scatter broadcast"), MEM_BYTES (mem_bandwidth's buffer size, default 256M),
 # STEP_TIMEOUT (seconds any one run may take, default 600). Results stay in
 # <results> = <builddir>/bench/compare/results-shm.
 set -euo pipefail
@@ -54,7 +55,7 @@ MEM_BYTES=${MEM_BYTES:-256M}
 # No single run may hang the comparison.
 STEP_TIMEOUT=${STEP_TIMEOUT:-600}
 
-collectives=(all_reduce all_gather reduce_scatter broadcast)
+read -r -a collectives <<<"${COLLECTIVES:-all_reduce all_gather reduce_scatter broadcast}"
 big=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f 2 -d float -o sum -n "$ITERS" -w "$WARMUP")
 small=(-b 8 -e "$LAT_MAX_BYTES" -f 2 -d float -o sum -n "$LAT_ITERS" -w "$LAT_WARMUP")
 latency_collectives=(all_reduce all_gather)

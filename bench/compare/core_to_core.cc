@@ -55,6 +55,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench_table.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -228,22 +230,6 @@ std::vector<double> ring_copy(const Options& options) {
   return samples;
 }
 
-size_t parse_size(const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  const std::string suffix(end);
-  if (end == text.c_str() || suffix.size() > 1) {
-    throw std::invalid_argument("size '" + text + "' is not a number with an optional K, M or G");
-  }
-  if (suffix.empty()) return value;
-  switch (suffix[0]) {
-    case 'K': case 'k': return value << 10;
-    case 'M': case 'm': return value << 20;
-    case 'G': case 'g': return value << 30;
-  }
-  throw std::invalid_argument("size '" + text + "' has an unknown suffix (use K, M or G)");
-}
-
 double median(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   const size_t n = samples.size();
@@ -278,9 +264,9 @@ Options parse_options(int argc, char** argv) {
     } else if (flag == "-n") {
       options.round_trips = std::stol(value);
     } else if (flag == "-s") {
-      options.bytes = parse_size(value);
+      options.bytes = bench::parse_size(value);
     } else if (flag == "-k") {
-      options.block = parse_size(value);
+      options.block = bench::parse_size(value);
     } else if (flag == "-d") {
       options.depth = std::stoul(value);
     } else {

@@ -35,6 +35,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench_table.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -127,22 +129,6 @@ std::vector<double> measure(Test test, int threads, size_t bytes, int repeats) {
   return rates;
 }
 
-size_t parse_size(const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  const std::string suffix(end);
-  if (end == text.c_str() || suffix.size() > 1) {
-    throw std::invalid_argument("size '" + text + "' is not a number with an optional K, M or G");
-  }
-  if (suffix.empty()) return value;
-  switch (suffix[0]) {
-    case 'K': case 'k': return value << 10;
-    case 'M': case 'm': return value << 20;
-    case 'G': case 'g': return value << 30;
-  }
-  throw std::invalid_argument("size '" + text + "' has an unknown suffix (use K, M or G)");
-}
-
 struct Figures {
   double best = 0;
   double median = 0;
@@ -168,7 +154,7 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument("option " + flag + " needs a value");
       const std::string value = argv[++i];
       if (flag == "-s") {
-        bytes = parse_size(value);
+        bytes = bench::parse_size(value);
       } else if (flag == "-r") {
         repeats = std::stoi(value);
       } else {
