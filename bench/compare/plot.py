@@ -229,16 +229,19 @@ class Plotter:
             sizes += x
             tops += [r.high for r in rows]
             counts += [r.count for r in rows]
-        # Each limit: a dashed line at its median, labelled at the right end
-        # with its name, median and range.
-        at_right = self.transforms.blended_transform_factory(axes.transAxes, axes.transData)
+        # Each limit: a dashed line at its median, labelled with its name,
+        # median and range; labels of neighbouring lines alternate between
+        # the left and the right end so that close lines stay readable.
+        across = self.transforms.blended_transform_factory(axes.transAxes, axes.transData)
         unit = "µs" if latency else "GB/s"
-        for limit in limits:
+        for index, limit in enumerate(sorted(limits, key=lambda l: l.median)):
             value = limit.median * scale
             axes.axhline(value, color="0.35", linestyle="--", linewidth=1)
-            axes.text(0.99, value, f"{limit.tool} {value:.3g} {unit} "
+            left = index % 2 == 1
+            axes.text(0.01 if left else 0.99, value, f"{limit.tool} {value:.3g} {unit} "
                       f"(range {limit.low * scale:.3g}-{limit.high * scale:.3g})",
-                      transform=at_right, ha="right", va="bottom", fontsize=8, color="0.25")
+                      transform=across, ha="left" if left else "right", va="bottom", fontsize=8,
+                      color="0.25")
             tops.append(value)
         self.size_axis(axes, sizes)
         if latency:
@@ -258,8 +261,9 @@ class Plotter:
             figure.suptitle(self.title, fontsize=10)
         launches = (f"{min(counts)}" if min(counts) == max(counts)
                     else f"{min(counts)}-{max(counts)}")
-        axes.legend(title=f"median; band: min-max of {launches} launches", fontsize=8,
-                    title_fontsize=8, loc="best")
+        # Outside the axes, where no line or label runs under it.
+        axes.legend(title=f"median; band:\nmin-max of {launches}\nlaunches", fontsize=8,
+                    title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         axes.grid(True, which="major", alpha=0.3)
         figure.tight_layout()
         for extension in ("png", "svg"):
