@@ -269,7 +269,7 @@ Socket Socket::accept(const Deadline& deadline, const std::atomic<bool>* abort,
 }
 
 Socket Socket::connect(const SocketAddress& address, const Deadline& deadline,
-                       const std::atomic<bool>* abort, const std::string& peer) {
+                       const std::atomic<bool>* abort, const std::string& peer, bool listenerWasUp) {
   int lastError = 0;
   for (int attempt = 0;; ++attempt) {
     if (abort != nullptr && abort->load())
@@ -289,6 +289,9 @@ Socket Socket::connect(const SocketAddress& address, const Deadline& deadline,
       return socket;
     }
     lastError = errno;
+    if (lastError == ECONNREFUSED && listenerWasUp)
+      fail(ErrorKind::Remote, peer, " refused the connection: its listener was up and has closed, so it has "
+           "exited or destroyed its communicator");
     bool retryable = lastError == ECONNREFUSED || lastError == ETIMEDOUT ||
                      lastError == EHOSTUNREACH || lastError == ENETUNREACH || lastError == EAGAIN;
     if (!retryable)

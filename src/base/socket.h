@@ -82,9 +82,13 @@ class Socket {
   Socket accept(const Deadline& deadline, const std::atomic<bool>* abort, const std::string& what);
 
   // Connects, retrying refused/unreachable attempts until the deadline (the
-  // listener may not be up yet: ranks start in any order).
+  // listener may not be up yet: ranks start in any order). With
+  // `listenerWasUp`, the caller knows the listener was listening before it
+  // learnt the address, so a refusal means it has closed since (its process
+  // exited, or closed its communicator): a Remote error at once.
   static Socket connect(const SocketAddress& address, const Deadline& deadline,
-                        const std::atomic<bool>* abort, const std::string& peer);
+                        const std::atomic<bool>* abort, const std::string& peer,
+                        bool listenerWasUp = false);
 
   // Whole-buffer transfers with a deadline; EOF or reset is a Remote error.
   void sendAll(const void* data, std::size_t bytes, const Deadline& deadline,

@@ -110,7 +110,8 @@ void Gatekeeper::drop(Pending& pending, const std::string& reason) const {
 }
 
 Gatekeeper::Guest Gatekeeper::admit(const Deadline& deadline, const std::atomic<bool>* abort,
-                                    const std::string& waitingFor) {
+                                    const std::string& waitingFor,
+                                    const std::function<void()>& whileWaiting) {
   std::vector<pollfd> entries;
   for (;;) {
     if (!admitted_.empty()) {
@@ -120,6 +121,7 @@ Gatekeeper::Guest Gatekeeper::admit(const Deadline& deadline, const std::atomic<
     }
     if (abort != nullptr && abort->load(std::memory_order_relaxed))
       fail(ErrorKind::InvalidUsage, "communicator aborted while ", waitingFor);
+    if (whileWaiting) whileWaiting();
     if (deadline.expired())
       fail(ErrorKind::Remote, "timed out ", waitingFor, " (HORA_TIMEOUT; the peer may be hung or dead)");
 

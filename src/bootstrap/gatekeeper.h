@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,8 +63,11 @@ class Gatekeeper {
   // The next connection that presented the secret and a well-formed
   // greeting and message. Waits until `deadline` (a Remote error "timed out
   // <waitingFor>") or until *abort is set (InvalidUsage). Connections being
-  // read when it returns stay pending for the next call.
-  Guest admit(const Deadline& deadline, const std::atomic<bool>* abort, const std::string& waitingFor);
+  // read when it returns stay pending for the next call. `whileWaiting`,
+  // when given, runs at least every Socket::kPollSliceMs while nothing is
+  // admitted; it may throw to end the wait (a peer known to be dead).
+  Guest admit(const Deadline& deadline, const std::atomic<bool>* abort, const std::string& waitingFor,
+              const std::function<void()>& whileWaiting = {});
 
  private:
   struct Pending {

@@ -3,9 +3,11 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <optional>
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/process_state.h"
 
 namespace hora::transport {
 
@@ -31,6 +33,14 @@ Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
     std::memcpy(&peerAddresses_[r].storage, &all[r], sizeof(sockaddr_storage));
     peerAddresses_[r].length = all[r].ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   }
+  // Every rank was alive a moment ago (the all-gather needed it): a peer of
+  // this host whose process cannot be seen now lives in another process
+  // namespace, and its pid says nothing here.
+  const auto& peers = bootstrap.peers();
+  watchable_.assign(peers.size(), false);
+  for (std::size_t r = 0; r < peers.size(); ++r)
+    watchable_[r] = static_cast<int>(r) != bootstrap.rank() &&
+                    peers[r].hostHash == peers[bootstrap.rank()].hostHash && !processGone(peers[r].pid);
 }
 
 SendConnection& Connector::sendTo(int peer) {
@@ -38,8 +48,11 @@ SendConnection& Connector::sendTo(int peer) {
   if (found != sends_.end()) return *found->second;
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
+  // The listener was up before its address was shared: a refusal means
+  // the peer has gone.
   Socket socket = Socket::connect(peerAddresses_[peer], deadline, abort_,
-                                  strCat(name, " at ", peerAddresses_[peer].toString()));
+                                  strCat(name, " at ", peerAddresses_[peer].toString()),
+                                  /*listenerWasUp=*/true);
   Introduction hello{bootstrap_.rank(), static_cast<std::int32_t>(kinds_[peer])};
   bootstrap::sendGreeting(socket, magic_, bootstrap::Purpose::Connection, &hello, sizeof(hello),
                           deadline, abort_, name);
@@ -56,9 +69,26 @@ SendConnection& Connector::sendTo(int peer) {
 Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
   const std::string name = bootstrap_.describe(peer);
   const std::string waiting = strCat("waiting for ", name, " to connect");
+  const pid_t pid = bootstrap_.peers()[peer].pid;
+  // A peer that connected and then exited (its part done) left its
+  // connection in our listener's backlog, with everything it sent: so a
+  // gone process is an error only once the gatekeeper has had a few rounds
+  // to accept and read what is already there.
+  constexpr auto kDrainGrace = std::chrono::milliseconds(250);
+  std::optional<Deadline> goneAndDrained;
+  auto stillAlive = [&] {
+    if (!watchable_[peer]) return;
+    if (!goneAndDrained) {
+      if (processGone(pid)) goneAndDrained = Deadline::after(kDrainGrace);
+      return;
+    }
+    if (goneAndDrained->expired())
+      fail(ErrorKind::Remote, name, " has exited (process ", pid, " is gone) while rank ", bootstrap_.rank(),
+           " was ", waiting);
+  };
   while (earlyArrivals_.count(peer) == 0) {
     // Strangers never come out of admit(): only peers holding the secret.
-    bootstrap::Gatekeeper::Guest guest = gate_.admit(deadline, abort_, waiting);
+    bootstrap::Gatekeeper::Guest guest = gate_.admit(deadline, abort_, waiting, stillAlive);
     Introduction hello{};
     std::memcpy(&hello, guest.body.data(), sizeof(hello));
     if (hello.rank < 0 || hello.rank >= bootstrap_.nranks() || earlyArrivals_.count(hello.rank) ||

@@ -52,6 +52,9 @@ class Connector {
   ConnectorOptions options_;
   bootstrap::Gatekeeper gate_;  // our listener
   std::vector<SocketAddress> peerAddresses_;
+  // Peers whose process this rank can see (same host, same process
+  // namespace): one that dies before connecting is noticed at once.
+  std::vector<bool> watchable_;
   std::map<int, std::unique_ptr<SendConnection>> sends_;
   std::map<int, std::unique_ptr<RecvConnection>> recvs_;
   std::map<int, Socket> earlyArrivals_;  // accepted, not yet asked for

@@ -228,6 +228,50 @@ TEST(Failure, RankKilledMidZeroCopyAllReduceFailsTheOthersPromptly) {
       true);
 }
 
+// A rank that dies after init, before the connections opened on first use
+// (those outside the ring): the survivors learn it at once from the
+// operating system (a refused connection, a process that is gone), not at
+// HORA_TIMEOUT. Well after the death, each survivor exchanges a message
+// with the dead rank both ways (one direction is outside the ring of
+// 0 -> 1 -> 2 -> 0 for each survivor), so neither depends on the other.
+TEST_P(PeerFailure, RankDeadBeforeFirstUseIsFoundAtOnce) {
+  constexpr int kRanks = 3;
+  constexpr int kVictim = 2;
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < kRanks; ++rank)
+    ranks.push_back(std::make_unique<ChildProcess>([=, this](Reporter& reporter) {
+      prepareRank(port, "30");
+      if (rank == kVictim) return joinAndIdle(reporter, kRanks, rank);
+      ncclComm_t comm = joinCommunicator(reporter, kRanks, rank);
+      if (comm == nullptr) return 1;
+      std::this_thread::sleep_for(milliseconds(1500));  // the victim is dead by then
+      long long out = rank, in = -1;
+      auto start = Clock::now();
+      ncclGroupStart();
+      ncclSend(&out, 1, ncclInt64, kVictim, comm, nullptr);
+      ncclRecv(&in, 1, ncclInt64, kVictim, comm, nullptr);
+      Outcome first = outcomeOf(ncclGroupEnd());
+      reporter.report("call_ms", std::to_string(millisecondsSince(start)));
+      reportOutcome(reporter, "first", first);
+      ncclCommAbort(comm);
+      return 0;
+    }));
+  ASSERT_TRUE(ranks[kVictim]->waitFor("ready", seconds(20))) << reportedOutcome(*ranks[kVictim], "init");
+  ranks[kVictim]->signal(SIGKILL);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    if (rank == kVictim) continue;
+    ChildProcess& survivor = *ranks[rank];
+    ChildExit exit = survivor.waitExit(seconds(20));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << ": " << exit.describe();
+    Outcome first = reportedOutcome(survivor, "first");
+    EXPECT_EQ(first.result, ncclRemoteError) << "rank " << rank << ": " << first;
+    EXPECT_THAT(first.text, HasSubstr("rank 2 (host")) << "rank " << rank << ": " << first;
+    // Found at once (a gone process gets 250 ms to drain what it sent), not after HORA_TIMEOUT (30 s).
+    EXPECT_LT(reportedNumber(survivor, "call_ms"), 1500) << "rank " << rank << ": " << first;
+  }
+}
+
 TEST_P(PeerFailure, StoppedPeerTimesOutNamingIt) {
   const int port = freeLoopbackPort();
   ChildProcess rank1([=, this](Reporter& reporter) {
