@@ -259,6 +259,18 @@ void Communicator::checkUsable() const {
                                     brokenReason_));
 }
 
+std::unique_lock<std::mutex> Communicator::claimExecution(const char* what) {
+  std::unique_lock<std::mutex> lock(execMutex_, std::try_to_lock);
+  if (lock.owns_lock()) return lock;
+  Error error(ErrorKind::InvalidUsage,
+              strCat("rank ", rank_, ": ", what, " while another thread of this process was running a call on "
+                     "the same communicator; calls on one communicator must come from one thread at a time "
+                     "(the ranks could otherwise pair different calls), so the communicator is now unusable "
+                     "on every rank"));
+  markBroken(error);
+  throw error;
+}
+
 void Communicator::markBroken(const Error& error) {
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
@@ -295,7 +307,7 @@ void Communicator::execute(const std::vector<Op>& ops) {
     submit(ops)->wait();
     return;
   }
-  std::lock_guard<std::mutex> lock(execMutex_);
+  auto lock = claimExecution("a collective or point-to-point call came");
   log::ScopedThreadRank logRank(rank_);
   try {
     runOps(ops);
@@ -338,7 +350,7 @@ void Communicator::workerLoop() {
     }
     std::exception_ptr error;
     try {
-      std::lock_guard<std::mutex> lock(execMutex_);
+      auto lock = claimExecution("queued work started");
       checkUsable();
       try {
         runOps(task.ops);
@@ -369,7 +381,7 @@ void Communicator::finalize() {
 
 void Communicator::barrier() {
   checkUsable();
-  std::lock_guard<std::mutex> lock(execMutex_);
+  auto lock = claimExecution("a barrier came");
   try {
     bootstrap_->barrier(Deadline::after(timeout_));
   } catch (const Error& error) {

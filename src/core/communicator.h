@@ -115,8 +115,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   bool peersShareMemory_ = false;  // every other rank is on this host, through shm
   std::unique_ptr<HostExecutor> executor_;
 
-  // Serialises execution: the calling thread or the worker, one at a time.
+  // Execution: the calling thread or the worker, one at a time. Two
+  // threads of the program calling into one communicator at once is the
+  // program's error (NCCL leaves it undefined): the ranks could run their
+  // calls in different orders and pair different collectives. claimExecution
+  // refuses the second caller and breaks the communicator on every rank.
   std::mutex execMutex_;
+  std::unique_lock<std::mutex> claimExecution(const char* what);
 
   // Worker for asynchronous operations.
   struct Task {

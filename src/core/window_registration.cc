@@ -26,7 +26,7 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
   HORA_CHECK_ARG(bytes > 0, "rank ", rank_, ": the window's size is 0");
   checkUsable();
   finalize();  // after everything submitted before
-  std::lock_guard<std::mutex> lock(execMutex_);
+  auto lock = claimExecution("a window registration came");
   log::ScopedThreadRank logRank(rank_);
   try {
     const Deadline deadline = Deadline::after(timeout_);
@@ -87,7 +87,7 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
 void Communicator::deregisterWindow(int window) {
   checkUsable();
   finalize();
-  std::lock_guard<std::mutex> lock(execMutex_);
+  auto lock = claimExecution("a window deregistration came");
   windows_.remove(window);
 }
 

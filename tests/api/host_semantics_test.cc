@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "local_comms.h"
@@ -51,6 +55,56 @@ TEST(HostSemantics, PreMulSumScalarIsReadWhenTheOpIsCreated) {
         << ncclGetLastError(nullptr);
     EXPECT_EQ(out, (std::vector<double>{3.0, -6.0})) << "residence " << residence;
     EXPECT_EQ(ncclRedOpDestroy(op, comms[0]), ncclSuccess);
+  }
+}
+
+}  // namespace
+}  // namespace hora_api_test
+
+namespace hora_api_test {
+namespace {
+
+// Two threads calling into one communicator at once (NCCL leaves it
+// undefined): the second caller is refused with ncclInvalidUsage, and the
+// communicator is broken on every rank, so the job stops instead of going
+// on with ranks that may have paired different calls. Each rank has two
+// threads hammering all-reduces; every thread must end, and every rank
+// must end up refusing calls.
+TEST(HostSemantics, TwoThreadsOnOneCommunicatorAreRefused) {
+  constexpr int kRanks = 2;
+  constexpr int kCalls = 2000;
+  LocalComms comms(kRanks);
+  std::atomic<int> refused{0};
+  std::vector<std::string> refusals;
+  std::mutex refusalsMutex;
+  comms.onEachRank([&](int rank) {
+    auto hammer = [&](long long contribution) {
+      for (int i = 0; i < kCalls; ++i) {
+        long long value = contribution;
+        const ncclResult_t result = ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comms[rank], nullptr);
+        if (result == ncclSuccess) continue;
+        if (result == ncclInvalidUsage) {
+          const std::string text = ncclGetLastError(comms[rank]);
+          if (text.find("another thread") != std::string::npos) {
+            ++refused;
+            std::lock_guard<std::mutex> lock(refusalsMutex);
+            refusals.push_back(text);
+          }
+        }
+        return;  // the communicator is unusable from here on
+      }
+    };
+    std::thread second(hammer, 2);
+    hammer(1);
+    second.join();
+  });
+  EXPECT_GE(refused.load(), 1) << "no rank noticed two threads on one communicator";
+  if (!refusals.empty()) EXPECT_THAT(refusals.front(), ::testing::HasSubstr("unusable on every rank"));
+  // Every rank's communicator now fails at once.
+  for (int rank = 0; rank < kRanks; ++rank) {
+    long long value = 1;
+    EXPECT_NE(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comms[rank], nullptr), ncclSuccess)
+        << "rank " << rank;
   }
 }
 
