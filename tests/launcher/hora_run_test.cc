@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cpu_list.h"
@@ -163,6 +164,24 @@ TEST(HoraRunTest, ReportsARankKilledByASignal) {
   EXPECT_EQ(result.exit_code(), 128 + 9) << result.err;
   EXPECT_THAT(result.err, AllOf(HasSubstr("rank 1 (pid "), HasSubstr("was killed by signal 9 (Killed)")));
   EXPECT_LT(result.elapsed, 10s);
+}
+
+// Rank 2 is killed; ranks 0 and 1 then exit with an error, as survivors
+// of a dead peer do. hora-run is held stopped meanwhile, so it reaps all
+// three at once (the kernel lists them oldest first): it must still name
+// the killed rank as the first failure, and exit with its status.
+TEST(HoraRunTest, NamesTheKilledRankWhenItsSurvivorsFailedAtTheSameTime) {
+  LauncherProcess launcher({"-n", "3", "/bin/sh", "-c",
+                            "if [ \"$RANK\" = 2 ]; then sleep 0.3; kill -9 $$; fi; sleep 0.8; exit 1"});
+  std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(::kill(launcher.pid(), SIGSTOP), 0);
+  std::this_thread::sleep_for(1500ms);  // rank 2 dies at 0.3 s, the others exit at 0.8 s
+  ASSERT_EQ(::kill(launcher.pid(), SIGCONT), 0);
+  LauncherResult result = launcher.finish(10s);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 128 + 9) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("rank 2 (pid "), HasSubstr("was killed by signal 9")));
+  EXPECT_THAT(result.err, Not(HasSubstr("exited with status 1"))) << "a survivor was reported first";
 }
 
 TEST(HoraRunTest, RankIgnoringSigtermIsKilledAfterTheKillTimeout) {

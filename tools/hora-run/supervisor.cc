@@ -179,18 +179,27 @@ void Supervisor::handle_signals() {
 }
 
 void Supervisor::reap_exited_ranks() {
+  std::vector<Rank*> exited;
   while (true) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid < 0 && errno == EINTR) continue;
-    if (pid <= 0) return;  // 0: others still running; ECHILD: none left
+    if (pid <= 0) break;  // 0: others still running; ECHILD: none left
     for (Rank& rank : ranks_) {
       if (rank.pid != pid || !rank.running) continue;
       rank.running = false;
       rank.wait_status = status;
-      on_rank_exit(rank);
+      exited.push_back(&rank);
     }
   }
+  // When one rank is killed, the others fail because of it within
+  // milliseconds, and a busy launcher may reap all of them at once, in the
+  // order the kernel lists its children (oldest first), not the order they
+  // died in. A rank that died by a signal is the likelier first cause than
+  // one that exited with an error code, so it is reported first.
+  std::stable_partition(exited.begin(), exited.end(),
+                        [](const Rank* rank) { return WIFSIGNALED(rank->wait_status); });
+  for (const Rank* rank : exited) on_rank_exit(*rank);
 }
 
 void Supervisor::on_rank_exit(const Rank& rank) {
