@@ -267,11 +267,17 @@ std::unique_lock<std::mutex> Communicator::claimExecution(const char* what) {
                      "the same communicator; calls on one communicator must come from one thread at a time "
                      "(the ranks could otherwise pair different calls), so the communicator is now unusable "
                      "on every rank"));
-  markBroken(error);
-  throw error;
+  failBroken(error);
 }
 
-void Communicator::markBroken(const Error& error) {
+void Communicator::failBroken(const Error& failure) {
+  // ncclCommAbort shuts the connections down to end the waits, so a call
+  // under way may see a closed socket before it sees the abort flag: that
+  // is this rank's abort, not a peer's failure.
+  const Error error = abort_.load()
+                          ? Error(ErrorKind::InvalidUsage,
+                                  strCat("rank ", rank_, ": communicator aborted (ncclCommAbort) during the call"))
+                          : failure;
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     if (brokenReason_.empty()) {
@@ -283,6 +289,7 @@ void Communicator::markBroken(const Error& error) {
   // Close our connections so that peers waiting on us fail now rather than
   // at their deadline.
   connector_->shutdown();
+  throw error;
 }
 
 std::string Communicator::brokenReason() const {
@@ -312,8 +319,7 @@ void Communicator::execute(const std::vector<Op>& ops) {
   try {
     runOps(ops);
   } catch (const Error& error) {
-    markBroken(error);
-    throw;
+    failBroken(error);
   }
 }
 
@@ -355,8 +361,7 @@ void Communicator::workerLoop() {
       try {
         runOps(task.ops);
       } catch (const Error& e) {
-        markBroken(e);
-        throw;
+        failBroken(e);
       }
     } catch (...) {
       error = std::current_exception();
@@ -385,8 +390,7 @@ void Communicator::barrier() {
   try {
     bootstrap_->barrier(Deadline::after(timeout_));
   } catch (const Error& error) {
-    markBroken(error);
-    throw;
+    failBroken(error);
   }
 }
 

@@ -85,7 +85,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Runs `ops` on the executor that fits their buffers.
   void runOps(const std::vector<Op>& ops);
   void checkUsable() const;
-  void markBroken(const Error& error);
+  // Keeps the first error (the abort, if this rank was aborted), closes the
+  // connections so peers fail at once, and throws it.
+  [[noreturn]] void failBroken(const Error& error);
   WaitPolicy waitPolicy() const;
   // Placement and CPUs of every rank (all-gathered), then transport per
   // peer, the ring and how to wait.

@@ -79,8 +79,7 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
                                           : "");
     return id;
   } catch (const Error& error) {
-    markBroken(error);
-    throw;
+    failBroken(error);
   }
 }
 
