@@ -12,15 +12,18 @@ using namespace hora;
 
 namespace {
 
+ncclComm* wrapComm(std::shared_ptr<core::Communicator> impl) {
+  auto* comm = new ncclComm{api::kCommMagic, std::move(impl)};
+  api::registerComm(comm);
+  return comm;
+}
+
 ncclComm* makeComm(int nranks, const bootstrap::UniqueId& id, int rank, bool hostRoot,
                    const ncclConfig_t* config) {
   (void)config;
   core::CommunicatorConfig settings;
   settings.hostRoot = hostRoot;
-  auto* comm = new ncclComm{api::kCommMagic,
-                            std::make_shared<core::Communicator>(id, nranks, rank, settings)};
-  api::registerComm(comm);
-  return comm;
+  return wrapComm(std::make_shared<core::Communicator>(id, nranks, rank, settings));
 }
 
 void checkConfig(const ncclConfig_t* config) {
@@ -69,6 +72,17 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, nccl
 HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
               ncclUniqueId commId, int rank, ncclConfig_t* config) {
   return api::guarded("ncclCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+              ncclConfig_t* config) {
+  return api::guarded("ncclCommSplit", [&] {
+    HORA_CHECK_ARG(newcomm != nullptr, "the output communicator pointer is NULL");
+    *newcomm = nullptr;
+    checkConfig(config);
+    auto parent = api::checkComm(comm);
+    if (auto child = parent->split(color, key)) *newcomm = wrapComm(std::move(child));
+  });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {

@@ -16,11 +16,6 @@ HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   (void)comm, (void)revokeFlags;
   return unsupported("ncclCommRevoke", "fault-tolerant revoke is not implemented");
 }
-HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-              ncclConfig_t* config) {
-  (void)comm, (void)color, (void)key, (void)newcomm, (void)config;
-  return unsupported("ncclCommSplit", "create the sub-communicator with ncclCommInitRank instead");
-}
 HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
               int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   (void)comm, (void)excludeRanksList, (void)excludeRanksCount, (void)newcomm, (void)config,

@@ -113,6 +113,8 @@ UniqueId createUniqueId() {
   return startRoot(interface.address, interface.name);
 }
 
+UniqueId createUniqueIdAt(const SocketAddress& address) { return startRoot(address, address.toString()); }
+
 UniqueId createLocalUniqueId() {
   return startRoot(SocketAddress::resolve("127.0.0.1", 0), "loopback");
 }

@@ -32,6 +32,11 @@ UniqueId createUniqueId();
 // are all threads of this process (ncclCommInitAll).
 UniqueId createLocalUniqueId();
 
+// A fresh id whose root starts now in this process, listening on `address`'s
+// host (any port), whatever NCCL_COMM_ID says: for a communicator made from
+// another one (ncclCommSplit), whose ranks reach this host already.
+UniqueId createUniqueIdAt(const SocketAddress& address);
+
 // The id every rank derives from a fixed root address (env:// and tcp://
 // init methods, NCCL_COMM_ID): magic = a hash of the address text.
 UniqueId uniqueIdForAddress(const SocketAddress& root);

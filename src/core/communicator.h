@@ -53,6 +53,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<WorkState> submit(std::vector<Op> ops);
 
   void barrier();
+  // ncclCommSplit, collective over every rank of this communicator (after
+  // any submitted work): ranks giving the same colour form a new
+  // communicator, ranked by key, then by their rank here. A negative colour
+  // (NCCL_SPLIT_NOCOLOR) takes part and gets nullptr. The new communicator
+  // has its own rendezvous and connections: it does not depend on this one
+  // afterwards. (core/split.cc)
+  std::shared_ptr<Communicator> split(int color, int key);
   // Waits for all submitted work (ncclCommFinalize).
   void finalize();
   // Stops everything now: in-flight and later operations fail, peers see

@@ -384,7 +384,6 @@ TEST(BadInput, UnsupportedEntryPointsSaySo) {
   ncclUniqueId id{};
   ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
   const std::vector<NamedCall> calls = {
-      {"ncclCommSplit", [&] { return ncclCommSplit(comm, 0, 0, &child, nullptr); }},
       {"ncclCommShrink", [&] { return ncclCommShrink(comm, &rank, 1, &child, nullptr, NCCL_SHRINK_DEFAULT); }},
       {"ncclCommRevoke", [&] { return ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); }},
       {"ncclCommInitRankScalable", [&] { return ncclCommInitRankScalable(&child, 1, 0, 1, &id, nullptr); }},
