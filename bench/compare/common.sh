@@ -217,3 +217,20 @@ plot_summary() {
     echo "# figures: plot.py failed on $1 (its errors are above, on stderr)"
   fi
 }
+
+# finish_report <summary.tsv> <results folder> <hora built: 1 or 0> <plot title> [failed run names...]
+# The lines every comparison ends with: the runs that failed, whether hora
+# ran at all, where the summary for programs is, and the figures drawn from
+# it into <results>/figures.
+finish_report() {
+  local tsv=$1 results=$2 hora_built=$3 title=$4
+  shift 4
+  if (($#)); then
+    echo "# FAILED or timed out (errors in $results/<name>.err): $*"
+  fi
+  if ((!hora_built)); then
+    echo "# hora was not run: hora-perf or hora-run is not built"
+  fi
+  echo "# summary for programs: $tsv"
+  plot_summary "$tsv" "$results/figures" "$title"
+}

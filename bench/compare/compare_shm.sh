@@ -311,13 +311,6 @@ tsv_row "$tsv" limit core-to-core-latency - - ns "$c2c_latency"
 echo
 echo "# wrong elements over every table: hora $(wrong_in "$results"/hora-*.txt)," \
   "hora-win $(wrong_in "$results"/horawin-*.txt), mpi $(wrong_in "$results"/mpi-*.txt)"
-if ((${#failed[@]})); then
-  echo "# FAILED or timed out (errors in $results/<name>.err): ${failed[*]}"
-fi
-if ((!have_hora)); then
-  echo "# hora was not run: $hora_perf or $hora_run is not built"
-fi
-echo "# summary for programs: $tsv"
-plot_summary "$tsv" "$results/figures" \
-  "Shared memory, 2 ranks, float; median and range of $REPEATS launches; $started_at"
+finish_report "$tsv" "$results" "$have_hora" \
+  "Shared memory, 2 ranks, float; median and range of $REPEATS launches; $started_at" "${failed[@]}"
 echo "# total run time: $((SECONDS - started)) s"

@@ -251,13 +251,6 @@ tsv_row "$tsv" limit tcp-both-directions - - GBps "$stream_both"
 
 echo
 echo "# wrong elements over every table: $(wrong_in "$results"/*-big-r*.txt "$results"/*-lat-r*.txt)"
-if ((${#failed[@]})); then
-  echo "# FAILED or timed out (errors in $results/<name>.err): ${failed[*]}"
-fi
-if ((!have_hora)); then
-  echo "# hora was not run: $hora_perf or $hora_run is not built"
-fi
-echo "# summary for programs: $tsv"
-plot_summary "$tsv" "$results/figures" \
-  "TCP loopback, 2 ranks, float sum; median and range of $REPEATS launches; $started_at"
+finish_report "$tsv" "$results" "$have_hora" \
+  "TCP loopback, 2 ranks, float sum; median and range of $REPEATS launches; $started_at" "${failed[@]}"
 echo "# total run time: $((SECONDS - started)) s"
