@@ -1,3 +1,5 @@
+#include <chrono>
+#include <future>
 #include <mutex>
 #include <unordered_set>
 
@@ -29,19 +31,49 @@ void checkLive(ncclComm_t comm) {
 }  // namespace
 
 CommPtr unregisterComm(ncclComm_t comm) {
-  std::lock_guard<std::mutex> lock(registryMutex);
-  checkLive(comm);
-  registry().erase(comm);
-  CommPtr impl = std::move(comm->impl);
-  comm->magic = 0;
-  delete comm;
+  std::shared_future<CommPtr> pending;
+  CommPtr impl;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    checkLive(comm);
+    registry().erase(comm);
+    impl = std::move(comm->impl);
+    pending = std::move(comm->pending);
+    comm->magic = 0;
+    delete comm;
+  }
+  // Destroying or aborting a communicator whose init still runs waits for
+  // the init (there is nothing to stop yet); a failed init leaves nothing.
+  if (!impl && pending.valid()) {
+    try {
+      impl = pending.get();
+    } catch (const Error&) {
+      return nullptr;
+    }
+  }
   return impl;
 }
 
 CommPtr checkComm(ncclComm_t comm) {
-  std::lock_guard<std::mutex> lock(registryMutex);
-  checkLive(comm);
-  return comm->impl;
+  std::shared_future<CommPtr> pending;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    checkLive(comm);
+    if (comm->impl || !comm->pending.valid()) return comm->impl;
+    pending = comm->pending;
+  }
+  return pending.get();  // outside the lock: the init may take a while
+}
+
+bool initInProgress(ncclComm_t comm) {
+  std::shared_future<CommPtr> pending;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    checkLive(comm);
+    if (comm->impl || !comm->pending.valid()) return false;
+    pending = comm->pending;
+  }
+  return pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
 }
 
 ncclResult_t resultOf(ErrorKind kind) {

@@ -2,6 +2,7 @@
 // exception-to-result-code boundary and the export macro.
 #pragma once
 
+#include <future>
 #include <memory>
 #include <string>
 
@@ -16,10 +17,14 @@
       __VA_ARGS__);                                                                        \
   extern "C" __attribute__((visibility("default"))) __attribute__((weak)) ret name(__VA_ARGS__)
 
-// The object behind ncclComm_t.
+// The object behind ncclComm_t. A communicator made with
+// config.blocking = 0 starts with `pending` (its init running on a thread
+// of its own) and no `impl`: checkComm waits for it, ncclCommGetAsyncError
+// reports ncclInProgress until it is done.
 struct ncclComm {
   std::uint64_t magic;
   std::shared_ptr<hora::core::Communicator> impl;
+  std::shared_future<std::shared_ptr<hora::core::Communicator>> pending;
 };
 
 namespace hora::api {
@@ -39,8 +44,11 @@ void registerComm(ncclComm* comm);
 CommPtr unregisterComm(ncclComm_t comm);
 // The communicator behind a live handle. Entry points hold the returned
 // pointer for the whole call, so a concurrent ncclCommAbort or Destroy
-// cannot free it underneath them.
+// cannot free it underneath them. A handle whose non-blocking init is
+// still running is waited for (its init's error, if it failed, is thrown).
 CommPtr checkComm(ncclComm_t comm);
+// For ncclCommGetAsyncError: true while the handle's non-blocking init runs.
+bool initInProgress(ncclComm_t comm);
 
 ncclResult_t resultOf(ErrorKind kind);
 // Records the text ncclGetLastError returns on this thread.

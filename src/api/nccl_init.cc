@@ -1,5 +1,6 @@
 // Communicator lifecycle and queries of the nccl.h API.
 #include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,8 @@ void checkConfig(const ncclConfig_t* config) {
                  "ncclConfig_t.blocking must be 0 or 1, got ", config->blocking);
 }
 
+bool nonBlocking(const ncclConfig_t* config) { return config != nullptr && config->blocking == 0; }
+
 void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
               const ncclConfig_t* config) {
   HORA_CHECK_ARG(out != nullptr, "the output communicator pointer is NULL");
@@ -45,7 +48,22 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
   checkConfig(config);
   bootstrap::UniqueId id = bootstrap::decode(commId.internal);
-  *out = makeComm(nranks, id, rank, bootstrap::rootHostedByRankZero() && rank == 0, config);
+  const bool hostRoot = bootstrap::rootHostedByRankZero() && rank == 0;
+  if (!nonBlocking(config)) {
+    *out = makeComm(nranks, id, rank, hostRoot, config);
+    return;
+  }
+  // Non-blocking: the handle exists at once; the rendezvous and the
+  // connections are made on a thread of their own (ncclCommGetAsyncError
+  // says ncclInProgress meanwhile, and any other call waits for them).
+  core::CommunicatorConfig settings;
+  settings.hostRoot = hostRoot;
+  auto* comm = new ncclComm{api::kCommMagic, nullptr, {}};
+  comm->pending = std::async(std::launch::async, [id, nranks, rank, settings] {
+                    return std::make_shared<core::Communicator>(id, nranks, rank, settings);
+                  }).share();
+  api::registerComm(comm);
+  *out = comm;
 }
 
 }  // namespace
@@ -71,7 +89,11 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, nccl
 
 HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
               ncclUniqueId commId, int rank, ncclConfig_t* config) {
-  return api::guarded("ncclCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
+  const ncclResult_t result =
+      api::guarded("ncclCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
+  // As NCCL: a non-blocking init that has not finished yet says so.
+  if (result == ncclSuccess && nonBlocking(config) && api::initInProgress(*comm)) return ncclInProgress;
+  return result;
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
@@ -124,6 +146,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   return api::guarded("ncclCommDestroy", [&] {
     api::CommPtr impl = api::unregisterComm(comm);
+    if (!impl) return;  // its non-blocking init failed: nothing to free
     try {
       impl->finalize();
     } catch (const Error&) {
@@ -135,7 +158,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
 HORA_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   return api::guarded("ncclCommAbort", [&] {
-    api::unregisterComm(comm)->abort();
+    if (api::CommPtr impl = api::unregisterComm(comm)) impl->abort();
   });
 }
 
@@ -164,7 +187,19 @@ HORA_NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device
 HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   return api::guarded("ncclCommGetAsyncError", [&] {
     HORA_CHECK_ARG(asyncError != nullptr, "asyncError is NULL");
-    api::CommPtr held = api::checkComm(comm);
+    if (api::initInProgress(comm)) {
+      *asyncError = ncclInProgress;
+      return;
+    }
+    api::CommPtr held;
+    try {
+      held = api::checkComm(comm);
+    } catch (const Error& failedInit) {
+      // The non-blocking init failed: that is the communicator's error.
+      api::setLastError(strCat("ncclCommGetAsyncError: ", failedInit.what()));
+      *asyncError = api::resultOf(failedInit.kind());
+      return;
+    }
     auto& impl = *held;
     if (impl.aborted()) *asyncError = ncclInvalidUsage;
     else if (!impl.brokenReason().empty()) *asyncError = api::resultOf(impl.brokenKind());

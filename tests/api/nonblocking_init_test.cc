@@ -1,0 +1,96 @@
+// Non-blocking init (ncclConfig_t.blocking = 0), ranks as threads: the call
+// returns at once, ncclCommGetAsyncError says ncclInProgress until the
+// communicator is ready (or its init's error), and a call made before then
+// waits for it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+
+namespace hora_api_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ncclConfig_t nonBlockingConfig() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+// Polls until the state is no longer ncclInProgress (at most `limit`).
+ncclResult_t settle(ncclComm_t comm, std::chrono::seconds limit) {
+  const auto deadline = Clock::now() + limit;
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress && Clock::now() < deadline) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return state;
+}
+
+TEST(NonBlockingInit, ReturnsAtOnceAndBecomesReady) {
+  constexpr int kRanks = 3;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(kRanks, nullptr);
+  std::vector<ncclResult_t> initResults(kRanks), states(kRanks);
+  std::vector<long long> sums(kRanks, 0);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < kRanks; ++rank)
+    threads.emplace_back([&, rank] {
+      ncclConfig_t config = nonBlockingConfig();
+      initResults[rank] = ncclCommInitRankConfig(&comms[rank], kRanks, id, rank, &config);
+      long long value = rank + 1;
+      if (rank == 0) {
+        // No polling: a call on a communicator still being made waits for it.
+        states[rank] = ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comms[rank], nullptr);
+      } else {
+        states[rank] = settle(comms[rank], std::chrono::seconds(30));
+        if (states[rank] == ncclSuccess)
+          states[rank] = ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comms[rank], nullptr);
+      }
+      sums[rank] = value;
+    });
+  for (auto& thread : threads) thread.join();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_THAT(initResults[rank], ::testing::AnyOf(ncclInProgress, ncclSuccess)) << "rank " << rank;
+    EXPECT_EQ(states[rank], ncclSuccess) << "rank " << rank << ": " << ncclGetLastError(nullptr);
+    EXPECT_EQ(sums[rank], 6) << "rank " << rank;
+    ncclResult_t state = ncclInternalError;
+    EXPECT_EQ(ncclCommGetAsyncError(comms[rank], &state), ncclSuccess);
+    EXPECT_EQ(state, ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+  }
+}
+
+TEST(NonBlockingInit, AFailedInitIsTheCommunicatorsAsyncError) {
+  const char* saved = std::getenv("HORA_TIMEOUT");
+  const std::string previous = saved != nullptr ? saved : "";
+  ::setenv("HORA_TIMEOUT", "1", 1);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = nonBlockingConfig();
+  ncclComm_t comm = nullptr;
+  // Rank 1 of 2 never comes.
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &config), ncclInProgress);
+  ASSERT_NE(comm, nullptr);
+  const ncclResult_t state = settle(comm, std::chrono::seconds(20));
+  if (previous.empty()) ::unsetenv("HORA_TIMEOUT");
+  else ::setenv("HORA_TIMEOUT", previous.c_str(), 1);
+  EXPECT_EQ(state, ncclRemoteError);
+  EXPECT_THAT(std::string(ncclGetLastError(nullptr)), ::testing::HasSubstr("ncclCommGetAsyncError"));
+  long long value = 1;
+  EXPECT_EQ(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comm, nullptr), ncclRemoteError);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+}  // namespace
+}  // namespace hora_api_test
