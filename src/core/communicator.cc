@@ -130,7 +130,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   const std::size_t moveChunkBytes = std::max(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
   std::vector<std::uint8_t> readsPrevious(nranks, 0);
   if (nranks > 1) {
-    connector_->sendTo(nextRank);
+    connector_->sendTo(nextRank, /*busy=*/true);  // the ring carries most bytes
     readsPrevious[rank] = connector_->recvFrom(previousRank).readsPeerMemory();
     std::string order;
     for (int r : ringRanks) order += strCat(order.empty() ? "" : " -> ", r);

@@ -43,7 +43,7 @@ Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
                     peers[r].hostHash == peers[bootstrap.rank()].hostHash && !processGone(peers[r].pid);
 }
 
-SendConnection& Connector::sendTo(int peer) {
+SendConnection& Connector::sendTo(int peer, bool busy) {
   auto found = sends_.find(peer);
   if (found != sends_.end()) return *found->second;
   Deadline deadline = Deadline::after(options_.timeout);
@@ -61,7 +61,7 @@ SendConnection& Connector::sendTo(int peer) {
     socketFds_.push_back(socket.fd());
   }
   std::unique_ptr<SendConnection> connection = findTransport(kinds_[peer])->connectSender(
-      {std::move(socket), name, options_, deadline, abort_});
+      {std::move(socket), name, options_, deadline, abort_, busy});
   HORA_LOG(Trace, transportName(kinds_[peer]), ": sending to ", name);
   return *(sends_[peer] = std::move(connection));
 }

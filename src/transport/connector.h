@@ -30,7 +30,8 @@ class Connector {
   Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic, const std::atomic<bool>* abort,
             std::vector<TransportKind> kinds, const ConnectorOptions& options);
 
-  SendConnection& sendTo(int peer);
+  // `busy`: the connection will carry most of the traffic (ConnectionSetup).
+  SendConnection& sendTo(int peer, bool busy = false);
   RecvConnection& recvFrom(int peer);
   TransportKind kindOf(int peer) const { return kinds_[peer]; }
 

@@ -14,7 +14,7 @@ std::unique_ptr<RecvConnection> tcpReceiver(ConnectionSetup setup) {
 }
 std::unique_ptr<SendConnection> shmSender(ConnectionSetup setup) {
   return connectShmSender(std::move(setup.lifeline), std::move(setup.peerName), setup.options.shm,
-                          setup.deadline, setup.abort);
+                          setup.deadline, setup.abort, setup.busy);
 }
 std::unique_ptr<RecvConnection> shmReceiver(ConnectionSetup setup) {
   return acceptShmReceiver(std::move(setup.lifeline), std::move(setup.peerName), setup.deadline,

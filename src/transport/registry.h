@@ -35,6 +35,10 @@ struct ConnectionSetup {
   const ConnectorOptions& options;
   const Deadline& deadline;
   const std::atomic<bool>* abort;
+  // The connection will carry most of the traffic (the ring's, made at
+  // init): set it up ready for that (shm: the FIFO's pages allocated now,
+  // not on first use).
+  bool busy = false;
 };
 
 struct TransportEntry {

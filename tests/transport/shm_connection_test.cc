@@ -51,11 +51,13 @@ class ShmConnectionTest : public ::testing::Test {
     receiverLifeline_ = listener.accept(deadline, nullptr, "for the test's lifeline");
   }
 
-  void connectSender() {
+  // busy: the FIFO's pages allocated at set-up (the ring's connections);
+  // otherwise on first use.
+  void connectSender(bool busy = false) {
     ShmOptions options;
     options.fifoBytes = kFifoBytes;
     sender = connectShmSender(std::move(senderLifeline_), kReceiverName, options,
-                              Deadline::after(kTimeout), nullptr);
+                              Deadline::after(kTimeout), nullptr, busy);
   }
   void acceptReceiver() {
     receiver = acceptShmReceiver(std::move(receiverLifeline_), kSenderName,
@@ -111,8 +113,13 @@ Error errorSoon(const std::function<void()>& check) {
   }
 }
 
-TEST_F(ShmConnectionTest, StreamedBuffersArriveIntactAndInOrder) {
-  connectSender();
+// Both ways of setting a FIFO up (pages at once, or on first use) carry the
+// same bytes.
+class ShmConnectionSetupTest : public ShmConnectionTest, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(PagesAtSetUp, ShmConnectionSetupTest, ::testing::Bool());
+
+TEST_P(ShmConnectionSetupTest, StreamedBuffersArriveIntactAndInOrder) {
+  connectSender(/*busy=*/GetParam());
   acceptReceiver();
   // Odd sizes, some larger than the FIFO, so that pieces wrap the ring and
   // a buffer is split over several copies.

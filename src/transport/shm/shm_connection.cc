@@ -73,7 +73,7 @@ bool plausible(const ShmGeometry& g) {
 std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string peerName,
                                                     const ShmOptions& options,
                                                     const Deadline& deadline,
-                                                    const std::atomic<bool>* abort) {
+                                                    const std::atomic<bool>* abort, bool busy) {
   const std::size_t page = ShmSegment::pageBytes();
   const ShmGeometry geometry = shmGeometry(options.fifoBytes, options.sliceBytes);
   const ShmSegmentLayout layout = shmSegmentLayout(geometry, page);
@@ -82,9 +82,11 @@ std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string
   auto* header = new (base) ShmSegmentHeader();
   header->magic = ShmSegmentHeader::kMagic;
   header->geometry = geometry;
-  // A new shared-memory file reads as zero (host_fifo.h).
+  // A new shared-memory file reads as zero (host_fifo.h); writing the
+  // slots anyway is what allocates their pages.
   protocols::initFifo(base + layout.simpleOffset, layout.llOffset - layout.simpleOffset,
-                      geometry.slotBytes, geometry.slotCount, protocols::BlockIsZero::Yes);
+                      geometry.slotBytes, geometry.slotCount,
+                      busy ? protocols::BlockIsZero::No : protocols::BlockIsZero::Yes);
   protocols::initFifo(base + layout.llOffset, layout.totalBytes - layout.llOffset,
                       geometry.llSlotBytes, geometry.llSlotCount, protocols::BlockIsZero::Yes);
   SegmentOffer offer{static_cast<std::int32_t>(getpid()),

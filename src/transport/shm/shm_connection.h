@@ -66,11 +66,14 @@ class ShmRecvConnection;
 // deadlock: the sender creates the segment and sends its pid/fd at once; the
 // receiver maps it, tests whether it may read the sender's memory
 // (process_vm_readv: same user, no ptrace restriction) and answers with one
-// byte that the sender reads later (then closes its fd).
+// byte that the sender reads later (then closes its fd). A `busy`
+// connection has its FIFO's pages allocated at once; others get each page
+// when a message first uses it (connection set-up then costs little even
+// when every pair of many ranks connects).
 std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string peerName,
                                                     const ShmOptions& options,
                                                     const Deadline& deadline,
-                                                    const std::atomic<bool>* abort);
+                                                    const std::atomic<bool>* abort, bool busy);
 std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::string peerName,
                                                      const Deadline& deadline,
                                                      const std::atomic<bool>* abort);
