@@ -65,8 +65,17 @@ void ProgressEngine::waitLoop(F done, const char* what) {
         slice = std::min(slice, connection->sleepSlice());
       }
     };
-    for (auto* s : sends_) watch(s);
-    for (auto* r : recvs_) watch(r);
+    try {
+      for (auto* s : sends_) watch(s);
+      for (auto* r : recvs_) watch(r);
+    } catch (const Error&) {
+      // A peer that has done its part may exit right after its last bytes
+      // arrived, between our last look at them and the check of its
+      // lifeline: take what is there before reporting it gone.
+      progressAll();
+      if (done()) return;
+      throw;
+    }
     const timespec timeout{static_cast<time_t>(slice.count() / 1000000),
                            static_cast<long>(slice.count() % 1000000 * 1000)};
     if (::ppoll(entries.data(), entries.size(), &timeout, nullptr) < 0 && errno != EINTR)
