@@ -33,14 +33,14 @@ Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
     std::memcpy(&peerAddresses_[r].storage, &all[r], sizeof(sockaddr_storage));
     peerAddresses_[r].length = all[r].ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   }
-  // Every rank was alive a moment ago (the all-gather needed it): a peer of
-  // this host whose process cannot be seen now lives in another process
-  // namespace, and its pid says nothing here.
+  // A peer's pid means something here only on this host and in this pid
+  // namespace.
   const auto& peers = bootstrap.peers();
+  const auto& self = peers[bootstrap.rank()];
   watchable_.assign(peers.size(), false);
   for (std::size_t r = 0; r < peers.size(); ++r)
-    watchable_[r] = static_cast<int>(r) != bootstrap.rank() &&
-                    peers[r].hostHash == peers[bootstrap.rank()].hostHash && !processGone(peers[r].pid);
+    watchable_[r] = static_cast<int>(r) != bootstrap.rank() && peers[r].hostHash == self.hostHash &&
+                    self.pidNamespace != 0 && peers[r].pidNamespace == self.pidNamespace;
 }
 
 SendConnection& Connector::sendTo(int peer, bool busy) {
