@@ -96,6 +96,22 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
   return result;
 }
 
+// NCCL spreads the rendezvous of very large jobs over several roots, one
+// per id. hora's rendezvous has one root: every rank meets at the first id
+// (the others' roots, if any were started, see no rank and time out
+// unused). torch passes one id up to 128 ranks per root by default.
+HORA_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
+              int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
+  const ncclResult_t result = api::guarded("ncclCommInitRankScalable", [&] {
+    HORA_CHECK_ARG(nId >= 1, "nId must be at least 1, got ", nId);
+    HORA_CHECK_ARG(commIds != nullptr, "commIds is NULL");
+    for (int k = 0; k < nId; ++k) (void)bootstrap::decode(commIds[k].internal);  // every id must be valid
+    initRank(newcomm, nranks, commIds[0], myrank, config);
+  });
+  if (result == ncclSuccess && nonBlocking(config) && api::initInProgress(*newcomm)) return ncclInProgress;
+  return result;
+}
+
 HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
               ncclConfig_t* config) {
   return api::guarded("ncclCommSplit", [&] {

@@ -22,11 +22,6 @@ HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
       (void)shrinkFlags;
   return unsupported("ncclCommShrink", "create a new communicator with ncclCommInitRank instead");
 }
-HORA_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
-              int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
-  (void)newcomm, (void)nranks, (void)myrank, (void)nId, (void)commIds, (void)config;
-  return unsupported("ncclCommInitRankScalable", "use ncclCommInitRank with one unique id");
-}
 HORA_NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   (void)simInfo;
   return unsupported("ncclGroupSimulateEnd", "no performance model yet");

@@ -111,6 +111,12 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
                        : strCat("init failed at the root: ", e.what());
   }
 
+  if (!error.empty() && arrived.empty()) {
+    // An id nobody used (ncclCommInitRankScalable meets at its first id
+    // only, and a program may make an id it never passes on): not a failure.
+    HORA_LOG(Info, "bootstrap root: no rank came; closing (", error, ")");
+    return;
+  }
   if (!error.empty()) {
     HORA_LOG(Warn, "bootstrap root: ", error);
     Deadline replyDeadline = Deadline::after(std::chrono::seconds(2));

@@ -381,12 +381,10 @@ TEST(BadInput, UnsupportedEntryPointsSaySo) {
   ncclComm_t comm = comms[0];
   ncclComm_t child = nullptr;
   int rank = 0;
-  ncclUniqueId id{};
   ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
   const std::vector<NamedCall> calls = {
       {"ncclCommShrink", [&] { return ncclCommShrink(comm, &rank, 1, &child, nullptr, NCCL_SHRINK_DEFAULT); }},
       {"ncclCommRevoke", [&] { return ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); }},
-      {"ncclCommInitRankScalable", [&] { return ncclCommInitRankScalable(&child, 1, 0, 1, &id, nullptr); }},
       {"ncclGroupSimulateEnd", [&] { return ncclGroupSimulateEnd(&info); }},
   };
   for (const auto& named : calls)

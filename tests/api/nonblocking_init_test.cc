@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,6 +91,52 @@ TEST(NonBlockingInit, AFailedInitIsTheCommunicatorsAsyncError) {
   long long value = 1;
   EXPECT_EQ(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comm, nullptr), ncclRemoteError);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+}  // namespace
+}  // namespace hora_api_test
+
+namespace hora_api_test {
+namespace {
+
+// ncclCommInitRankScalable: every rank passes the same ids; hora meets at
+// the first. With one id (torch's default up to 128 ranks) and with two.
+TEST(ScalableInit, RanksMeetAtTheFirstId) {
+  constexpr int kRanks = 3;
+  for (int nId : {1, 2}) {
+    SCOPED_TRACE(std::to_string(nId) + " id(s)");
+    std::vector<ncclUniqueId> ids(nId);
+    for (auto& id : ids) ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    std::vector<ncclComm_t> comms(kRanks, nullptr);
+    std::vector<ncclResult_t> results(kRanks, ncclInternalError);
+    std::vector<long long> sums(kRanks, 0);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < kRanks; ++rank)
+      threads.emplace_back([&, rank] {
+        results[rank] = ncclCommInitRankScalable(&comms[rank], kRanks, rank, nId, ids.data(), nullptr);
+        if (results[rank] != ncclSuccess) return;
+        long long value = rank + 1;
+        results[rank] = ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comms[rank], nullptr);
+        sums[rank] = value;
+      });
+    for (auto& thread : threads) thread.join();
+    for (int rank = 0; rank < kRanks; ++rank) {
+      EXPECT_EQ(results[rank], ncclSuccess) << "rank " << rank;
+      EXPECT_EQ(sums[rank], 6) << "rank " << rank;
+      if (comms[rank] != nullptr) EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+    }
+  }
+}
+
+TEST(ScalableInit, BadIdsAreRefused) {
+  ncclUniqueId ids[2];
+  ASSERT_EQ(ncclGetUniqueId(&ids[0]), ncclSuccess);
+  std::memset(&ids[1], 0, sizeof(ids[1]));  // not an id
+  ncclComm_t comm = nullptr;
+  EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 0, ids, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 1, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
 }
 
 }  // namespace
