@@ -40,6 +40,12 @@ void checkConfig(const ncclConfig_t* config) {
 
 bool nonBlocking(const ncclConfig_t* config) { return config != nullptr && config->blocking == 0; }
 
+// As NCCL: a non-blocking init that has not finished yet says so.
+ncclResult_t initResult(ncclResult_t result, ncclComm_t comm, const ncclConfig_t* config) {
+  if (result == ncclSuccess && nonBlocking(config) && api::initInProgress(comm)) return ncclInProgress;
+  return result;
+}
+
 void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
               const ncclConfig_t* config) {
   HORA_CHECK_ARG(out != nullptr, "the output communicator pointer is NULL");
@@ -91,9 +97,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
               ncclUniqueId commId, int rank, ncclConfig_t* config) {
   const ncclResult_t result =
       api::guarded("ncclCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
-  // As NCCL: a non-blocking init that has not finished yet says so.
-  if (result == ncclSuccess && nonBlocking(config) && api::initInProgress(*comm)) return ncclInProgress;
-  return result;
+  return initResult(result, result == ncclSuccess ? *comm : nullptr, config);
 }
 
 // NCCL spreads the rendezvous of very large jobs over several roots, one
@@ -108,8 +112,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int n
     for (int k = 0; k < nId; ++k) (void)bootstrap::decode(commIds[k].internal);  // every id must be valid
     initRank(newcomm, nranks, commIds[0], myrank, config);
   });
-  if (result == ncclSuccess && nonBlocking(config) && api::initInProgress(*newcomm)) return ncclInProgress;
-  return result;
+  return initResult(result, result == ncclSuccess ? *newcomm : nullptr, config);
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,

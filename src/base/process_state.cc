@@ -1,7 +1,6 @@
 #include "base/process_state.h"
 
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <fstream>
@@ -21,12 +20,6 @@ bool processGone(pid_t pid) {
   if (close == std::string::npos || close + 2 >= text.size()) return false;
   const char state = text[close + 2];
   return state == 'Z' || state == 'X';
-}
-
-std::uint64_t pidNamespaceId() {
-  struct stat info {};
-  if (::stat("/proc/self/ns/pid", &info) != 0) return 0;
-  return static_cast<std::uint64_t>(info.st_ino);
 }
 
 }  // namespace hora

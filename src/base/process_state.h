@@ -5,8 +5,6 @@
 
 #include <sys/types.h>
 
-#include <cstdint>
-
 namespace hora {
 
 // True when no process `pid` runs: none exists, or it has exited and waits
@@ -14,10 +12,5 @@ namespace hora {
 // connect). False when it runs, or when this cannot be told (no right to
 // ask counts as running).
 bool processGone(pid_t pid);
-
-// An identity of this process's pid namespace (the inode of
-// /proc/self/ns/pid), 0 when it cannot be read. Two processes whose values
-// are equal and nonzero see each other's pids.
-std::uint64_t pidNamespaceId();
 
 }  // namespace hora

@@ -7,7 +7,6 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "base/process_state.h"
 #include "bootstrap/gatekeeper.h"
 #include "bootstrap/greeting.h"
 
@@ -66,7 +65,6 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   hello.self.rank = rank;
   hello.self.pid = static_cast<std::int32_t>(getpid());
   hello.self.hostHash = localHostHash();
-  hello.self.pidNamespace = pidNamespaceId();
   gethostname(hello.self.host, sizeof(hello.self.host) - 1);
   std::memcpy(&hello.self.listen, &localAddress_.storage, sizeof(localAddress_.storage));
   hello.self.listenLength = localAddress_.length;

@@ -21,9 +21,6 @@ struct PeerInfo {
   std::int32_t rank = -1;
   std::int32_t pid = 0;
   std::uint64_t hostHash = 0;  // same value on ranks of one host
-  // The rank's pid namespace (the inode of /proc/self/ns/pid; 0 unknown):
-  // its pid means something to a rank of the same host and namespace only.
-  std::uint64_t pidNamespace = 0;
   char host[64] = {0};         // hostname, for messages
   sockaddr_storage listen{};   // the rank's bootstrap listener
   std::uint32_t listenLength = 0;

@@ -1,26 +1,15 @@
 #include "core/wait_mode.h"
 
-#include <sched.h>
-
 #include <bit>
 
 #include "base/error.h"
+#include "topology/cpu_affinity.h"
 
 namespace hora::core {
 
 const char* waitModeName(WaitMode mode) { return mode == WaitMode::Spin ? "spin" : "yield"; }
 
-CpuMask CpuMask::ofThisThread() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CpuMask mask;
-  // A machine with more CPUs than cpu_set_t holds fails here; such a rank
-  // reports no CPUs, which counts as sharing nothing (it spins).
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return mask;
-  for (int cpu = 0; cpu < CPU_SETSIZE && cpu < 64 * static_cast<int>(mask.words.size()); ++cpu)
-    if (CPU_ISSET(cpu, &set)) mask.words[cpu / 64] |= std::uint64_t{1} << (cpu % 64);
-  return mask;
-}
+CpuMask CpuMask::ofThisThread() { return ofCpus(topology::currentCpus()); }
 
 CpuMask CpuMask::ofCpus(const std::vector<int>& cpus) {
   CpuMask mask;

@@ -25,7 +25,7 @@ const char* waitModeName(WaitMode mode);  // "spin", "yield"
 struct CpuMask {
   std::array<std::uint64_t, 16> words{};
 
-  static CpuMask ofThisThread();  // sched_getaffinity
+  static CpuMask ofThisThread();  // topology::currentCpus()
   static CpuMask ofCpus(const std::vector<int>& cpus);
   int count() const;
   bool intersects(const CpuMask& other) const;

@@ -34,13 +34,12 @@ Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
     peerAddresses_[r].length = all[r].ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   }
   // A peer's pid means something here only on this host and in this pid
-  // namespace.
+  // namespace, which is what an equal host hash says (localHostHash).
   const auto& peers = bootstrap.peers();
-  const auto& self = peers[bootstrap.rank()];
   watchable_.assign(peers.size(), false);
   for (std::size_t r = 0; r < peers.size(); ++r)
-    watchable_[r] = static_cast<int>(r) != bootstrap.rank() && peers[r].hostHash == self.hostHash &&
-                    self.pidNamespace != 0 && peers[r].pidNamespace == self.pidNamespace;
+    watchable_[r] = static_cast<int>(r) != bootstrap.rank() &&
+                    peers[r].hostHash == peers[bootstrap.rank()].hostHash;
 }
 
 SendConnection& Connector::sendTo(int peer, bool busy) {

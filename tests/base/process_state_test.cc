@@ -35,17 +35,6 @@ TEST(ProcessState, AChildIsGoneOnceItExitsEvenBeforeItIsReaped) {
   EXPECT_TRUE(processGone(child));
 }
 
-TEST(ProcessState, ThisProcessHasAPidNamespaceShownToItsChildren) {
-  const std::uint64_t mine = pidNamespaceId();
-  EXPECT_NE(mine, 0u);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) ::_exit(pidNamespaceId() == mine ? 0 : 1);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a child is in its parent's pid namespace";
-}
-
 TEST(ProcessState, NonsensePidsAreNotReportedGone) {
   EXPECT_FALSE(processGone(0));
   EXPECT_FALSE(processGone(-1));
