@@ -56,6 +56,16 @@ class HORA_API Communicator {
                                                       int rank = -1, int worldSize = -1,
                                                       const CommunicatorOptions& options = {});
 
+  // A rendezvous made by one rank and handed to the others out of band (a
+  // key-value store, a file, MPI): newUniqueId returns NCCL's 128 opaque
+  // bytes and, unless NCCL_COMM_ID/HORA_COMM_ID names a fixed address,
+  // starts the rendezvous server in this process. Every rank then calls
+  // fromUniqueId with the same bytes, collectively.
+  static std::string newUniqueId();
+  static std::unique_ptr<Communicator> fromUniqueId(const std::string& uniqueId, int rank,
+                                                    int worldSize,
+                                                    const CommunicatorOptions& options = {});
+
   explicit Communicator(std::shared_ptr<core::Communicator> impl);
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -75,6 +85,29 @@ class HORA_API Communicator {
   WorkPtr allGatherAsync(const void* send, void* recv, std::size_t sendCount, DataType type);
   WorkPtr sendAsync(const void* buf, std::size_t count, DataType type, int peer);
   WorkPtr recvAsync(void* buf, std::size_t count, DataType type, int peer);
+  // send and recv hold size()*count elements: block r of send goes to rank r,
+  // and rank r's block for this rank lands at r*count of recv. Not in place.
+  WorkPtr allToAllAsync(const void* send, void* recv, std::size_t count, DataType type);
+  // The root's recv holds size()*count elements, rank r's send at r*count;
+  // recv is ignored (may be null) on the other ranks.
+  WorkPtr gatherAsync(const void* send, void* recv, std::size_t count, DataType type, int root);
+  // The root's send holds size()*count elements, block r going to rank r;
+  // send is ignored (may be null) on the other ranks.
+  WorkPtr scatterAsync(const void* send, void* recv, std::size_t count, DataType type, int root);
+
+  // Point-to-point transfers that progress together as one group, as
+  // ncclSend/ncclRecv between ncclGroupStart and ncclGroupEnd do: a rank may
+  // send to and receive from many peers (itself included) in any order
+  // without deadlock. Each peer's receives must match its sends, in order
+  // and in size. This is all-to-all with uneven blocks.
+  struct Transfer {
+    enum class Direction { Send, Recv };
+    Direction direction = Direction::Send;
+    void* buffer = nullptr;  // read for Send, written for Recv
+    std::size_t count = 0;
+    int peer = 0;
+  };
+  WorkPtr exchangeAsync(const std::vector<Transfer>& transfers, DataType type);
 
   // Blocking forms: return when the result is in the output buffer. They run
   // on the calling thread (after any asynchronous work still queued).
