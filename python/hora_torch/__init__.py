@@ -1,0 +1,34 @@
+"""hora as a torch.distributed backend for CPU tensors.
+
+    import hora_torch                      # registers the backend "hora"
+    torch.distributed.init_process_group(backend="hora")
+
+Every init method torch offers works (env://, tcp://, file://, a store):
+the ranks meet through torch's store, then talk over hora's shared-memory
+and TCP transports. See docs/pytorch.md.
+"""
+
+import torch.distributed as _dist
+
+from . import _C
+
+ProcessGroupHora = _C.ProcessGroupHora
+BACKEND_NAME = "hora"
+
+
+def _create(store, rank, size, timeout):
+    return _C.create_process_group(store, rank, size, timeout)
+
+
+def _register():
+    if hasattr(_dist.Backend, BACKEND_NAME.upper()):
+        return  # already registered (this module imported twice by path)
+    try:
+        # torch 2.x: one backend per device type; hora takes CPU tensors.
+        _dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu"])
+    except TypeError:
+        # torch 1.x has no `devices` argument.
+        _dist.Backend.register_backend(BACKEND_NAME, _create)
+
+
+_register()
