@@ -12,6 +12,13 @@ at::ScalarType wireScalar(at::ScalarType type) {
   return type == at::kShort ? at::kInt : type;
 }
 
+const char* opName(c10d::ReduceOp::RedOpType kind) {
+  static const char* const kNames[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX",
+                                       "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+  const auto index = static_cast<std::size_t>(kind);
+  return index < sizeof kNames / sizeof kNames[0] ? kNames[index] : "(unknown)";
+}
+
 }  // namespace
 
 hora::DataType wireType(at::ScalarType type) {
@@ -44,8 +51,7 @@ hora::RedOp wireOp(const c10d::ReduceOp& op, at::ScalarType type) {
       case Torch::PRODUCT:
       case Torch::MIN: return hora::RedOp::Min;
       default:
-        TORCH_CHECK(false, "hora: ReduceOp ", static_cast<int>(kind),
-                    " has no meaning on boolean tensors (use SUM, PRODUCT, MIN or MAX)");
+        TORCH_CHECK(false, "hora: ReduceOp.", opName(kind), " has no meaning on boolean tensors (use SUM, PRODUCT, MIN or MAX)");
     }
   }
   if (at::isComplexType(type)) {
@@ -60,8 +66,7 @@ hora::RedOp wireOp(const c10d::ReduceOp& op, at::ScalarType type) {
     case Torch::MAX: return hora::RedOp::Max;
     default: break;
   }
-  TORCH_CHECK(false, "hora: ReduceOp ", static_cast<int>(kind),
-              " is not supported (hora has SUM, AVG, PRODUCT, MIN and MAX)");
+  TORCH_CHECK(false, "hora: ReduceOp.", opName(kind), " is not supported (hora has SUM, AVG, PRODUCT, MIN and MAX)");
 }
 
 Staged::Staged(const at::Tensor& user, Use use) : user_(user), type_(wireType(user.scalar_type())) {
