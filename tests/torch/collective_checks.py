@@ -251,6 +251,21 @@ class Checker:
             dist.recv(got, frm, group=self.group)
             dist.send(out, to, group=self.group)
         self.expect_equal("send/recv around the ring", got, values(torch.float64, left, 1031, salt=5))
+        # Every rank sends first, messages far larger than any transport
+        # buffer: only a batch, whose transfers progress together, can do
+        # this. Mixed dtypes in one batch.
+        big = values(torch.float32, self.rank, 1 << 21, salt=9)
+        got_big = torch.zeros(1 << 21)
+        small = values(torch.int16, self.rank, 7)
+        got_small = torch.zeros(7, dtype=torch.int16)
+        ops = [dist.P2POp(dist.isend, big, to, self.group), dist.P2POp(dist.isend, small, to, self.group),
+               dist.P2POp(dist.irecv, got_big, frm, self.group),
+               dist.P2POp(dist.irecv, got_small, frm, self.group)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        self.expect_equal("batch_isend_irecv, 8 MiB around the ring", got_big,
+                          values(torch.float32, left, 1 << 21, salt=9))
+        self.expect_equal("batch_isend_irecv, int16", got_small, values(torch.int16, left, 7))
 
     def asynchronous(self):
         """Works return at once, complete in issue order, and carry a future

@@ -114,8 +114,16 @@ ProcessGroupHora::ProcessGroupHora(const c10::intrusive_ptr<c10d::Store>& store,
 
 ProcessGroupHora::~ProcessGroupHora() = default;
 
+ProcessGroupHora::WorkPtr ProcessGroupHora::enqueueLater(c10d::OpType type, const at::Tensor& output,
+                                                         std::function<void()> body) {
+  auto work = c10::make_intrusive<HoraWork>(rank(), type, Tensors{output}, std::move(body));
+  later_.push_back(work);
+  return work;
+}
+
 ProcessGroupHora::WorkPtr ProcessGroupHora::enqueue(c10d::OpType type, Tensors outputs,
                                                     std::function<void()> body) {
+  TORCH_CHECK(!coalescing_, "hora: only send and recv can be coalesced (batch_isend_irecv)");
   auto work = c10::make_intrusive<HoraWork>(rank(), type, std::move(outputs), std::move(body));
   queue_.push(work);
   return work;
@@ -332,23 +340,83 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::alltoall(Tensors& outputs, Tensors& 
 ProcessGroupHora::WorkPtr ProcessGroupHora::send(Tensors& tensors, int dstRank, int) {
   checkSingle(tensors, "send");
   const int peer = checkRank(dstRank, size(), "send destination");
-  at::Tensor t = tensors[0];
-  return enqueue(c10d::OpType::SEND, tensors, [this, t, peer] {
-    Staged s(t, Use::Read);
-    comm_->send(s.data(), s.count(), s.type(), peer);
-  });
+  return enqueueTransfer(c10d::OpType::SEND, tensors[0], peer, true);
 }
 
 ProcessGroupHora::WorkPtr ProcessGroupHora::recv(Tensors& tensors, int srcRank, int) {
   checkSingle(tensors, "recv");
   const int peer = checkRank(srcRank, size(), "recv source");
-  at::Tensor t = tensors[0];
-  return enqueue(c10d::OpType::RECV, tensors, [this, t, peer] {
+  return enqueueTransfer(c10d::OpType::RECV, tensors[0], peer, false);
+}
+
+ProcessGroupHora::WorkPtr ProcessGroupHora::enqueueTransfer(c10d::OpType type, const at::Tensor& t,
+                                                            int peer, bool sending) {
+  if (coalescing_) {
+    // Runs with the whole batch (enqueueBatch, queued first); this Work
+    // completes right after it, with the batch's outcome.
+    batch_.push_back({t, peer, sending});
+    std::shared_ptr<std::exception_ptr> error = batchError_;
+    return enqueueLater(type, t, [error] {
+      if (*error) std::rethrow_exception(*error);
+    });
+  }
+  if (sending)
+    return enqueue(type, {t}, [this, t, peer] {
+      Staged s(t, Use::Read);
+      comm_->send(s.data(), s.count(), s.type(), peer);
+    });
+  return enqueue(type, {t}, [this, t, peer] {
     Staged s(t, Use::Write);
     comm_->recv(s.data(), s.count(), s.type(), peer);
     s.finish();
   });
 }
+
+void ProcessGroupHora::startCoalescing() {
+  TORCH_CHECK(!coalescing_, "hora: coalescing started twice");
+  coalescing_ = true;
+  batch_.clear();
+  later_.clear();
+  batchError_ = std::make_shared<std::exception_ptr>();
+}
+
+ProcessGroupHora::WorkPtr ProcessGroupHora::enqueueBatch() {
+  TORCH_CHECK(coalescing_, "hora: coalescing ended without being started");
+  coalescing_ = false;
+  std::vector<PendingTransfer> batch = std::move(batch_);
+  std::shared_ptr<std::exception_ptr> error = batchError_;
+  WorkPtr whole = enqueue(c10d::OpType::UNKNOWN, {}, [this, batch, error] {
+    try {
+      std::vector<Staged> staged;
+      staged.reserve(batch.size());
+      std::vector<Transfer> transfers;
+      for (const PendingTransfer& p : batch) {
+        staged.emplace_back(p.tensor, p.sending ? Use::Read : Use::Write);
+        transfers.push_back({p.sending ? Transfer::Direction::Send : Transfer::Direction::Recv,
+                             staged.back().data(), staged.back().count(), p.peer});
+      }
+      if (!transfers.empty()) {
+        // One element type per group: every transfer's bytes, as bytes.
+        for (std::size_t i = 0; i < transfers.size(); ++i)
+          transfers[i].count *= hora::dataTypeSize(staged[i].type());
+        comm_->exchangeAsync(transfers, hora::DataType::Uint8)->wait();
+      }
+      for (Staged& s : staged) s.finish();
+    } catch (...) {
+      *error = std::current_exception();
+      throw;
+    }
+  });
+  for (auto& work : later_) queue_.push(work);
+  later_.clear();
+  return whole;
+}
+
+#if HORA_TORCH_VERSION_MAJOR >= 2
+ProcessGroupHora::WorkPtr ProcessGroupHora::endCoalescing() { return enqueueBatch(); }
+#else
+void ProcessGroupHora::endCoalescing(std::vector<WorkPtr>&) { enqueueBatch(); }
+#endif
 
 ProcessGroupHora::WorkPtr ProcessGroupHora::barrier(const c10d::BarrierOptions&) {
   return enqueue(c10d::OpType::BARRIER, {}, [this] { comm_->barrier(); });

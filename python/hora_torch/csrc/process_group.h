@@ -47,12 +47,38 @@ class ProcessGroupHora : public BackendBase {
   WorkPtr recv(Tensors& tensors, int srcRank, int tag) override;
   WorkPtr barrier(const c10d::BarrierOptions& opts) override;
 
+  // batch_isend_irecv: the sends and receives issued between these two run
+  // as one group of transfers, which progress together, so that ranks that
+  // all send first and receive second do not wait on each other.
+  void startCoalescing() override;
+#if HORA_TORCH_VERSION_MAJOR >= 2
+  WorkPtr endCoalescing() override;
+#else
+  void endCoalescing(std::vector<WorkPtr>& works) override;
+#endif
+
  private:
+  // A send or receive deferred to the end of a coalesced batch.
+  struct PendingTransfer {
+    at::Tensor tensor;
+    int peer;
+    bool sending;
+  };
+  WorkPtr enqueueTransfer(c10d::OpType type, const at::Tensor& tensor, int peer, bool sending);
+  WorkPtr enqueueBatch();
+  // A Work queued only when the batch is (after it).
+  WorkPtr enqueueLater(c10d::OpType type, const at::Tensor& output, std::function<void()> body);
+
   WorkPtr enqueue(c10d::OpType type, Tensors outputs, std::function<void()> body);
   int rank() const { return comm_->rank(); }
   int size() const { return comm_->size(); }
 
   std::unique_ptr<hora::Communicator> comm_;
+  bool coalescing_ = false;
+  std::vector<PendingTransfer> batch_;
+  // The batch's outcome, which each deferred transfer's Work reports.
+  std::shared_ptr<std::exception_ptr> batchError_;
+  std::vector<c10::intrusive_ptr<HoraWork>> later_;
   // After comm_: destroyed first, so every queued Work finished with the
   // communicator still there.
   WorkQueue queue_;
