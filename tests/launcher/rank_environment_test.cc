@@ -18,7 +18,19 @@ TEST(RankEnvironmentTest, NumbersRanksAcrossNodesAsTorchrun) {
   EXPECT_THAT(rank_variables(options, 3, 4242),
               ElementsAre(Pair("RANK", "7"), Pair("LOCAL_RANK", "3"), Pair("WORLD_SIZE", "8"),
                           Pair("LOCAL_WORLD_SIZE", "4"), Pair("GROUP_RANK", "1"), Pair("GROUP_WORLD_SIZE", "2"),
-                          Pair("MASTER_ADDR", "10.0.0.1"), Pair("MASTER_PORT", "4242")));
+                          Pair("MASTER_ADDR", "10.0.0.1"), Pair("MASTER_PORT", "4242"),
+                          Pair("ROLE_NAME", "default"), Pair("ROLE_RANK", "7"), Pair("ROLE_WORLD_SIZE", "8"),
+                          Pair("TORCHELASTIC_RESTART_COUNT", "0"), Pair("TORCHELASTIC_MAX_RESTARTS", "0"),
+                          Pair("TORCHELASTIC_RUN_ID", "none")));
+}
+
+TEST(RankEnvironmentTest, OneOpenMpThreadPerRankUnlessTheUserChose) {
+  LaunchOptions options;
+  options.nproc_per_node = 2;
+  EXPECT_THAT(thread_defaults(options, nullptr), ElementsAre(Pair("OMP_NUM_THREADS", "1")));
+  EXPECT_THAT(thread_defaults(options, "4"), ElementsAre());
+  options.nproc_per_node = 1;
+  EXPECT_THAT(thread_defaults(options, nullptr), ElementsAre());
 }
 
 TEST(RankEnvironmentTest, OverridesReplaceInheritedEntriesByExactName) {

@@ -208,8 +208,11 @@ underscores in names are interchangeable):
       --report-bindings    print each rank's CPUs to stderr
   -h, --help               print this text
 
-Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
-GROUP_WORLD_SIZE, MASTER_ADDR and MASTER_PORT. When a rank fails the others are
+Each rank gets torchrun's variables: RANK, LOCAL_RANK, WORLD_SIZE,
+LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+ROLE_NAME, ROLE_RANK, ROLE_WORLD_SIZE and TORCHELASTIC_RESTART_COUNT,
+_MAX_RESTARTS, _RUN_ID; and OMP_NUM_THREADS=1 with several ranks, unless
+set. When a rank fails the others are
 stopped, and hora-run exits with the failing rank's exit code (128+signal for a
 rank killed by a signal). Exit codes of hora-run itself: 2 bad arguments,
 124 --timeout expired, 127 program could not be started, 1 other failures.

@@ -15,7 +15,23 @@ std::vector<EnvironmentVariable> rank_variables(const LaunchOptions& options, in
       {"GROUP_WORLD_SIZE", std::to_string(options.nnodes)},
       {"MASTER_ADDR", options.master_addr},
       {"MASTER_PORT", std::to_string(master_port)},
+      // torchrun's single role and its elastic agent's bookkeeping, which
+      // some programs read (hora-run never restarts a job).
+      {"ROLE_NAME", "default"},
+      {"ROLE_RANK", std::to_string(options.global_rank(local_rank))},
+      {"ROLE_WORLD_SIZE", std::to_string(options.world_size())},
+      {"TORCHELASTIC_RESTART_COUNT", "0"},
+      {"TORCHELASTIC_MAX_RESTARTS", "0"},
+      {"TORCHELASTIC_RUN_ID", "none"},
   };
+}
+
+std::vector<EnvironmentVariable> thread_defaults(const LaunchOptions& options,
+                                                 const char* inherited_omp_threads) {
+  // As torchrun: several ranks per node each starting one OpenMP thread
+  // per core would oversubscribe the cores; a value the user set stays.
+  if (inherited_omp_threads != nullptr || options.nproc_per_node <= 1) return {};
+  return {{"OMP_NUM_THREADS", "1"}};
 }
 
 std::vector<std::string> merged_environment(const char* const* inherited,

@@ -14,8 +14,14 @@ namespace hora::launcher {
 using EnvironmentVariable = std::pair<std::string, std::string>;
 
 // RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE,
-// MASTER_ADDR and MASTER_PORT for the rank with this local index.
+// MASTER_ADDR and MASTER_PORT for the rank with this local index, then
+// torchrun's ROLE_* and TORCHELASTIC_* variables.
 std::vector<EnvironmentVariable> rank_variables(const LaunchOptions& options, int local_rank, int master_port);
+
+// OMP_NUM_THREADS=1 when several ranks share a node and the user did not
+// set it (`inherited_omp_threads` is its inherited value, or null).
+std::vector<EnvironmentVariable> thread_defaults(const LaunchOptions& options,
+                                                 const char* inherited_omp_threads);
 
 // "NAME=value" entries: the inherited environment with every variable of
 // `overrides` replacing any inherited entry of the same name.

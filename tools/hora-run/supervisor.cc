@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <sstream>
 
 #include "exit_status.h"
@@ -131,7 +132,10 @@ void Supervisor::start_rank(int local_rank, int stdin_fd, const RankBinding& bin
 
   SpawnRequest request;
   request.command = options_.command;
-  request.environment = merged_environment(environ, rank_variables(options_, local_rank, master_port_));
+  std::vector<EnvironmentVariable> variables = rank_variables(options_, local_rank, master_port_);
+  for (auto& variable : thread_defaults(options_, std::getenv("OMP_NUM_THREADS")))
+    variables.push_back(std::move(variable));
+  request.environment = merged_environment(environ, variables);
   request.stdin_fd = stdin_fd;
   request.signal_mask = signals_.original_mask();
   request.signal_actions = signals_.original_actions();
