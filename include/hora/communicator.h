@@ -11,6 +11,7 @@
 // order on all ranks (as with NCCL, Gloo and MPI).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -60,9 +61,12 @@ class HORA_API Communicator {
   // key-value store, a file, MPI): newUniqueId returns NCCL's 128 opaque
   // bytes and, unless NCCL_COMM_ID/HORA_COMM_ID names a fixed address,
   // starts the rendezvous server in this process. Every rank then calls
-  // fromUniqueId with the same bytes, collectively.
-  static std::string newUniqueId();
-  static std::unique_ptr<Communicator> fromUniqueId(const std::string& uniqueId, int rank,
+  // fromUniqueId with the same bytes, collectively. (Plain bytes rather
+  // than a std::string: callers built with the other C++ string ABI, such
+  // as extensions of PyPI's torch, can use them.)
+  using UniqueId = std::array<char, 128>;
+  static UniqueId newUniqueId();
+  static std::unique_ptr<Communicator> fromUniqueId(const UniqueId& uniqueId, int rank,
                                                     int worldSize,
                                                     const CommunicatorOptions& options = {});
 

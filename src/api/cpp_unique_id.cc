@@ -10,17 +10,19 @@
 
 namespace hora {
 
-std::string Communicator::newUniqueId() {
+static_assert(std::tuple_size_v<Communicator::UniqueId> == bootstrap::kUniqueIdBytes);
+
+Communicator::UniqueId Communicator::newUniqueId() {
   char bytes[bootstrap::kUniqueIdBytes];
   bootstrap::encode(bootstrap::createUniqueId(), bytes);
-  return std::string(bytes, sizeof bytes);
+  UniqueId id;
+  std::memcpy(id.data(), bytes, sizeof bytes);
+  return id;
 }
 
-std::unique_ptr<Communicator> Communicator::fromUniqueId(const std::string& uniqueId, int rank,
+std::unique_ptr<Communicator> Communicator::fromUniqueId(const UniqueId& uniqueId, int rank,
                                                          int worldSize,
                                                          const CommunicatorOptions& options) {
-  HORA_CHECK_ARG(uniqueId.size() == bootstrap::kUniqueIdBytes, "a unique id has ",
-                 bootstrap::kUniqueIdBytes, " bytes, got ", uniqueId.size());
   HORA_CHECK_ARG(worldSize >= 1, "world size must be at least 1, got ", worldSize);
   HORA_CHECK_ARG(rank >= 0 && rank < worldSize, "rank ", rank, " is outside [0, ", worldSize, ")");
   char bytes[bootstrap::kUniqueIdBytes];

@@ -19,7 +19,7 @@ using Transfer = hora::Communicator::Transfer;
 constexpr auto kFinish = std::chrono::seconds(15);
 
 World worldFromUniqueId(int size) {
-  const std::string id = Communicator::newUniqueId();
+  const Communicator::UniqueId id = Communicator::newUniqueId();
   World world(size);
   std::vector<std::exception_ptr> errors(size);
   onEachRank(size, [&](int rank) {
@@ -44,8 +44,6 @@ std::int32_t valueOf(int from, int to, std::size_t i) {
 }
 
 TEST(CppExchange, UniqueIdMadeByOneRankJoinsEveryRank) {
-  const std::string id = Communicator::newUniqueId();
-  EXPECT_EQ(id.size(), 128u);
   World world = worldFromUniqueId(3);
   std::vector<std::vector<std::int64_t>> data(3);
   onEachRank(3, [&](int rank) {
@@ -56,15 +54,15 @@ TEST(CppExchange, UniqueIdMadeByOneRankJoinsEveryRank) {
   for (const auto& values : data) EXPECT_EQ(values, (std::vector<std::int64_t>{6, 30}));
 }
 
-TEST(CppExchange, UniqueIdOfTheWrongSizeOrGarbageIsRefused) {
+TEST(CppExchange, GarbageUniqueIdOrRankOutsideTheWorldIsRefused) {
+  Communicator::UniqueId garbage;
+  garbage.fill('x');
   try {
-    Communicator::fromUniqueId("short", 0, 1);
-    ADD_FAILURE() << "accepted a 5-byte id";
+    Communicator::fromUniqueId(garbage, 0, 1);
+    ADD_FAILURE() << "accepted a garbage id";
   } catch (const hora::Error& error) {
-    EXPECT_EQ(error.kind(), hora::ErrorKind::InvalidArgument);
-    EXPECT_THAT(error.what(), HasSubstr("128 bytes, got 5"));
+    EXPECT_EQ(error.kind(), hora::ErrorKind::InvalidArgument) << error.what();
   }
-  EXPECT_THROW(Communicator::fromUniqueId(std::string(128, 'x'), 0, 1), hora::Error);
   EXPECT_THROW(Communicator::fromUniqueId(Communicator::newUniqueId(), 2, 2), hora::Error);
 }
 

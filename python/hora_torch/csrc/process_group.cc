@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "wire.h"
@@ -15,15 +16,19 @@ using Transfer = hora::Communicator::Transfer;
 
 // Rank 0 makes the id (and with it the rendezvous server); the others read
 // it from the store, which waits for it up to the store's own timeout.
-std::string rendezvous(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
+hora::Communicator::UniqueId rendezvous(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
   static const std::string kKey = "hora/unique_id";
+  hora::Communicator::UniqueId id;
   if (rank == 0) {
-    const std::string id = hora::Communicator::newUniqueId();
+    id = hora::Communicator::newUniqueId();
     store->set(kKey, std::vector<std::uint8_t>(id.begin(), id.end()));
     return id;
   }
   const std::vector<std::uint8_t> bytes = store->get(kKey);
-  return std::string(bytes.begin(), bytes.end());
+  TORCH_CHECK(bytes.size() == id.size(), "hora: the store's key ", kKey, " holds ", bytes.size(),
+              " bytes, not a unique id of ", id.size());
+  std::copy(bytes.begin(), bytes.end(), id.begin());
+  return id;
 }
 
 std::unique_ptr<hora::Communicator> connect(const c10::intrusive_ptr<c10d::Store>& store, int rank,
