@@ -9,10 +9,11 @@ build_dir=${HORA_BUILD_DIR:-build}
 # python3-matplotlib: bench/compare/plot.py draws the comparisons' figures,
 # and the bench test suite checks it. python3-torch, libtorch-dev and
 # pybind11-dev: hora_torch, the torch.distributed backend (python/), is
-# built and tested against Debian's torch.
+# built and tested against Debian's torch. openmpi-bin: the launcher suite
+# starts ranks with Open MPI's mpirun (env:// init from OMPI_COMM_WORLD_*).
 packages=(g++ meson ninja-build pkg-config libhwloc-dev hwloc libibverbs-dev
           libgtest-dev libgmock-dev libbenchmark-dev iproute2 procps python3-matplotlib
-          python3-torch libtorch-dev pybind11-dev)
+          python3-torch libtorch-dev pybind11-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

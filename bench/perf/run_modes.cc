@@ -118,9 +118,12 @@ int runRanksAsThreads(const Options& options) {
 
 int runAsProcessRank(const Options& options, const ProcessRank& process) {
   // Every rank derives the same unique id from rank 0's address, so no
-  // out-of-band exchange is needed; rank 0 listens there.
-  const std::string address = commIdAddress(process);
-  if (setenv("NCCL_COMM_ID", address.c_str(), 1) != 0) failAndExit("cannot set NCCL_COMM_ID");
+  // out-of-band exchange is needed; rank 0 listens there. Without a master
+  // port the user's HORA_COMM_ID or NCCL_COMM_ID names the address already.
+  if (process.masterPort != 0) {
+    const std::string address = commIdAddress(process);
+    if (setenv("NCCL_COMM_ID", address.c_str(), 1) != 0) failAndExit("cannot set NCCL_COMM_ID");
+  }
   ncclUniqueId id;
   checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId", process.rank, nullptr);
   ncclComm_t comm = nullptr;

@@ -49,10 +49,12 @@ struct CommunicatorOptions {
 class HORA_API Communicator {
  public:
   // Create from an init method like torch.distributed.init_process_group:
-  //   "env://"            RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment
-  //   "tcp://host:port"   rank 0 listens there; rank/worldSize from the arguments
+  //   "env://"            rank 0 listens at MASTER_ADDR:MASTER_PORT (or HORA_COMM_ID)
+  //   "tcp://host:port"   rank 0 listens there
   //   "file:///path"      rank 0 writes its address to the file; the others read it
-  // rank/worldSize of -1 are taken from RANK/WORLD_SIZE.
+  // rank/worldSize of -1 are taken from the launcher's variables: RANK and
+  // WORLD_SIZE (torchrun, hora-run), or those of mpirun, PMI or srun
+  // (docs/environment.md lists them and their precedence).
   static std::unique_ptr<Communicator> fromInitMethod(const std::string& initMethod = "env://",
                                                       int rank = -1, int worldSize = -1,
                                                       const CommunicatorOptions& options = {});

@@ -8,6 +8,7 @@
 #include "api/arguments.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "base/launcher_env.h"
 #include "base/log.h"
 #include "bootstrap/root_server.h"
 #include "bootstrap/unique_id.h"
@@ -17,13 +18,6 @@
 namespace hora {
 
 namespace {
-
-int rankFromEnv(int given, const char* name) {
-  if (given >= 0) return given;
-  auto text = env::get({name});
-  if (!text) fail(ErrorKind::InvalidArgument, name, " is not set (needed by the init method)");
-  return static_cast<int>(env::getInt({name}, -1));
-}
 
 // file://PATH: rank 0 starts a root and publishes its address in the file;
 // the others wait for the file to appear. A stale file from an earlier job
@@ -75,8 +69,14 @@ void checkOp(RedOp op) {
 std::unique_ptr<Communicator> Communicator::fromInitMethod(const std::string& initMethod, int rank,
                                                            int worldSize,
                                                            const CommunicatorOptions& options) {
-  rank = rankFromEnv(rank, "RANK");
-  worldSize = rankFromEnv(worldSize, "WORLD_SIZE");
+  // A rank or world size of -1 comes from the launcher's variables
+  // (torchrun, mpirun, PMI, srun: base/launcher_env.h).
+  std::optional<launcher::Placement> placement;
+  if (rank < 0 || worldSize < 0) {
+    placement = launcher::requirePlacement();
+    if (rank < 0) rank = placement->rank;
+    if (worldSize < 0) worldSize = placement->worldSize;
+  }
   HORA_CHECK_ARG(worldSize >= 1, "world size must be at least 1, got ", worldSize);
   HORA_CHECK_ARG(rank >= 0 && rank < worldSize, "rank ", rank, " is outside [0, ", worldSize, ")");
   core::CommunicatorConfig config;
@@ -84,12 +84,12 @@ std::unique_ptr<Communicator> Communicator::fromInitMethod(const std::string& in
 
   bootstrap::UniqueId id;
   if (initMethod == "env://") {
-    auto host = env::get({"MASTER_ADDR"});
-    auto port = env::get({"MASTER_PORT"});
-    if (!host || !port)
-      fail(ErrorKind::InvalidArgument, "init method env:// needs MASTER_ADDR and MASTER_PORT");
-    id = bootstrap::uniqueIdForAddress(
-        SocketAddress::resolve(*host, static_cast<int>(env::getInt({"MASTER_PORT"}, 0))));
+    // MASTER_ADDR:MASTER_PORT, or else the address HORA_COMM_ID/NCCL_COMM_ID
+    // names (createUniqueId derives the id from it).
+    if (auto master = launcher::masterAddress(placement ? &*placement : nullptr))
+      id = bootstrap::uniqueIdForAddress(SocketAddress::resolve(master->host, master->port));
+    else
+      id = bootstrap::createUniqueId();
     config.hostRoot = true;
   } else if (initMethod.rfind("tcp://", 0) == 0) {
     id = bootstrap::uniqueIdForAddress(SocketAddress::parse(initMethod.substr(6)));

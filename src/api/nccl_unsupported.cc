@@ -29,3 +29,9 @@ HORA_NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
 HORA_NCCL_API(void, ncclResetDebugInit, void) {
   // Logging settings are read once per process; nothing to reset.
 }
+
+// NVIDIA's library exports this undeclared variant of ncclResetDebugInit
+// (its own tests call it; it has no pncclX alias), so hora's must too. The
+// same no-op.
+extern "C" __attribute__((visibility("default"))) void ncclResetDebugInitInternal(void);
+extern "C" void ncclResetDebugInitInternal(void) {}

@@ -5,6 +5,10 @@
 #error "this translation unit must be compiled against NVIDIA's nccl.h, which includes cuda_runtime.h"
 #endif
 
+#ifdef ABI_TABLE_DEVICE_API
+#include <nccl_device.h>
+#endif
+
 #include "abi_table.h"
 
 #define ABI_TABLE_FUNCTION nvidiaAbiTable

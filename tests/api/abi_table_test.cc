@@ -44,5 +44,13 @@ TEST(AbiTable, RecordsTheFactsThatMatterMost) {
   EXPECT_EQ(hora["signature(ncclAllReduce)"], hora["signature(pncclAllReduce)"]);
 }
 
+TEST(AbiTable, RecordsTheDeviceApiWhereNvidiasHeaderHasIt) {
+  auto hora = byName(horaAbiTable());
+  if (!hora.count("sizeof(ncclTeam_t)")) GTEST_SKIP() << "NVIDIA's nccl_device.h is not installed";
+  EXPECT_EQ(hora["sizeof(ncclTeam_t)"], "12");  // three ints, returned by value
+  EXPECT_THAT(hora["signature(ncclTeamWorld)"], ::testing::HasSubstr("ncclTeam"));
+  EXPECT_THAT(hora["signature(ncclDevCommCreate)"], ::testing::HasSubstr("ncclDevCommRequirements"));
+}
+
 }  // namespace
 }  // namespace hora_api_test

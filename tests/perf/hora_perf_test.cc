@@ -6,21 +6,23 @@
 
 #include <sstream>
 
-#include "program_run.h"
+#include "support/program_run.h"
 
 namespace hora::perf {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::programFromEnvironment;
-using testing::ProgramResult;
-using testing::ProgramRun;
-using testing::runProgram;
+using test_support::programFromEnvironment;
+using test_support::ProgramResult;
+using test_support::ProgramRun;
+using test_support::runProgram;
 
-// Launcher variables that would turn threads mode into process mode.
-const std::vector<std::string> kLauncherVariables = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
-                                                     "MASTER_PORT"};
+// Launcher variables that would turn threads mode into process mode (every
+// launcher's: the tests may themselves run inside an mpirun or srun job).
+const std::vector<std::string> kLauncherVariables = {
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"};
 
 ProgramResult runPerf(const std::vector<std::string>& arguments, int timeoutSeconds = 60) {
   ProgramRun run;

@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace hora::perf::testing {
+namespace hora::test_support {
 namespace {
 
 std::string readFile(const std::string& path) {
@@ -30,7 +30,7 @@ std::string readFile(const std::string& path) {
 // A file in the temporary directory that is removed again on destruction.
 struct TempFile {
   TempFile() {
-    path = (std::filesystem::temp_directory_path() / "hora-perf-test-XXXXXX").string();
+    path = (std::filesystem::temp_directory_path() / "hora-program-XXXXXX").string();
     const int fd = mkstemp(path.data());
     if (fd >= 0) close(fd);
   }
@@ -120,4 +120,4 @@ ProgramResult runProgram(const ProgramRun& run) {
   return result;
 }
 
-}  // namespace hora::perf::testing
+}  // namespace hora::test_support

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace hora::perf::testing {
+namespace hora::test_support {
 
 struct ProgramResult {
   int exitCode = -1;  // -1: killed by a signal (the deadline, or a crash)
@@ -30,4 +30,4 @@ ProgramResult runProgram(const ProgramRun& run);
 // The path in environment variable `name`; fails the test when unset.
 std::string programFromEnvironment(const char* name);
 
-}  // namespace hora::perf::testing
+}  // namespace hora::test_support
