@@ -65,37 +65,51 @@ def main():
     parser.add_argument("--build", default=os.path.join(REPO, "build"))
     parser.add_argument("--max-bytes", type=int, default=256 << 20)
     parser.add_argument("--models", default="25000000,100000000")
+    parser.add_argument("--parts", default="allreduce,ddp",
+                        help="which measurements to run: allreduce, ddp or both")
     parser.add_argument("--out", default=None, help="also write the report here")
     args = parser.parse_args()
 
+    parts = args.parts.split(",")
     busbw = {b: {} for b in BACKENDS}
     steps = {b: {} for b in BACKENDS}
+    local = {b: {} for b in BACKENDS}
     for repeat in range(args.repeats):
         order = BACKENDS if repeat % 2 == 0 else BACKENDS[::-1]
         for backend in order:
             print(f"launch {repeat + 1}/{args.repeats}: {backend}", file=sys.stderr, flush=True)
-            for row in launch(args, "allreduce_busbw.py", backend, ["--max-bytes", str(args.max_bytes)]):
-                busbw[backend].setdefault(int(row[1]), []).append(float(row[7]))
-            for params in map(int, args.models.split(",")):
-                row, = launch(args, "ddp_step.py", backend, ["--params", str(params)])
-                steps[backend].setdefault(int(row[1]), []).append(float(row[3]))
+            if "allreduce" in parts:
+                for row in launch(args, "allreduce_busbw.py", backend,
+                                  ["--max-bytes", str(args.max_bytes)]):
+                    busbw[backend].setdefault(int(row[1]), []).append(float(row[7]))
+            if "ddp" in parts:
+                for params in map(int, args.models.split(",")):
+                    row, = launch(args, "ddp_step.py", backend, ["--params", str(params)])
+                    steps[backend].setdefault(int(row[1]), []).append(float(row[3]))
+                    local[backend].setdefault(int(row[1]), []).append(float(row[3]) - float(row[9]))
 
     lines = [f"# torch {torch.__version__}, {args.nranks} ranks (hora-run, one core each), "
              f"{args.repeats} launches per backend alternating; median [min-max]",
              f"# single-core memory copy bandwidth: {copy_bandwidth():.1f} GB/s",
-             "",
-             "all_reduce float32 busbw (GB/s)",
-             f"{'bytes':>10}  {'hora':>22}  {'gloo':>22}  hora/gloo"]
+             ""]
+    if busbw["hora"]:
+        lines += ["all_reduce float32 busbw (GB/s)",
+                  f"{'bytes':>10}  {'hora':>22}  {'gloo':>22}  hora/gloo"]
     for size in sorted(busbw["hora"]):
         h, g = busbw["hora"][size], busbw["gloo"][size]
         lines.append(f"{size:>10}  {spread(h):>22}  {spread(g):>22}  "
                      f"{statistics.median(h) / statistics.median(g):.2f}x")
-    lines += ["", "DDP step time (ms; forward, backward with gradient all-reduce, SGD step)",
-              f"{'parameters':>10}  {'hora':>22}  {'gloo':>22}  gloo/hora"]
+    if steps["hora"]:
+        lines += ["", "DDP step time (ms; forward, backward with gradient all-reduce, SGD step),",
+                  "and what the all-reduce adds: step time minus the same step under no_sync()",
+                  f"{'parameters':>10}  {'hora step':>18}  {'gloo step':>18}  gloo/hora"
+                  f"  {'hora adds':>18}  {'gloo adds':>18}"]
     for params in sorted(steps["hora"]):
         h, g = steps["hora"][params], steps["gloo"][params]
-        lines.append(f"{params:>10}  {spread(h, '{:.0f}'):>22}  {spread(g, '{:.0f}'):>22}  "
-                     f"{statistics.median(g) / statistics.median(h):.2f}x")
+        hl, gl = local["hora"][params], local["gloo"][params]
+        lines.append(f"{params:>10}  {spread(h, '{:.0f}'):>18}  {spread(g, '{:.0f}'):>18}  "
+                     f"{statistics.median(g) / statistics.median(h):8.2f}x"
+                     f"  {spread(hl, '{:.0f}'):>18}  {spread(gl, '{:.0f}'):>18}")
     report = "\n".join(lines)
     print(report)
     if args.out:

@@ -8,9 +8,17 @@ the ranks meet through torch's store, then talk over hora's shared-memory
 and TCP transports. See docs/pytorch.md.
 """
 
+import os as _os
+
 import torch.distributed as _dist
 
-from . import _C
+# A rank's cores are shared here: torch computes (autograd runs while DDP's
+# all-reduce is in flight) on the cores hora's thread waits on. A waiting
+# hora thread therefore gives its core up after each poll instead of
+# spinning on it, unless the user chose otherwise (docs/environment.md).
+_os.environ.setdefault("HORA_WAIT", "yield")
+
+from . import _C  # noqa: E402
 
 ProcessGroupHora = _C.ProcessGroupHora
 BACKEND_NAME = "hora"
