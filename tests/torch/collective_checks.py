@@ -296,6 +296,25 @@ class Checker:
         return self.failures
 
 
+def subgroup_checks(checker):
+    """new_group: a communicator of its own for the even ranks, next to the
+    world's, each giving its own members' results."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    evens = list(range(0, n, 2))
+    sub = dist.new_group(evens)  # collective over the world, members or not
+    if rank in evens:
+        t = torch.full((1031,), rank + 1, dtype=torch.int64)
+        dist.all_reduce(t, group=sub)
+        checker.expect_equal("all_reduce in new_group(evens)", t,
+                             torch.full((1031,), sum(r + 1 for r in evens), dtype=torch.int64))
+        b = torch.full((7,), float(rank))
+        dist.broadcast(b, src=evens[-1], group=sub)  # src is a global rank
+        checker.expect_equal("broadcast in new_group(evens)", b, torch.full((7,), float(evens[-1])))
+    w = torch.ones(3)
+    dist.all_reduce(w)  # the world's group still works beside it
+    checker.expect_equal("all_reduce on the world after new_group", w, torch.full((3,), float(n)))
+
+
 def main():
     import datetime
     import hora_torch  # noqa: F401  registers "hora"
@@ -307,7 +326,9 @@ def main():
                                              world_size=int(os.environ["WORLD_SIZE"]))
     dist.init_process_group("hora", init_method=init, timeout=datetime.timedelta(seconds=60), **where)
     checker = Checker()
-    failures = checker.run_all()
+    checker.run_all()
+    subgroup_checks(checker)
+    failures = checker.failures
     for failure in failures[:40]:
         print(failure)
     print(f"rank {checker.rank}: {checker.checks} checks, {len(failures)} failed")
