@@ -146,7 +146,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                                 [](std::uint8_t reads) { return reads != 0; });
   executor_ = std::make_unique<HostExecutor>(
       HostExecutorContext{rank, nranks, *bootstrap_, *connector_, windows_, std::move(ringRanks),
-                          singleCopyRing, waitPolicy()},
+                          singleCopyRing, waitPolicy(), tuning_.checkAgreement},
       tuning_, moveChunkBytes, sliceBytes);
   HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", tuning_.chunkBytes,
            " B, slice ", sliceBytes, " B, timeout ", timeout_.count(), " ms");

@@ -58,9 +58,15 @@ struct HostLinks {
   void reset() {
     for (auto& link : out) link = {};
     for (auto& link : in) link = {};
+    stampedOut.clear();
+    stampedIn.clear();
   }
   std::vector<OutLink> out;
   std::vector<InLink> in;
+  // The connections this operation stamped, whose stamps must have left
+  // (or been checked) before it ends.
+  std::vector<transport::SendConnection*> stampedOut;
+  std::vector<transport::RecvConnection*> stampedIn;
 };
 
 class HostPrimitives {
@@ -84,6 +90,9 @@ class HostPrimitives {
     // The plan's protocol, named to each connection at its first use
     // (Connection::beginMessage): both ends run the same plan, so they agree.
     protocols::Protocol protocol = protocols::Protocol::Simple;
+    // The operation's stamp (core/agreement.h), given to each connection at
+    // its first use; null: the operation is not checked.
+    const transport::OpStamp* stamp = nullptr;
   };
 
   HostPrimitives(ProgressEngine& engine, transport::Connector& connector, HostLinks& links,
@@ -103,8 +112,15 @@ class HostPrimitives {
   void recvReduceCopyAll(const int* order, int nranks, int self, std::size_t inOffset,
                          std::size_t outOffset, std::size_t count);
 
+  // Uses the connection to `to` and the one from `from` (-1: none) in this
+  // operation even if the schedule moves no byte on them, so that their
+  // stamps are exchanged: a collective stamps its ring neighbours (every
+  // rank then receives a stamp, even one the schedule gives no data, such
+  // as a broadcast's root), a message its peer.
+  void attachLinks(int to, int from);
+
   // Waits until every queued send has left (and, for single copies, has
-  // been read by its receiver).
+  // been read by its receiver), and every stamp has left or been checked.
   void finish();
 
  private:
@@ -128,6 +144,10 @@ class HostPrimitives {
   // `from` described into `dst`.
   void describe(transport::SendConnection& to, const char* data, std::size_t bytes);
   void copyDescribed(transport::RecvConnection& from, char* dst, std::size_t bytes);
+  // Before this rank waits for a peer's data: stamps that no bytes carry
+  // yet leave alone, so that a peer waiting for them (a rank with nothing
+  // to receive, or one that waits too) is not kept waiting by this wait.
+  void flushStamps();
   // A free staging slot (waits for its previous send if needed).
   char* acquireSlot(int* index);
   void receiveInto(transport::RecvConnection& from, char* dst, std::size_t bytes);
@@ -153,6 +173,8 @@ class HostPrimitives {
   bool singleCopy_;
   bool alignStreams_;
   protocols::Protocol protocol_;
+  const transport::OpStamp* stamp_;
+  bool stampsToFlush_ = false;  // a stamped send link was attached since the last flush
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;

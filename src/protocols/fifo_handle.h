@@ -16,7 +16,9 @@
 //   line 0   head   u64, written by the sender only
 //   line 1   tail   u64, written by the receiver only
 //   line 2   abort  u32, written by whoever gives up (nonzero = abort)
-//   sizes    u64 per slot, written by the sender (Simple only)
+//   records  a 64-byte line per slot, written by the sender (Simple only):
+//            the slot's size word and, on a slot that begins an
+//            operation, the operation's stamp (simple.h)
 //   slots    slotCount * slotBytes, starting on a 128-byte boundary
 //
 // What head and tail count depends on the protocol (simple.h, ll.h).
@@ -36,7 +38,7 @@ struct FifoHandle {
   std::uint64_t slotCount;   // at least 1
   std::uint64_t* head;       // the sender's progress
   std::uint64_t* tail;       // the receiver's progress (its credits to the sender)
-  std::uint64_t* sizes;      // slotCount entries: bytes in each slot (Simple)
+  std::uint64_t* records;    // kSlotRecordWords per slot: size word, stamp (Simple)
   std::uint32_t* abortFlag;  // nonzero: every wait on this FIFO gives up
 };
 
@@ -48,12 +50,16 @@ inline constexpr std::uint64_t kCacheLineBytes = 64;
 // suits 16-byte vector copies and LL's 8-byte lines never straddle a slot.
 inline constexpr std::uint64_t kSlotsAlignment = 128;
 inline constexpr std::uint64_t kSlotGranule = 16;
+// A slot's record is one cache line: the receiver reads a slot's size and
+// stamp in the one transfer it needed for the size alone, and the sender
+// filling the next slot's record never writes the line being read.
+inline constexpr std::uint64_t kSlotRecordWords = kCacheLineBytes / sizeof(std::uint64_t);
 
 struct FifoLayout {
   std::uint64_t headOffset;
   std::uint64_t tailOffset;
   std::uint64_t abortOffset;
-  std::uint64_t sizesOffset;
+  std::uint64_t recordsOffset;
   std::uint64_t slotsOffset;
   std::uint64_t totalBytes;  // what the block must hold
 };
@@ -67,8 +73,8 @@ HORA_HOST_DEVICE constexpr FifoLayout fifoLayout(std::uint64_t slotBytes, std::u
   layout.headOffset = 0;
   layout.tailOffset = kCacheLineBytes;
   layout.abortOffset = 2 * kCacheLineBytes;
-  layout.sizesOffset = 3 * kCacheLineBytes;
-  layout.slotsOffset = roundUpTo(layout.sizesOffset + slotCount * sizeof(std::uint64_t), kSlotsAlignment);
+  layout.recordsOffset = 3 * kCacheLineBytes;
+  layout.slotsOffset = roundUpTo(layout.recordsOffset + slotCount * kCacheLineBytes, kSlotsAlignment);
   layout.totalBytes = layout.slotsOffset + slotBytes * slotCount;
   return layout;
 }
@@ -85,7 +91,7 @@ HORA_HOST_DEVICE inline FifoHandle fifoAt(void* block, std::uint64_t slotBytes, 
   fifo.slotCount = slotCount;
   fifo.head = reinterpret_cast<std::uint64_t*>(base + layout.headOffset);
   fifo.tail = reinterpret_cast<std::uint64_t*>(base + layout.tailOffset);
-  fifo.sizes = reinterpret_cast<std::uint64_t*>(base + layout.sizesOffset);
+  fifo.records = reinterpret_cast<std::uint64_t*>(base + layout.recordsOffset);
   fifo.abortFlag = reinterpret_cast<std::uint32_t*>(base + layout.abortOffset);
   return fifo;
 }

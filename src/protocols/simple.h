@@ -1,21 +1,27 @@
 // The Simple protocol: whole slots handed over by two counters.
 //
-// The sender fills a slot, stores how many bytes it holds in sizes[slot],
-// then advances head; the receiver waits for head to pass its position,
-// reads the slot, then advances tail. head counts slots published and tail
-// slots released, both only ever growing; slot k of the stream lives at
-// k % slotCount. Up to slotCount slots are in flight, so the sender can
+// The sender fills a slot, stores how many bytes it holds in the slot's
+// record, then advances head; the receiver waits for head to pass its
+// position, reads the slot, then advances tail. head counts slots
+// published and tail slots released, both only ever growing; slot k of the
+// stream lives at k % slotCount. Up to slotCount slots are in flight, so the sender can
 // fill the next ones while the receiver still reads the first.
 //
 //   sender:   waitRoom(&slot)   head - tail < slotCount   (acquire tail)
 //             ...fill the slot...
-//             publish(bytes)    sizes[k] = bytes; head = k + 1 (release)
+//             publish(bytes)    record[k] = bytes; head = k + 1 (release)
 //   receiver: waitData(&piece)  head > tail               (acquire head)
 //             ...read the slot...
 //             release()         tail = k + 1 (release)
 //
+// Each slot has a record line (fifo_handle.h): its size word and, when the
+// sender passes one, a stamp of kStampWords words that says which operation
+// the slot begins (the executor's agreement check, core/agreement.h). The
+// stamp costs nothing extra to move: it shares the line the receiver loads
+// for the size anyway.
+//
 // Why these orderings suffice: the release of head is after the slot's bytes
-// and its size were written, and the receiver reads them only after its
+// and its record were written, and the receiver reads them only after its
 // acquire of head saw that value, so it reads what was written. In the other
 // direction the receiver's reads of slot k come before its release of tail,
 // and the sender writes slot k again (as slot k + slotCount) only after its
@@ -29,7 +35,7 @@
 // ordered everything up to it.
 //
 // Messages: send()/recv() move a message of any size, cut into pieces of at
-// most slotBytes; sizes[] marks the message's last piece (kLastPiece), so a
+// most slotBytes; the size word marks the message's last piece (kLastPiece), so a
 // zero-byte message is one empty piece and the receiver needs no size in
 // advance. One thread drives each side; in a kernel, the block fills or
 // reads the slot between waitRoom and publish (or waitData and release),
@@ -52,13 +58,19 @@
 
 namespace hora::protocols {
 
-// In sizes[]: set on the piece that ends a message; the low bits are bytes.
+// In a slot's size word: set on the piece that ends a message; the low bits
+// are bytes.
 inline constexpr std::uint64_t kLastPiece = std::uint64_t{1} << 63;
+// In a slot's size word: the record's next kStampWords words hold a stamp.
+inline constexpr std::uint64_t kStamped = std::uint64_t{1} << 62;
+inline constexpr std::uint64_t kStampWords = 4;
+static_assert(1 + kStampWords <= kSlotRecordWords, "a stamp fits the slot's record line");
 
 struct SimplePiece {
   const char* data;
   std::uint64_t bytes;
-  bool last;  // the message's final piece
+  bool last;                   // the message's final piece
+  const std::uint64_t* stamp;  // kStampWords words, or null: none came with it
 };
 
 template <class Ordering>
@@ -95,9 +107,14 @@ class SimpleSender {
   }
 
   // Hands the slot waitRoom returned to the receiver, holding `bytes` bytes
-  // (at most slotBytes); `last` ends the message.
-  HORA_HOST_DEVICE void publish(std::uint64_t bytes, bool last = true) {
-    fifo_.sizes[head_ % fifo_.slotCount] = bytes | (last ? kLastPiece : 0);
+  // (at most slotBytes); `last` ends the message. A `stamp` (kStampWords
+  // words, or null) travels in the slot's record.
+  HORA_HOST_DEVICE void publish(std::uint64_t bytes, bool last = true,
+                                const std::uint64_t* stamp = nullptr) {
+    std::uint64_t* record = fifo_.records + (head_ % fifo_.slotCount) * kSlotRecordWords;
+    if (stamp != nullptr)
+      for (std::uint64_t w = 0; w < kStampWords; ++w) record[1 + w] = stamp[w];
+    record[0] = bytes | (last ? kLastPiece : 0) | (stamp != nullptr ? kStamped : 0);
     ++head_;
     Ordering::storeRelease(fifo_.head, head_);
   }
@@ -196,10 +213,12 @@ class SimpleReceiver {
   HORA_HOST_DEVICE bool hasData() const { return knownHead_ != tail_; }
   HORA_HOST_DEVICE void describe(SimplePiece* piece) const {
     const std::uint64_t index = tail_ % fifo_.slotCount;
-    const std::uint64_t size = fifo_.sizes[index];
+    const std::uint64_t* record = fifo_.records + index * kSlotRecordWords;
+    const std::uint64_t size = record[0];
     piece->data = fifo_.slots + index * fifo_.slotBytes;
-    piece->bytes = size & ~kLastPiece;
+    piece->bytes = size & ~(kLastPiece | kStamped);
     piece->last = (size & kLastPiece) != 0;
+    piece->stamp = (size & kStamped) != 0 ? record + 1 : nullptr;
   }
 
   FifoHandle fifo_;

@@ -18,6 +18,16 @@
 // ends (protocol_switches.h); streams that never call it use Simple. Alignment
 // padding moves nowhere: both ends count it and skip it.
 //
+// An operation's stamp (op_stamp.h) always travels in a Simple slot's
+// record: in the record of the operation's first slot when its first bytes
+// go by Simple, which costs nothing (the receiver loads that line for the
+// slot's size anyway), or in an empty slot of its own ahead of LL bytes or
+// when the operation sends nothing. The receiver checks it when it takes
+// the first slot at or after the operation's start, before any byte of the
+// operation leaves the FIFO; a stamped slot where none is due (the peer
+// began another operation while this rank expected more bytes), or an
+// unstamped one where one is, is a mismatch too.
+//
 // The sender's bytes count as sent once they are in a FIFO and the
 // receiver has mapped it: from then on no buffer of the caller's is
 // involved, and the data survives the sender's exit.
@@ -28,7 +38,9 @@
 
 #include <sys/types.h>
 
+#include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/socket.h"
@@ -87,6 +99,7 @@ class ShmSendConnection final : public SendConnection {
  public:
   explicit ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName);
   void post(const void* data, std::size_t bytes) override {
+    if (bytes > 0) bytesFollow_ = true;
     queue_.post(static_cast<const char*>(data), bytes);
   }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
@@ -100,12 +113,17 @@ class ShmSendConnection final : public SendConnection {
   const std::string& peerName() const override { return peer_; }
 
   // Busy until the receiver has taken every byte (a single-copy sender waits
-  // for that), and while an in-place sender waits for room.
+  // for that), while an in-place sender waits for room, and while a stamp
+  // that must leave alone waits for a slot.
   bool idle() const override {
-    return completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() && !wantsRoom_;
+    return completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() && !wantsRoom_ &&
+           stamps_.empty();
   }
   void alignStream(std::size_t alignment) override;
   void beginMessage(protocols::Protocol protocol) override;
+  void beginOperation(const OpStamp& stamp) override;
+  void flushStamp() override;
+  bool stampPending() const override { return !stamps_.empty(); }
   bool sendsInPlace() const override { return true; }
   std::span<char> writable(std::size_t maxBytes) override;
   void commitWritten(std::size_t bytes) override;
@@ -118,6 +136,14 @@ class ShmSendConnection final : public SendConnection {
  private:
   // Moves the front of a posted buffer into a FIFO; returns the bytes moved.
   std::size_t moveOut(const char* data, std::size_t bytes);
+  // The oldest stamp is due: the stream has reached its operation's start.
+  bool stampDue() const { return !stamps_.empty() && stamps_.front().from <= queue_.completed(); }
+  // Publishes the due stamps that must leave alone (or, `andRiding`, any
+  // due stamp), each in an empty Simple slot; false while a slot it needs
+  // is not free.
+  bool publishStampsAlone(bool andRiding);
+  // Publishes a Simple slot of `bytes`, with the stamp if one is due.
+  void publishSimple(std::size_t bytes);
   // Reads the receiver's answer once it is there (non-blocking).
   void collectAck();
 
@@ -135,6 +161,17 @@ class ShmSendConnection final : public SendConnection {
   bool awaitingAck_ = true;
   bool peerReadsUs_ = false;  // from the receiver's answer
   bool wantsRoom_ = false;    // writable() found less room than asked for
+  // Stamps of operations begun here, in stream order, until they have
+  // left: from the stream position `from` on, with the first slot
+  // published, or alone. Only the newest may still wait for bytes.
+  struct OutgoingStamp {
+    OpStamp stamp;
+    std::uint64_t from;
+    bool alone;  // flushStamp found no bytes to carry it
+  };
+  std::deque<OutgoingStamp> stamps_;
+  bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
+  bool spanOut_ = false;      // writable() gave room not yet committed
 };
 
 class ShmRecvConnection final : public RecvConnection {
@@ -154,6 +191,8 @@ class ShmRecvConnection final : public RecvConnection {
 
   void alignStream(std::size_t alignment) override;
   void beginMessage(protocols::Protocol protocol) override;
+  void beginOperation(const OpStamp& stamp) override;
+  bool stampChecked() override;
   bool receivesInPlace() const override { return true; }
   void postInPlace(std::size_t bytes) override { queue_.postInPlace(bytes); }
   std::span<const char> readable() override;
@@ -163,9 +202,15 @@ class ShmRecvConnection final : public RecvConnection {
   void readPeerMemory(void* dst, std::uint64_t address, std::size_t bytes) override;
 
  private:
-  // What has arrived of the route that carries the byte at `position`
-  // (empty for none), and releasing `bytes` of it.
+  // What has arrived of the route that carries the next byte (empty for
+  // none; nothing until a stamp due there has been checked), and releasing
+  // `bytes` of it.
   std::span<const char> arrived(ShmRoute route);
+  // A stamp is expected at or before the next byte of the stream.
+  bool stampDue() const { return !expected_.empty() && expected_.front().from <= queue_.completed(); }
+  // Takes the Simple slot that must carry the due stamp and checks it;
+  // false while it has not come. A slot holding only the stamp is released.
+  bool checkDueStamp();
   void release(ShmRoute route, std::size_t bytes);
   // The unread rest of the oldest Simple slot (empty while none is there).
   std::span<const char> simpleArrived();
@@ -193,6 +238,12 @@ class ShmRecvConnection final : public RecvConnection {
   pid_t senderPid_;
   bool senderIsUs_;
   bool readsSender_;
+  // Stamps of operations begun here, in stream order, until checked.
+  struct ExpectedStamp {
+    OpStamp stamp;
+    std::uint64_t from;
+  };
+  std::deque<ExpectedStamp> expected_;
 };
 
 }  // namespace hora::transport

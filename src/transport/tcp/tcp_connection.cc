@@ -15,18 +15,98 @@ TcpSendConnection::TcpSendConnection(Socket socket, std::string peerName)
 }
 
 bool TcpSendConnection::progress() {
-  return queue_.drain([&](const char* data, std::size_t bytes) {
-    return socket_.trySend(data, std::min(bytes, kMaxBytesPerCall), peer_);
-  });
+  bool moved = false;
+  for (;;) {
+    // A stamp goes when the stream reaches its operation's start, ahead of
+    // the first bytes posted there, or alone.
+    if (frameLeft_ == 0 && !stamps_.empty() && stamps_.front().from <= queue_.completed() &&
+        (stamps_.front().alone || !queue_.empty())) {
+      frame_.stamp = stamps_.front().stamp;
+      frameLeft_ = sizeof(frame_);
+      stamps_.pop_front();
+    }
+    if (frameLeft_ > 0) {
+      const char* rest = reinterpret_cast<const char*>(&frame_) + (sizeof(frame_) - frameLeft_);
+      // The operation's first bytes in the same call, unless another
+      // stamp comes first.
+      const bool data = !queue_.empty() && (stamps_.empty() || stamps_.front().from > queue_.completed());
+      const std::size_t dataBytes = data ? std::min(queue_.frontBytes(), kMaxBytesPerCall) : 0;
+      std::size_t n = socket_.trySendTwo(rest, frameLeft_, data ? queue_.frontData() : nullptr,
+                                         dataBytes, peer_);
+      if (n == 0) return moved;
+      moved = true;
+      const std::size_t ofFrame = std::min(n, frameLeft_);
+      frameLeft_ -= ofFrame;
+      if (n > ofFrame) queue_.advance(n - ofFrame);
+      continue;
+    }
+    if (queue_.empty() || (!stamps_.empty() && stamps_.front().from <= queue_.completed())) return moved;
+    std::size_t bytes = std::min(queue_.frontBytes(), kMaxBytesPerCall);
+    std::size_t n = socket_.trySend(queue_.frontData(), bytes, peer_);
+    if (n == 0) return moved;
+    moved = true;
+    queue_.advance(n);
+  }
+}
+
+void TcpSendConnection::beginOperation(const OpStamp& stamp) {
+  // The previous operation flushed its stamp (core/host_primitives.h).
+  HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
+               "an operation's stamp for ", peer_, " was never sent");
+  stamps_.push_back({stamp, queue_.posted(), false});
+  bytesFollow_ = false;
+}
+
+void TcpSendConnection::flushStamp() {
+  // Bytes posted carry the stamp; otherwise it goes alone.
+  if (stamps_.empty() || stamps_.back().alone || (bytesFollow_ && !queue_.empty())) return;
+  stamps_.back().alone = true;
+  progress();
 }
 
 TcpRecvConnection::TcpRecvConnection(Socket socket, std::string peerName)
     : socket_(std::move(socket)), peer_(std::move(peerName)) {}
 
+bool TcpRecvConnection::readFrame() {
+  char* into = reinterpret_cast<char*>(&frame_) + frameRead_;
+  std::size_t n = socket_.tryRecv(into, sizeof(frame_) - frameRead_, peer_);
+  if (n == 0) return false;
+  frameRead_ += n;
+  if (frameRead_ < sizeof(frame_)) return true;
+  frameRead_ = 0;
+  const OpStamp expected = expected_.front().stamp;
+  if (frame_.marker != StampFrame::kMarker) throw StampMismatch(peer_, expected, std::nullopt);
+  if (!stampsAgree(expected, frame_.stamp)) throw StampMismatch(peer_, expected, frame_.stamp);
+  expected_.pop_front();
+  return true;
+}
+
 bool TcpRecvConnection::progress() {
-  return queue_.drain([&](char* data, std::size_t bytes) {
-    return socket_.tryRecv(data, std::min(bytes, kMaxBytesPerCall), peer_);
-  });
+  bool moved = false;
+  for (;;) {
+    // Not a byte of an operation into the caller's memory before its stamp
+    // has been read and checked.
+    if (stampDue()) {
+      if (!readFrame()) return moved;
+      moved = true;
+      continue;
+    }
+    if (queue_.empty()) return moved;
+    std::size_t bytes = std::min(queue_.frontBytes(), kMaxBytesPerCall);
+    std::size_t n = socket_.tryRecv(queue_.frontData(), bytes, peer_);
+    if (n == 0) return moved;
+    moved = true;
+    queue_.advance(n);
+  }
+}
+
+void TcpRecvConnection::beginOperation(const OpStamp& stamp) {
+  expected_.push_back({stamp, queue_.posted()});
+}
+
+bool TcpRecvConnection::stampChecked() {
+  progress();
+  return expected_.empty();
 }
 
 }  // namespace hora::transport
