@@ -423,18 +423,20 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
 void HostPrimitives::finish() {
   if (!links_.stampedOut.empty() || !links_.stampedIn.empty()) {
     // Stamps first: a peer may wait for ours before it sends what we wait
-    // for. Stamps no bytes carried leave alone now; ours from peers that
-    // sent us nothing are checked once they come.
-    for (transport::SendConnection* connection : links_.stampedOut) connection->flushStamp();
-    engine_.waitUntil(
-        [&] {
-          for (transport::SendConnection* connection : links_.stampedOut)
-            if (connection->stampPending()) return false;
-          for (transport::RecvConnection* connection : links_.stampedIn)
-            if (!connection->stampChecked()) return false;
-          return true;
-        },
-        "exchanging operation stamps");
+    // for. Stamps no bytes carried leave alone now; those due from peers
+    // that sent us nothing are checked once they come. (Usually every
+    // stamp rode on data and this waits for nothing.)
+    auto stampsDone = [&] {
+      for (transport::SendConnection* connection : links_.stampedOut)
+        if (connection->stampPending()) return false;
+      for (transport::RecvConnection* connection : links_.stampedIn)
+        if (!connection->stampChecked()) return false;
+      return true;
+    };
+    if (!stampsDone()) {
+      for (transport::SendConnection* connection : links_.stampedOut) connection->flushStamp();
+      engine_.waitUntil(stampsDone, "exchanging operation stamps");
+    }
   }
   engine_.drain("finishing sends");
   if (describedAny_) {

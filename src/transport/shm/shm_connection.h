@@ -38,7 +38,6 @@
 
 #include <sys/types.h>
 
-#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -49,6 +48,7 @@
 #include "protocols/simple.h"
 #include "transport/connection.h"
 #include "transport/posted_queue.h"
+#include "transport/stamp_queue.h"
 #include "transport/shm/protocol_switches.h"
 #include "transport/shm/shm_layout.h"
 #include "transport/shm/shm_segment.h"
@@ -169,7 +169,7 @@ class ShmSendConnection final : public SendConnection {
     std::uint64_t from;
     bool alone;  // flushStamp found no bytes to carry it
   };
-  std::deque<OutgoingStamp> stamps_;
+  StampQueue<OutgoingStamp> stamps_;
   bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
   bool spanOut_ = false;      // writable() gave room not yet committed
 };
@@ -243,7 +243,7 @@ class ShmRecvConnection final : public RecvConnection {
     OpStamp stamp;
     std::uint64_t from;
   };
-  std::deque<ExpectedStamp> expected_;
+  StampQueue<ExpectedStamp> expected_;
 };
 
 }  // namespace hora::transport

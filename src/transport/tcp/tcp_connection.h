@@ -11,12 +11,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 
 #include "base/socket.h"
 #include "transport/connection.h"
 #include "transport/posted_queue.h"
+#include "transport/stamp_queue.h"
 
 namespace hora::transport {
 
@@ -59,7 +59,7 @@ class TcpSendConnection final : public SendConnection {
     std::uint64_t from;
     bool alone;  // flushStamp found no bytes to carry it
   };
-  std::deque<OutgoingStamp> stamps_;
+  StampQueue<OutgoingStamp> stamps_;
   bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
   StampFrame frame_;
   std::size_t frameLeft_ = 0;
@@ -93,7 +93,7 @@ class TcpRecvConnection final : public RecvConnection {
     OpStamp stamp;
     std::uint64_t from;
   };
-  std::deque<ExpectedStamp> expected_;  // in stream order, until checked
+  StampQueue<ExpectedStamp> expected_;  // in stream order, until checked
   StampFrame frame_;
   std::size_t frameRead_ = 0;
 };
