@@ -184,10 +184,12 @@ class ShmRecvConnection final : public RecvConnection {
   std::uint64_t postedBytes() const override { return queue_.posted(); }
   std::uint64_t completedBytes() const override { return queue_.completed(); }
   bool progress() override;
-  pollfd pollEntry() const override { return {queue_.empty() ? -1 : lifeline_.fd(), POLLIN, 0}; }
+  pollfd pollEntry() const override { return {idle() ? -1 : lifeline_.fd(), POLLIN, 0}; }
   std::chrono::microseconds sleepSlice() const override { return kShmSleepSlice; }
   void checkAlive() override;
   const std::string& peerName() const override { return peer_; }
+  // Busy while bytes or a stamp are due.
+  bool idle() const override { return completedBytes() == postedBytes() && !stampDue(); }
 
   void alignStream(std::size_t alignment) override;
   void beginMessage(protocols::Protocol protocol) override;
