@@ -5,15 +5,6 @@ namespace hora::core {
 
 namespace {
 
-bool reduces(OpKind kind) {
-  return kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::Reduce;
-}
-
-bool rooted(OpKind kind) {
-  return kind == OpKind::Broadcast || kind == OpKind::Reduce || kind == OpKind::Gather ||
-         kind == OpKind::Scatter;
-}
-
 // Reductions by the kind the kernels run: ncclAvg on floating types is a
 // pre-multiplied sum, on integers a sum then a division.
 const char* reductionName(kernels::ReduceKind kind) {
@@ -28,16 +19,13 @@ const char* reductionName(kernels::ReduceKind kind) {
   return "?";
 }
 
-// Stamp word 2: kind, type, reduction and root (+1, so that none is 0).
-constexpr int kTypeShift = 8, kReductionShift = 16, kRootShift = 32;
-
 std::string describe(const OpDescriptor& d, bool asReceiver) {
   if (d.isMessage())
     return strCat(asReceiver ? "ncclRecv" : "ncclSend", " #", d.sequence, " of ", d.count, " bytes");
   std::string text = strCat("call #", d.sequence, ": ", opKindName(d.kind), " of ", d.count, " x ",
                             dataTypeName(d.type));
-  if (reduces(d.kind)) text += strCat(" (", reductionName(d.reduction), ")");
-  if (rooted(d.kind)) text += strCat(" with root ", d.root);
+  if (reducingKind(d.kind)) text += strCat(" (", reductionName(d.reduction), ")");
+  if (rootedKind(d.kind)) text += strCat(" with root ", d.root);
   return text;
 }
 
@@ -85,48 +73,15 @@ std::string mismatchText(int rank, const std::string& peerName, const OpDescript
 
 }  // namespace
 
-OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, int rank) {
-  OpDescriptor d;
-  d.kind = op.kind;
-  d.sequence = sequence;
-  d.count = op.count;
-  d.type = op.type;
-  d.reduction = reduces(op.kind) ? op.reduce.kind : kernels::ReduceKind::Sum;
-  d.root = rooted(op.kind) ? op.root : -1;
-  d.rank = rank;
-  return d;
-}
-
-OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence, int rank) {
-  OpDescriptor d;
-  d.kind = OpKind::Send;
-  d.sequence = sequence;
-  d.count = bytes;
-  d.rank = rank;
-  return d;
-}
-
-transport::OpStamp toStamp(const OpDescriptor& d) {
-  transport::OpStamp stamp;
-  stamp.words[0] = d.sequence;
-  stamp.words[1] = d.count;
-  stamp.words[2] = static_cast<std::uint64_t>(d.kind) |
-                   static_cast<std::uint64_t>(d.type) << kTypeShift |
-                   static_cast<std::uint64_t>(d.reduction) << kReductionShift |
-                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.root + 1)) << kRootShift;
-  stamp.words[3] = static_cast<std::uint32_t>(d.rank);
-  return stamp;
-}
-
 OpDescriptor fromStamp(const transport::OpStamp& stamp) {
   OpDescriptor d;
   d.sequence = stamp.words[0];
   d.count = stamp.words[1];
   const std::uint64_t w = stamp.words[2];
   d.kind = static_cast<OpKind>(w & 0xff);
-  d.type = static_cast<DataType>((w >> kTypeShift) & 0xff);
-  d.reduction = static_cast<kernels::ReduceKind>((w >> kReductionShift) & 0xff);
-  d.root = static_cast<int>(static_cast<std::uint32_t>(w >> kRootShift)) - 1;
+  d.type = static_cast<DataType>((w >> kStampTypeShift) & 0xff);
+  d.reduction = static_cast<kernels::ReduceKind>((w >> kStampReductionShift) & 0xff);
+  d.root = static_cast<int>(static_cast<std::uint32_t>(w >> kStampRootShift)) - 1;
   d.rank = static_cast<int>(static_cast<std::uint32_t>(stamp.words[3]));
   return d;
 }
@@ -141,9 +96,11 @@ Error agreementError(int rank, const transport::StampMismatch& mismatch,
     const OpDescriptor theirs = fromStamp(*mismatch.arrived());
     return Error(ErrorKind::InvalidUsage,
                  strCat("rank ", rank, ": operation mismatch with rank ", theirs.rank, ": it began its ",
-                        describe(theirs, false), " while this rank still expected bytes of ",
+                        describe(theirs, false), " with an operation stamp where this rank expected ",
+                        "none: this rank still expected bytes of ",
                         current ? describe(*current, current->isMessage()) : std::string("an earlier operation"),
-                        " from it (the ranks disagree on that operation's size)"));
+                        " from it (the ranks disagree on that operation's size), or HORA_CHECK_AGREEMENT is "
+                        "not set alike on every rank"));
   }
   const OpDescriptor mine = fromStamp(*mismatch.expected());
   return Error(ErrorKind::InvalidUsage,

@@ -43,13 +43,56 @@ struct OpDescriptor {
   bool isMessage() const { return kind == OpKind::Send; }
 };
 
-// The descriptor of collective `op`, call number `sequence` on `rank`.
-OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, int rank);
-// The descriptor of message number `sequence` from `sender`'s view: both
-// ends of a message describe it alike (a receive names its own size).
-OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence, int rank);
+inline bool reducingKind(OpKind kind) {
+  return kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::Reduce;
+}
+inline bool rootedKind(OpKind kind) {
+  return kind == OpKind::Broadcast || kind == OpKind::Reduce || kind == OpKind::Gather ||
+         kind == OpKind::Scatter;
+}
 
-transport::OpStamp toStamp(const OpDescriptor& descriptor);
+// The descriptor of collective `op`, call number `sequence` on `rank`.
+inline OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, int rank) {
+  OpDescriptor d;
+  d.kind = op.kind;
+  d.sequence = sequence;
+  d.count = op.count;
+  d.type = op.type;
+  d.reduction = reducingKind(op.kind) ? op.reduce.kind : kernels::ReduceKind::Sum;
+  d.root = rootedKind(op.kind) ? op.root : -1;
+  d.rank = rank;
+  return d;
+}
+
+// The descriptor of message number `sequence` of `bytes` bytes made by
+// `rank`: both ends of a message describe it alike (a receive names its
+// own size).
+inline OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence, int rank) {
+  OpDescriptor d;
+  d.kind = OpKind::Send;
+  d.sequence = sequence;
+  d.count = bytes;
+  d.rank = rank;
+  return d;
+}
+
+// Word 2 of a stamp: kind, type, reduction and root (+1, so that none is 0).
+inline constexpr int kStampTypeShift = 8, kStampReductionShift = 16, kStampRootShift = 32;
+
+// Inline, with the descriptors above: the executor stamps every operation,
+// and the stamp of one should cost a few instructions.
+inline transport::OpStamp toStamp(const OpDescriptor& d) {
+  transport::OpStamp stamp;
+  stamp.words[0] = d.sequence;
+  stamp.words[1] = d.count;
+  stamp.words[2] = static_cast<std::uint64_t>(d.kind) |
+                   static_cast<std::uint64_t>(d.type) << kStampTypeShift |
+                   static_cast<std::uint64_t>(d.reduction) << kStampReductionShift |
+                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.root + 1)) << kStampRootShift;
+  stamp.words[3] = static_cast<std::uint32_t>(d.rank);
+  return stamp;
+}
+
 OpDescriptor fromStamp(const transport::OpStamp& stamp);
 
 // The InvalidUsage error of rank `rank` for a mismatch its connection from

@@ -43,8 +43,15 @@ void HostExecutor::run(const std::vector<Op>& ops) {
   try {
     runAll(ops);
   } catch (const transport::StampMismatch& mismatch) {
-    throw agreementError(ctx_.rank, mismatch, current_);
+    throw agreementError(ctx_.rank, mismatch, currentDescriptor());
   }
+}
+
+std::optional<OpDescriptor> HostExecutor::currentDescriptor() const {
+  const Op* op = current_.op;
+  if (op == nullptr) return std::nullopt;
+  if (!op->isPointToPoint()) return collectiveDescriptor(*op, current_.sequence, ctx_.rank);
+  return messageDescriptor(op->bytes, current_.sequence, op->kind == OpKind::Send ? ctx_.rank : op->peer);
 }
 
 void HostExecutor::runAll(const std::vector<Op>& ops) {
@@ -59,9 +66,8 @@ void HostExecutor::runAll(const std::vector<Op>& ops) {
 void HostExecutor::runCollective(const Op& op) {
   // Counted before anything can fail, so that every rank numbers its calls
   // alike whatever became of earlier ones.
-  current_ = collectiveDescriptor(op, ++collectives_, ctx_.rank);
-  currentStamp_.reset();
-  if (ctx_.checkAgreement) currentStamp_ = toStamp(*current_);
+  current_ = {&op, ++collectives_};
+  if (ctx_.checkAgreement) collectiveStamp_ = toStamp(collectiveDescriptor(op, current_.sequence, ctx_.rank));
   checkBufferOverlap(op, ctx_.rank, ctx_.nranks);
   const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.anyUsable()};
   const Plan plan = planner_.plan(op, shape);
@@ -84,14 +90,14 @@ void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorit
   options.singleCopy = plan.singleCopy;
   options.alignStreams = algorithm != Algorithm::Direct;
   options.protocol = plan.protocol;
-  options.stamp = currentStamp_ ? &*currentStamp_ : nullptr;
+  options.stamp = currentStamp();
   HostPrimitives prims(freshEngine(), ctx_.connector, links_, op.send, op.recv, op.reduce,
                        staging_, options);
   // Stamps go to the next rank of the ring and come from the previous one
   // in every collective, whatever its schedule: so every rank checks one,
   // also where the schedule gives it no data (a broadcast's root, every
   // rank of a zero-count call).
-  if (options.stamp != nullptr && ctx_.nranks > 1) prims.attachLinks(ring_.next(), ring_.prev());
+  if (options.stamp != nullptr && ctx_.nranks > 1) prims.stampRing(ring_.next(), ring_.prev());
   // The host executor runs one channel per rank: its thread is the channel.
   const algorithms::Channel channel{0, 1};
   const std::size_t chunk = plan.chunkElems, align = plan.alignElems;
@@ -139,7 +145,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
   char* slots = static_cast<char*>(all);
   std::memcpy(slots + ctx_.rank * bytes, mine, bytes);
   ProgressEngine& engine = freshEngine();
-  const transport::OpStamp* stamp = currentStamp_ ? &*currentStamp_ : nullptr;
+  const transport::OpStamp* stamp = currentStamp();
   for (int peer = 0; peer < ctx_.nranks; ++peer) {
     if (peer == ctx_.rank) continue;
     auto& connection = ctx_.connector.sendTo(peer);
@@ -201,8 +207,9 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
   };
   for (const Op* op : ops) {
     if (op->kind != OpKind::Send || op->peer == rank) continue;
-    current_ = messageDescriptor(op->bytes, ++messagesTo_[op->peer], rank);
-    const transport::OpStamp& stamp = stamps.emplace_back(toStamp(*current_));
+    current_ = {op, ++messagesTo_[op->peer]};
+    const transport::OpStamp& stamp =
+        stamps.emplace_back(toStamp(messageDescriptor(op->bytes, current_.sequence, rank)));
     HostPrimitives prims = messagePrimitives(*op, stamp);
     prims.attachLinks(op->peer, -1);
     algorithms::sendMessage(prims, op->peer, channel, op->bytes, 64);
@@ -214,8 +221,9 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
   engine.progressAll();
   for (const Op* op : ops) {
     if (op->kind != OpKind::Recv || op->peer == rank) continue;
-    current_ = messageDescriptor(op->bytes, ++messagesFrom_[op->peer], op->peer);
-    const transport::OpStamp& stamp = stamps.emplace_back(toStamp(*current_));
+    current_ = {op, ++messagesFrom_[op->peer]};
+    const transport::OpStamp& stamp =
+        stamps.emplace_back(toStamp(messageDescriptor(op->bytes, current_.sequence, op->peer)));
     HostPrimitives prims = messagePrimitives(*op, stamp);
     prims.attachLinks(-1, op->peer);
     algorithms::recvMessage(prims, op->peer, channel, op->bytes, 64);

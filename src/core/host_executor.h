@@ -68,11 +68,21 @@ class HostExecutor final : public Executor {
   HostLinks links_;
   std::atomic<std::uint64_t> windowCollectives_{0};
   // Agreement (core/agreement.h): collectives run so far, messages sent to
-  // and received from each peer, and the operation under way (for errors).
+  // and received from each peer, the operation under way (its descriptor
+  // is made only for an error) and the collective's stamp, if checked.
   std::uint64_t collectives_ = 0;
   std::vector<std::uint64_t> messagesTo_, messagesFrom_;
-  std::optional<OpDescriptor> current_;
-  std::optional<transport::OpStamp> currentStamp_;  // the collective's, if checked
+  struct Current {
+    const Op* op = nullptr;
+    std::uint64_t sequence = 0;
+  };
+  Current current_;
+  transport::OpStamp collectiveStamp_;
+  const transport::OpStamp* currentStamp() const {
+    return ctx_.checkAgreement ? &collectiveStamp_ : nullptr;
+  }
+  // The operation under way, described (none before the first).
+  std::optional<OpDescriptor> currentDescriptor() const;
 };
 
 }  // namespace hora::core

@@ -102,6 +102,7 @@ void HostPrimitives::flushStamps() {
   // One pass per newly attached link is enough: a stamp left pending by it
   // rides on bytes already posted or being written.
   if (!stampsToFlush_) return;
+  if (ringNext_ >= 0) to(ringNext_);
   stampsToFlush_ = false;
   for (transport::SendConnection* connection : links_.stampedOut)
     if (connection->stampPending()) connection->flushStamp();
@@ -421,7 +422,9 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
 }
 
 void HostPrimitives::finish() {
-  if (!links_.stampedOut.empty() || !links_.stampedIn.empty()) {
+  if (stamp_ != nullptr) {
+    if (ringNext_ >= 0) to(ringNext_);
+    if (ringPrev_ >= 0) from(ringPrev_);
     // Stamps first: a peer may wait for ours before it sends what we wait
     // for. Stamps no bytes carried leave alone now; those due from peers
     // that sent us nothing are checked once they come. (Usually every

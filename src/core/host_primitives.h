@@ -113,11 +113,20 @@ class HostPrimitives {
                          std::size_t outOffset, std::size_t count);
 
   // Uses the connection to `to` and the one from `from` (-1: none) in this
-  // operation even if the schedule moves no byte on them, so that their
-  // stamps are exchanged: a collective stamps its ring neighbours (every
-  // rank then receives a stamp, even one the schedule gives no data, such
-  // as a broadcast's root), a message its peer.
+  // operation now, even if nothing moves on them, so that their stamps are
+  // exchanged (a message's, whatever its size).
   void attachLinks(int to, int from);
+  // A collective's stamps also go to the next rank of the ring and come from
+  // the previous one, whether or not the schedule moves data there, so that
+  // every rank checks one (also a broadcast's root, or every rank of a
+  // zero-count call). Those links are used when the schedule uses them
+  // anyway, or else: the one to `next` before this rank first waits for
+  // data, the one from `prev` at the end.
+  void stampRing(int next, int prev) {
+    ringNext_ = next;
+    ringPrev_ = prev;
+    stampsToFlush_ = true;
+  }
 
   // Waits until every queued send has left (and, for single copies, has
   // been read by its receiver), and every stamp has left or been checked.
@@ -175,6 +184,7 @@ class HostPrimitives {
   protocols::Protocol protocol_;
   const transport::OpStamp* stamp_;
   bool stampsToFlush_ = false;  // a stamped send link was attached since the last flush
+  int ringNext_ = -1, ringPrev_ = -1;  // stampRing
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;

@@ -1,34 +1,50 @@
-// The stamps a connection holds in stream order (op_stamp.h): usually one
-// at a time, pushed and popped once per operation. A vector emptied in
-// place keeps its storage, so that this costs no allocation per operation
-// (a deque frees and allocates a block every few operations).
+// The stamps a connection holds in stream order (op_stamp.h), each with
+// the stream position `from` where its operation begins: usually one at a
+// time, pushed and popped once per operation, and asked on every poll
+// whether the oldest is due. So the storage is reused (no allocation per
+// operation) and the oldest one's position is kept in one word: the check
+// a poll makes is a load and a compare.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace hora::transport {
 
-template <typename T>
+template <typename T>  // T has a std::uint64_t `from`
 class StampQueue {
  public:
-  bool empty() const { return head_ == items_.size(); }
-  std::size_t size() const { return items_.size() - head_; }
+  static constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
+
+  bool empty() const { return head_ == tail_; }
+  std::size_t size() const { return tail_ - head_; }
+  // Where the oldest stamp's operation begins; kNone when there is none.
+  std::uint64_t frontFrom() const { return frontFrom_; }
   T& front() { return items_[head_]; }
   const T& front() const { return items_[head_]; }
-  T& back() { return items_.back(); }
-  const T& back() const { return items_.back(); }
-  void push_back(const T& item) { items_.push_back(item); }
+  T& back() { return items_[tail_ - 1]; }
+  const T& back() const { return items_[tail_ - 1]; }
+
+  void push_back(const T& item) {
+    if (tail_ == items_.size()) items_.push_back(item);
+    else items_[tail_] = item;
+    if (tail_++ == head_) frontFrom_ = item.from;
+  }
   void pop_front() {
-    if (++head_ == items_.size()) {
-      items_.clear();
-      head_ = 0;
+    if (++head_ == tail_) {
+      head_ = tail_ = 0;
+      frontFrom_ = kNone;
+    } else {
+      frontFrom_ = items_[head_].from;
     }
   }
 
  private:
   std::vector<T> items_;
-  std::size_t head_ = 0;
+  std::size_t head_ = 0, tail_ = 0;
+  std::uint64_t frontFrom_ = kNone;
 };
 
 }  // namespace hora::transport

@@ -127,5 +127,30 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(disagreements()[std::get<1>(info.param)].name) + "_" + std::get<0>(info.param);
     });
 
+TEST(AgreementSettingProcesses, RanksThatDisagreeOnTheCheckSayWhichSetting) {
+  // Over shared memory a stamp where none is expected and none where one
+  // is are both seen: the rank that checks names the variable.
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < 2; ++rank)
+    ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
+      useRendezvous(port, "10");
+      setEnvironment("HORA_TRANSPORT", "shm");
+      setEnvironment("HORA_CHECK_AGREEMENT", rank == 0 ? "0" : "1");
+      ncclComm_t comm = joinCommunicator(reporter, 2, rank);
+      if (comm == nullptr) return 1;
+      reportOutcome(reporter, "call", outcomeOf(allReduce(comm, 100)));
+      ncclCommDestroy(comm);
+      return 0;
+    }));
+  for (int rank = 0; rank < 2; ++rank) {
+    ChildExit exit = ranks[rank]->waitExit(seconds(30));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << ": " << exit.describe();
+    EXPECT_THAT(reportedOutcome(*ranks[rank], "call"),
+                FailsWith(ncclInvalidUsage, Words{"stamp", "HORA_CHECK_AGREEMENT"}))
+        << "rank " << rank;
+  }
+}
+
 }  // namespace
 }  // namespace hora_api_test

@@ -300,5 +300,26 @@ TEST_P(Agreement, MatchingCallsStillSucceed) {
   for (int rank = 0; rank < 3; ++rank) EXPECT_EQ(outcomes[rank].result, ncclSuccess) << outcomes[rank];
 }
 
+TEST_P(Agreement, TurnedOffCollectivesAreNotCompared) {
+  // HORA_CHECK_AGREEMENT=0: ranks that differ only in the reduction move
+  // the same bytes, so nothing but the stamps could tell; both calls
+  // complete (what they compute is the program's problem).
+  ::setenv("HORA_CHECK_AGREEMENT", "0", 1);
+  LocalComms comms(2);
+  ::unsetenv("HORA_CHECK_AGREEMENT");
+  auto outcomes = onEachRank(comms, [](int rank, ncclComm_t comm) {
+    return allReduce(comm, 1000, rank == 0 ? ncclSum : ncclMax);
+  });
+  for (int rank = 0; rank < 2; ++rank) EXPECT_EQ(outcomes[rank].result, ncclSuccess) << outcomes[rank];
+}
+
+TEST(AgreementSetting, OnlyZeroOrOne) {
+  ::setenv("HORA_CHECK_AGREEMENT", "yes", 1);
+  ncclComm_t comm = nullptr;
+  const Outcome init = outcomeOf(ncclCommInitAll(&comm, 1, nullptr));
+  ::unsetenv("HORA_CHECK_AGREEMENT");
+  EXPECT_THAT(init, FailsWith(ncclInvalidArgument, Words{"HORA_CHECK_AGREEMENT"}));
+}
+
 }  // namespace
 }  // namespace hora_api_test

@@ -161,7 +161,9 @@ std::size_t ShmSendConnection::moveOut(const char* data, std::size_t bytes) {
   const ShmRoute route = routes_.at(queue_.completed());
   if (route == ShmRoute::Skip) return bytes;
   // Stamps that cannot ride in this piece's slot record leave first, alone.
-  if (!publishStampsAlone(route == ShmRoute::LL)) return 0;
+  if (stampDue() && (stamps_.front().alone || route == ShmRoute::LL) &&
+      !publishStampsAlone(route == ShmRoute::LL))
+    return 0;
   if (route == ShmRoute::LL) {
     const std::size_t n = std::min(bytes, kShmLLMaxBytes);
     if (!ll_.tryRoom(protocols::llMessageLines(n))) return 0;
@@ -191,7 +193,8 @@ std::span<char> ShmSendConnection::writable(std::size_t maxBytes) {
   if (!queue_.empty()) return {};  // posted bytes go first
   writableRoute_ = routes_.latest();
   // Stamps that will not ride in the slot written here leave first.
-  if (!publishStampsAlone(writableRoute_ == ShmRoute::LL)) {
+  if (stampDue() && (stamps_.front().alone || writableRoute_ == ShmRoute::LL) &&
+      !publishStampsAlone(writableRoute_ == ShmRoute::LL)) {
     wantsRoom_ = true;
     return {};
   }
@@ -342,11 +345,7 @@ bool ShmRecvConnection::checkDueStamp() {
   return true;
 }
 
-bool ShmRecvConnection::stampChecked() {
-  while (stampDue())
-    if (!checkDueStamp()) return false;
-  return expected_.empty();
-}
+bool ShmRecvConnection::stampChecked() { return checkDueStamps() && expected_.empty(); }
 
 std::span<const char> ShmRecvConnection::llArrived() {
   if (llInboxRead_ < llInboxBytes_) return {llInbox_ + llInboxRead_, llInboxBytes_ - llInboxRead_};
@@ -374,8 +373,7 @@ std::span<const char> ShmRecvConnection::llArrived() {
 
 std::span<const char> ShmRecvConnection::arrived(ShmRoute route) {
   // Not a byte of an operation before its stamp has been checked.
-  while (stampDue())
-    if (!checkDueStamp()) return {};
+  if (stampDue() && !checkDueStamps()) return {};
   switch (route) {
     case ShmRoute::Simple: return simpleArrived();
     case ShmRoute::LL: return llArrived();

@@ -137,7 +137,7 @@ class ShmSendConnection final : public SendConnection {
   // Moves the front of a posted buffer into a FIFO; returns the bytes moved.
   std::size_t moveOut(const char* data, std::size_t bytes);
   // The oldest stamp is due: the stream has reached its operation's start.
-  bool stampDue() const { return !stamps_.empty() && stamps_.front().from <= queue_.completed(); }
+  bool stampDue() const { return stamps_.frontFrom() <= queue_.completed(); }
   // Publishes the due stamps that must leave alone (or, `andRiding`, any
   // due stamp), each in an empty Simple slot; false while a slot it needs
   // is not free.
@@ -209,10 +209,16 @@ class ShmRecvConnection final : public RecvConnection {
   // `bytes` of it.
   std::span<const char> arrived(ShmRoute route);
   // A stamp is expected at or before the next byte of the stream.
-  bool stampDue() const { return !expected_.empty() && expected_.front().from <= queue_.completed(); }
+  bool stampDue() const { return expected_.frontFrom() <= queue_.completed(); }
   // Takes the Simple slot that must carry the due stamp and checks it;
   // false while it has not come. A slot holding only the stamp is released.
   bool checkDueStamp();
+  // Checks every stamp due by now; false while one has not come.
+  bool checkDueStamps() {
+    while (stampDue())
+      if (!checkDueStamp()) return false;
+    return true;
+  }
   void release(ShmRoute route, std::size_t bytes);
   // The unread rest of the oldest Simple slot (empty while none is there).
   std::span<const char> simpleArrived();

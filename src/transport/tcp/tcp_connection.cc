@@ -19,7 +19,7 @@ bool TcpSendConnection::progress() {
   for (;;) {
     // A stamp goes when the stream reaches its operation's start, ahead of
     // the first bytes posted there, or alone.
-    if (frameLeft_ == 0 && !stamps_.empty() && stamps_.front().from <= queue_.completed() &&
+    if (frameLeft_ == 0 && stamps_.frontFrom() <= queue_.completed() &&
         (stamps_.front().alone || !queue_.empty())) {
       frame_.stamp = stamps_.front().stamp;
       frameLeft_ = sizeof(frame_);
@@ -29,7 +29,7 @@ bool TcpSendConnection::progress() {
       const char* rest = reinterpret_cast<const char*>(&frame_) + (sizeof(frame_) - frameLeft_);
       // The operation's first bytes in the same call, unless another
       // stamp comes first.
-      const bool data = !queue_.empty() && (stamps_.empty() || stamps_.front().from > queue_.completed());
+      const bool data = !queue_.empty() && stamps_.frontFrom() > queue_.completed();
       const std::size_t dataBytes = data ? std::min(queue_.frontBytes(), kMaxBytesPerCall) : 0;
       std::size_t n = socket_.trySendTwo(rest, frameLeft_, data ? queue_.frontData() : nullptr,
                                          dataBytes, peer_);
@@ -40,7 +40,7 @@ bool TcpSendConnection::progress() {
       if (n > ofFrame) queue_.advance(n - ofFrame);
       continue;
     }
-    if (queue_.empty() || (!stamps_.empty() && stamps_.front().from <= queue_.completed())) return moved;
+    if (queue_.empty() || stamps_.frontFrom() <= queue_.completed()) return moved;
     std::size_t bytes = std::min(queue_.frontBytes(), kMaxBytesPerCall);
     std::size_t n = socket_.trySend(queue_.frontData(), bytes, peer_);
     if (n == 0) return moved;

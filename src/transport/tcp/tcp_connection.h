@@ -81,7 +81,7 @@ class TcpRecvConnection final : public RecvConnection {
   bool stampChecked() override;
 
  private:
-  bool stampDue() const { return !expected_.empty() && expected_.front().from <= queue_.completed(); }
+  bool stampDue() const { return expected_.frontFrom() <= queue_.completed(); }
   // Reads what has come of the due stamp's frame; checks it once whole.
   // True if any byte moved.
   bool readFrame();
