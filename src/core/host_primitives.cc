@@ -66,10 +66,7 @@ OutLink& HostPrimitives::to(int peer) {
   OutLink& link = links_.out[peer];
   if (link.connection != nullptr) return link;
   link.connection = attach(connector_.sendTo(peer));
-  if (stamp_ != nullptr) {
-    links_.stampedOut.push_back(link.connection);
-    stampsToFlush_ = true;
-  }
+  if (stamp_ != nullptr) stampsToFlush_ = true;
   if (singleCopy_) {
     // Both ends of a connection decide alike: the receiver from its own
     // test of the sender's memory, the sender from the receiver's answer.
@@ -89,7 +86,6 @@ InLink& HostPrimitives::from(int peer) {
   if (link.connection != nullptr) return link;
   link.connection = attach(connector_.recvFrom(peer));
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
-  if (stamp_ != nullptr) links_.stampedIn.push_back(link.connection);
   return link;
 }
 
@@ -98,13 +94,13 @@ void HostPrimitives::attachLinks(int toPeer, int fromPeer) {
   if (fromPeer >= 0) from(fromPeer);
 }
 
-void HostPrimitives::flushStamps() {
+void HostPrimitives::flushStampsNow() {
   // One pass per newly attached link is enough: a stamp left pending by it
   // rides on bytes already posted or being written.
-  if (!stampsToFlush_) return;
-  if (ringNext_ >= 0) to(ringNext_);
+  if (ringNext_ >= 0 && links_.out[ringNext_].connection == nullptr) to(ringNext_);
   stampsToFlush_ = false;
-  for (transport::SendConnection* connection : links_.stampedOut)
+  // The engine holds exactly the connections this operation uses.
+  for (transport::SendConnection* connection : engine_.sends())
     if (connection->stampPending()) connection->flushStamp();
 }
 
@@ -423,21 +419,21 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
 
 void HostPrimitives::finish() {
   if (stamp_ != nullptr) {
-    if (ringNext_ >= 0) to(ringNext_);
-    if (ringPrev_ >= 0) from(ringPrev_);
+    if (ringNext_ >= 0 && links_.out[ringNext_].connection == nullptr) to(ringNext_);
+    if (ringPrev_ >= 0 && links_.in[ringPrev_].connection == nullptr) from(ringPrev_);
     // Stamps first: a peer may wait for ours before it sends what we wait
     // for. Stamps no bytes carried leave alone now; those due from peers
-    // that sent us nothing are checked once they come. (Usually every
-    // stamp rode on data and this waits for nothing.)
+    // that sent us nothing are checked once they come. Usually every stamp
+    // rode on data: then this is a load per connection.
     auto stampsDone = [&] {
-      for (transport::SendConnection* connection : links_.stampedOut)
+      for (transport::SendConnection* connection : engine_.sends())
         if (connection->stampPending()) return false;
-      for (transport::RecvConnection* connection : links_.stampedIn)
-        if (!connection->stampChecked()) return false;
+      for (transport::RecvConnection* connection : engine_.recvs())
+        if (connection->stampsOutstanding() != 0 && !connection->stampChecked()) return false;
       return true;
     };
     if (!stampsDone()) {
-      for (transport::SendConnection* connection : links_.stampedOut) connection->flushStamp();
+      for (transport::SendConnection* connection : engine_.sends()) connection->flushStamp();
       engine_.waitUntil(stampsDone, "exchanging operation stamps");
     }
   }

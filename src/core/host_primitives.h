@@ -58,15 +58,9 @@ struct HostLinks {
   void reset() {
     for (auto& link : out) link = {};
     for (auto& link : in) link = {};
-    stampedOut.clear();
-    stampedIn.clear();
   }
   std::vector<OutLink> out;
   std::vector<InLink> in;
-  // The connections this operation stamped, whose stamps must have left
-  // (or been checked) before it ends.
-  std::vector<transport::SendConnection*> stampedOut;
-  std::vector<transport::RecvConnection*> stampedIn;
 };
 
 class HostPrimitives {
@@ -156,7 +150,10 @@ class HostPrimitives {
   // Before this rank waits for a peer's data: stamps that no bytes carry
   // yet leave alone, so that a peer waiting for them (a rank with nothing
   // to receive, or one that waits too) is not kept waiting by this wait.
-  void flushStamps();
+  void flushStamps() {
+    if (stampsToFlush_) flushStampsNow();
+  }
+  void flushStampsNow();
   // A free staging slot (waits for its previous send if needed).
   char* acquireSlot(int* index);
   void receiveInto(transport::RecvConnection& from, char* dst, std::size_t bytes);

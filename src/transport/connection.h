@@ -66,6 +66,13 @@ class Connection {
   // receiver hands out none of them until the stamp that came matches this
   // one (StampMismatch otherwise).
   virtual void beginOperation(const OpStamp& stamp) = 0;
+  // Stamps begun here that have not left yet (sender) or not been checked
+  // yet (receiver). A plain load: the executor looks at every connection
+  // at the end of every operation, and usually every stamp rode on data.
+  std::size_t stampsOutstanding() const { return stampsOutstanding_; }
+
+ protected:
+  std::size_t stampsOutstanding_ = 0;  // kept by the transport
 };
 
 class SendConnection : public Connection {
@@ -96,8 +103,8 @@ class SendConnection : public Connection {
   // a peer before it sends) calls flushStamp: the stamp then leaves alone
   // if no bytes of the operation are on their way to carry it.
   virtual void flushStamp() = 0;
-  // The stamp has not left yet (progress() sends it).
-  virtual bool stampPending() const = 0;
+  // A stamp has not left yet (progress() sends it).
+  bool stampPending() const { return stampsOutstanding_ != 0; }
 };
 
 class RecvConnection : public Connection {

@@ -28,8 +28,12 @@ class StampQueue {
   const T& back() const { return items_[tail_ - 1]; }
 
   void push_back(const T& item) {
-    if (tail_ == items_.size()) items_.push_back(item);
-    else items_[tail_] = item;
+    if (tail_ == capacity_) {
+      items_.push_back(item);
+      capacity_ = items_.size();
+    } else {
+      items_[tail_] = item;
+    }
     if (tail_++ == head_) frontFrom_ = item.from;
   }
   void pop_front() {
@@ -43,6 +47,7 @@ class StampQueue {
 
  private:
   std::vector<T> items_;
+  std::size_t capacity_ = 0;  // items_.size(), without a division
   std::size_t head_ = 0, tail_ = 0;
   std::uint64_t frontFrom_ = kNone;
 };

@@ -144,6 +144,7 @@ bool ShmSendConnection::publishStampsAlone(bool andRiding) {
     if (!simple_.tryRoom(&slot)) return false;
     simple_.publish(0, true, stamps_.front().stamp.words.data());
     stamps_.pop_front();
+    --stampsOutstanding_;
   }
   return true;
 }
@@ -155,6 +156,7 @@ void ShmSendConnection::publishSimple(std::size_t bytes) {
   }
   simple_.publish(bytes, true, stamps_.front().stamp.words.data());
   stamps_.pop_front();
+  --stampsOutstanding_;
 }
 
 std::size_t ShmSendConnection::moveOut(const char* data, std::size_t bytes) {
@@ -248,6 +250,7 @@ void ShmSendConnection::beginOperation(const OpStamp& stamp) {
   HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
                "an operation's stamp for ", peer_, " was never sent");
   stamps_.push_back({stamp, queue_.posted(), false});
+  ++stampsOutstanding_;
   bytesFollow_ = false;
 }
 
@@ -336,6 +339,7 @@ bool ShmRecvConnection::checkDueStamp() {
   if (!stampsAgree(expected_.front().stamp, arrived))
     throw StampMismatch(peer_, expected_.front().stamp, arrived);
   expected_.pop_front();
+  --stampsOutstanding_;
   if (slot_.bytes == 0) {
     simple_.release();  // the stamp alone
     return true;
@@ -450,6 +454,7 @@ void ShmRecvConnection::beginMessage(protocols::Protocol protocol) {
 
 void ShmRecvConnection::beginOperation(const OpStamp& stamp) {
   expected_.push_back({stamp, queue_.posted()});
+  ++stampsOutstanding_;
 }
 
 void ShmRecvConnection::checkAlive() {

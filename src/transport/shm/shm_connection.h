@@ -123,7 +123,6 @@ class ShmSendConnection final : public SendConnection {
   void beginMessage(protocols::Protocol protocol) override;
   void beginOperation(const OpStamp& stamp) override;
   void flushStamp() override;
-  bool stampPending() const override { return !stamps_.empty(); }
   bool sendsInPlace() const override { return true; }
   std::span<char> writable(std::size_t maxBytes) override;
   void commitWritten(std::size_t bytes) override;

@@ -37,6 +37,7 @@ bool TcpSendConnection::progress() {
       moved = true;
       const std::size_t ofFrame = std::min(n, frameLeft_);
       frameLeft_ -= ofFrame;
+      if (frameLeft_ == 0) --stampsOutstanding_;  // its frame is out
       if (n > ofFrame) queue_.advance(n - ofFrame);
       continue;
     }
@@ -54,6 +55,7 @@ void TcpSendConnection::beginOperation(const OpStamp& stamp) {
   HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
                "an operation's stamp for ", peer_, " was never sent");
   stamps_.push_back({stamp, queue_.posted(), false});
+  ++stampsOutstanding_;
   bytesFollow_ = false;
 }
 
@@ -78,6 +80,7 @@ bool TcpRecvConnection::readFrame() {
   if (frame_.marker != StampFrame::kMarker) throw StampMismatch(peer_, expected, std::nullopt);
   if (!stampsAgree(expected, frame_.stamp)) throw StampMismatch(peer_, expected, frame_.stamp);
   expected_.pop_front();
+  --stampsOutstanding_;
   return true;
 }
 
@@ -102,6 +105,7 @@ bool TcpRecvConnection::progress() {
 
 void TcpRecvConnection::beginOperation(const OpStamp& stamp) {
   expected_.push_back({stamp, queue_.posted()});
+  ++stampsOutstanding_;
 }
 
 bool TcpRecvConnection::stampChecked() {

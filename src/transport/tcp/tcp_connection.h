@@ -45,7 +45,6 @@ class TcpSendConnection final : public SendConnection {
   bool idle() const override { return completedBytes() == postedBytes() && !stampPending(); }
   void beginOperation(const OpStamp& stamp) override;
   void flushStamp() override;
-  bool stampPending() const override { return !stamps_.empty() || frameLeft_ > 0; }
 
  private:
   Socket socket_;
