@@ -27,6 +27,7 @@ inline constexpr std::size_t kAgreedStampWords = 3;
 struct OpStamp {
   std::array<std::uint64_t, kOpStampWords> words{};
 };
+static_assert(sizeof(OpStamp) == kOpStampWords * sizeof(std::uint64_t), "a stamp is its words");
 
 inline bool stampsAgree(const OpStamp& mine, const OpStamp& theirs) {
   for (std::size_t w = 0; w < kAgreedStampWords; ++w)

@@ -317,27 +317,33 @@ std::span<const char> ShmRecvConnection::simpleArrived() {
   if (!holdingSlot_) {
     if (!simple_.tryData(&slot_)) return {};
     // checkDueStamp() took any slot that begins an operation due here.
-    if (slot_.stamp != nullptr) {
-      OpStamp arrived;
-      std::copy_n(slot_.stamp, kOpStampWords, arrived.words.begin());
-      throw StampMismatch(peer_, std::nullopt, arrived);
-    }
+    if (slot_.stamp != nullptr) [[unlikely]]
+      failStamp(false);
     holdingSlot_ = true;
     slotRead_ = 0;
   }
   return {slot_.data + slotRead_, slot_.bytes - slotRead_};
 }
 
+void ShmRecvConnection::failStamp(bool due) {
+  std::optional<OpStamp> arrived;
+  if (slot_.stamp != nullptr) {
+    arrived.emplace();
+    std::copy_n(slot_.stamp, kOpStampWords, arrived->words.begin());
+  }
+  throw StampMismatch(peer_, due ? std::optional<OpStamp>(expected_.front().stamp) : std::nullopt, arrived);
+}
+
 bool ShmRecvConnection::checkDueStamp() {
   // The operation's first slot: nothing before it is left to read, unless
   // the peer sent more bytes of the previous operation than this rank took.
-  if (holdingSlot_) throw StampMismatch(peer_, expected_.front().stamp, std::nullopt);
+  if (holdingSlot_) [[unlikely]] {
+    slot_.stamp = nullptr;
+    failStamp(true);
+  }
   if (!simple_.tryData(&slot_)) return false;
-  if (slot_.stamp == nullptr) throw StampMismatch(peer_, expected_.front().stamp, std::nullopt);
-  OpStamp arrived;
-  std::copy_n(slot_.stamp, kOpStampWords, arrived.words.begin());
-  if (!stampsAgree(expected_.front().stamp, arrived))
-    throw StampMismatch(peer_, expected_.front().stamp, arrived);
+  if (slot_.stamp == nullptr || !stampsAgree(expected_.front().stamp, *slotStamp())) [[unlikely]]
+    failStamp(true);
   expected_.pop_front();
   --stampsOutstanding_;
   if (slot_.bytes == 0) {

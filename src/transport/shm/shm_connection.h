@@ -212,6 +212,11 @@ class ShmRecvConnection final : public RecvConnection {
   // Takes the Simple slot that must carry the due stamp and checks it;
   // false while it has not come. A slot holding only the stamp is released.
   bool checkDueStamp();
+  // The stamp in the slot taken, as an OpStamp (the same four words).
+  const OpStamp* slotStamp() const { return reinterpret_cast<const OpStamp*>(slot_.stamp); }
+  // Throws the mismatch the slot taken shows: its stamp (if any) against
+  // the one `due` here (or none).
+  [[noreturn, gnu::cold, gnu::noinline]] void failStamp(bool due);
   // Checks every stamp due by now; false while one has not come.
   bool checkDueStamps() {
     while (stampDue())
