@@ -1,27 +1,32 @@
 // The Simple protocol: whole slots handed over by two counters.
 //
-// The sender fills a slot, stores how many bytes it holds in the slot's
-// record, then advances head; the receiver waits for head to pass its
-// position, reads the slot, then advances tail. head counts slots
-// published and tail slots released, both only ever growing; slot k of the
-// stream lives at k % slotCount. Up to slotCount slots are in flight, so the sender can
+// The sender fills a slot, stores how many bytes it holds in sizes[slot],
+// then advances head; the receiver waits for head to pass its position,
+// reads the slot, then advances tail. head counts slots published and tail
+// slots released, both only ever growing; slot k of the stream lives at
+// k % slotCount. Up to slotCount slots are in flight, so the sender can
 // fill the next ones while the receiver still reads the first.
 //
 //   sender:   waitRoom(&slot)   head - tail < slotCount   (acquire tail)
 //             ...fill the slot...
-//             publish(bytes)    record[k] = bytes; head = k + 1 (release)
+//             publish(bytes)    sizes[k] = bytes; head = k + 1 (release)
 //   receiver: waitData(&piece)  head > tail               (acquire head)
 //             ...read the slot...
 //             release()         tail = k + 1 (release)
 //
-// Each slot has a record line (fifo_handle.h): its size word and, when the
-// sender passes one, a stamp of kStampWords words that says which operation
-// the slot begins (the executor's agreement check, core/agreement.h). The
-// stamp costs nothing extra to move: it shares the line the receiver loads
-// for the size anyway.
+// Stamps: a slot that begins an operation may carry the operation's stamp
+// (kStampWords words; the executor's agreement check, core/agreement.h).
+// Its size word then holds kStamped and a 30-bit check of the stamp
+// (stampCheck), which the receiver compares with the check of the stamp it
+// expects: no line is added to the handover, the size word is loaded
+// anyway. The full stamp goes to the stamps board, in the entry of its
+// number among the stamps of the stream (modulo slotCount), which both
+// sides count; a receiver reads it only to word a mismatch. It is intact
+// while the stamped slot is unreleased: the sender cannot publish
+// slotCount more stamps before that slot is released.
 //
 // Why these orderings suffice: the release of head is after the slot's bytes
-// and its record were written, and the receiver reads them only after its
+// and its size (and stamp) were written, and the receiver reads them only after its
 // acquire of head saw that value, so it reads what was written. In the other
 // direction the receiver's reads of slot k come before its release of tail,
 // and the sender writes slot k again (as slot k + slotCount) only after its
@@ -35,7 +40,7 @@
 // ordered everything up to it.
 //
 // Messages: send()/recv() move a message of any size, cut into pieces of at
-// most slotBytes; the size word marks the message's last piece (kLastPiece), so a
+// most slotBytes; sizes[] marks the message's last piece (kLastPiece), so a
 // zero-byte message is one empty piece and the receiver needs no size in
 // advance. One thread drives each side; in a kernel, the block fills or
 // reads the slot between waitRoom and publish (or waitData and release),
@@ -58,19 +63,34 @@
 
 namespace hora::protocols {
 
-// In a slot's size word: set on the piece that ends a message; the low bits
-// are bytes.
+// In sizes[]: set on the piece that ends a message; the low 32 bits are
+// bytes (slotBytes is at most 1 GiB).
 inline constexpr std::uint64_t kLastPiece = std::uint64_t{1} << 63;
-// In a slot's size word: the record's next kStampWords words hold a stamp.
+// In sizes[]: the slot begins an operation; bits 32 to 61 hold stampCheck.
 inline constexpr std::uint64_t kStamped = std::uint64_t{1} << 62;
-inline constexpr std::uint64_t kStampWords = 4;
-static_assert(1 + kStampWords <= kSlotRecordWords, "a stamp fits the slot's record line");
+inline constexpr int kStampCheckShift = 32;
+inline constexpr std::uint64_t kStampCheckMask = (std::uint64_t{1} << 30) - 1;
+inline constexpr std::uint64_t kSizeMask = (std::uint64_t{1} << 32) - 1;
+
+// 30 bits that differ, but for one chance in 2^30, between stamps that
+// differ in any of their first `agreed` words: a multiply-xor mix.
+HORA_HOST_DEVICE constexpr std::uint64_t stampCheck(const std::uint64_t* stamp, std::uint64_t agreed) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (std::uint64_t w = 0; w < agreed; ++w) {
+    h ^= stamp[w];
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  return h & kStampCheckMask;
+}
 
 struct SimplePiece {
   const char* data;
   std::uint64_t bytes;
   bool last;                   // the message's final piece
-  const std::uint64_t* stamp;  // kStampWords words, or null: none came with it
+  bool stamped;                // the slot begins an operation
+  std::uint64_t check;         // its stampCheck
+  const std::uint64_t* stamp;  // its full stamp on the board (kStampWords)
 };
 
 template <class Ordering>
@@ -107,14 +127,20 @@ class SimpleSender {
   }
 
   // Hands the slot waitRoom returned to the receiver, holding `bytes` bytes
-  // (at most slotBytes); `last` ends the message. A `stamp` (kStampWords
-  // words, or null) travels in the slot's record.
-  HORA_HOST_DEVICE void publish(std::uint64_t bytes, bool last = true,
-                                const std::uint64_t* stamp = nullptr) {
-    std::uint64_t* record = fifo_.records + (head_ % fifo_.slotCount) * kSlotRecordWords;
-    if (stamp != nullptr)
-      for (std::uint64_t w = 0; w < kStampWords; ++w) record[1 + w] = stamp[w];
-    record[0] = bytes | (last ? kLastPiece : 0) | (stamp != nullptr ? kStamped : 0);
+  // (at most slotBytes); `last` ends the message.
+  HORA_HOST_DEVICE void publish(std::uint64_t bytes, bool last = true) {
+    fifo_.sizes[head_ % fifo_.slotCount] = bytes | (last ? kLastPiece : 0);
+    ++head_;
+    Ordering::storeRelease(fifo_.head, head_);
+  }
+
+  // publish() of a slot that begins an operation: `stamp` (kStampWords
+  // words) goes to the board, `check` (its stampCheck) with the size.
+  HORA_HOST_DEVICE void publishStamped(std::uint64_t bytes, const std::uint64_t* stamp,
+                                       std::uint64_t check) {
+    std::uint64_t* entry = fifo_.stamps + (stamps_++ % fifo_.slotCount) * kStampWords;
+    for (std::uint64_t w = 0; w < kStampWords; ++w) entry[w] = stamp[w];
+    fifo_.sizes[head_ % fifo_.slotCount] = bytes | kLastPiece | kStamped | check << kStampCheckShift;
     ++head_;
     Ordering::storeRelease(fifo_.head, head_);
   }
@@ -142,8 +168,9 @@ class SimpleSender {
   HORA_HOST_DEVICE bool hasRoom() const { return head_ - knownTail_ < fifo_.slotCount; }
 
   FifoHandle fifo_;
-  std::uint64_t head_;       // slots published: the value of *fifo_.head
-  std::uint64_t knownTail_;  // *fifo_.tail as last loaded
+  std::uint64_t head_;        // slots published: the value of *fifo_.head
+  std::uint64_t knownTail_;   // *fifo_.tail as last loaded
+  std::uint64_t stamps_ = 0;  // stamped slots published
 };
 
 template <class Ordering>
@@ -181,6 +208,7 @@ class SimpleReceiver {
 
   // Gives the slot waitData described back to the sender.
   HORA_HOST_DEVICE void release() {
+    if (describedStamped_) ++stamps_;
     ++tail_;
     Ordering::storeRelease(fifo_.tail, tail_);
   }
@@ -211,19 +239,23 @@ class SimpleReceiver {
 
  private:
   HORA_HOST_DEVICE bool hasData() const { return knownHead_ != tail_; }
-  HORA_HOST_DEVICE void describe(SimplePiece* piece) const {
+  HORA_HOST_DEVICE void describe(SimplePiece* piece) {
     const std::uint64_t index = tail_ % fifo_.slotCount;
-    const std::uint64_t* record = fifo_.records + index * kSlotRecordWords;
-    const std::uint64_t size = record[0];
+    const std::uint64_t size = fifo_.sizes[index];
     piece->data = fifo_.slots + index * fifo_.slotBytes;
-    piece->bytes = size & ~(kLastPiece | kStamped);
+    piece->bytes = size & kSizeMask;
     piece->last = (size & kLastPiece) != 0;
-    piece->stamp = (size & kStamped) != 0 ? record + 1 : nullptr;
+    piece->stamped = (size & kStamped) != 0;
+    piece->check = size >> kStampCheckShift & kStampCheckMask;
+    piece->stamp = fifo_.stamps + (stamps_ % fifo_.slotCount) * kStampWords;
+    describedStamped_ = piece->stamped;
   }
 
   FifoHandle fifo_;
-  std::uint64_t tail_;       // slots released: the value of *fifo_.tail
-  std::uint64_t knownHead_;  // *fifo_.head as last loaded
+  std::uint64_t tail_;        // slots released: the value of *fifo_.tail
+  std::uint64_t knownHead_;   // *fifo_.head as last loaded
+  std::uint64_t stamps_ = 0;  // stamped slots released
+  bool describedStamped_ = false;  // the slot last described is stamped
 };
 
 }  // namespace hora::protocols

@@ -13,6 +13,7 @@
 namespace hora::transport {
 
 using protocols::HostOrdering;
+static_assert(kOpStampWords == protocols::kStampWords, "a stamp fills an entry of the stamps board");
 
 namespace {
 struct SegmentOffer {
@@ -142,7 +143,7 @@ bool ShmSendConnection::publishStampsAlone(bool andRiding) {
   while (stampDue() && (andRiding || stamps_.front().alone)) {
     char* slot = nullptr;
     if (!simple_.tryRoom(&slot)) return false;
-    simple_.publish(0, true, stamps_.front().stamp.words.data());
+    simple_.publishStamped(0, stamps_.front().stamp.words.data(), stamps_.front().check);
     stamps_.pop_front();
     --stampsOutstanding_;
   }
@@ -154,7 +155,7 @@ void ShmSendConnection::publishSimple(std::size_t bytes) {
     simple_.publish(bytes);
     return;
   }
-  simple_.publish(bytes, true, stamps_.front().stamp.words.data());
+  simple_.publishStamped(bytes, stamps_.front().stamp.words.data(), stamps_.front().check);
   stamps_.pop_front();
   --stampsOutstanding_;
 }
@@ -249,7 +250,7 @@ void ShmSendConnection::beginOperation(const OpStamp& stamp) {
   // The previous operation flushed its stamp (core/host_primitives.h).
   HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
                "an operation's stamp for ", peer_, " was never sent");
-  stamps_.push_back({stamp, queue_.posted(), false});
+  stamps_.push_back({stamp, queue_.posted(), protocols::stampCheck(stamp.words.data(), kAgreedStampWords), false});
   ++stampsOutstanding_;
   bytesFollow_ = false;
 }
@@ -317,7 +318,7 @@ std::span<const char> ShmRecvConnection::simpleArrived() {
   if (!holdingSlot_) {
     if (!simple_.tryData(&slot_)) return {};
     // checkDueStamp() took any slot that begins an operation due here.
-    if (slot_.stamp != nullptr) [[unlikely]]
+    if (slot_.stamped) [[unlikely]]
       failStamp(false);
     holdingSlot_ = true;
     slotRead_ = 0;
@@ -327,7 +328,7 @@ std::span<const char> ShmRecvConnection::simpleArrived() {
 
 void ShmRecvConnection::failStamp(bool due) {
   std::optional<OpStamp> arrived;
-  if (slot_.stamp != nullptr) {
+  if (slot_.stamped) {
     arrived.emplace();
     std::copy_n(slot_.stamp, kOpStampWords, arrived->words.begin());
   }
@@ -338,11 +339,12 @@ bool ShmRecvConnection::checkDueStamp() {
   // The operation's first slot: nothing before it is left to read, unless
   // the peer sent more bytes of the previous operation than this rank took.
   if (holdingSlot_) [[unlikely]] {
-    slot_.stamp = nullptr;
+    slot_.stamped = false;
     failStamp(true);
   }
   if (!simple_.tryData(&slot_)) return false;
-  if (slot_.stamp == nullptr || !stampsAgree(expected_.front().stamp, *slotStamp())) [[unlikely]]
+  // The check in the size word, not the board: no line more to load.
+  if (!slot_.stamped || slot_.check != expected_.front().check) [[unlikely]]
     failStamp(true);
   expected_.pop_front();
   --stampsOutstanding_;
@@ -459,7 +461,7 @@ void ShmRecvConnection::beginMessage(protocols::Protocol protocol) {
 }
 
 void ShmRecvConnection::beginOperation(const OpStamp& stamp) {
-  expected_.push_back({stamp, queue_.posted()});
+  expected_.push_back({stamp, queue_.posted(), protocols::stampCheck(stamp.words.data(), kAgreedStampWords)});
   ++stampsOutstanding_;
 }
 

@@ -18,15 +18,18 @@
 // ends (protocol_switches.h); streams that never call it use Simple. Alignment
 // padding moves nowhere: both ends count it and skip it.
 //
-// An operation's stamp (op_stamp.h) always travels in a Simple slot's
-// record: in the record of the operation's first slot when its first bytes
-// go by Simple, which costs nothing (the receiver loads that line for the
-// slot's size anyway), or in an empty slot of its own ahead of LL bytes or
-// when the operation sends nothing. The receiver checks it when it takes
-// the first slot at or after the operation's start, before any byte of the
-// operation leaves the FIFO; a stamped slot where none is due (the peer
-// began another operation while this rank expected more bytes), or an
-// unstamped one where one is, is a mismatch too.
+// An operation's stamp (op_stamp.h) always travels with a Simple slot
+// (protocols/simple.h): a 30-bit check of it in the slot's size word and
+// the stamp itself on the FIFO's stamps board. It goes with the
+// operation's first slot when its first bytes go by Simple, which costs
+// nothing (the receiver loads the size word anyway), or in an empty slot
+// of its own ahead of LL bytes or when the operation sends nothing. The
+// receiver compares the check with its own stamp's when it takes the first
+// slot at or after the operation's start, before any byte of the operation
+// leaves the FIFO, and reads the board only to word a mismatch; a stamped
+// slot where none is due (the peer began another operation while this rank
+// expected more bytes), or an unstamped one where one is, is a mismatch
+// too.
 //
 // The sender's bytes count as sent once they are in a FIFO and the
 // receiver has mapped it: from then on no buffer of the caller's is
@@ -166,7 +169,8 @@ class ShmSendConnection final : public SendConnection {
   struct OutgoingStamp {
     OpStamp stamp;
     std::uint64_t from;
-    bool alone;  // flushStamp found no bytes to carry it
+    std::uint64_t check;  // protocols::stampCheck of the stamp
+    bool alone;           // flushStamp found no bytes to carry it
   };
   StampQueue<OutgoingStamp> stamps_;
   bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
@@ -212,10 +216,8 @@ class ShmRecvConnection final : public RecvConnection {
   // Takes the Simple slot that must carry the due stamp and checks it;
   // false while it has not come. A slot holding only the stamp is released.
   bool checkDueStamp();
-  // The stamp in the slot taken, as an OpStamp (the same four words).
-  const OpStamp* slotStamp() const { return reinterpret_cast<const OpStamp*>(slot_.stamp); }
-  // Throws the mismatch the slot taken shows: its stamp (if any) against
-  // the one `due` here (or none).
+  // Throws the mismatch the slot taken shows: its stamp (if any, from the
+  // board) against the one `due` here (or none).
   [[noreturn, gnu::cold, gnu::noinline]] void failStamp(bool due);
   // Checks every stamp due by now; false while one has not come.
   bool checkDueStamps() {
@@ -254,6 +256,7 @@ class ShmRecvConnection final : public RecvConnection {
   struct ExpectedStamp {
     OpStamp stamp;
     std::uint64_t from;
+    std::uint64_t check;  // protocols::stampCheck of the stamp
   };
   StampQueue<ExpectedStamp> expected_;
 };
