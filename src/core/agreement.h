@@ -90,7 +90,7 @@ inline transport::OpStamp toStamp(const OpDescriptor& d) {
                    static_cast<std::uint64_t>(d.reduction) << kStampReductionShift |
                    static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.root + 1)) << kStampRootShift;
   stamp.words[3] = static_cast<std::uint32_t>(d.rank);
-  return stamp;
+  return stamp.seal();
 }
 
 OpDescriptor fromStamp(const transport::OpStamp& stamp);

@@ -16,9 +16,9 @@
 //
 // Stamps: a slot that begins an operation may carry the operation's stamp
 // (kStampWords words; the executor's agreement check, core/agreement.h).
-// Its size word then holds kStamped and a 30-bit check of the stamp
-// (stampCheck), which the receiver compares with the check of the stamp it
-// expects: no line is added to the handover, the size word is loaded
+// Its size word then holds kStamped and a 30-bit check of the stamp (made
+// by the caller, transport/op_stamp.h), which the receiver compares with
+// the check of the stamp it expects: no line is added to the handover, the size word is loaded
 // anyway. The full stamp goes to the stamps board, in the entry of its
 // number among the stamps of the stream (modulo slotCount), which both
 // sides count; a receiver reads it only to word a mismatch. It is intact
@@ -72,24 +72,12 @@ inline constexpr int kStampCheckShift = 32;
 inline constexpr std::uint64_t kStampCheckMask = (std::uint64_t{1} << 30) - 1;
 inline constexpr std::uint64_t kSizeMask = (std::uint64_t{1} << 32) - 1;
 
-// 30 bits that differ, but for one chance in 2^30, between stamps that
-// differ in any of their first `agreed` words: a multiply-xor mix.
-HORA_HOST_DEVICE constexpr std::uint64_t stampCheck(const std::uint64_t* stamp, std::uint64_t agreed) {
-  std::uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (std::uint64_t w = 0; w < agreed; ++w) {
-    h ^= stamp[w];
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 31;
-  }
-  return h & kStampCheckMask;
-}
-
 struct SimplePiece {
   const char* data;
   std::uint64_t bytes;
   bool last;                   // the message's final piece
   bool stamped;                // the slot begins an operation
-  std::uint64_t check;         // its stampCheck
+  std::uint64_t check;         // its check (kStampCheckMask bits)
   const std::uint64_t* stamp;  // its full stamp on the board (kStampWords)
 };
 
@@ -135,7 +123,7 @@ class SimpleSender {
   }
 
   // publish() of a slot that begins an operation: `stamp` (kStampWords
-  // words) goes to the board, `check` (its stampCheck) with the size.
+  // words) goes to the board, `check` (30 bits of it) with the size.
   HORA_HOST_DEVICE void publishStamped(std::uint64_t bytes, const std::uint64_t* stamp,
                                        std::uint64_t check) {
     std::uint64_t* entry = fifo_.stamps + (stamps_++ % fifo_.slotCount) * kStampWords;

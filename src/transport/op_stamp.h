@@ -26,8 +26,22 @@ inline constexpr std::size_t kAgreedStampWords = 3;
 
 struct OpStamp {
   std::array<std::uint64_t, kOpStampWords> words{};
+  // 30 bits that differ, but for one chance in 2^30, between stamps whose
+  // agreed words differ: what a shared-memory slot carries in its size
+  // word (protocols/simple.h). Made once per operation by seal().
+  std::uint64_t check = 0;
+
+  OpStamp& seal() {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull;  // a multiply-xor mix
+    for (std::size_t w = 0; w < kAgreedStampWords; ++w) {
+      h ^= words[w];
+      h *= 0xbf58476d1ce4e5b9ull;
+      h ^= h >> 31;
+    }
+    check = h & ((std::uint64_t{1} << 30) - 1);
+    return *this;
+  }
 };
-static_assert(sizeof(OpStamp) == kOpStampWords * sizeof(std::uint64_t), "a stamp is its words");
 
 inline bool stampsAgree(const OpStamp& mine, const OpStamp& theirs) {
   for (std::size_t w = 0; w < kAgreedStampWords; ++w)

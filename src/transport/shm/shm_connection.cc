@@ -143,7 +143,7 @@ bool ShmSendConnection::publishStampsAlone(bool andRiding) {
   while (stampDue() && (andRiding || stamps_.front().alone)) {
     char* slot = nullptr;
     if (!simple_.tryRoom(&slot)) return false;
-    simple_.publishStamped(0, stamps_.front().stamp.words.data(), stamps_.front().check);
+    simple_.publishStamped(0, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
     stamps_.pop_front();
     --stampsOutstanding_;
   }
@@ -155,7 +155,7 @@ void ShmSendConnection::publishSimple(std::size_t bytes) {
     simple_.publish(bytes);
     return;
   }
-  simple_.publishStamped(bytes, stamps_.front().stamp.words.data(), stamps_.front().check);
+  simple_.publishStamped(bytes, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
   stamps_.pop_front();
   --stampsOutstanding_;
 }
@@ -250,7 +250,7 @@ void ShmSendConnection::beginOperation(const OpStamp& stamp) {
   // The previous operation flushed its stamp (core/host_primitives.h).
   HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
                "an operation's stamp for ", peer_, " was never sent");
-  stamps_.push_back({stamp, queue_.posted(), protocols::stampCheck(stamp.words.data(), kAgreedStampWords), false});
+  stamps_.push_back({stamp, queue_.posted(), false});
   ++stampsOutstanding_;
   bytesFollow_ = false;
 }
@@ -344,7 +344,7 @@ bool ShmRecvConnection::checkDueStamp() {
   }
   if (!simple_.tryData(&slot_)) return false;
   // The check in the size word, not the board: no line more to load.
-  if (!slot_.stamped || slot_.check != expected_.front().check) [[unlikely]]
+  if (!slot_.stamped || slot_.check != expected_.front().stamp.check) [[unlikely]]
     failStamp(true);
   expected_.pop_front();
   --stampsOutstanding_;
@@ -461,7 +461,7 @@ void ShmRecvConnection::beginMessage(protocols::Protocol protocol) {
 }
 
 void ShmRecvConnection::beginOperation(const OpStamp& stamp) {
-  expected_.push_back({stamp, queue_.posted(), protocols::stampCheck(stamp.words.data(), kAgreedStampWords)});
+  expected_.push_back({stamp, queue_.posted()});
   ++stampsOutstanding_;
 }
 

@@ -169,8 +169,7 @@ class ShmSendConnection final : public SendConnection {
   struct OutgoingStamp {
     OpStamp stamp;
     std::uint64_t from;
-    std::uint64_t check;  // protocols::stampCheck of the stamp
-    bool alone;           // flushStamp found no bytes to carry it
+    bool alone;  // flushStamp found no bytes to carry it
   };
   StampQueue<OutgoingStamp> stamps_;
   bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
@@ -256,7 +255,6 @@ class ShmRecvConnection final : public RecvConnection {
   struct ExpectedStamp {
     OpStamp stamp;
     std::uint64_t from;
-    std::uint64_t check;  // protocols::stampCheck of the stamp
   };
   StampQueue<ExpectedStamp> expected_;
 };
