@@ -324,6 +324,27 @@ std::size_t Socket::trySendTwo(const void* first, std::size_t firstBytes, const 
   }
 }
 
+std::size_t Socket::tryRecvTwo(void* first, std::size_t firstBytes, void* second, std::size_t secondBytes,
+                               const std::string& peer) {
+  iovec parts[2] = {{first, firstBytes}, {second, secondBytes}};
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = 2;
+  for (;;) {
+    ssize_t n = ::recvmsg(fd_, &message, MSG_DONTWAIT);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0)
+      fail(ErrorKind::Remote, "connection from ", peer,
+           " closed while receiving: the peer process exited or aborted");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    if (errno == ECONNRESET)
+      fail(ErrorKind::Remote, "connection from ", peer, " reset while receiving (", errnoText(errno),
+           "): the peer process exited or aborted");
+    fail(ErrorKind::System, "recv from ", peer, " failed: ", errnoText(errno));
+  }
+}
+
 std::size_t Socket::trySend(const void* data, std::size_t bytes, const std::string& peer) {
   for (;;) {
     ssize_t n = ::send(fd_, data, bytes, MSG_DONTWAIT | MSG_NOSIGNAL);

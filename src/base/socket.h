@@ -104,6 +104,10 @@ class Socket {
   // what follows it).
   std::size_t trySendTwo(const void* first, std::size_t firstBytes, const void* second,
                          std::size_t secondBytes, const std::string& peer);
+  // tryRecv into `first`, then what else has come into `second`, in one
+  // system call.
+  std::size_t tryRecvTwo(void* first, std::size_t firstBytes, void* second, std::size_t secondBytes,
+                         const std::string& peer);
 
   void setNonBlocking(bool on);
   void setNoDelay();

@@ -6,10 +6,11 @@
 // with what the receiving end must agree on: which call it is, its kind,
 // count, element type, reduction and root for a collective; which message
 // it is and its size for a point-to-point message. The stamp rides on
-// bytes that move anyway (a shared-memory slot's record line, a TCP frame
-// in the same send()), so the check costs no message of its own. The
-// receiving connection compares it with its own stamp before it hands out
-// any byte of the operation; this file fills stamps and words the error.
+// bytes that move anyway (a 30-bit check in a shared-memory slot's size
+// word, a TCP frame in the same send()), so the check costs no message of
+// its own. The receiving connection compares it with its own stamp before
+// it hands out any byte of the operation; this file fills stamps and words
+// the error.
 //
 // Disagreements the stamps reveal: a different count, type, reduction,
 // root or collective; a call one rank skipped or added (the call numbers

@@ -18,9 +18,9 @@
 
 namespace hora::transport {
 
-// Four words: what fits in a shared-memory slot's record line beside its
-// size (protocols/simple.h) and in a TCP frame. The first kAgreedStampWords
-// must be equal at both ends; the others say who sent it, for the message.
+// Four words: an entry of a shared-memory FIFO's stamps board (protocols/
+// simple.h), and the body of a TCP frame. The first kAgreedStampWords must
+// be equal at both ends; the others say who sent it, for the message.
 inline constexpr std::size_t kOpStampWords = 4;
 inline constexpr std::size_t kAgreedStampWords = 3;
 

@@ -163,7 +163,7 @@ void ShmSendConnection::publishSimple(std::size_t bytes) {
 std::size_t ShmSendConnection::moveOut(const char* data, std::size_t bytes) {
   const ShmRoute route = routes_.at(queue_.completed());
   if (route == ShmRoute::Skip) return bytes;
-  // Stamps that cannot ride in this piece's slot record leave first, alone.
+  // Stamps that cannot ride with this piece's slot leave first, alone.
   if (stampDue() && (stamps_.front().alone || route == ShmRoute::LL) &&
       !publishStampsAlone(route == ShmRoute::LL))
     return 0;

@@ -1,6 +1,7 @@
 #include "transport/tcp/tcp_connection.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace hora::transport {
 
@@ -66,12 +67,35 @@ void TcpSendConnection::flushStamp() {
   progress();
 }
 
+// Room for the first bytes of a small operation, read with its frame.
+constexpr std::size_t kLookaheadBytes = 4096;
+
 TcpRecvConnection::TcpRecvConnection(Socket socket, std::string peerName)
-    : socket_(std::move(socket)), peer_(std::move(peerName)) {}
+    : socket_(std::move(socket)), peer_(std::move(peerName)), lookahead_(kLookaheadBytes) {}
+
+std::size_t TcpRecvConnection::take(char* data, std::size_t bytes) {
+  if (lookStart_ == lookEnd_) return socket_.tryRecv(data, bytes, peer_);
+  const std::size_t n = std::min(bytes, lookEnd_ - lookStart_);
+  std::memcpy(data, lookahead_.data() + lookStart_, n);
+  lookStart_ += n;
+  if (lookStart_ == lookEnd_) lookStart_ = lookEnd_ = 0;
+  return n;
+}
 
 bool TcpRecvConnection::readFrame() {
   char* into = reinterpret_cast<char*>(&frame_) + frameRead_;
-  std::size_t n = socket_.tryRecv(into, sizeof(frame_) - frameRead_, peer_);
+  const std::size_t want = sizeof(frame_) - frameRead_;
+  std::size_t n;
+  if (lookStart_ < lookEnd_) {
+    n = take(into, want);
+  } else {
+    // The frame, and into the lookahead whatever came after it.
+    n = socket_.tryRecvTwo(into, want, lookahead_.data(), lookahead_.size(), peer_);
+    if (n > want) {
+      lookEnd_ = n - want;
+      n = want;
+    }
+  }
   if (n == 0) return false;
   frameRead_ += n;
   if (frameRead_ < sizeof(frame_)) return true;
@@ -96,7 +120,7 @@ bool TcpRecvConnection::progress() {
     }
     if (queue_.empty()) return moved;
     std::size_t bytes = std::min(queue_.frontBytes(), kMaxBytesPerCall);
-    std::size_t n = socket_.tryRecv(queue_.frontData(), bytes, peer_);
+    std::size_t n = take(queue_.frontData(), bytes);
     if (n == 0) return moved;
     moved = true;
     queue_.advance(n);

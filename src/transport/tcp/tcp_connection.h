@@ -6,12 +6,15 @@
 // operation's start, ahead of its first bytes (in the same send() as they
 // when they are posted by then). The receiver reads the frame into a buffer
 // of its own and checks it before it receives a byte of the operation into
-// the caller's memory. The frame is not counted in the connection's byte
-// counters: those count the executor's bytes only.
+// the caller's memory; what came with the frame in the same recv() (the
+// operation's first bytes, usually) waits in a lookahead buffer, so that
+// the frame costs no system call of its own. The frame is not counted in
+// the connection's byte counters: those count the executor's bytes only.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "base/socket.h"
 #include "transport/connection.h"
@@ -84,6 +87,8 @@ class TcpRecvConnection final : public RecvConnection {
   // Reads what has come of the due stamp's frame; checks it once whole.
   // True if any byte moved.
   bool readFrame();
+  // Up to `bytes` of the stream into `data`: the lookahead's first.
+  std::size_t take(char* data, std::size_t bytes);
 
   Socket socket_;
   std::string peer_;
@@ -95,6 +100,9 @@ class TcpRecvConnection final : public RecvConnection {
   StampQueue<ExpectedStamp> expected_;  // in stream order, until checked
   StampFrame frame_;
   std::size_t frameRead_ = 0;
+  // Stream bytes read with a frame, not yet taken: [lookStart_, lookEnd_).
+  std::vector<char> lookahead_;
+  std::size_t lookStart_ = 0, lookEnd_ = 0;
 };
 
 }  // namespace hora::transport
