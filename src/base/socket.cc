@@ -7,6 +7,8 @@
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -301,6 +303,45 @@ Socket Socket::connect(const SocketAddress& address, const Deadline& deadline,
            errnoText(lastError), "; is it running? HORA_TIMEOUT)");
     // Back off a little: the listener may still be starting.
     std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 20 ? 10 : 100));
+  }
+}
+
+std::size_t Socket::trySendTwo(const void* first, std::size_t firstBytes, const void* second,
+                               std::size_t secondBytes, const std::string& peer) {
+  iovec parts[2] = {{const_cast<void*>(first), firstBytes}, {const_cast<void*>(second), secondBytes}};
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = secondBytes > 0 ? 2 : 1;
+  for (;;) {
+    ssize_t n = ::sendmsg(fd_, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    if (errno == EPIPE || errno == ECONNRESET)
+      fail(ErrorKind::Remote, "connection to ", peer, " lost while sending (", errnoText(errno),
+           "): the peer process exited or aborted");
+    fail(ErrorKind::System, "send to ", peer, " failed: ", errnoText(errno));
+  }
+}
+
+std::size_t Socket::tryRecvTwo(void* first, std::size_t firstBytes, void* second, std::size_t secondBytes,
+                               const std::string& peer) {
+  iovec parts[2] = {{first, firstBytes}, {second, secondBytes}};
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = 2;
+  for (;;) {
+    ssize_t n = ::recvmsg(fd_, &message, MSG_DONTWAIT);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0)
+      fail(ErrorKind::Remote, "connection from ", peer,
+           " closed while receiving: the peer process exited or aborted");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    if (errno == ECONNRESET)
+      fail(ErrorKind::Remote, "connection from ", peer, " reset while receiving (", errnoText(errno),
+           "): the peer process exited or aborted");
+    fail(ErrorKind::System, "recv from ", peer, " failed: ", errnoText(errno));
   }
 }
 

@@ -100,6 +100,14 @@ class Socket {
   // block). Errors and EOF throw Remote errors naming `peer`.
   std::size_t trySend(const void* data, std::size_t bytes, const std::string& peer);
   std::size_t tryRecv(void* data, std::size_t bytes, const std::string& peer);
+  // trySend of `first` then `second` in one system call (a small header and
+  // what follows it).
+  std::size_t trySendTwo(const void* first, std::size_t firstBytes, const void* second,
+                         std::size_t secondBytes, const std::string& peer);
+  // tryRecv into `first`, then what else has come into `second`, in one
+  // system call.
+  std::size_t tryRecvTwo(void* first, std::size_t firstBytes, void* second, std::size_t secondBytes,
+                         const std::string& peer);
 
   void setNonBlocking(bool on);
   void setNoDelay();

@@ -35,6 +35,12 @@ const char* opKindName(OpKind kind) {
 }
 
 namespace {
+// How long a rank that lost a peer waits for that peer's notice of why
+// (transport/connector.h): a notice from a rank of this host is there
+// before its connections close; one from another host needs a round trip.
+// A peer that died sends none, and its loss is reported this much later.
+constexpr std::chrono::milliseconds kNoticeGrace{500};
+
 // The machine is described once per process: loading it (hwloc with I/O
 // devices, or a file) costs milliseconds, and it does not change.
 const topology::System& processSystem() {
@@ -146,7 +152,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
                                 [](std::uint8_t reads) { return reads != 0; });
   executor_ = std::make_unique<HostExecutor>(
       HostExecutorContext{rank, nranks, *bootstrap_, *connector_, windows_, std::move(ringRanks),
-                          singleCopyRing, waitPolicy()},
+                          singleCopyRing, waitPolicy(), tuning_.checkAgreement},
       tuning_, moveChunkBytes, sliceBytes);
   HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", tuning_.chunkBytes,
            " B, slice ", sliceBytes, " B, timeout ", timeout_.count(), " ms");
@@ -274,10 +280,23 @@ void Communicator::failBroken(const Error& failure) {
   // ncclCommAbort shuts the connections down to end the waits, so a call
   // under way may see a closed socket before it sees the abort flag: that
   // is this rank's abort, not a peer's failure.
-  const Error error = abort_.load()
-                          ? Error(ErrorKind::InvalidUsage,
-                                  strCat("rank ", rank_, ": communicator aborted (ncclCommAbort) during the call"))
-                          : failure;
+  Error error = abort_.load()
+                    ? Error(ErrorKind::InvalidUsage,
+                            strCat("rank ", rank_, ": communicator aborted (ncclCommAbort) during the call"))
+                    : failure;
+  const bool told = abort_.load() || broken_.load(std::memory_order_acquire);  // by an earlier failure
+  if (told) {
+  } else if (error.kind() == ErrorKind::InvalidUsage &&
+             dynamic_cast<const transport::PeerNotice*>(&failure) == nullptr) {
+    // The program misused the communicator (ranks that disagree on a call,
+    // core/agreement.h): every rank must stop, and should say why, not
+    // just that this rank closed its connections. Told before they close.
+    connector_->announce(error);
+  } else if (error.kind() == ErrorKind::Remote) {
+    // A peer closed or went silent: if it stopped over a misuse it found,
+    // its notice is here already (same host) or on its way.
+    if (auto notice = connector_->noticeWithin(kNoticeGrace)) error = *notice;
+  }
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     if (brokenReason_.empty()) {

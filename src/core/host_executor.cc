@@ -25,7 +25,9 @@ HostExecutor::HostExecutor(HostExecutorContext context, const Tuning& tuning,
       planner_(tuning, moveChunkBytes),
       engine_(ctx_.wait),
       staging_(sliceBytes, kStagingSlots),
-      links_(ctx_.nranks) {
+      links_(ctx_.nranks),
+      messagesTo_(ctx_.nranks, 0),
+      messagesFrom_(ctx_.nranks, 0) {
   for (int p = 0; p < ctx_.nranks; ++p)
     if (ctx_.ringRanks[p] == ctx_.rank) ring_.pos = p;
   ring_.ranks = ctx_.ringRanks.data();
@@ -38,6 +40,21 @@ ProgressEngine& HostExecutor::freshEngine() {
 }
 
 void HostExecutor::run(const std::vector<Op>& ops) {
+  try {
+    runAll(ops);
+  } catch (const transport::StampMismatch& mismatch) {
+    throw agreementError(ctx_.rank, mismatch, currentDescriptor());
+  }
+}
+
+std::optional<OpDescriptor> HostExecutor::currentDescriptor() const {
+  const Op* op = current_.op;
+  if (op == nullptr) return std::nullopt;
+  if (!op->isPointToPoint()) return collectiveDescriptor(*op, current_.sequence, ctx_.rank);
+  return messageDescriptor(op->bytes, current_.sequence, op->kind == OpKind::Send ? ctx_.rank : op->peer);
+}
+
+void HostExecutor::runAll(const std::vector<Op>& ops) {
   std::vector<const Op*> p2p;
   for (const Op& op : ops)
     if (op.isPointToPoint()) p2p.push_back(&op);
@@ -47,6 +64,10 @@ void HostExecutor::run(const std::vector<Op>& ops) {
 }
 
 void HostExecutor::runCollective(const Op& op) {
+  // Counted before anything can fail, so that every rank numbers its calls
+  // alike whatever became of earlier ones.
+  current_ = {&op, ++collectives_};
+  if (ctx_.checkAgreement) collectiveStamp_ = toStamp(collectiveDescriptor(op, current_.sequence, ctx_.rank));
   checkBufferOverlap(op, ctx_.rank, ctx_.nranks);
   const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.anyUsable()};
   const Plan plan = planner_.plan(op, shape);
@@ -69,8 +90,14 @@ void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorit
   options.singleCopy = plan.singleCopy;
   options.alignStreams = algorithm != Algorithm::Direct;
   options.protocol = plan.protocol;
+  options.stamp = currentStamp();
   HostPrimitives prims(freshEngine(), ctx_.connector, links_, op.send, op.recv, op.reduce,
                        staging_, options);
+  // Stamps go to the next rank of the ring and come from the previous one
+  // in every collective, whatever its schedule: so every rank checks one,
+  // also where the schedule gives it no data (a broadcast's root, every
+  // rank of a zero-count call).
+  if (options.stamp != nullptr && ctx_.nranks > 1) prims.stampRing(ring_.next(), ring_.prev());
   // The host executor runs one channel per rank: its thread is the channel.
   const algorithms::Channel channel{0, 1};
   const std::size_t chunk = plan.chunkElems, align = plan.alignElems;
@@ -118,11 +145,13 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
   char* slots = static_cast<char*>(all);
   std::memcpy(slots + ctx_.rank * bytes, mine, bytes);
   ProgressEngine& engine = freshEngine();
+  const transport::OpStamp* stamp = currentStamp();
   for (int peer = 0; peer < ctx_.nranks; ++peer) {
     if (peer == ctx_.rank) continue;
     auto& connection = ctx_.connector.sendTo(peer);
     engine.add(&connection);
     connection.beginMessage(planner_.protocolFor(bytes));
+    if (stamp != nullptr) connection.beginOperation(*stamp);
     connection.post(mine, bytes);
   }
   engine.progressAll();
@@ -131,8 +160,10 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
     auto& connection = ctx_.connector.recvFrom(peer);
     engine.add(&connection);
     connection.beginMessage(planner_.protocolFor(bytes));
+    if (stamp != nullptr) connection.beginOperation(*stamp);
     connection.post(slots + peer * bytes, bytes);
   }
+  // Every stamp rode on its message: the receives completing checked them.
   engine.drain(what);
 }
 
@@ -153,52 +184,61 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
       std::memmove(selfRecvs[i]->recv, selfSends[i]->send, selfSends[i]->bytes);
   }
 
-  // Each message to a peer is preceded by its size, so a mismatched pair is
-  // reported instead of corrupting the stream; the message itself is the
-  // schedule of algorithms/point_to_point.h, moved as bytes (a message has
-  // no arithmetic, and its buffer need not be aligned to its type). Both
-  // ends name each piece's protocol before posting it (beginMessage),
-  // chosen by its size: the header's is fixed, and the receiver names the
-  // data's only once the header has matched it.
+  // Each message is an operation of its own on its connection, stamped
+  // with its number between the two ranks and its size (core/agreement.h),
+  // so a receive that does not match its send is reported before a byte of
+  // it lands in the receive buffer; the message itself is the schedule of
+  // algorithms/point_to_point.h, moved as bytes (a message has no
+  // arithmetic, and its buffer need not be aligned to its type). Both ends
+  // name the protocol by the message's size; when the sizes differ the
+  // stamp, which always travels the same way, says so before either reads.
   ProgressEngine& engine = freshEngine();
   const algorithms::Channel channel{0, 1};
-  auto messagePrimitives = [&](const Op& op) {
+  std::deque<transport::OpStamp> stamps;  // stable addresses while in use
+  std::vector<transport::SendConnection*> sent;
+  std::vector<transport::RecvConnection*> received;
+  auto messagePrimitives = [&](const Op& op, const transport::OpStamp& stamp) {
     HostPrimitives::Options options;
     options.alignStreams = false;
     options.protocol = planner_.protocolFor(op.bytes);
+    options.stamp = &stamp;
     const kernels::ReduceSpec bytes{DataType::Uint8, kernels::ReduceKind::Sum, 0};
     return HostPrimitives(engine, ctx_.connector, links_, op.send, op.recv, bytes, staging_, options);
   };
-  std::deque<std::uint64_t> headers;  // stable addresses while in flight
   for (const Op* op : ops) {
     if (op->kind != OpKind::Send || op->peer == rank) continue;
-    auto& connection = ctx_.connector.sendTo(op->peer);
-    engine.add(&connection);
-    headers.push_back(op->bytes);
-    connection.beginMessage(planner_.protocolFor(sizeof(std::uint64_t)));
-    connection.post(&headers.back(), sizeof(std::uint64_t));
-    HostPrimitives prims = messagePrimitives(*op);
+    current_ = {op, ++messagesTo_[op->peer]};
+    const transport::OpStamp& stamp =
+        stamps.emplace_back(toStamp(messageDescriptor(op->bytes, current_.sequence, rank)));
+    HostPrimitives prims = messagePrimitives(*op, stamp);
+    prims.attachLinks(op->peer, -1);
     algorithms::sendMessage(prims, op->peer, channel, op->bytes, 64);
+    // Nothing more of this message: a stamp no byte carried leaves alone.
+    transport::SendConnection& connection = ctx_.connector.sendTo(op->peer);
+    connection.flushStamp();
+    sent.push_back(&connection);
   }
   engine.progressAll();
   for (const Op* op : ops) {
     if (op->kind != OpKind::Recv || op->peer == rank) continue;
-    auto& connection = ctx_.connector.recvFrom(op->peer);
-    engine.add(&connection);
-    std::uint64_t& header = headers.emplace_back(0);
-    connection.beginMessage(planner_.protocolFor(sizeof(header)));
-    connection.post(&header, sizeof(header));
-    const std::uint64_t target = connection.postedBytes();
-    engine.waitUntil([&] { return connection.completedBytes() >= target; },
-                     "waiting for a message header");
-    if (header != op->bytes)
-      fail(ErrorKind::InvalidUsage, "rank ", rank, ": ncclRecv from ",
-           ctx_.bootstrap.describe(op->peer), " expects ", op->bytes, " bytes (", op->count, " x ",
-           dataTypeName(op->type), ") but that rank sent ", header, " bytes");
-    HostPrimitives prims = messagePrimitives(*op);
+    current_ = {op, ++messagesFrom_[op->peer]};
+    const transport::OpStamp& stamp =
+        stamps.emplace_back(toStamp(messageDescriptor(op->bytes, current_.sequence, op->peer)));
+    HostPrimitives prims = messagePrimitives(*op, stamp);
+    prims.attachLinks(-1, op->peer);
     algorithms::recvMessage(prims, op->peer, channel, op->bytes, 64);
+    received.push_back(&ctx_.connector.recvFrom(op->peer));
   }
   engine.drain("exchanging point-to-point messages");
+  engine.waitUntil(
+      [&] {
+        for (transport::SendConnection* connection : sent)
+          if (connection->stampPending()) return false;
+        for (transport::RecvConnection* connection : received)
+          if (!connection->stampChecked()) return false;
+        return true;
+      },
+      "exchanging point-to-point messages");
 }
 
 }  // namespace hora::core

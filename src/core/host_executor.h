@@ -6,10 +6,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "algorithms/primitives.h"
 #include "bootstrap/bootstrap.h"
+#include "core/agreement.h"
 #include "core/executor.h"
 #include "core/host_primitives.h"
 #include "core/plan.h"
@@ -29,6 +31,7 @@ struct HostExecutorContext {
   std::vector<int> ringRanks;  // user ranks in ring order
   bool singleCopyRing;
   WaitPolicy wait;
+  bool checkAgreement;  // stamp collectives (core/agreement.h)
 };
 
 class HostExecutor final : public Executor {
@@ -50,8 +53,11 @@ class HostExecutor final : public Executor {
   // nothing else, when some rank's buffers are not in usable windows.
   bool runWindows(const Op& op, const Plan& plan);
   // Sends `bytes` from `mine` to every other rank and receives theirs:
-  // all[r * bytes] holds rank r's, this rank's included.
+  // all[r * bytes] holds rank r's, this rank's included. Stamped with the
+  // current collective's stamp, if it has one.
   void exchangeWithAll(const void* mine, void* all, std::size_t bytes, const char* what);
+  // Runs the operations; run() words agreement failures.
+  void runAll(const std::vector<Op>& ops);
 
   HostExecutorContext ctx_;
   algorithms::Ring ring_;
@@ -61,6 +67,22 @@ class HostExecutor final : public Executor {
   StagingPool staging_;
   HostLinks links_;
   std::atomic<std::uint64_t> windowCollectives_{0};
+  // Agreement (core/agreement.h): collectives run so far, messages sent to
+  // and received from each peer, the operation under way (its descriptor
+  // is made only for an error) and the collective's stamp, if checked.
+  std::uint64_t collectives_ = 0;
+  std::vector<std::uint64_t> messagesTo_, messagesFrom_;
+  struct Current {
+    const Op* op = nullptr;
+    std::uint64_t sequence = 0;
+  };
+  Current current_;
+  transport::OpStamp collectiveStamp_;
+  const transport::OpStamp* currentStamp() const {
+    return ctx_.checkAgreement ? &collectiveStamp_ : nullptr;
+  }
+  // The operation under way, described (none before the first).
+  std::optional<OpDescriptor> currentDescriptor() const;
 };
 
 }  // namespace hora::core

@@ -38,6 +38,7 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
       singleCopy_(options.singleCopy),
       alignStreams_(options.alignStreams),
       protocol_(options.protocol),
+      stamp_(options.stamp),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
   // Every reduction below is checked here, once per operation: the spec, and
@@ -56,6 +57,7 @@ template <typename Connection>
 Connection* HostPrimitives::attach(Connection& connection) {
   engine_.add(&connection);
   connection.beginMessage(protocol_);
+  if (stamp_ != nullptr) connection.beginOperation(*stamp_);
   if (alignStreams_) connection.alignStream(kStreamAlignment);
   return &connection;
 }
@@ -64,6 +66,7 @@ OutLink& HostPrimitives::to(int peer) {
   OutLink& link = links_.out[peer];
   if (link.connection != nullptr) return link;
   link.connection = attach(connector_.sendTo(peer));
+  if (stamp_ != nullptr) stampsToFlush_ = true;
   if (singleCopy_) {
     // Both ends of a connection decide alike: the receiver from its own
     // test of the sender's memory, the sender from the receiver's answer.
@@ -84,6 +87,21 @@ InLink& HostPrimitives::from(int peer) {
   link.connection = attach(connector_.recvFrom(peer));
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
   return link;
+}
+
+void HostPrimitives::attachLinks(int toPeer, int fromPeer) {
+  if (toPeer >= 0) to(toPeer);
+  if (fromPeer >= 0) from(fromPeer);
+}
+
+void HostPrimitives::flushStampsNow() {
+  // One pass per newly attached link is enough: a stamp left pending by it
+  // rides on bytes already posted or being written.
+  if (ringNext_ >= 0 && links_.out[ringNext_].connection == nullptr) to(ringNext_);
+  stampsToFlush_ = false;
+  // The engine holds exactly the connections this operation uses.
+  for (transport::SendConnection* connection : engine_.sends())
+    if (connection->stampPending()) connection->flushStamp();
 }
 
 namespace {
@@ -130,6 +148,7 @@ std::span<char> HostPrimitives::waitRoom(transport::SendConnection& to, std::siz
 
 std::span<const char> HostPrimitives::waitData(transport::RecvConnection& from,
                                                std::size_t minBytes) {
+  flushStamps();
   std::span<const char> data;
   engine_.waitUntil([&] { return (data = from.readable()).size() >= minBytes; },
                     "receiving from a peer");
@@ -148,6 +167,7 @@ char* HostPrimitives::acquireSlot(int* index) {
 }
 
 void HostPrimitives::receiveInto(transport::RecvConnection& from, char* dst, std::size_t bytes) {
+  flushStamps();
   from.post(dst, bytes);
   const std::uint64_t target = from.postedBytes();
   engine_.waitUntil([&] { return from.completedBytes() >= target; }, "receiving from a peer");
@@ -367,6 +387,7 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
     InLink& link = from(order[k]);
     link.connection->post(gathered_.data() + k * bytes, bytes);
   }
+  flushStamps();
   engine_.drain("exchanging the inputs of a direct all-reduce");
   if (count == 0) return;
   // Every rank combines the same values in the same order: the peers'
@@ -397,6 +418,25 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
 }
 
 void HostPrimitives::finish() {
+  if (stamp_ != nullptr) {
+    if (ringNext_ >= 0 && links_.out[ringNext_].connection == nullptr) to(ringNext_);
+    if (ringPrev_ >= 0 && links_.in[ringPrev_].connection == nullptr) from(ringPrev_);
+    // Stamps first: a peer may wait for ours before it sends what we wait
+    // for. Stamps no bytes carried leave alone now; those due from peers
+    // that sent us nothing are checked once they come. Usually every stamp
+    // rode on data: then this is a load per connection.
+    auto stampsDone = [&] {
+      for (transport::SendConnection* connection : engine_.sends())
+        if (connection->stampPending()) return false;
+      for (transport::RecvConnection* connection : engine_.recvs())
+        if (connection->stampsOutstanding() != 0 && !connection->stampChecked()) return false;
+      return true;
+    };
+    if (!stampsDone()) {
+      for (transport::SendConnection* connection : engine_.sends()) connection->flushStamp();
+      engine_.waitUntil(stampsDone, "exchanging operation stamps");
+    }
+  }
   engine_.drain("finishing sends");
   if (describedAny_) {
     // Our buffers stay ours to keep only once the receivers have read them.

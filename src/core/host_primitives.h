@@ -84,6 +84,9 @@ class HostPrimitives {
     // The plan's protocol, named to each connection at its first use
     // (Connection::beginMessage): both ends run the same plan, so they agree.
     protocols::Protocol protocol = protocols::Protocol::Simple;
+    // The operation's stamp (core/agreement.h), given to each connection at
+    // its first use; null: the operation is not checked.
+    const transport::OpStamp* stamp = nullptr;
   };
 
   HostPrimitives(ProgressEngine& engine, transport::Connector& connector, HostLinks& links,
@@ -103,8 +106,24 @@ class HostPrimitives {
   void recvReduceCopyAll(const int* order, int nranks, int self, std::size_t inOffset,
                          std::size_t outOffset, std::size_t count);
 
+  // Uses the connection to `to` and the one from `from` (-1: none) in this
+  // operation now, even if nothing moves on them, so that their stamps are
+  // exchanged (a message's, whatever its size).
+  void attachLinks(int to, int from);
+  // A collective's stamps also go to the next rank of the ring and come from
+  // the previous one, whether or not the schedule moves data there, so that
+  // every rank checks one (also a broadcast's root, or every rank of a
+  // zero-count call). Those links are used when the schedule uses them
+  // anyway, or else: the one to `next` before this rank first waits for
+  // data, the one from `prev` at the end.
+  void stampRing(int next, int prev) {
+    ringNext_ = next;
+    ringPrev_ = prev;
+    stampsToFlush_ = true;
+  }
+
   // Waits until every queued send has left (and, for single copies, has
-  // been read by its receiver).
+  // been read by its receiver), and every stamp has left or been checked.
   void finish();
 
  private:
@@ -128,6 +147,13 @@ class HostPrimitives {
   // `from` described into `dst`.
   void describe(transport::SendConnection& to, const char* data, std::size_t bytes);
   void copyDescribed(transport::RecvConnection& from, char* dst, std::size_t bytes);
+  // Before this rank waits for a peer's data: stamps that no bytes carry
+  // yet leave alone, so that a peer waiting for them (a rank with nothing
+  // to receive, or one that waits too) is not kept waiting by this wait.
+  void flushStamps() {
+    if (stampsToFlush_) flushStampsNow();
+  }
+  void flushStampsNow();
   // A free staging slot (waits for its previous send if needed).
   char* acquireSlot(int* index);
   void receiveInto(transport::RecvConnection& from, char* dst, std::size_t bytes);
@@ -153,6 +179,9 @@ class HostPrimitives {
   bool singleCopy_;
   bool alignStreams_;
   protocols::Protocol protocol_;
+  const transport::OpStamp* stamp_;
+  bool stampsToFlush_ = false;  // a stamped send link was attached since the last flush
+  int ringNext_ = -1, ringPrev_ = -1;  // stampRing
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;

@@ -35,10 +35,14 @@ void ProgressEngine::drain(const char* what) {
 void ProgressEngine::failStalled(const char* what) {
   // Name the peers we are still waiting on.
   std::string waiting;
-  for (auto* r : recvs_)
+  for (auto* r : recvs_) {
     if (r->completedBytes() != r->postedBytes())
       waiting += strCat(waiting.empty() ? "" : "; ", "data from ", r->peerName(), " (",
                         r->postedBytes() - r->completedBytes(), " bytes outstanding)");
+    else if (!r->idle())
+      waiting += strCat(waiting.empty() ? "" : "; ", "the stamp of the operation from ", r->peerName(),
+                        " (has that rank made this call?)");
+  }
   for (auto* s : sends_) {
     if (s->idle()) continue;
     if (s->completedBytes() != s->postedBytes())

@@ -48,6 +48,10 @@ class ProgressEngine {
   // Waits until every posted send has left and every posted receive arrived.
   void drain(const char* what);
 
+  // The connections added since the last reset.
+  const std::vector<transport::SendConnection*>& sends() const { return sends_; }
+  const std::vector<transport::RecvConnection*>& recvs() const { return recvs_; }
+
  private:
   template <typename F>
   void waitLoop(F done, const char* what);

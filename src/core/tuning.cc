@@ -26,6 +26,9 @@ Tuning Tuning::fromEnvironment() {
   if (wait == "spin") t.waitMode = WaitModeSetting::Spin;
   else if (wait == "yield") t.waitMode = WaitModeSetting::Yield;
   else HORA_CHECK_ARG(wait == "auto", "HORA_WAIT must be auto, spin or yield, got '", wait, "'");
+  const long long check = env::getInt({"HORA_CHECK_AGREEMENT"}, 1);
+  HORA_CHECK_ARG(check == 0 || check == 1, "HORA_CHECK_AGREEMENT must be 0 or 1, got ", check);
+  t.checkAgreement = check == 1;
   return t;
 }
 

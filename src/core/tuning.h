@@ -56,6 +56,10 @@ struct Tuning {
   // HORA_WAIT: auto (spin when this rank's CPUs are its own, yield when
   // ranks share them), spin, or yield.
   WaitModeSetting waitMode = WaitModeSetting::Auto;
+  // HORA_CHECK_AGREEMENT: 1 (default) stamps every collective so that ranks
+  // that disagree on it stop with an error (core/agreement.h); 0 leaves
+  // collectives unchecked. It must be set alike on every rank.
+  bool checkAgreement = true;
 
   // The defaults above, overridden by the environment; malformed or
   // out-of-range values are InvalidArgument errors naming the variable.

@@ -16,8 +16,12 @@
 //   line 0   head   u64, written by the sender only
 //   line 1   tail   u64, written by the receiver only
 //   line 2   abort  u32, written by whoever gives up (nonzero = abort)
-//   sizes    u64 per slot, written by the sender (Simple only)
+//   sizes    u64 per slot, written by the sender (Simple only): the slot's
+//            bytes, flags and, on a slot that begins an operation, a
+//            30-bit check of the operation's stamp (simple.h)
 //   slots    slotCount * slotBytes, starting on a 128-byte boundary
+//   stamps   kStampWords u64 per slot, written by the sender (Simple only):
+//            the full stamps, read by a receiver only to word a mismatch
 //
 // What head and tail count depends on the protocol (simple.h, ll.h).
 #pragma once
@@ -37,6 +41,7 @@ struct FifoHandle {
   std::uint64_t* head;       // the sender's progress
   std::uint64_t* tail;       // the receiver's progress (its credits to the sender)
   std::uint64_t* sizes;      // slotCount entries: bytes in each slot (Simple)
+  std::uint64_t* stamps;     // slotCount * kStampWords: the stamps board (Simple)
   std::uint32_t* abortFlag;  // nonzero: every wait on this FIFO gives up
 };
 
@@ -48,6 +53,8 @@ inline constexpr std::uint64_t kCacheLineBytes = 64;
 // suits 16-byte vector copies and LL's 8-byte lines never straddle a slot.
 inline constexpr std::uint64_t kSlotsAlignment = 128;
 inline constexpr std::uint64_t kSlotGranule = 16;
+// Words of an operation's stamp (transport/op_stamp.h).
+inline constexpr std::uint64_t kStampWords = 4;
 
 struct FifoLayout {
   std::uint64_t headOffset;
@@ -55,6 +62,7 @@ struct FifoLayout {
   std::uint64_t abortOffset;
   std::uint64_t sizesOffset;
   std::uint64_t slotsOffset;
+  std::uint64_t stampsOffset;
   std::uint64_t totalBytes;  // what the block must hold
 };
 
@@ -69,7 +77,11 @@ HORA_HOST_DEVICE constexpr FifoLayout fifoLayout(std::uint64_t slotBytes, std::u
   layout.abortOffset = 2 * kCacheLineBytes;
   layout.sizesOffset = 3 * kCacheLineBytes;
   layout.slotsOffset = roundUpTo(layout.sizesOffset + slotCount * sizeof(std::uint64_t), kSlotsAlignment);
-  layout.totalBytes = layout.slotsOffset + slotBytes * slotCount;
+  // After the slots: where the slots start (relative to a page) stays as it
+  // was before there were stamps, which the latency measurements showed
+  // matters.
+  layout.stampsOffset = layout.slotsOffset + slotBytes * slotCount;
+  layout.totalBytes = layout.stampsOffset + slotCount * kStampWords * sizeof(std::uint64_t);
   return layout;
 }
 
@@ -86,6 +98,7 @@ HORA_HOST_DEVICE inline FifoHandle fifoAt(void* block, std::uint64_t slotBytes, 
   fifo.head = reinterpret_cast<std::uint64_t*>(base + layout.headOffset);
   fifo.tail = reinterpret_cast<std::uint64_t*>(base + layout.tailOffset);
   fifo.sizes = reinterpret_cast<std::uint64_t*>(base + layout.sizesOffset);
+  fifo.stamps = reinterpret_cast<std::uint64_t*>(base + layout.stampsOffset);
   fifo.abortFlag = reinterpret_cast<std::uint32_t*>(base + layout.abortOffset);
   return fifo;
 }

@@ -14,8 +14,19 @@
 //             ...read the slot...
 //             release()         tail = k + 1 (release)
 //
+// Stamps: a slot that begins an operation may carry the operation's stamp
+// (kStampWords words; the executor's agreement check, core/agreement.h).
+// Its size word then holds kStamped and a 30-bit check of the stamp (made
+// by the caller, transport/op_stamp.h), which the receiver compares with
+// the check of the stamp it expects: no line is added to the handover, the size word is loaded
+// anyway. The full stamp goes to the stamps board, in the entry of its
+// number among the stamps of the stream (modulo slotCount), which both
+// sides count; a receiver reads it only to word a mismatch. It is intact
+// while the stamped slot is unreleased: the sender cannot publish
+// slotCount more stamps before that slot is released.
+//
 // Why these orderings suffice: the release of head is after the slot's bytes
-// and its size were written, and the receiver reads them only after its
+// and its size (and stamp) were written, and the receiver reads them only after its
 // acquire of head saw that value, so it reads what was written. In the other
 // direction the receiver's reads of slot k come before its release of tail,
 // and the sender writes slot k again (as slot k + slotCount) only after its
@@ -52,13 +63,22 @@
 
 namespace hora::protocols {
 
-// In sizes[]: set on the piece that ends a message; the low bits are bytes.
+// In sizes[]: set on the piece that ends a message; the low 32 bits are
+// bytes (slotBytes is at most 1 GiB).
 inline constexpr std::uint64_t kLastPiece = std::uint64_t{1} << 63;
+// In sizes[]: the slot begins an operation; bits 32 to 61 hold stampCheck.
+inline constexpr std::uint64_t kStamped = std::uint64_t{1} << 62;
+inline constexpr int kStampCheckShift = 32;
+inline constexpr std::uint64_t kStampCheckMask = (std::uint64_t{1} << 30) - 1;
+inline constexpr std::uint64_t kSizeMask = (std::uint64_t{1} << 32) - 1;
 
 struct SimplePiece {
   const char* data;
   std::uint64_t bytes;
-  bool last;  // the message's final piece
+  bool last;                   // the message's final piece
+  bool stamped;                // the slot begins an operation
+  std::uint64_t check;         // its check (kStampCheckMask bits)
+  const std::uint64_t* stamp;  // its full stamp on the board (kStampWords)
 };
 
 template <class Ordering>
@@ -102,6 +122,17 @@ class SimpleSender {
     Ordering::storeRelease(fifo_.head, head_);
   }
 
+  // publish() of a slot that begins an operation: `stamp` (kStampWords
+  // words) goes to the board, `check` (30 bits of it) with the size.
+  HORA_HOST_DEVICE void publishStamped(std::uint64_t bytes, const std::uint64_t* stamp,
+                                       std::uint64_t check) {
+    std::uint64_t* entry = fifo_.stamps + (stamps_++ % fifo_.slotCount) * kStampWords;
+    for (std::uint64_t w = 0; w < kStampWords; ++w) entry[w] = stamp[w];
+    fifo_.sizes[head_ % fifo_.slotCount] = bytes | kLastPiece | kStamped | check << kStampCheckShift;
+    ++head_;
+    Ordering::storeRelease(fifo_.head, head_);
+  }
+
   // Sends one message of `bytes` bytes (zero allowed), a slot at a time.
   HORA_HOST_DEVICE Status send(const void* src, std::size_t bytes, std::uint64_t deadline) {
     const char* from = static_cast<const char*>(src);
@@ -125,8 +156,9 @@ class SimpleSender {
   HORA_HOST_DEVICE bool hasRoom() const { return head_ - knownTail_ < fifo_.slotCount; }
 
   FifoHandle fifo_;
-  std::uint64_t head_;       // slots published: the value of *fifo_.head
-  std::uint64_t knownTail_;  // *fifo_.tail as last loaded
+  std::uint64_t head_;        // slots published: the value of *fifo_.head
+  std::uint64_t knownTail_;   // *fifo_.tail as last loaded
+  std::uint64_t stamps_ = 0;  // stamped slots published
 };
 
 template <class Ordering>
@@ -164,6 +196,7 @@ class SimpleReceiver {
 
   // Gives the slot waitData described back to the sender.
   HORA_HOST_DEVICE void release() {
+    if (describedStamped_) ++stamps_;
     ++tail_;
     Ordering::storeRelease(fifo_.tail, tail_);
   }
@@ -194,17 +227,23 @@ class SimpleReceiver {
 
  private:
   HORA_HOST_DEVICE bool hasData() const { return knownHead_ != tail_; }
-  HORA_HOST_DEVICE void describe(SimplePiece* piece) const {
+  HORA_HOST_DEVICE void describe(SimplePiece* piece) {
     const std::uint64_t index = tail_ % fifo_.slotCount;
     const std::uint64_t size = fifo_.sizes[index];
     piece->data = fifo_.slots + index * fifo_.slotBytes;
-    piece->bytes = size & ~kLastPiece;
+    piece->bytes = size & kSizeMask;
     piece->last = (size & kLastPiece) != 0;
+    piece->stamped = (size & kStamped) != 0;
+    piece->check = size >> kStampCheckShift & kStampCheckMask;
+    piece->stamp = fifo_.stamps + (stamps_ % fifo_.slotCount) * kStampWords;
+    describedStamped_ = piece->stamped;
   }
 
   FifoHandle fifo_;
-  std::uint64_t tail_;       // slots released: the value of *fifo_.tail
-  std::uint64_t knownHead_;  // *fifo_.head as last loaded
+  std::uint64_t tail_;        // slots released: the value of *fifo_.tail
+  std::uint64_t knownHead_;   // *fifo_.head as last loaded
+  std::uint64_t stamps_ = 0;  // stamped slots released
+  bool describedStamped_ = false;  // the slot last described is stamped
 };
 
 }  // namespace hora::protocols

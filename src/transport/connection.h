@@ -23,6 +23,7 @@
 
 #include "base/error.h"
 #include "protocols/protocol.h"
+#include "transport/op_stamp.h"
 
 namespace hora::transport {
 
@@ -59,6 +60,19 @@ class Connection {
   // every rank, and both ends call this at the same point of the stream, so
   // they agree without talking; a no-op for transports with one way.
   virtual void beginMessage(protocols::Protocol /*protocol*/) {}
+  // Called by both ends right after beginMessage, at the same point of the
+  // stream, when the bytes from here on begin an operation (op_stamp.h):
+  // the sender's stamp goes with its first bytes of the operation; the
+  // receiver hands out none of them until the stamp that came matches this
+  // one (StampMismatch otherwise).
+  virtual void beginOperation(const OpStamp& stamp) = 0;
+  // Stamps begun here that have not left yet (sender) or not been checked
+  // yet (receiver). A plain load: the executor looks at every connection
+  // at the end of every operation, and usually every stamp rode on data.
+  std::size_t stampsOutstanding() const { return stampsOutstanding_; }
+
+ protected:
+  std::size_t stampsOutstanding_ = 0;  // kept by the transport
 };
 
 class SendConnection : public Connection {
@@ -83,6 +97,14 @@ class SendConnection : public Connection {
   // has been read.
   virtual PeerMemoryAccess peerMemoryAccess() { return PeerMemoryAccess::No; }
   virtual std::uint64_t acknowledgedBytes() const { return completedBytes(); }
+
+  // The stamp of beginOperation leaves with the operation's first bytes.
+  // An operation that sends nothing more here (or that is about to wait for
+  // a peer before it sends) calls flushStamp: the stamp then leaves alone
+  // if no bytes of the operation are on their way to carry it.
+  virtual void flushStamp() = 0;
+  // A stamp has not left yet (progress() sends it).
+  bool stampPending() const { return stampsOutstanding_ != 0; }
 };
 
 class RecvConnection : public Connection {
@@ -108,6 +130,12 @@ class RecvConnection : public Connection {
   virtual void readPeerMemory(void* /*dst*/, std::uint64_t /*address*/, std::size_t /*bytes*/) {
     fail(ErrorKind::Internal, "this transport cannot read the peer's memory");
   }
+
+  // Checks what it can of the stamps expected so far (without waiting):
+  // true once every one has come and matched. Throws StampMismatch. An
+  // operation that receives no bytes here waits on this to be checked all
+  // the same.
+  virtual bool stampChecked() = 0;
 };
 
 }  // namespace hora::transport

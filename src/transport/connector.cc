@@ -2,8 +2,10 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -90,13 +92,14 @@ Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
     bootstrap::Gatekeeper::Guest guest = gate_.admit(deadline, abort_, waiting, stillAlive);
     Introduction hello{};
     std::memcpy(&hello, guest.body.data(), sizeof(hello));
-    if (hello.rank < 0 || hello.rank >= bootstrap_.nranks() || earlyArrivals_.count(hello.rank) ||
-        recvs_.count(hello.rank)) {
+    if (hello.rank < 0 || hello.rank >= bootstrap_.nranks() ||
+        (hello.kind != kNotice && (earlyArrivals_.count(hello.rank) || recvs_.count(hello.rank)))) {
       HORA_LOG(Warn, "refusing a connection from ", guest.from.toString(),
                " that claims to be rank ", hello.rank);
       continue;
     }
     Socket socket = std::move(guest.socket);
+    if (hello.kind == kNotice) throw readNotice(socket, hello.rank);
     if (hello.kind != static_cast<std::int32_t>(kinds_[hello.rank]))
       fail(ErrorKind::InvalidUsage, "rank ", bootstrap_.rank(), " and ", bootstrap_.describe(hello.rank),
            " disagree on their transport (", transportName(kinds_[hello.rank]), " here, ",
@@ -129,6 +132,79 @@ void Connector::shutdown() {
   std::lock_guard<std::mutex> lock(socketsMutex_);
   for (int fd : socketFds_) ::shutdown(fd, SHUT_RDWR);
   bootstrap_.shutdown();
+}
+
+}  // namespace hora::transport
+
+namespace hora::transport {
+
+namespace {
+// A notice is a rank's last word: it must not hold that rank up.
+constexpr auto kAnnounceBudget = std::chrono::milliseconds(1000);
+constexpr auto kAnnouncePerPeer = std::chrono::milliseconds(200);
+}  // namespace
+
+void Connector::announce(const Error& error) {
+  std::string text = error.what();
+  if (text.size() > kMaxNoticeBytes) text.resize(kMaxNoticeBytes);
+  const NoticeHeader header{static_cast<std::int32_t>(error.kind()), static_cast<std::uint32_t>(text.size())};
+  std::vector<char> message(sizeof(header) + text.size());
+  std::memcpy(message.data(), &header, sizeof(header));
+  std::memcpy(message.data() + sizeof(header), text.data(), text.size());
+  const Deadline all = Deadline::after(kAnnounceBudget);
+  for (int peer = 0; peer < bootstrap_.nranks(); ++peer) {
+    if (peer == bootstrap_.rank() || all.expired()) continue;
+    try {
+      const Deadline deadline = Deadline::after(kAnnouncePerPeer);
+      const std::string name = bootstrap_.describe(peer);
+      Socket socket = Socket::connect(peerAddresses_[peer], deadline, nullptr, name, /*listenerWasUp=*/true);
+      const Introduction hello{bootstrap_.rank(), kNotice};
+      bootstrap::sendGreeting(socket, magic_, bootstrap::Purpose::Connection, &hello, sizeof(hello),
+                              deadline, nullptr, name);
+      socket.sendAll(message.data(), message.size(), deadline, nullptr, name);
+    } catch (const Error& failure) {
+      HORA_LOG(Info, "rank ", bootstrap_.rank(), ": could not tell ", bootstrap_.describe(peer),
+               " why the communicator stopped: ", failure.what());
+    }
+  }
+}
+
+PeerNotice Connector::readNotice(Socket& socket, int from) {
+  const Deadline deadline = Deadline::after(bootstrap::kGreetingPatience);
+  const std::string name = bootstrap_.describe(from);
+  NoticeHeader header{};
+  socket.recvAll(&header, sizeof(header), deadline, nullptr, name);
+  std::string text(std::min(header.textBytes, kMaxNoticeBytes), '\0');
+  socket.recvAll(text.data(), text.size(), deadline, nullptr, name);
+  const auto kind = static_cast<ErrorKind>(header.errorKind);
+  return PeerNotice(kind == ErrorKind::InvalidUsage ? kind : ErrorKind::Remote,
+                    strCat("rank ", bootstrap_.rank(), ": the communicator was stopped by rank ", from,
+                           ", which found: ", text));
+}
+
+std::optional<PeerNotice> Connector::noticeWithin(std::chrono::milliseconds grace) {
+  const Deadline deadline = Deadline::after(grace);
+  for (;;) {
+    bootstrap::Gatekeeper::Guest guest;
+    try {
+      guest = gate_.admit(deadline, nullptr, "waiting for a peer's notice");
+    } catch (const Error&) {
+      return std::nullopt;  // none came
+    }
+    Introduction hello{};
+    std::memcpy(&hello, guest.body.data(), sizeof(hello));
+    if (hello.rank < 0 || hello.rank >= bootstrap_.nranks() || hello.rank == bootstrap_.rank()) continue;
+    if (hello.kind == kNotice) {
+      try {
+        return readNotice(guest.socket, hello.rank);
+      } catch (const Error&) {
+        continue;  // the notice was cut short
+      }
+    }
+    // A data connection opened early: keep it for recvFrom.
+    if (!earlyArrivals_.count(hello.rank) && !recvs_.count(hello.rank))
+      earlyArrivals_[hello.rank] = std::move(guest.socket);
+  }
 }
 
 }  // namespace hora::transport

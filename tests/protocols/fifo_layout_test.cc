@@ -27,7 +27,8 @@ TEST(FifoLayout, EverySideWritesItsOwnLines) {
   static_assert(layout.sizesOffset - layout.abortOffset >= kCacheLineBytes);
   EXPECT_GE(layout.slotsOffset, layout.sizesOffset + 5 * sizeof(std::uint64_t));
   EXPECT_EQ(layout.slotsOffset % kSlotsAlignment, 0u);
-  EXPECT_EQ(layout.totalBytes, layout.slotsOffset + 5 * 64);
+  EXPECT_EQ(layout.stampsOffset, layout.slotsOffset + 5 * 64);
+  EXPECT_EQ(layout.totalBytes, layout.stampsOffset + 5 * kStampWords * sizeof(std::uint64_t));
 }
 
 TEST(FifoLayout, HandlesOfTwoMappingsPointIntoTheirOwn) {

@@ -13,6 +13,7 @@
 namespace hora::transport {
 
 using protocols::HostOrdering;
+static_assert(kOpStampWords == protocols::kStampWords, "a stamp fills an entry of the stamps board");
 
 namespace {
 struct SegmentOffer {
@@ -138,33 +139,68 @@ ShmSendConnection::ShmSendConnection(ShmSegment segment, Socket lifeline, std::s
       llStaging_(kShmLLMaxBytes + kMaxStreamAlignment),
       llOut_(alignedStart(llStaging_)) {}
 
+bool ShmSendConnection::publishStampsAlone(bool andRiding) {
+  while (stampDue() && (andRiding || stamps_.front().alone)) {
+    char* slot = nullptr;
+    if (!simple_.tryRoom(&slot)) return false;
+    simple_.publishStamped(0, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
+    stamps_.pop_front();
+    --stampsOutstanding_;
+  }
+  return true;
+}
+
+void ShmSendConnection::publishSimple(std::size_t bytes) {
+  if (!stampDue()) {
+    simple_.publish(bytes);
+    return;
+  }
+  simple_.publishStamped(bytes, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
+  stamps_.pop_front();
+  --stampsOutstanding_;
+}
+
 std::size_t ShmSendConnection::moveOut(const char* data, std::size_t bytes) {
-  switch (routes_.at(queue_.completed())) {
-    case ShmRoute::Skip: return bytes;
-    case ShmRoute::LL: {
-      const std::size_t n = std::min(bytes, kShmLLMaxBytes);
-      if (!ll_.tryRoom(protocols::llMessageLines(n))) return 0;
-      ll_.send(data, n, protocols::kNoDeadline);  // cannot wait: the room is there
-      return n;
-    }
-    case ShmRoute::Simple: break;
+  const ShmRoute route = routes_.at(queue_.completed());
+  if (route == ShmRoute::Skip) return bytes;
+  // Stamps that cannot ride with this piece's slot leave first, alone.
+  if (stampDue() && (stamps_.front().alone || route == ShmRoute::LL) &&
+      !publishStampsAlone(route == ShmRoute::LL))
+    return 0;
+  if (route == ShmRoute::LL) {
+    const std::size_t n = std::min(bytes, kShmLLMaxBytes);
+    if (!ll_.tryRoom(protocols::llMessageLines(n))) return 0;
+    ll_.send(data, n, protocols::kNoDeadline);  // cannot wait: the room is there
+    return n;
   }
   char* slot = nullptr;
   if (!simple_.tryRoom(&slot)) return 0;
   const std::size_t n = std::min<std::size_t>(bytes, header_->geometry.slotBytes);
   std::memcpy(slot, data, n);
-  simple_.publish(n);
+  publishSimple(n);
   return n;
 }
 
 bool ShmSendConnection::progress() {
   if (awaitingAck_) collectAck();
-  return queue_.drain([&](const char* data, std::size_t bytes) { return moveOut(data, bytes); });
+  bool moved = queue_.drain([&](const char* data, std::size_t bytes) { return moveOut(data, bytes); });
+  if (queue_.empty() && stampDue()) {
+    const std::size_t before = stamps_.size();
+    publishStampsAlone(false);
+    moved |= stamps_.size() != before;
+  }
+  return moved;
 }
 
 std::span<char> ShmSendConnection::writable(std::size_t maxBytes) {
   if (!queue_.empty()) return {};  // posted bytes go first
   writableRoute_ = routes_.latest();
+  // Stamps that will not ride in the slot written here leave first.
+  if (stampDue() && (stamps_.front().alone || writableRoute_ == ShmRoute::LL) &&
+      !publishStampsAlone(writableRoute_ == ShmRoute::LL)) {
+    wantsRoom_ = true;
+    return {};
+  }
   std::span<char> room;
   if (writableRoute_ == ShmRoute::LL) {
     const std::size_t bytes = std::min(maxBytes, kShmLLMaxBytes);
@@ -174,11 +210,13 @@ std::span<char> ShmSendConnection::writable(std::size_t maxBytes) {
     if (simple_.tryRoom(&slot)) room = {slot, std::min<std::size_t>(maxBytes, header_->geometry.slotBytes)};
   }
   wantsRoom_ = room.size() < maxBytes;
+  spanOut_ = !room.empty();
   return room;
 }
 
 void ShmSendConnection::commitWritten(std::size_t bytes) {
   wantsRoom_ = false;
+  spanOut_ = false;
   if (bytes == 0) return;
   if (writableRoute_ == ShmRoute::LL) {
     HORA_ENFORCE(bytes <= kShmLLMaxBytes, "committing more than writable() gave to ", peer_);
@@ -186,7 +224,7 @@ void ShmSendConnection::commitWritten(std::size_t bytes) {
   } else {
     HORA_ENFORCE(bytes <= header_->geometry.slotBytes, "committing more than writable() gave to ",
                  peer_);
-    simple_.publish(bytes);
+    publishSimple(bytes);
   }
   queue_.countMoved(bytes);
 }
@@ -200,12 +238,28 @@ void ShmSendConnection::alignStream(std::size_t alignment) {
   }
   const ShmRoute route = routes_.latest();
   routes_.switchAt(queue_.posted(), ShmRoute::Skip);
-  post(kNoBytesOut, padding);
+  queue_.post(kNoBytesOut, padding);  // not post(): padding carries no stamp
   routes_.switchAt(queue_.posted(), route);
 }
 
 void ShmSendConnection::beginMessage(protocols::Protocol protocol) {
   routes_.switchAt(queue_.posted(), routeFor(protocol));
+}
+
+void ShmSendConnection::beginOperation(const OpStamp& stamp) {
+  // The previous operation flushed its stamp (core/host_primitives.h).
+  HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
+               "an operation's stamp for ", peer_, " was never sent");
+  stamps_.push_back({stamp, queue_.posted(), false});
+  ++stampsOutstanding_;
+  bytesFollow_ = false;
+}
+
+void ShmSendConnection::flushStamp() {
+  // Bytes posted or being written carry the stamp; otherwise it goes alone.
+  if (stamps_.empty() || stamps_.back().alone || spanOut_ || (bytesFollow_ && !queue_.empty())) return;
+  stamps_.back().alone = true;
+  progress();
 }
 
 PeerMemoryAccess ShmSendConnection::peerMemoryAccess() {
@@ -263,11 +317,47 @@ void ShmRecvConnection::readPeerMemory(void* dst, std::uint64_t address, std::si
 std::span<const char> ShmRecvConnection::simpleArrived() {
   if (!holdingSlot_) {
     if (!simple_.tryData(&slot_)) return {};
+    // checkDueStamp() took any slot that begins an operation due here.
+    if (slot_.stamped) [[unlikely]]
+      failStamp(false);
     holdingSlot_ = true;
     slotRead_ = 0;
   }
   return {slot_.data + slotRead_, slot_.bytes - slotRead_};
 }
+
+void ShmRecvConnection::failStamp(bool due) {
+  std::optional<OpStamp> arrived;
+  if (slot_.stamped) {
+    arrived.emplace();
+    std::copy_n(slot_.stamp, kOpStampWords, arrived->words.begin());
+  }
+  throw StampMismatch(peer_, due ? std::optional<OpStamp>(expected_.front().stamp) : std::nullopt, arrived);
+}
+
+bool ShmRecvConnection::checkDueStamp() {
+  // The operation's first slot: nothing before it is left to read, unless
+  // the peer sent more bytes of the previous operation than this rank took.
+  if (holdingSlot_) [[unlikely]] {
+    slot_.stamped = false;
+    failStamp(true);
+  }
+  if (!simple_.tryData(&slot_)) return false;
+  // The check in the size word, not the board: no line more to load.
+  if (!slot_.stamped || slot_.check != expected_.front().stamp.check) [[unlikely]]
+    failStamp(true);
+  expected_.pop_front();
+  --stampsOutstanding_;
+  if (slot_.bytes == 0) {
+    simple_.release();  // the stamp alone
+    return true;
+  }
+  holdingSlot_ = true;
+  slotRead_ = 0;
+  return true;
+}
+
+bool ShmRecvConnection::stampChecked() { return checkDueStamps() && expected_.empty(); }
 
 std::span<const char> ShmRecvConnection::llArrived() {
   if (llInboxRead_ < llInboxBytes_) return {llInbox_ + llInboxRead_, llInboxBytes_ - llInboxRead_};
@@ -294,6 +384,8 @@ std::span<const char> ShmRecvConnection::llArrived() {
 }
 
 std::span<const char> ShmRecvConnection::arrived(ShmRoute route) {
+  // Not a byte of an operation before its stamp has been checked.
+  if (stampDue() && !checkDueStamps()) return {};
   switch (route) {
     case ShmRoute::Simple: return simpleArrived();
     case ShmRoute::LL: return llArrived();
@@ -368,9 +460,18 @@ void ShmRecvConnection::beginMessage(protocols::Protocol protocol) {
   routes_.switchAt(queue_.posted(), routeFor(protocol));
 }
 
+void ShmRecvConnection::beginOperation(const OpStamp& stamp) {
+  expected_.push_back({stamp, queue_.posted()});
+  ++stampsOutstanding_;
+}
+
 void ShmRecvConnection::checkAlive() {
   // Bytes still in a FIFO are ours to read, whatever became of the sender.
-  if (!simpleArrived().empty() || !llArrived().empty() || llLinesSeen_ != 0) return;
+  if (stampDue()) {
+    if (checkDueStamp()) return;
+  } else if (!simpleArrived().empty() || !llArrived().empty() || llLinesSeen_ != 0) {
+    return;
+  }
   checkLifeline(lifeline_, peer_);
 }
 

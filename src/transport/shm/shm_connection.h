@@ -18,6 +18,19 @@
 // ends (protocol_switches.h); streams that never call it use Simple. Alignment
 // padding moves nowhere: both ends count it and skip it.
 //
+// An operation's stamp (op_stamp.h) always travels with a Simple slot
+// (protocols/simple.h): a 30-bit check of it in the slot's size word and
+// the stamp itself on the FIFO's stamps board. It goes with the
+// operation's first slot when its first bytes go by Simple, which costs
+// nothing (the receiver loads the size word anyway), or in an empty slot
+// of its own ahead of LL bytes or when the operation sends nothing. The
+// receiver compares the check with its own stamp's when it takes the first
+// slot at or after the operation's start, before any byte of the operation
+// leaves the FIFO, and reads the board only to word a mismatch; a stamped
+// slot where none is due (the peer began another operation while this rank
+// expected more bytes), or an unstamped one where one is, is a mismatch
+// too.
+//
 // The sender's bytes count as sent once they are in a FIFO and the
 // receiver has mapped it: from then on no buffer of the caller's is
 // involved, and the data survives the sender's exit.
@@ -29,6 +42,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/socket.h"
@@ -37,6 +51,7 @@
 #include "protocols/simple.h"
 #include "transport/connection.h"
 #include "transport/posted_queue.h"
+#include "transport/stamp_queue.h"
 #include "transport/shm/protocol_switches.h"
 #include "transport/shm/shm_layout.h"
 #include "transport/shm/shm_segment.h"
@@ -87,6 +102,7 @@ class ShmSendConnection final : public SendConnection {
  public:
   explicit ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName);
   void post(const void* data, std::size_t bytes) override {
+    if (bytes > 0) bytesFollow_ = true;
     queue_.post(static_cast<const char*>(data), bytes);
   }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
@@ -100,12 +116,16 @@ class ShmSendConnection final : public SendConnection {
   const std::string& peerName() const override { return peer_; }
 
   // Busy until the receiver has taken every byte (a single-copy sender waits
-  // for that), and while an in-place sender waits for room.
+  // for that), while an in-place sender waits for room, and while a stamp
+  // that must leave alone waits for a slot.
   bool idle() const override {
-    return completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() && !wantsRoom_;
+    return completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() && !wantsRoom_ &&
+           stamps_.empty();
   }
   void alignStream(std::size_t alignment) override;
   void beginMessage(protocols::Protocol protocol) override;
+  void beginOperation(const OpStamp& stamp) override;
+  void flushStamp() override;
   bool sendsInPlace() const override { return true; }
   std::span<char> writable(std::size_t maxBytes) override;
   void commitWritten(std::size_t bytes) override;
@@ -118,6 +138,14 @@ class ShmSendConnection final : public SendConnection {
  private:
   // Moves the front of a posted buffer into a FIFO; returns the bytes moved.
   std::size_t moveOut(const char* data, std::size_t bytes);
+  // The oldest stamp is due: the stream has reached its operation's start.
+  bool stampDue() const { return stamps_.frontFrom() <= queue_.completed(); }
+  // Publishes the due stamps that must leave alone (or, `andRiding`, any
+  // due stamp), each in an empty Simple slot; false while a slot it needs
+  // is not free.
+  bool publishStampsAlone(bool andRiding);
+  // Publishes a Simple slot of `bytes`, with the stamp if one is due.
+  void publishSimple(std::size_t bytes);
   // Reads the receiver's answer once it is there (non-blocking).
   void collectAck();
 
@@ -135,6 +163,17 @@ class ShmSendConnection final : public SendConnection {
   bool awaitingAck_ = true;
   bool peerReadsUs_ = false;  // from the receiver's answer
   bool wantsRoom_ = false;    // writable() found less room than asked for
+  // Stamps of operations begun here, in stream order, until they have
+  // left: from the stream position `from` on, with the first slot
+  // published, or alone. Only the newest may still wait for bytes.
+  struct OutgoingStamp {
+    OpStamp stamp;
+    std::uint64_t from;
+    bool alone;  // flushStamp found no bytes to carry it
+  };
+  StampQueue<OutgoingStamp> stamps_;
+  bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
+  bool spanOut_ = false;      // writable() gave room not yet committed
 };
 
 class ShmRecvConnection final : public RecvConnection {
@@ -147,13 +186,17 @@ class ShmRecvConnection final : public RecvConnection {
   std::uint64_t postedBytes() const override { return queue_.posted(); }
   std::uint64_t completedBytes() const override { return queue_.completed(); }
   bool progress() override;
-  pollfd pollEntry() const override { return {queue_.empty() ? -1 : lifeline_.fd(), POLLIN, 0}; }
+  pollfd pollEntry() const override { return {idle() ? -1 : lifeline_.fd(), POLLIN, 0}; }
   std::chrono::microseconds sleepSlice() const override { return kShmSleepSlice; }
   void checkAlive() override;
   const std::string& peerName() const override { return peer_; }
+  // Busy while bytes or a stamp are due.
+  bool idle() const override { return completedBytes() == postedBytes() && !stampDue(); }
 
   void alignStream(std::size_t alignment) override;
   void beginMessage(protocols::Protocol protocol) override;
+  void beginOperation(const OpStamp& stamp) override;
+  bool stampChecked() override;
   bool receivesInPlace() const override { return true; }
   void postInPlace(std::size_t bytes) override { queue_.postInPlace(bytes); }
   std::span<const char> readable() override;
@@ -163,9 +206,24 @@ class ShmRecvConnection final : public RecvConnection {
   void readPeerMemory(void* dst, std::uint64_t address, std::size_t bytes) override;
 
  private:
-  // What has arrived of the route that carries the byte at `position`
-  // (empty for none), and releasing `bytes` of it.
+  // What has arrived of the route that carries the next byte (empty for
+  // none; nothing until a stamp due there has been checked), and releasing
+  // `bytes` of it.
   std::span<const char> arrived(ShmRoute route);
+  // A stamp is expected at or before the next byte of the stream.
+  bool stampDue() const { return expected_.frontFrom() <= queue_.completed(); }
+  // Takes the Simple slot that must carry the due stamp and checks it;
+  // false while it has not come. A slot holding only the stamp is released.
+  bool checkDueStamp();
+  // Throws the mismatch the slot taken shows: its stamp (if any, from the
+  // board) against the one `due` here (or none).
+  [[noreturn, gnu::cold, gnu::noinline]] void failStamp(bool due);
+  // Checks every stamp due by now; false while one has not come.
+  bool checkDueStamps() {
+    while (stampDue())
+      if (!checkDueStamp()) return false;
+    return true;
+  }
   void release(ShmRoute route, std::size_t bytes);
   // The unread rest of the oldest Simple slot (empty while none is there).
   std::span<const char> simpleArrived();
@@ -193,6 +251,12 @@ class ShmRecvConnection final : public RecvConnection {
   pid_t senderPid_;
   bool senderIsUs_;
   bool readsSender_;
+  // Stamps of operations begun here, in stream order, until checked.
+  struct ExpectedStamp {
+    OpStamp stamp;
+    std::uint64_t from;
+  };
+  StampQueue<ExpectedStamp> expected_;
 };
 
 }  // namespace hora::transport
