@@ -1,5 +1,7 @@
 #include "work.h"
 
+#include <Python.h>
+
 #include <exception>
 
 namespace hora_torch {
@@ -37,7 +39,17 @@ WorkQueue::~WorkQueue() {
     stopping_ = true;
   }
   ready_.notify_one();
-  thread_.join();
+  // A process group dropped from Python is destroyed holding the
+  // interpreter lock, and the queue thread may need that lock to finish:
+  // releasing a Work releases its future, which can hold Python callbacks.
+  // Waiting for the thread with the lock held would wait forever.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    PyThreadState* state = PyEval_SaveThread();
+    thread_.join();
+    PyEval_RestoreThread(state);
+  } else {
+    thread_.join();
+  }
 }
 
 void WorkQueue::push(c10::intrusive_ptr<HoraWork> work) {
