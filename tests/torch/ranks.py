@@ -3,6 +3,7 @@ collects what each printed and how it ended, with a deadline: a rank still
 running at the deadline fails the test instead of hanging it."""
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -10,6 +11,17 @@ import time
 
 
 def free_port():
+    """A port free just now, below the kernel's ephemeral range (ports
+    32768 and up by default), so that no other connection on the machine is
+    handed it before rank 0 listens on it."""
+    for _ in range(64):
+        port = random.randint(10000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
