@@ -43,6 +43,15 @@ struct OpStamp {
   }
 };
 
+// A stamp a sending connection still has to send, in stream order: the
+// operation's bytes start at stream position `from`; `alone` when it went
+// out with no bytes of its operation to carry it.
+struct OutgoingStamp {
+  OpStamp stamp;
+  std::uint64_t from;
+  bool alone;
+};
+
 inline bool stampsAgree(const OpStamp& mine, const OpStamp& theirs) {
   for (std::size_t w = 0; w < kAgreedStampWords; ++w)
     if (mine.words[w] != theirs.words[w]) return false;

@@ -164,13 +164,8 @@ class ShmSendConnection final : public SendConnection {
   bool peerReadsUs_ = false;  // from the receiver's answer
   bool wantsRoom_ = false;    // writable() found less room than asked for
   // Stamps of operations begun here, in stream order, until they have
-  // left: from the stream position `from` on, with the first slot
-  // published, or alone. Only the newest may still wait for bytes.
-  struct OutgoingStamp {
-    OpStamp stamp;
-    std::uint64_t from;
-    bool alone;  // flushStamp found no bytes to carry it
-  };
+  // left with the first slot published, or alone (flushStamp found no
+  // bytes to carry them). Only the newest may still wait for bytes.
   StampQueue<OutgoingStamp> stamps_;
   bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
   bool spanOut_ = false;      // writable() gave room not yet committed

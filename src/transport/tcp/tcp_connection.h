@@ -56,11 +56,6 @@ class TcpSendConnection final : public SendConnection {
   // Stamps of operations begun here, in stream order, until their frame is
   // built; only the newest may still wait for bytes. Then the frame being
   // sent and how much of it is left.
-  struct OutgoingStamp {
-    OpStamp stamp;
-    std::uint64_t from;
-    bool alone;  // flushStamp found no bytes to carry it
-  };
   StampQueue<OutgoingStamp> stamps_;
   bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
   StampFrame frame_;
