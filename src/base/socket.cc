@@ -329,7 +329,7 @@ std::size_t Socket::tryRecvTwo(void* first, std::size_t firstBytes, void* second
   iovec parts[2] = {{first, firstBytes}, {second, secondBytes}};
   msghdr message{};
   message.msg_iov = parts;
-  message.msg_iovlen = 2;
+  message.msg_iovlen = secondBytes > 0 ? 2 : 1;
   for (;;) {
     ssize_t n = ::recvmsg(fd_, &message, MSG_DONTWAIT);
     if (n > 0) return static_cast<std::size_t>(n);
@@ -346,32 +346,11 @@ std::size_t Socket::tryRecvTwo(void* first, std::size_t firstBytes, void* second
 }
 
 std::size_t Socket::trySend(const void* data, std::size_t bytes, const std::string& peer) {
-  for (;;) {
-    ssize_t n = ::send(fd_, data, bytes, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n >= 0) return static_cast<std::size_t>(n);
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-    if (errno == EPIPE || errno == ECONNRESET)
-      fail(ErrorKind::Remote, "connection to ", peer, " lost while sending (", errnoText(errno),
-           "): the peer process exited or aborted");
-    fail(ErrorKind::System, "send to ", peer, " failed: ", errnoText(errno));
-  }
+  return trySendTwo(data, bytes, nullptr, 0, peer);
 }
 
 std::size_t Socket::tryRecv(void* data, std::size_t bytes, const std::string& peer) {
-  for (;;) {
-    ssize_t n = ::recv(fd_, data, bytes, MSG_DONTWAIT);
-    if (n > 0) return static_cast<std::size_t>(n);
-    if (n == 0)
-      fail(ErrorKind::Remote, "connection from ", peer,
-           " closed while receiving: the peer process exited or aborted");
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-    if (errno == ECONNRESET)
-      fail(ErrorKind::Remote, "connection from ", peer, " reset while receiving (",
-           errnoText(errno), "): the peer process exited or aborted");
-    fail(ErrorKind::System, "recv from ", peer, " failed: ", errnoText(errno));
-  }
+  return tryRecvTwo(data, bytes, nullptr, 0, peer);
 }
 
 void Socket::sendAll(const void* data, std::size_t bytes, const Deadline& deadline,
