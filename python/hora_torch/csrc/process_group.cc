@@ -164,11 +164,11 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::allreduce_coalesced(
   checkTensors(tensors, "allreduce_coalesced");
   const hora::RedOp op = wireOp(opts.reduceOp, tensors[0].scalar_type());
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, tensors, [this, tensors, op] {
-    at::Tensor flat = flattenForWire(tensors);
+    at::Tensor flat = flatten(tensors);
     Staged s(flat);
     comm_->allReduce(s.data(), s.data(), s.count(), s.type(), op);
     s.finish();
-    unflattenFromWire(flat, tensors);
+    unflatten(flat, tensors);
   });
 }
 
@@ -198,7 +198,7 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::allgather(TensorLists& outputs, Tens
     Staged gathered(flat, Use::Write);
     comm_->allGather(in.data(), gathered.data(), in.count(), in.type());
     gathered.finish();
-    unflattenFromWire(flat, outs);
+    unflatten(flat, outs);
   });
 }
 
@@ -238,7 +238,7 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::gather(TensorLists& outputs, Tensors
     Staged gathered(flat, Use::Write);
     comm_->gatherAsync(in.data(), gathered.data(), in.count(), in.type(), root)->wait();
     gathered.finish();
-    unflattenFromWire(flat, outs);
+    unflatten(flat, outs);
   });
 }
 
@@ -260,7 +260,7 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::scatter(Tensors& outputs, TensorList
     if (rank() != root) {
       comm_->scatterAsync(nullptr, out.data(), out.count(), out.type(), root)->wait();
     } else {
-      Staged flat(flattenForWire(ins), Use::Read);
+      Staged flat(flatten(ins), Use::Read);
       comm_->scatterAsync(flat.data(), out.data(), out.count(), out.type(), root)->wait();
     }
     out.finish();
@@ -275,7 +275,7 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::reduce_scatter(Tensors& outputs, Ten
   checkPerRank(ins, output, size(), "reduce_scatter input");
   const hora::RedOp op = wireOp(opts.reduceOp, output.scalar_type());
   return enqueue(c10d::OpType::REDUCE_SCATTER, outputs, [this, output, ins, op] {
-    Staged in(flattenForWire(ins), Use::Read);
+    Staged in(flatten(ins), Use::Read);
     Staged out(output, Use::Write);
     comm_->reduceScatter(in.data(), out.data(), out.count(), out.type(), op);
     out.finish();

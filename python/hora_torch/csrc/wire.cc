@@ -115,14 +115,14 @@ void checkSingle(const std::vector<at::Tensor>& tensors, const char* what) {
   checkTensors(tensors, what);
 }
 
-at::Tensor flattenForWire(const std::vector<at::Tensor>& tensors) {
+at::Tensor flatten(const std::vector<at::Tensor>& tensors) {
   std::vector<at::Tensor> flat;
   flat.reserve(tensors.size());
   for (const at::Tensor& t : tensors) flat.push_back(t.reshape({-1}));
   return at::cat(flat);
 }
 
-void unflattenFromWire(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
+void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
   std::int64_t offset = 0;
   for (const at::Tensor& t : tensors) {
     t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));

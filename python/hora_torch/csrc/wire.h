@@ -61,8 +61,8 @@ void checkSingle(const std::vector<at::Tensor>& tensors, const char* what);
 // One contiguous tensor of the tensors' dtype holding all of them one after
 // the other (flattened; at least one tensor), and the copy of such a
 // tensor's slices back into them.
-at::Tensor flattenForWire(const std::vector<at::Tensor>& tensors);
-void unflattenFromWire(const at::Tensor& flat, const std::vector<at::Tensor>& tensors);
+at::Tensor flatten(const std::vector<at::Tensor>& tensors);
+void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& tensors);
 
 // Wire elements per tensor element: 2 for complex types (real, imaginary).
 std::int64_t wireWidth(at::ScalarType type);
