@@ -25,11 +25,17 @@ enum class ErrorKind : int {
 // peer, what failed and why.
 class HORA_API Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Error(ErrorKind kind, const std::string& message, int failedRank = -1)
+      : std::runtime_error(message), kind_(kind), failedRank_(failedRank) {}
   ErrorKind kind() const noexcept { return kind_; }
+  // The rank whose failure (death, abort, silence, misuse it found) stopped
+  // the communicator first, where hora knows it; -1 otherwise. A survivor
+  // can shrink the communicator past it (Communicator::shrink).
+  int failedRank() const noexcept { return failedRank_; }
 
  private:
   ErrorKind kind_;
+  int failedRank_;
 };
 
 }  // namespace hora

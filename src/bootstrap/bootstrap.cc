@@ -28,7 +28,7 @@ std::uint64_t localHostHash() {
 
 Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
                      const Deadline& deadline, const std::atomic<bool>* abort)
-    : rank_(rank), nranks_(nranks), abort_(abort) {
+    : rank_(rank), nranks_(nranks), abort_(abort), magic_(id.magic) {
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
 
@@ -58,7 +58,7 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   // Peers that connect before the ring is made wait in the backlog; the
   // gatekeeper later tells them from strangers.
   Gatekeeper ring(std::move(listener),
-                  {id.magic, Purpose::RingHello, sizeof(std::int32_t), "bootstrap ring listener", ""});
+                  {id.magic, Purpose::RingHello, sizeof(Visit), "bootstrap listener", ""});
 
   Hello hello;
   hello.nranks = nranks;
@@ -73,37 +73,83 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   Socket root = Socket::connect(id.root, deadline, abort, rootName);
   sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), deadline, abort, rootName);
   RootReply reply;
-  root.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootReplyGrace), abort, rootName);
+  try {
+    root.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootReplyGrace), abort, rootName);
+  } catch (const Error& error) {
+    // With NCCL_COMM_ID rank 0 hosts the root: a root that closed is rank 0
+    // gone.
+    if (error.kind() != ErrorKind::Remote || rank == 0 || !rootHostedByRankZero()) throw;
+    throw Error(error.kind(),
+                strCat("rank ", rank, ": rank 0 failed first: the rendezvous root it hosts (NCCL_COMM_ID) went away: ",
+                       error.what()),
+                0);
+  }
   // The root in this process must finish answering the other ranks before
   // this rank returns (and perhaps exits).
   if (rootDone.valid()) rootDone.wait_for(kRootReplyGrace);
   if (!reply.ok)
-    fail(static_cast<ErrorKind>(reply.kind), "rank ", rank, ": communicator init failed: ", reply.error);
+    throw Error(static_cast<ErrorKind>(reply.kind),
+                strCat("rank ", rank, ": communicator init failed: ", reply.error), reply.failedRank);
   peers_.resize(nranks);
   root.recvAll(peers_.data(), peers_.size() * sizeof(PeerInfo), deadline, abort, rootName);
 
-  if (nranks == 1) return;
+  control_ = std::move(ring);
+}
+
+void Bootstrap::connectRing(const Deadline& deadline) {
+  if (nranks_ == 1) return;
+  const int rank = rank_, nranks = nranks_;
+  const auto* abort = abort_;
   // Ring: connect to the next rank, accept the previous one. Each side
   // proves it holds the id and says who it is, so a stray connection is
-  // recognised.
+  // recognised. The next rank's listener was up before the root answered,
+  // so a refusal means that rank has gone.
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
-  next_ = Socket::connect(peers_[next].listenAddress(), deadline, abort,
-                          strCat(describe(next), " at ", peers_[next].listenAddress().toString()));
-  std::int32_t me = rank;
-  sendGreeting(next_, id.magic, Purpose::RingHello, &me, sizeof(me), deadline, abort, describe(next));
+  try {
+    next_ = Socket::connect(peers_[next].listenAddress(), deadline, abort,
+                            strCat(describe(next), " at ", peers_[next].listenAddress().toString()),
+                            /*listenerWasUp=*/true);
+  } catch (const Error& error) {
+    if (error.kind() != ErrorKind::Remote) throw;
+    throw Error(error.kind(), error.what(), next);  // its listener has closed: it is gone
+  }
+  const Visit me{rank, VisitKind::Ring};
+  try {
+    sendGreeting(next_, magic_, Purpose::RingHello, &me, sizeof(me), deadline, abort, describe(next));
+  } catch (const Error& error) {
+    throw Error(error.kind(), error.what(), next);
+  }
   const std::string waiting = strCat("waiting for ", describe(prev), " to connect");
+  // The previous rank may die before it connects: look now and then.
+  Deadline nextLook = Deadline::after(kLookForDeadPeers);
+  auto stillAlive = [&] {
+    if (!nextLook.expired()) return;
+    nextLook = Deadline::after(kLookForDeadPeers);
+    if (peerGone(prev))
+      throw Error(ErrorKind::Remote,
+                  strCat("rank ", rank, ": ", describe(prev), " failed first: its process is gone (it exited or "
+                         "was killed during init)"),
+                  prev);
+  };
   for (;;) {
-    Gatekeeper::Guest guest = ring.admit(deadline, abort, waiting);
-    std::int32_t who = -1;
-    std::memcpy(&who, guest.body.data(), sizeof(who));
-    if (who == prev) {
+    Gatekeeper::Guest guest = control_.admit(deadline, abort, waiting, stillAlive);
+    Visit visit;
+    std::memcpy(&visit, guest.body.data(), sizeof(visit));
+    if (visit.kind == VisitKind::Notice && visit.rank >= 0 && visit.rank < nranks)
+      throw readNotice(guest.socket, visit.rank);
+    if (visit.kind == VisitKind::ShrinkRequest) {
+      shrinkRequests_.push_back(std::move(guest));
+      continue;
+    }
+    if (visit.kind != VisitKind::Ring) continue;  // a probe
+    if (visit.rank == prev) {
       prev_ = std::move(guest.socket);
       break;
     }
     // It holds the secret, so it is one of ours, but not the neighbour we
     // expect: say so, yet a late duplicate must not break the ring.
     HORA_LOG(Warn, "bootstrap: ignoring a connection from ", guest.from.toString(),
-             " that claims to be rank ", who, " (expected ", describe(prev), ")");
+             " that claims to be rank ", visit.rank, " (expected ", describe(prev), ")");
   }
   next_.setNoDelay();
   prev_.setNoDelay();

@@ -5,15 +5,24 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/deadline.h"
+#include "bootstrap/control.h"
+#include "bootstrap/gatekeeper.h"
 #include "bootstrap/root_server.h"
 #include "bootstrap/unique_id.h"
 
 namespace hora::bootstrap {
+
+// How often a rank waiting for a peer to connect looks whether it died.
+inline constexpr std::chrono::milliseconds kLookForDeadPeers{200};
 
 class Bootstrap {
  public:
@@ -21,6 +30,11 @@ class Bootstrap {
   // hostRoot is true this rank first starts the root server at id.root.
   Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot, const Deadline& deadline,
             const std::atomic<bool>* abort);
+
+  // Then, collective: connects the ring of all ranks (rank r to r + 1).
+  // Kept apart so that a rank that fails here can tell the others why
+  // (announce).
+  void connectRing(const Deadline& deadline);
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -40,7 +54,35 @@ class Bootstrap {
   // Closes the connections so peers blocked on this rank see EOF.
   void shutdown();
 
+  // ---- The control plane (control.h, control.cc)
+  // Tells every other rank, best effort and within about a second in all,
+  // the error that makes this rank stop the communicator.
+  void announce(const Error& error);
+  // A notice another rank announced, if one is here or comes within
+  // `grace` (zero: only what has arrived already): the PeerNotice this rank
+  // fails with.
+  std::optional<PeerNotice> noticeWithin(std::chrono::milliseconds grace);
+  // Whether `rank`'s process has gone: on this host, by its pid; on another,
+  // by its listener refusing a probe. False when unsure.
+  bool peerGone(int rank);
+  // Shrink: a member asks `leader` for the new communicator's id, or the
+  // leader serves `members` - 1 such requests with `id` (each must give the
+  // same `request`); both fail, naming the rank, if the ranks disagree.
+  UniqueId askShrinkLeader(int leader, const ShrinkRequest& request, const Deadline& deadline);
+  void serveShrinkMembers(const std::vector<int>& members, const ShrinkRequest& request,
+                          const UniqueId& id, const Deadline& deadline);
+
  private:
+  // The message a rank's text is told as to the rank who reads it.
+  PeerNotice readNotice(Socket& socket, int from);
+  // Connects to `rank`'s listener and introduces this rank as `kind`.
+  Socket visit(int rank, VisitKind kind, const Deadline& deadline);
+
+  std::uint64_t magic_;
+  std::mutex controlMutex_;  // control_ is used by one thread at a time
+  Gatekeeper control_;       // the bootstrap listener, after the ring is made
+  std::deque<Gatekeeper::Guest> shrinkRequests_;  // arrived before shrink()
+
   int rank_;
   int nranks_;
   const std::atomic<bool>* abort_;

@@ -112,7 +112,6 @@ void Gatekeeper::drop(Pending& pending, const std::string& reason) const {
 Gatekeeper::Guest Gatekeeper::admit(const Deadline& deadline, const std::atomic<bool>* abort,
                                     const std::string& waitingFor,
                                     const std::function<void()>& whileWaiting) {
-  std::vector<pollfd> entries;
   for (;;) {
     if (!admitted_.empty()) {
       Guest guest = std::move(admitted_.front());
@@ -124,47 +123,58 @@ Gatekeeper::Guest Gatekeeper::admit(const Deadline& deadline, const std::atomic<
     if (whileWaiting) whileWaiting();
     if (deadline.expired())
       fail(ErrorKind::Remote, "timed out ", waitingFor, " (HORA_TIMEOUT; the peer may be hung or dead)");
-
-    // Poll the listener (while there is a free slot) and every pending
-    // connection together; wake for the nearest stranger's patience too.
-    entries.clear();
-    const bool listening = pending_.size() < kMaxPendingConnections;
-    if (listening) entries.push_back({listener_.fd(), POLLIN, 0});
-    int timeoutMs = deadline.pollTimeoutMs(Socket::kPollSliceMs);
-    for (const auto& pending : pending_) {
-      entries.push_back({pending.socket.fd(), POLLIN, 0});
-      timeoutMs = std::min(timeoutMs, pending.patience.pollTimeoutMs(Socket::kPollSliceMs));
-    }
-    int rc = ::poll(entries.data(), entries.size(), timeoutMs);
-    if (rc < 0 && errno != EINTR)
-      fail(ErrorKind::System, "poll failed while ", waitingFor, ": ", errnoText(errno));
-
-    // Read first (the entries index pending_ as it is now), then accept.
-    const std::size_t first = listening ? 1 : 0;
-    std::vector<Pending> stillPending;
-    for (std::size_t i = 0; i < pending_.size(); ++i) {
-      Pending& pending = pending_[i];
-      std::string reason;
-      if (rc > 0 && entries[first + i].revents != 0 && readFrom(pending, reason)) {
-        admitted_.push_back({std::move(pending.socket), pending.from,
-                             std::vector<char>(pending.bytes.begin() + sizeof(Greeting),
-                                               pending.bytes.end())});
-        continue;
-      }
-      if (reason.empty() && pending.patience.expired())
-        reason = pending.received == 0
-                     ? strCat("sent nothing within ", kGreetingPatience.count(), " ms")
-                     : strCat("sent only ", pending.received, " of ", pending.bytes.size(),
-                              " bytes within ", kGreetingPatience.count(), " ms");
-      if (!reason.empty()) {
-        drop(pending, reason);
-        continue;
-      }
-      stillPending.push_back(std::move(pending));
-    }
-    pending_ = std::move(stillPending);
-    if (listening && rc > 0 && entries[0].revents != 0) acceptWaiting();
+    serveOnce(deadline.pollTimeoutMs(Socket::kPollSliceMs), waitingFor);
   }
+}
+
+std::optional<Gatekeeper::Guest> Gatekeeper::tryAdmit() {
+  // A guest that connected and sent everything needs two rounds: one to
+  // accept it, one to read what it sent.
+  for (int round = 0; round < 2 && admitted_.empty(); ++round) serveOnce(0, "looking for guests");
+  if (admitted_.empty()) return std::nullopt;
+  Guest guest = std::move(admitted_.front());
+  admitted_.pop_front();
+  return guest;
+}
+
+void Gatekeeper::serveOnce(int timeoutMs, const std::string& waitingFor) {
+  // Poll the listener (while there is a free slot) and every pending
+  // connection together; wake for the nearest stranger's patience too.
+  std::vector<pollfd> entries;
+  const bool listening = pending_.size() < kMaxPendingConnections;
+  if (listening) entries.push_back({listener_.fd(), POLLIN, 0});
+  for (const auto& pending : pending_) {
+    entries.push_back({pending.socket.fd(), POLLIN, 0});
+    timeoutMs = std::min(timeoutMs, pending.patience.pollTimeoutMs(Socket::kPollSliceMs));
+  }
+  int rc = ::poll(entries.data(), entries.size(), timeoutMs);
+  if (rc < 0 && errno != EINTR)
+    fail(ErrorKind::System, "poll failed while ", waitingFor, ": ", errnoText(errno));
+
+  // Read first (the entries index pending_ as it is now), then accept.
+  const std::size_t first = listening ? 1 : 0;
+  std::vector<Pending> stillPending;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    Pending& pending = pending_[i];
+    std::string reason;
+    if (rc > 0 && entries[first + i].revents != 0 && readFrom(pending, reason)) {
+      admitted_.push_back({std::move(pending.socket), pending.from,
+                           std::vector<char>(pending.bytes.begin() + sizeof(Greeting), pending.bytes.end())});
+      continue;
+    }
+    if (reason.empty() && pending.patience.expired())
+      reason = pending.received == 0
+                   ? strCat("sent nothing within ", kGreetingPatience.count(), " ms")
+                   : strCat("sent only ", pending.received, " of ", pending.bytes.size(), " bytes within ",
+                            kGreetingPatience.count(), " ms");
+    if (!reason.empty()) {
+      drop(pending, reason);
+      continue;
+    }
+    stillPending.push_back(std::move(pending));
+  }
+  pending_ = std::move(stillPending);
+  if (listening && rc > 0 && entries[0].revents != 0) acceptWaiting();
 }
 
 }  // namespace hora::bootstrap

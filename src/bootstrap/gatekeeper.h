@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ class Gatekeeper {
   // admitted; it may throw to end the wait (a peer known to be dead).
   Guest admit(const Deadline& deadline, const std::atomic<bool>* abort, const std::string& waitingFor,
               const std::function<void()>& whileWaiting = {});
+  // A guest that has already connected and sent its greeting and message,
+  // if there is one; does not wait.
+  std::optional<Guest> tryAdmit();
 
  private:
   struct Pending {
@@ -78,6 +82,9 @@ class Gatekeeper {
     std::size_t received = 0;
   };
 
+  // One round: accepts what waits in the backlog and reads from pending
+  // connections, for at most timeoutMs; admitted guests go to admitted_.
+  void serveOnce(int timeoutMs, const std::string& waitingFor);
   void acceptWaiting();
   // Reads what `pending` has sent. Returns true when it is complete and
   // admitted; throws nothing: a stranger is dropped (`reason` set).

@@ -1,5 +1,7 @@
 #include "bootstrap/root_server.h"
 
+#include <poll.h>
+
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -24,9 +26,11 @@ struct Arrival {
   Hello hello;
 };
 
-void replyError(Socket& socket, ErrorKind kind, const std::string& text, const Deadline& deadline) {
+void replyError(Socket& socket, ErrorKind kind, int failedRank, const std::string& text,
+                const Deadline& deadline) {
   RootReply reply;
   reply.kind = static_cast<std::int32_t>(kind);
+  reply.failedRank = failedRank;
   std::snprintf(reply.error, sizeof(reply.error), "%s", text.c_str());
   try {
     socket.sendAll(&reply, sizeof(reply), deadline, nullptr, "a joining rank");
@@ -88,9 +92,25 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
   int nranks = -1;
   std::string error;
   ErrorKind errorKind = ErrorKind::InvalidUsage;  // inconsistent joins
+  int failedRank = -1;
+  // A rank that joined and then died (its connection closed) will never
+  // take part: the others hear it now, not at the deadline.
+  auto arrivalsAlive = [&] {
+    for (const Arrival& arrival : arrived) {
+      pollfd entry{arrival.socket.fd(), POLLRDHUP, 0};
+      if (::poll(&entry, 1, 0) > 0 && (entry.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+        const PeerInfo& who = arrival.hello.self;
+        throw Error(ErrorKind::Remote,
+                    strCat("rank ", who.rank, " (host ", who.host, ", pid ", who.pid,
+                           ") failed first: it left during init, after joining the rendezvous (its process exited "
+                           "or was killed)"),
+                    who.rank);
+      }
+    }
+  };
   try {
     while (nranks < 0 || static_cast<int>(arrived.size()) < nranks) {
-      Gatekeeper::Guest guest = gate.admit(deadline, nullptr, "waiting for ranks to join");
+      Gatekeeper::Guest guest = gate.admit(deadline, nullptr, "waiting for ranks to join", arrivalsAlive);
       Arrival arrival;
       arrival.socket = std::move(guest.socket);
       std::memcpy(&arrival.hello, guest.body.data(), sizeof(Hello));
@@ -106,9 +126,11 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
       if (!error.empty()) break;
     }
   } catch (const Error& e) {
-    errorKind = ErrorKind::Remote;  // ranks that never came
-    error = nranks > 0 ? strCat("init timed out: ", missingRanks(arrived, nranks), " (", e.what(), ")")
-                       : strCat("init failed at the root: ", e.what());
+    errorKind = ErrorKind::Remote;
+    failedRank = e.failedRank();
+    error = failedRank >= 0 ? std::string(e.what())
+            : nranks > 0    ? strCat("init timed out: ", missingRanks(arrived, nranks), " (", e.what(), ")")
+                            : strCat("init failed at the root: ", e.what());
   }
 
   if (!error.empty() && arrived.empty()) {
@@ -120,7 +142,7 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
   if (!error.empty()) {
     HORA_LOG(Warn, "bootstrap root: ", error);
     Deadline replyDeadline = Deadline::after(std::chrono::seconds(2));
-    for (auto& arrival : arrived) replyError(arrival.socket, errorKind, error, replyDeadline);
+    for (auto& arrival : arrived) replyError(arrival.socket, errorKind, failedRank, error, replyDeadline);
     return;
   }
   std::vector<PeerInfo> table(nranks);

@@ -37,6 +37,7 @@ struct Hello {
 struct RootReply {
   std::int32_t ok = 0;     // 1: the table of nranks PeerInfo follows
   std::int32_t kind = 0;   // when ok == 0: the hora::ErrorKind to report
+  std::int32_t failedRank = -1;  // when ok == 0: the rank that failed, if one did
   char error[512] = {0};  // when ok == 0
 };
 

@@ -74,6 +74,19 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   Deadline deadline = Deadline::after(timeout_);
   bootstrap_ = std::make_unique<bootstrap::Bootstrap>(id, rank, nranks, config.hostRoot, deadline,
                                                       &abort_);
+  // From here every rank knows every other: one that fails tells them why.
+  try {
+    connectAll(id, deadline);
+  } catch (const Error& error) {
+    throw firstCause(error);
+  }
+  HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", tuning_.chunkBytes,
+           " B, timeout ", timeout_.count(), " ms");
+}
+
+void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& deadline) {
+  const int rank = rank_, nranks = nranks_;
+  bootstrap_->connectRing(deadline);
   transport::ConnectorOptions connectorOptions;
   connectorOptions.timeout = timeout_;
   connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
@@ -154,8 +167,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
       HostExecutorContext{rank, nranks, *bootstrap_, *connector_, windows_, std::move(ringRanks),
                           singleCopyRing, waitPolicy(), tuning_.checkAgreement},
       tuning_, moveChunkBytes, sliceBytes);
-  HORA_LOG(Info, "communicator ready: rank ", rank, " of ", nranks, ", chunk ", tuning_.chunkBytes,
-           " B, slice ", sliceBytes, " B, timeout ", timeout_.count(), " ms");
+  HORA_LOG(Info, "rank ", rank, ": slice ", sliceBytes, " B");
 }
 
 Communicator::~Communicator() {
@@ -255,14 +267,69 @@ WaitPolicy Communicator::waitPolicy() const {
   return WaitPolicy{timeout_, tuning_.spin, &abort_, rank_, waitMode_};
 }
 
+namespace {
+// "rank 2: no progress ..." -> "no progress ...": a cause retold by another
+// rank already says whose it was.
+std::string withoutRankPrefix(const std::string& text, int rank) {
+  const std::string prefix = strCat("rank ", rank, ": ");
+  return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : text;
+}
+}  // namespace
+
+Error Communicator::firstCause(const Error& failure) {
+  if (nranks_ == 1 || dynamic_cast<const bootstrap::PeerNotice*>(&failure) != nullptr) return failure;
+  if (failure.kind() == ErrorKind::InvalidUsage) {
+    // The program misused the communicator (ranks that disagree on a call,
+    // core/agreement.h): every rank must stop, and should say why.
+    bootstrap_->announce(failure);
+    return failure;
+  }
+  if (failure.kind() != ErrorKind::Remote) {
+    // This rank failed by itself (a system call, a bug): it is the first.
+    const Error finding(failure.kind(),
+                        strCat(bootstrap_->describe(rank_), " failed first: ", withoutRankPrefix(failure.what(), rank_)),
+                        rank_);
+    bootstrap_->announce(finding);
+    return Error(failure.kind(), failure.what(), rank_);
+  }
+  // A peer closed, vanished or went silent. If another rank has stopped
+  // already, its notice (sent before it closed) says why.
+  if (auto notice = bootstrap_->noticeWithin(std::chrono::milliseconds(0))) return *notice;
+  int culprit = failure.failedRank();
+  if (culprit < 0 || culprit == rank_) culprit = findGonePeer();
+  // A peer that is alive closed because it stopped: its notice is on its
+  // way. One that is gone says nothing more.
+  if (culprit < 0 || !bootstrap_->peerGone(culprit))
+    if (auto notice = bootstrap_->noticeWithin(kNoticeGrace)) return *notice;
+  if (culprit < 0) {
+    bootstrap_->announce(Error(failure.kind(), withoutRankPrefix(failure.what(), rank_), rank_));
+    return failure;
+  }
+  const Error finding(ErrorKind::Remote,
+                      strCat(bootstrap_->describe(culprit), " failed first: ", withoutRankPrefix(failure.what(), rank_)),
+                      culprit);
+  bootstrap_->announce(finding);
+  return Error(ErrorKind::Remote, strCat("rank ", rank_, ": ", finding.what()), culprit);
+}
+
+int Communicator::findGonePeer() {
+  for (int step = 1; step < nranks_; ++step) {
+    // Nearest ranks first: in a ring they are the likeliest to be the one.
+    for (int peer : {(rank_ + step) % nranks_, (rank_ + nranks_ - step) % nranks_})
+      if (bootstrap_->peerGone(peer)) return peer;
+  }
+  return -1;
+}
+
 void Communicator::checkUsable() const {
   if (abort_.load())
     fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was aborted");
   if (!broken_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(stateMutex_);
   if (!brokenReason_.empty())
-    throw Error(brokenKind_, strCat("rank ", rank_, ": the communicator is unusable after an earlier error: ",
-                                    brokenReason_));
+    throw Error(brokenKind_,
+                strCat("rank ", rank_, ": the communicator is unusable after an earlier error: ", brokenReason_),
+                brokenRank_);
 }
 
 std::unique_lock<std::mutex> Communicator::claimExecution(const char* what) {
@@ -280,28 +347,18 @@ void Communicator::failBroken(const Error& failure) {
   // ncclCommAbort shuts the connections down to end the waits, so a call
   // under way may see a closed socket before it sees the abort flag: that
   // is this rank's abort, not a peer's failure.
-  Error error = abort_.load()
-                    ? Error(ErrorKind::InvalidUsage,
-                            strCat("rank ", rank_, ": communicator aborted (ncclCommAbort) during the call"))
-                    : failure;
   const bool told = abort_.load() || broken_.load(std::memory_order_acquire);  // by an earlier failure
-  if (told) {
-  } else if (error.kind() == ErrorKind::InvalidUsage &&
-             dynamic_cast<const transport::PeerNotice*>(&failure) == nullptr) {
-    // The program misused the communicator (ranks that disagree on a call,
-    // core/agreement.h): every rank must stop, and should say why, not
-    // just that this rank closed its connections. Told before they close.
-    connector_->announce(error);
-  } else if (error.kind() == ErrorKind::Remote) {
-    // A peer closed or went silent: if it stopped over a misuse it found,
-    // its notice is here already (same host) or on its way.
-    if (auto notice = connector_->noticeWithin(kNoticeGrace)) error = *notice;
-  }
+  Error error = abort_.load() ? Error(ErrorKind::InvalidUsage,
+                                      strCat("rank ", rank_, ": communicator aborted (ncclCommAbort) during the call"),
+                                      rank_)
+                : told ? failure
+                       : firstCause(failure);
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     if (brokenReason_.empty()) {
       brokenReason_ = error.what();
       brokenKind_ = error.kind();
+      brokenRank_ = error.failedRank();
       broken_.store(true, std::memory_order_release);
     }
   }
@@ -319,6 +376,11 @@ std::string Communicator::brokenReason() const {
 ErrorKind Communicator::brokenKind() const {
   std::lock_guard<std::mutex> lock(stateMutex_);
   return brokenKind_;
+}
+
+int Communicator::brokenRank() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return brokenRank_;
 }
 
 void Communicator::execute(const std::vector<Op>& ops) {
@@ -414,8 +476,16 @@ void Communicator::barrier() {
 }
 
 void Communicator::abort() {
-  abort_.store(true);
-  connector_->shutdown();
+  // Told first: a peer that loses this rank's connections then reports the
+  // abort as the cause, not a closed connection.
+  const bool first = !abort_.exchange(true) && !broken_.load(std::memory_order_acquire);
+  if (first && nranks_ > 1)
+    bootstrap_->announce(Error(ErrorKind::Remote,
+                               strCat(bootstrap_->describe(rank_),
+                                      " failed first: its program aborted the communicator (ncclCommAbort or "
+                                      "ncclCommRevoke)"),
+                               rank_));
+  if (connector_) connector_->shutdown();
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     stopping_ = true;

@@ -70,6 +70,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // The first error that broke this communicator, empty if none.
   std::string brokenReason() const;
   ErrorKind brokenKind() const;
+  // The rank that error blames (Error::failedRank), -1 if none.
+  int brokenRank() const;
 
   // ncclCommWindowRegister / Deregister: collective, called by every rank
   // in the same order (after any submitted work). Returns the window's
@@ -92,6 +94,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Runs `ops` on the executor that fits their buffers.
   void runOps(const std::vector<Op>& ops);
   void checkUsable() const;
+  // Init after the rendezvous: the ring, placements, transports.
+  void connectAll(const bootstrap::UniqueId& id, const Deadline& deadline);
+  // What this rank reports for `failure`, and what it tells the others
+  // (bootstrap/control.h): a notice that came first is the cause; otherwise
+  // the rank that failed first, found from the error, or by looking for a
+  // peer that has gone, is named in it (Error::failedRank) and told to every
+  // rank. May wait up to kNoticeGrace for a peer's notice.
+  Error firstCause(const Error& failure);
+  int findGonePeer();
   // Keeps the first error (the abort, if this rank was aborted), closes the
   // connections so peers fail at once, and throws it.
   [[noreturn]] void failBroken(const Error& error);
@@ -148,6 +159,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::atomic<bool> broken_{false};
   std::string brokenReason_;
   ErrorKind brokenKind_ = ErrorKind::Internal;
+  int brokenRank_ = -1;
   std::map<int, kernels::ReduceSpec> customOps_;
   int nextCustomOp_ = 5;  // ncclNumOps
 };

@@ -12,11 +12,33 @@ void ProgressEngine::add(transport::RecvConnection* connection) {
   if (std::find(recvs_.begin(), recvs_.end(), connection) == recvs_.end()) recvs_.push_back(connection);
 }
 
+void ProgressEngine::blamePeerOf(const transport::Connection& connection) {
+  try {
+    throw;
+  } catch (const Error& error) {
+    // Only a peer's failure names the peer; a mismatch keeps its own type.
+    if (error.kind() != ErrorKind::Remote || error.failedRank() >= 0) throw;
+    throw Error(error.kind(), error.what(), connection.peerRank());
+  }
+}
+
 bool ProgressEngine::progressAll() {
   bool moved = false;
   // Receives first: draining the socket lets the peer's sends proceed.
-  for (auto* r : recvs_) moved |= r->progress();
-  for (auto* s : sends_) moved |= s->progress();
+  for (auto* r : recvs_) {
+    try {
+      moved |= r->progress();
+    } catch (const Error&) {
+      blamePeerOf(*r);
+    }
+  }
+  for (auto* s : sends_) {
+    try {
+      moved |= s->progress();
+    } catch (const Error&) {
+      blamePeerOf(*s);
+    }
+  }
   return moved;
 }
 
@@ -33,9 +55,17 @@ void ProgressEngine::drain(const char* what) {
 }
 
 void ProgressEngine::failStalled(const char* what) {
-  // Name the peers we are still waiting on.
+  // Name the peers we are still waiting on; if that is one rank, it is the
+  // one that failed (stopped, hung, or cut off).
   std::string waiting;
+  int blamed = -1;
+  bool several = false;
+  auto blame = [&](const transport::Connection* connection) {
+    if (blamed >= 0 && blamed != connection->peerRank()) several = true;
+    blamed = connection->peerRank();
+  };
   for (auto* r : recvs_) {
+    if (!r->idle()) blame(r);
     if (r->completedBytes() != r->postedBytes())
       waiting += strCat(waiting.empty() ? "" : "; ", "data from ", r->peerName(), " (",
                         r->postedBytes() - r->completedBytes(), " bytes outstanding)");
@@ -45,15 +75,18 @@ void ProgressEngine::failStalled(const char* what) {
   }
   for (auto* s : sends_) {
     if (s->idle()) continue;
+    blame(s);
     if (s->completedBytes() != s->postedBytes())
       waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to accept data (",
                         s->postedBytes() - s->completedBytes(), " bytes outstanding)");
     else
       waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to make room in its buffer");
   }
-  fail(ErrorKind::Remote, "rank ", policy_.rank, ": no progress for ",
-       policy_.timeout.count() / 1000.0, " s while ", what, ", waiting for ",
-       waiting.empty() ? "nothing?" : waiting, " (HORA_TIMEOUT; the peer may be hung or dead)");
+  throw Error(ErrorKind::Remote,
+              strCat("rank ", policy_.rank, ": no progress for ", policy_.timeout.count() / 1000.0,
+                     " s while ", what, ", waiting for ", waiting.empty() ? "nothing?" : waiting,
+                     " (HORA_TIMEOUT; the peer may be hung or dead)"),
+              several ? -1 : blamed);
 }
 
 }  // namespace hora::core

@@ -56,6 +56,9 @@ class ProgressEngine {
   template <typename F>
   void waitLoop(F done, const char* what);
   [[noreturn]] void failStalled(const char* what);
+  // Rethrows the error being handled, naming `connection`'s peer as the
+  // rank that failed where it is a peer's failure that names nobody yet.
+  [[noreturn]] static void blamePeerOf(const transport::Connection& connection);
 
   WaitPolicy policy_;
   std::vector<transport::SendConnection*> sends_;

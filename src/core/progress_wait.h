@@ -59,7 +59,11 @@ void ProgressEngine::waitLoop(F done, const char* what) {
     // with us may exit while we still work with others.
     auto watch = [&](transport::Connection* connection) {
       if (connection->idle()) return;
-      connection->checkAlive();
+      try {
+        connection->checkAlive();
+      } catch (const Error&) {
+        blamePeerOf(*connection);
+      }
       if (auto e = connection->pollEntry(); e.fd >= 0) {
         entries.push_back(e);
         slice = std::min(slice, connection->sleepSlice());

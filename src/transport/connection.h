@@ -70,9 +70,16 @@ class Connection {
   // yet (receiver). A plain load: the executor looks at every connection
   // at the end of every operation, and usually every stamp rode on data.
   std::size_t stampsOutstanding() const { return stampsOutstanding_; }
+  // The peer's rank, for errors that blame it (hora::Error::failedRank);
+  // set by the connector that made the connection.
+  int peerRank() const { return peerRank_; }
+  void setPeerRank(int rank) { peerRank_ = rank; }
 
  protected:
   std::size_t stampsOutstanding_ = 0;  // kept by the transport
+
+ private:
+  int peerRank_ = -1;
 };
 
 class SendConnection : public Connection {

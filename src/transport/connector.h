@@ -7,10 +7,9 @@
 // sets itself up over it: a TCP pair keeps using it, a shared-memory pair
 // sets its FIFO up over it and keeps it as a lifeline.
 //
-// The same listener takes notices: a rank that stops the communicator
-// because the program misused it (ranks that disagree on a call, core/
-// agreement.h) tells every other rank why before it closes its
-// connections, so that they report that cause instead of a closed peer.
+// Notices of why the communicator stopped, probes of whether a peer still
+// lives, and shrink requests go through the bootstrap listener instead
+// (bootstrap/control.h).
 #pragma once
 
 #include <atomic>
@@ -28,13 +27,6 @@
 
 namespace hora::transport {
 
-// The error of a rank that learnt from another rank's notice why the
-// communicator stopped (it is not told on again).
-class PeerNotice : public Error {
- public:
-  using Error::Error;
-};
-
 class Connector {
  public:
   // Collective over the communicator: exchanges listener addresses.
@@ -51,30 +43,14 @@ class Connector {
   // Shuts every socket down: peers blocked on this rank see EOF at once.
   void shutdown();
 
-  // Tells every other rank, best effort and within about a second in all,
-  // the error that makes this rank stop the communicator.
-  void announce(const Error& error);
-  // A notice another rank announced, if one is here or comes within
-  // `grace`: the PeerNotice this rank fails with. Connections that arrive
-  // meanwhile are kept for recvFrom.
-  std::optional<PeerNotice> noticeWithin(std::chrono::milliseconds grace);
 
  private:
   // After the greeting (bootstrap/greeting.h), which carries the secret.
-  // A notice has kind kNotice and its NoticeHeader and text follow.
   struct Introduction {
     std::int32_t rank;
     std::int32_t kind;
   };
-  static constexpr std::int32_t kNotice = -1;
-  struct NoticeHeader {
-    std::int32_t errorKind;
-    std::uint32_t textBytes;
-  };
-  static constexpr std::uint32_t kMaxNoticeBytes = 8192;
   Socket acceptFrom(int peer, const Deadline& deadline);
-  // The notice a guest introduced as one carries.
-  PeerNotice readNotice(Socket& socket, int from);
 
   bootstrap::Bootstrap& bootstrap_;
   std::uint64_t magic_;
@@ -83,9 +59,6 @@ class Connector {
   ConnectorOptions options_;
   bootstrap::Gatekeeper gate_;  // our listener
   std::vector<SocketAddress> peerAddresses_;
-  // Peers whose process this rank can see (same host, same process
-  // namespace): one that dies before connecting is noticed at once.
-  std::vector<bool> watchable_;
   std::map<int, std::unique_ptr<SendConnection>> sends_;
   std::map<int, std::unique_ptr<RecvConnection>> recvs_;
   std::map<int, Socket> earlyArrivals_;  // accepted, not yet asked for

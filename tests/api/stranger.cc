@@ -21,7 +21,7 @@ struct Greeting {
   std::uint16_t purpose;
   std::uint32_t bodyBytes;
 };
-constexpr std::uint16_t kWireVersion = 2;
+constexpr std::uint16_t kWireVersion = 3;
 
 int connectTo(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

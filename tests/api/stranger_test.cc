@@ -156,13 +156,15 @@ TEST_P(Strangers, AreIgnoredAndTheJobSucceeds) {
     ASSERT_TRUE(ready.has_value()) << "rank " << r << " did not finish init: "
                                    << reportedOutcome(*ranks[r], "init");
   }
-  // After init every rank listens on its transport listener only. Its
-  // first all-to-all makes new connections there, behind the strangers.
+  // After init every rank listens on its transport listener and on its
+  // bootstrap listener (which takes notices, probes and shrink requests).
+  // Its first all-to-all makes new connections on the first, behind the
+  // strangers.
   if (c.listener == Listener::Transport)
     for (int r = 0; r < kRanks; ++r) {
-      std::set<int> ports = waitForListeners(ranks[r]->pid(), port, 1);
-      ASSERT_EQ(ports.size(), 1u) << "rank " << r << "'s transport listener";
-      strangers.emplace_back(c.kind, *ports.begin(), Listener::Transport, magic);
+      std::set<int> ports = waitForListeners(ranks[r]->pid(), port, 2);
+      ASSERT_EQ(ports.size(), 2u) << "rank " << r << "'s transport and bootstrap listeners";
+      for (int p : ports) strangers.emplace_back(c.kind, p, Listener::Transport, magic);
     }
   std::ofstream(files.go()).put('\n');
 

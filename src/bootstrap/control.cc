@@ -1,0 +1,189 @@
+// The control plane of bootstrap.h: notices, probes and shrink requests
+// through each rank's bootstrap listener (control.h).
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/process_state.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/greeting.h"
+
+namespace hora::bootstrap {
+
+namespace {
+// A notice is a rank's last word: it must not hold that rank up.
+constexpr auto kAnnounceBudget = std::chrono::milliseconds(1000);
+constexpr auto kAnnouncePerPeer = std::chrono::milliseconds(200);
+// A probe reaches a live listener at once (it is up, its backlog takes the
+// connection even while its rank is busy); a dead one refuses at once.
+constexpr auto kProbePatience = std::chrono::milliseconds(300);
+}  // namespace
+
+Socket Bootstrap::visit(int rank, VisitKind kind, const Deadline& deadline) {
+  const std::string name = describe(rank);
+  Socket socket = Socket::connect(peers_[rank].listenAddress(), deadline, nullptr, name, /*listenerWasUp=*/true);
+  const Visit visit{rank_, kind};
+  sendGreeting(socket, magic_, Purpose::RingHello, &visit, sizeof(visit), deadline, nullptr, name);
+  return socket;
+}
+
+void Bootstrap::announce(const Error& error) {
+  if (peers_.empty()) return;  // before the root answered: nobody to tell
+  std::string text = error.what();
+  if (text.size() > kMaxNoticeBytes) text.resize(kMaxNoticeBytes);
+  const NoticeHeader header{static_cast<std::int32_t>(error.kind()), error.failedRank(),
+                            static_cast<std::uint32_t>(text.size())};
+  std::vector<char> message(sizeof(header) + text.size());
+  std::memcpy(message.data(), &header, sizeof(header));
+  std::memcpy(message.data() + sizeof(header), text.data(), text.size());
+  const Deadline all = Deadline::after(kAnnounceBudget);
+  for (int peer = 0; peer < nranks_; ++peer) {
+    // The rank that failed first is not told: it is gone or knows.
+    if (peer == rank_ || peer == error.failedRank() || all.expired()) continue;
+    try {
+      const Deadline deadline = Deadline::after(kAnnouncePerPeer);
+      Socket socket = visit(peer, VisitKind::Notice, deadline);
+      socket.sendAll(message.data(), message.size(), deadline, nullptr, describe(peer));
+    } catch (const Error& failure) {
+      HORA_LOG(Info, "rank ", rank_, ": could not tell ", describe(peer), " why the communicator stopped: ",
+               failure.what());
+    }
+  }
+}
+
+PeerNotice Bootstrap::readNotice(Socket& socket, int from) {
+  const Deadline deadline = Deadline::after(kGreetingPatience);
+  const std::string name = describe(from);
+  NoticeHeader header{};
+  socket.recvAll(&header, sizeof(header), deadline, nullptr, name);
+  std::string text(std::min(header.textBytes, kMaxNoticeBytes), '\0');
+  socket.recvAll(text.data(), text.size(), deadline, nullptr, name);
+  const auto kind = static_cast<ErrorKind>(header.errorKind);
+  // A misuse stays a misuse on every rank; anything else is, to the rank
+  // told, a peer's failure.
+  return PeerNotice(kind == ErrorKind::InvalidUsage ? kind : ErrorKind::Remote,
+                    strCat("rank ", rank_, ": the communicator was stopped by rank ", from, ", which found: ", text),
+                    header.failedRank >= 0 ? header.failedRank : from);
+}
+
+std::optional<PeerNotice> Bootstrap::noticeWithin(std::chrono::milliseconds grace) {
+  std::lock_guard<std::mutex> lock(controlMutex_);
+  const Deadline deadline = Deadline::after(grace);
+  for (;;) {
+    std::optional<Gatekeeper::Guest> guest = control_.tryAdmit();
+    if (!guest) {
+      if (deadline.expired()) return std::nullopt;
+      try {
+        guest = control_.admit(deadline, nullptr, "waiting for a peer's notice");
+      } catch (const Error&) {
+        return std::nullopt;  // none came
+      }
+    }
+    Visit visit;
+    std::memcpy(&visit, guest->body.data(), sizeof(visit));
+    if (visit.rank < 0 || visit.rank >= nranks_ || visit.rank == rank_) continue;
+    if (visit.kind == VisitKind::ShrinkRequest) {
+      shrinkRequests_.push_back(std::move(*guest));
+      continue;
+    }
+    if (visit.kind != VisitKind::Notice) continue;  // a probe or a late ring hello
+    try {
+      return readNotice(guest->socket, visit.rank);
+    } catch (const Error&) {
+      continue;  // the notice was cut short
+    }
+  }
+}
+
+bool Bootstrap::peerGone(int rank) {
+  if (rank < 0 || rank >= static_cast<int>(peers_.size()) || rank == rank_) return false;
+  // A pid means something only on this host, in this pid namespace: what an
+  // equal host hash says (localHostHash).
+  if (peers_[rank].hostHash == peers_[rank_].hostHash) return processGone(peers_[rank].pid);
+  try {
+    visit(rank, VisitKind::Probe, Deadline::after(kProbePatience));
+    return false;
+  } catch (const Error& error) {
+    // Only a refusal is sure; a probe that timed out says nothing.
+    return std::string(error.what()).find("refused") != std::string::npos;
+  }
+}
+
+UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, const Deadline& deadline) {
+  const std::string name = describe(leader);
+  Socket socket = Socket::connect(peers_[leader].listenAddress(), deadline, abort_, name, /*listenerWasUp=*/true);
+  const Visit visit{rank_, VisitKind::ShrinkRequest};
+  // The greeting announces only the Visit; the request follows it.
+  sendGreeting(socket, magic_, Purpose::RingHello, &visit, sizeof(visit), deadline, abort_, name);
+  socket.sendAll(&request, sizeof(request), deadline, abort_, name);
+  ShrinkReply reply;
+  socket.recvAll(&reply, sizeof(reply), deadline, abort_, strCat(name, ", the first rank of the shrunk communicator"));
+  reply.error[sizeof(reply.error) - 1] = '\0';
+  if (!reply.ok) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ncclCommShrink: ", reply.error);
+  return decode(reply.id);
+}
+
+void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const ShrinkRequest& request,
+                                   const UniqueId& id, const Deadline& deadline) {
+  std::lock_guard<std::mutex> lock(controlMutex_);
+  std::vector<bool> isMember(nranks_, false);
+  for (int m : members) isMember[m] = m != rank_;
+  // Every member's request first, then one answer for all: members must not
+  // go on to a communicator that one of them will not join.
+  std::vector<Socket> asked(nranks_);
+  std::size_t left = members.size() - 1;
+  std::string disagreement;
+  while (left > 0) {
+    Gatekeeper::Guest guest;
+    if (!shrinkRequests_.empty()) {
+      guest = std::move(shrinkRequests_.front());
+      shrinkRequests_.pop_front();
+    } else {
+      std::string missing;
+      for (int m : members)
+        if (isMember[m] && !asked[m].valid()) missing += strCat(missing.empty() ? "" : ", ", m);
+      guest = control_.admit(deadline, abort_, strCat("waiting for rank(s) ", missing, " to ask for the shrunk communicator"));
+    }
+    Visit visit;
+    std::memcpy(&visit, guest.body.data(), sizeof(visit));
+    if (visit.kind != VisitKind::ShrinkRequest) continue;  // stale notices, probes
+    if (visit.rank < 0 || visit.rank >= nranks_ || !isMember[visit.rank] || asked[visit.rank].valid()) {
+      HORA_LOG(Warn, "rank ", rank_, ": ignoring a shrink request from rank ", visit.rank,
+               ", which is not a member of the shrunk communicator by this rank's list");
+      continue;
+    }
+    ShrinkRequest theirs;
+    try {
+      guest.socket.recvAll(&theirs, sizeof(theirs), Deadline::after(kGreetingPatience), abort_, describe(visit.rank));
+    } catch (const Error&) {
+      continue;  // it will ask again or time out
+    }
+    if (std::memcmp(&theirs, &request, sizeof(request)) != 0 && disagreement.empty())
+      disagreement = strCat("rank ", visit.rank, " excludes ", theirs.excludedCount, " rank(s) and rank ", rank_,
+                            " excludes ", request.excludedCount,
+                            ", or they exclude different ranks: every remaining rank must pass the same excludeRanksList");
+    asked[visit.rank] = std::move(guest.socket);
+    --left;
+  }
+  ShrinkReply reply;
+  if (disagreement.empty()) {
+    reply.ok = 1;
+    encode(id, reply.id);
+  } else {
+    std::snprintf(reply.error, sizeof(reply.error), "%s", disagreement.c_str());
+  }
+  for (int m : members) {
+    if (!isMember[m]) continue;
+    try {
+      asked[m].sendAll(&reply, sizeof(reply), deadline, abort_, describe(m));
+    } catch (const Error& error) {
+      HORA_LOG(Warn, "rank ", rank_, ": could not answer ", describe(m), "'s shrink request: ", error.what());
+    }
+  }
+  if (!disagreement.empty()) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ncclCommShrink: ", disagreement);
+}
+
+}  // namespace hora::bootstrap
