@@ -130,8 +130,26 @@ class HORA_API Communicator {
   void synchronize();
 
   // Stops all communication; pending and later operations fail. Peers see
-  // this rank's connections close and fail too.
+  // this rank's connections close and fail too, naming this rank as the
+  // one that failed first.
   void abort();
+
+  // Going on after ranks failed (ncclCommRevoke, ncclCommShrink). When a
+  // call throws because a peer failed, hora::Error::failedRank() names the
+  // rank that failed first. The ranks that remain call shrink() with the
+  // same list of ranks to leave out and get a new communicator of their own,
+  // ranked in their order here; this one can then only be destroyed.
+  // shrink() works on a communicator broken by the failure: it needs
+  // neither the excluded ranks nor this communicator's connections.
+  enum class ShrinkMode {
+    Default,     // operations already issued finish (or fail) first
+    AbortFirst,  // they are stopped first (NCCL_SHRINK_ABORT)
+  };
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& excludedRanks,
+                                       ShrinkMode mode = ShrinkMode::Default);
+  // Stops every operation in flight and refuses new ones; the others are
+  // told. Only shrink() remains possible.
+  void revoke();
 
   core::Communicator& impl() { return *impl_; }
 

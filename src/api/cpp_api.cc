@@ -239,5 +239,9 @@ void Communicator::barrier() {
 }
 void Communicator::synchronize() { impl_->finalize(); }
 void Communicator::abort() { impl_->abort(); }
+void Communicator::revoke() { impl_->revoke(); }
+std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& excludedRanks, ShrinkMode mode) {
+  return std::make_unique<Communicator>(impl_->shrink(excludedRanks, mode == ShrinkMode::AbortFirst));
+}
 
 }  // namespace hora

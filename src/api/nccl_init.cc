@@ -126,6 +126,31 @@ HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
   });
 }
 
+HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return api::guarded("ncclCommShrink", [&] {
+    HORA_CHECK_ARG(newcomm != nullptr, "the output communicator pointer is NULL");
+    *newcomm = nullptr;
+    HORA_CHECK_ARG(excludeRanksCount >= 0, "excludeRanksCount is negative (", excludeRanksCount, ")");
+    HORA_CHECK_ARG(excludeRanksCount == 0 || excludeRanksList != nullptr,
+                   "excludeRanksList is NULL with excludeRanksCount ", excludeRanksCount);
+    HORA_CHECK_ARG(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT,
+                   "shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT, got ", shrinkFlags);
+    checkConfig(config);
+    auto parent = api::checkComm(comm);
+    std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
+    *newcomm = wrapComm(parent->shrink(excluded, shrinkFlags == NCCL_SHRINK_ABORT));
+  });
+}
+
+HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  return api::guarded("ncclCommRevoke", [&] {
+    HORA_CHECK_ARG(revokeFlags == NCCL_REVOKE_DEFAULT, "revokeFlags must be NCCL_REVOKE_DEFAULT, got ",
+                   revokeFlags);
+    api::checkComm(comm)->revoke();
+  });
+}
+
 HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
   return api::guarded("ncclCommInitAll", [&] {
     HORA_CHECK_ARG(comms != nullptr, "comms is NULL");

@@ -12,16 +12,6 @@ ncclResult_t unsupported(const char* function, const char* why) {
 }
 }  // namespace
 
-HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
-  (void)comm, (void)revokeFlags;
-  return unsupported("ncclCommRevoke", "fault-tolerant revoke is not implemented");
-}
-HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
-              int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  (void)comm, (void)excludeRanksList, (void)excludeRanksCount, (void)newcomm, (void)config,
-      (void)shrinkFlags;
-  return unsupported("ncclCommShrink", "create a new communicator with ncclCommInitRank instead");
-}
 HORA_NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   (void)simInfo;
   return unsupported("ncclGroupSimulateEnd", "no performance model yet");

@@ -114,13 +114,13 @@ bool Bootstrap::peerGone(int rank) {
 
 UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, const Deadline& deadline) {
   const std::string name = describe(leader);
-  Socket socket = Socket::connect(peers_[leader].listenAddress(), deadline, abort_, name, /*listenerWasUp=*/true);
+  Socket socket = Socket::connect(peers_[leader].listenAddress(), deadline, nullptr, name, /*listenerWasUp=*/true);
   const Visit visit{rank_, VisitKind::ShrinkRequest};
   // The greeting announces only the Visit; the request follows it.
-  sendGreeting(socket, magic_, Purpose::RingHello, &visit, sizeof(visit), deadline, abort_, name);
-  socket.sendAll(&request, sizeof(request), deadline, abort_, name);
+  sendGreeting(socket, magic_, Purpose::RingHello, &visit, sizeof(visit), deadline, nullptr, name);
+  socket.sendAll(&request, sizeof(request), deadline, nullptr, name);
   ShrinkReply reply;
-  socket.recvAll(&reply, sizeof(reply), deadline, abort_, strCat(name, ", the first rank of the shrunk communicator"));
+  socket.recvAll(&reply, sizeof(reply), deadline, nullptr, strCat(name, ", the first rank of the shrunk communicator"));
   reply.error[sizeof(reply.error) - 1] = '\0';
   if (!reply.ok) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ncclCommShrink: ", reply.error);
   return decode(reply.id);
@@ -145,7 +145,7 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
       std::string missing;
       for (int m : members)
         if (isMember[m] && !asked[m].valid()) missing += strCat(missing.empty() ? "" : ", ", m);
-      guest = control_.admit(deadline, abort_, strCat("waiting for rank(s) ", missing, " to ask for the shrunk communicator"));
+      guest = control_.admit(deadline, nullptr, strCat("waiting for rank(s) ", missing, " to ask for the shrunk communicator"));
     }
     Visit visit;
     std::memcpy(&visit, guest.body.data(), sizeof(visit));
@@ -157,7 +157,7 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
     }
     ShrinkRequest theirs;
     try {
-      guest.socket.recvAll(&theirs, sizeof(theirs), Deadline::after(kGreetingPatience), abort_, describe(visit.rank));
+      guest.socket.recvAll(&theirs, sizeof(theirs), Deadline::after(kGreetingPatience), nullptr, describe(visit.rank));
     } catch (const Error&) {
       continue;  // it will ask again or time out
     }
@@ -178,7 +178,7 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
   for (int m : members) {
     if (!isMember[m]) continue;
     try {
-      asked[m].sendAll(&reply, sizeof(reply), deadline, abort_, describe(m));
+      asked[m].sendAll(&reply, sizeof(reply), deadline, nullptr, describe(m));
     } catch (const Error& error) {
       HORA_LOG(Warn, "rank ", rank_, ": could not answer ", describe(m), "'s shrink request: ", error.what());
     }

@@ -322,8 +322,11 @@ int Communicator::findGonePeer() {
 }
 
 void Communicator::checkUsable() const {
-  if (abort_.load())
-    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was aborted");
+  if (abort_.load()) {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was ",
+         revoked_ ? "revoked (ncclCommRevoke); it can only be shrunk or destroyed" : "aborted");
+  }
   if (!broken_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(stateMutex_);
   if (!brokenReason_.empty())

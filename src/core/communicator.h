@@ -60,6 +60,17 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // has its own rendezvous and connections: it does not depend on this one
   // afterwards. (core/split.cc)
   std::shared_ptr<Communicator> split(int color, int key);
+  // ncclCommShrink: collective over the ranks not in `excluded` (they must
+  // all give the same list), which form a new communicator, ranked in their
+  // order here. Works on a communicator broken by a rank's failure: it
+  // needs neither the excluded ranks nor this communicator's connections.
+  // `abortFirst` (NCCL_SHRINK_ABORT) stops this rank's operations in flight
+  // first; otherwise they finish (or fail) first. (core/shrink.cc)
+  std::shared_ptr<Communicator> shrink(const std::vector<int>& excluded, bool abortFirst);
+  // ncclCommRevoke: stops every operation in flight and refuses new ones,
+  // telling the other ranks (as abort() does); the communicator can still be
+  // shrunk.
+  void revoke();
   // Waits for all submitted work (ncclCommFinalize).
   void finalize();
   // Stops everything now: in-flight and later operations fail, peers see
@@ -126,6 +137,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int nranks_;
   std::chrono::milliseconds timeout_;
   std::atomic<bool> abort_{false};
+  bool revoked_ = false;  // under stateMutex_: abort_ came from revoke()
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Connector> connector_;
   Tuning tuning_;
