@@ -279,16 +279,18 @@ struct Reducer::State {
     if (!firstError) return;
     ErrorKind kind = ErrorKind::Internal;
     std::string reason;
+    int failedRank = -1;  // kept: the caller may shrink past it
     try {
       std::rethrow_exception(firstError);
     } catch (const Error& error) {
       kind = error.kind();
       reason = error.what();
+      failedRank = error.failedRank();
     } catch (const std::exception& error) {
       reason = error.what();
     }
     failure = "reduction of " + describeBucket(failedBucket) + " failed: " + reason;
-    fail(kind, failure);
+    throw Error(kind, prefix() + failure, failedRank);
   }
 };
 
@@ -307,6 +309,28 @@ Reducer::Reducer(std::shared_ptr<ProcessGroup> group, std::vector<Parameter> par
   for (std::size_t i = 0; i < parameters.size(); ++i) s.checkParameter(parameters[i], i);
   s.parameters = std::move(parameters);
   s.rebuildBuckets();
+  s.verifyLayoutAcrossRanks();
+  s.broadcastAllParameters();
+}
+
+void Reducer::continueWith(Communicator& communicator) { continueWith(wrapCommunicator(communicator)); }
+
+void Reducer::continueWith(std::shared_ptr<ProcessGroup> group) {
+  if (!group) throw Error(ErrorKind::InvalidArgument, "Reducer::continueWith: the process group is null");
+  State& s = *state_;
+  for (auto& work : s.works) {
+    if (!work) continue;
+    try {
+      work->wait();
+    } catch (...) {
+      // The failed step's own error was reported by finish().
+    }
+    work = nullptr;
+  }
+  s.group = std::move(group);
+  s.failure.clear();
+  s.stepActive = false;
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) s.storage[b].memory().zero(s.storage[b].data(), s.storage[b].bytes());
   s.verifyLayoutAcrossRanks();
   s.broadcastAllParameters();
 }

@@ -44,6 +44,10 @@ TEST_P(ReducerFailuresOnCommunicators, RankLeaves) {
   });
 }
 
+TEST_P(ReducerFailuresOnCommunicators, SurvivorsShrinkAndGoOn) {
+  runWithCommunicators(GetParam(), std::chrono::milliseconds(3000), expectSurvivorsGoOnWhenARankLeaves);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, ReducerFailuresOnCommunicators, ::testing::Values(2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 

@@ -369,4 +369,44 @@ void expectFailureWhenARankLeaves(const GroupPtr& group, const std::function<voi
               {"cannot continue after a failed step"});
 }
 
+// The last rank leaves mid-run; the others learn which rank failed first
+// from the step's error, shrink the communicator past it, and go on: the
+// next steps average over the remaining ranks only.
+void expectSurvivorsGoOnWhenARankLeaves(Communicator& communicator) {
+  const int rank = communicator.rank();
+  const int leaving = communicator.size() - 1;
+  TestModel model(kMixedModel, rank);
+  Reducer reducer(communicator, model.parameters(), {.caps = kSmallCaps});
+  if (rank == leaving) {
+    communicator.abort();
+    return;
+  }
+  addToGradients(reducer, [](std::size_t, std::size_t) { return 1.0; });
+  for (std::size_t i : reverseOrder(reducer.numParameters())) reducer.markReady(i);
+  int failed = -1;
+  try {
+    reducer.finish();
+    ADD_FAILURE() << "rank " << rank << ": the step succeeded although rank " << leaving << " left";
+    return;
+  } catch (const Error& error) {
+    failed = error.failedRank();
+    EXPECT_EQ(failed, leaving) << "rank " << rank << ": " << error.what();
+  }
+  if (failed < 0) return;
+  std::unique_ptr<Communicator> remaining = communicator.shrink({failed});
+  ASSERT_EQ(remaining->size(), communicator.size() - 1);
+  reducer.continueWith(*remaining);
+  for (int step = 0; step < 2; ++step) {
+    reducer.zeroGradients();
+    addToGradients(reducer, [&](std::size_t i, std::size_t j) { return (rank + 1.0) * (i + 1.0) + 0.25 * j; });
+    for (std::size_t i : reverseOrder(reducer.numParameters())) reducer.markReady(i);
+    reducer.finish();
+    for (std::size_t i = 0; i < kMixedModel.size(); ++i)
+      for (std::size_t j = 0; j < kMixedModel[i].count; ++j)
+        expectNearRelative(gradientAt(reducer, i, j), meanOfRankPlusOne(remaining->size()) * (i + 1.0) + 0.25 * j,
+                           1e-6, "rank " + std::to_string(rank) + " after the shrink, parameter " +
+                                     std::to_string(i) + " element " + std::to_string(j));
+  }
+}
+
 }  // namespace hora::ddp::testing

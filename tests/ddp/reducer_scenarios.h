@@ -41,6 +41,8 @@ void expectLayoutMismatchDetected(const GroupPtr& group);
 // The last rank calls `leave` (its communication ends) instead of the step;
 // the others' finish() throws hora::Error(Remote) naming the rank and the
 // bucket, within `limit`. Needs at least 2 ranks.
+// Communicator::shrink past a rank that left, then Reducer::continueWith.
+void expectSurvivorsGoOnWhenARankLeaves(Communicator& communicator);
 void expectFailureWhenARankLeaves(const GroupPtr& group, const std::function<void()>& leave,
                                   std::chrono::seconds limit);
 

@@ -149,6 +149,15 @@ class Reducer {
   // refuses further steps.
   void finish();
 
+  // Goes on with the ranks that remain after a failed step: `group` is the
+  // shrunk communicator (Communicator::shrink past the rank that
+  // hora::Error::failedRank() names). Collective over the new group: the
+  // failed step is dropped (gradients zeroed: compute the step again), the
+  // layout is checked and the parameters broadcast from the new rank 0, and
+  // gradients are averaged over the new group from then on.
+  void continueWith(std::shared_ptr<ProcessGroup> group);
+  void continueWith(Communicator& communicator);
+
   // While a guard lives, steps accumulate gradients locally without
   // communicating. The mode in force at a step's first markReady() applies
   // to that whole step.
