@@ -379,12 +379,9 @@ TEST(BadInput, ArgumentErrorsLeaveTheCommunicatorUsable) {
 TEST(BadInput, UnsupportedEntryPointsSaySo) {
   LocalComms comms(1);
   ncclComm_t comm = comms[0];
-  ncclComm_t child = nullptr;
-  int rank = 0;
+  (void)comm;
   ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
   const std::vector<NamedCall> calls = {
-      {"ncclCommShrink", [&] { return ncclCommShrink(comm, &rank, 1, &child, nullptr, NCCL_SHRINK_DEFAULT); }},
-      {"ncclCommRevoke", [&] { return ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); }},
       {"ncclGroupSimulateEnd", [&] { return ncclGroupSimulateEnd(&info); }},
   };
   for (const auto& named : calls)
