@@ -80,7 +80,7 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
     // gone.
     if (error.kind() != ErrorKind::Remote || rank == 0 || !rootHostedByRankZero()) throw;
     throw Error(error.kind(),
-                strCat("rank ", rank, ": rank 0 failed first: the rendezvous root it hosts (NCCL_COMM_ID) went away: ",
+                strCat("rank ", rank, ": rank 0 failed first: the rendezvous root it hosts (NCCL_COMM_ID) closed or did not answer: ",
                        error.what()),
                 0);
   }

@@ -43,8 +43,9 @@ struct RootReply {
 
 // Ranks wait this much longer for the root's answer than the root waits for
 // them, so that when a rank never arrives the others hear which one it was
-// rather than timing out themselves.
-inline constexpr std::chrono::milliseconds kRootReplyGrace{5000};
+// rather than timing out themselves. Short: when the root itself is stopped,
+// the ranks wait this much past their deadline.
+inline constexpr std::chrono::milliseconds kRootReplyGrace{1000};
 
 // Serves one rendezvous on `listener` in a background thread, then ends. The
 // thread owns the socket; it gives up after `timeout` (telling the ranks that
