@@ -8,18 +8,30 @@
 
 namespace hora {
 
+namespace {
+// The state letter of /proc/<pid>/stat ("pid (comm) S ..."; it follows the
+// last ')', since the command name may itself hold parentheses), or 0.
+char processStateLetter(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return 0;
+  const std::size_t close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return 0;
+  return text[close + 2];
+}
+}  // namespace
+
 bool processGone(pid_t pid) {
   if (pid <= 0) return false;
   if (::kill(pid, 0) != 0) return errno == ESRCH;
-  // /proc/<pid>/stat: "pid (comm) S ...": the state follows the last ')'
-  // (the command name may itself hold parentheses).
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
-  const std::size_t close = text.rfind(')');
-  if (close == std::string::npos || close + 2 >= text.size()) return false;
-  const char state = text[close + 2];
+  const char state = processStateLetter(pid);
   return state == 'Z' || state == 'X';
+}
+
+bool processStopped(pid_t pid) {
+  if (pid <= 0) return false;
+  const char state = processStateLetter(pid);
+  return state == 'T' || state == 't';
 }
 
 }  // namespace hora

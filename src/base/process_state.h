@@ -13,4 +13,9 @@ namespace hora {
 // ask counts as running).
 bool processGone(pid_t pid);
 
+// True when process `pid` is stopped (SIGSTOP, a debugger): alive, but it
+// will not move until someone continues it. A rank that waits in vain for
+// a peer of its host names a stopped one as the cause.
+bool processStopped(pid_t pid);
+
 }  // namespace hora

@@ -65,6 +65,10 @@ class Bootstrap {
   // Whether `rank`'s process has gone: on this host, by its pid; on another,
   // by its listener refusing a probe. False when unsure.
   bool peerGone(int rank);
+  // Whether `rank`'s process is on this host and stopped (it will not
+  // move): the cause of a wait that timed out, rather than the neighbour
+  // that waits on it too.
+  bool peerStopped(int rank) const;
   // Shrink: a member asks `leader` for the new communicator's id, or the
   // leader serves `members` - 1 such requests with `id` (each must give the
   // same `request`); both fail, naming the rank, if the ranks disagree.

@@ -112,6 +112,11 @@ bool Bootstrap::peerGone(int rank) {
   }
 }
 
+bool Bootstrap::peerStopped(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(peers_.size()) || rank == rank_) return false;
+  return peers_[rank].hostHash == peers_[rank_].hostHash && processStopped(peers_[rank].pid);
+}
+
 UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, const Deadline& deadline) {
   const std::string name = describe(leader);
   Socket socket = Socket::connect(peers_[leader].listenAddress(), deadline, nullptr, name, /*listenerWasUp=*/true);

@@ -296,10 +296,19 @@ Error Communicator::firstCause(const Error& failure) {
   // already, its notice (sent before it closed) says why.
   if (auto notice = bootstrap_->noticeWithin(std::chrono::milliseconds(0))) return *notice;
   int culprit = failure.failedRank();
-  if (culprit < 0 || culprit == rank_) culprit = findGonePeer();
+  // Sure: the peer blamed is gone, or some peer is gone or stopped (ranks
+  // that time out together each blame the one they wait on; a stopped
+  // process of this host is the one they all wait for in the end).
+  bool sure = culprit >= 0 && culprit != rank_ && bootstrap_->peerGone(culprit);
+  if (!sure) {
+    if (const int found = findFailedPeer(); found >= 0) {
+      culprit = found;
+      sure = true;
+    }
+  }
   // A peer that is alive closed because it stopped: its notice is on its
   // way. One that is gone says nothing more.
-  if (culprit < 0 || !bootstrap_->peerGone(culprit))
+  if (!sure)
     if (auto notice = bootstrap_->noticeWithin(kNoticeGrace)) return *notice;
   if (culprit < 0) {
     bootstrap_->announce(Error(failure.kind(), withoutRankPrefix(failure.what(), rank_), rank_));
@@ -312,12 +321,15 @@ Error Communicator::firstCause(const Error& failure) {
   return Error(ErrorKind::Remote, strCat("rank ", rank_, ": ", finding.what()), culprit);
 }
 
-int Communicator::findGonePeer() {
-  for (int step = 1; step < nranks_; ++step) {
-    // Nearest ranks first: in a ring they are the likeliest to be the one.
+int Communicator::findFailedPeer() {
+  // Stopped processes of this host first (a look at /proc each), then gone
+  // ones, nearest ranks first: in a ring they are the likeliest.
+  for (int step = 1; step < nranks_; ++step)
+    for (int peer : {(rank_ + step) % nranks_, (rank_ + nranks_ - step) % nranks_})
+      if (bootstrap_->peerStopped(peer)) return peer;
+  for (int step = 1; step < nranks_; ++step)
     for (int peer : {(rank_ + step) % nranks_, (rank_ + nranks_ - step) % nranks_})
       if (bootstrap_->peerGone(peer)) return peer;
-  }
   return -1;
 }
 

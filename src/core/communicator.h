@@ -110,10 +110,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // What this rank reports for `failure`, and what it tells the others
   // (bootstrap/control.h): a notice that came first is the cause; otherwise
   // the rank that failed first, found from the error, or by looking for a
-  // peer that has gone, is named in it (Error::failedRank) and told to every
+  // peer that has gone or is stopped, is named in it (Error::failedRank) and told to every
   // rank. May wait up to kNoticeGrace for a peer's notice.
   Error firstCause(const Error& failure);
-  int findGonePeer();
+  // A peer whose process is stopped or gone, or -1.
+  int findFailedPeer();
   // Keeps the first error (the abort, if this rank was aborted), closes the
   // connections so peers fail at once, and throws it.
   [[noreturn]] void failBroken(const Error& error);

@@ -344,6 +344,32 @@ TEST_P(PeerFailure, StoppedPeerTimesOutNamingIt) {
   EXPECT_EQ(reportedNumber(rank0, "async"), ncclRemoteError);
 }
 
+// Four ranks, rank 2 stopped mid all-reduce: every survivor times out at
+// about the same moment, each waiting on its own neighbour, and yet each
+// names rank 2, the one they all wait for in the end.
+TEST_P(PeerFailure, StoppedRankAmongFourIsNamedByEverySurvivor) {
+  constexpr int kRanks = 4;
+  constexpr int kVictim = 2;
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < kRanks; ++rank)
+    ranks.push_back(std::make_unique<ChildProcess>([=, this](Reporter& reporter) {
+      prepareRank(port, "2");
+      return allReduceUntilFailure(reporter, kRanks, rank, 100000);
+    }));
+  ASSERT_TRUE(ranks[kVictim]->waitFor("running", seconds(20))) << reportedOutcome(*ranks[kVictim], "init");
+  ranks[kVictim]->signal(SIGSTOP);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    if (rank == kVictim) continue;
+    ChildExit exit = ranks[rank]->waitExit(seconds(20));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << ": " << exit.describe();
+    Outcome first = reportedOutcome(*ranks[rank], "first");
+    EXPECT_EQ(first.result, ncclRemoteError) << first;
+    EXPECT_THAT(first.text, ContainsRegex(failedFirst(kVictim))) << "rank " << rank << ": " << first;
+  }
+  ranks[kVictim]->signal(SIGKILL);
+}
+
 TEST_P(PeerFailure, AbortFromAnotherThreadEndsAWaitingCollective) {
   // HORA_TIMEOUT is long: only the abort can end the wait on the stopped peer.
   const int port = freeLoopbackPort();

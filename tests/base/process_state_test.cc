@@ -1,4 +1,5 @@
-// processGone: a running process, a zombie, and a reaped one.
+// processGone: a running process, a zombie, and a reaped one;
+// processStopped: a child stopped and continued.
 #include "base/process_state.h"
 
 #include <gtest/gtest.h>
@@ -38,6 +39,28 @@ TEST(ProcessState, AChildIsGoneOnceItExitsEvenBeforeItIsReaped) {
 TEST(ProcessState, NonsensePidsAreNotReportedGone) {
   EXPECT_FALSE(processGone(0));
   EXPECT_FALSE(processGone(-1));
+  EXPECT_FALSE(processStopped(0));
+  EXPECT_FALSE(processStopped(-1));
+}
+
+TEST(ProcessState, AStoppedChildIsStoppedUntilContinued) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) ::pause();
+  }
+  EXPECT_FALSE(processStopped(child));
+  ::kill(child, SIGSTOP);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  EXPECT_TRUE(processStopped(child));
+  EXPECT_FALSE(processGone(child));
+  ::kill(child, SIGCONT);
+  ASSERT_EQ(::waitpid(child, &status, WCONTINUED), child);
+  EXPECT_FALSE(processStopped(child));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
 }
 
 }  // namespace
