@@ -70,18 +70,19 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   hello.self.listenLength = localAddress_.length;
 
   const std::string rootName = strCat("the bootstrap root at ", id.root.toString());
-  Socket root = Socket::connect(id.root, deadline, abort, rootName);
-  sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), deadline, abort, rootName);
   RootReply reply;
+  Socket root;
   try {
+    root = Socket::connect(id.root, deadline, abort, rootName);
+    sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), deadline, abort, rootName);
     root.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootReplyGrace), abort, rootName);
   } catch (const Error& error) {
-    // With NCCL_COMM_ID rank 0 hosts the root: a root that closed is rank 0
-    // gone.
+    // With NCCL_COMM_ID rank 0 hosts the root: a root that never listened,
+    // closed or did not answer is rank 0 gone, stopped or not started.
     if (error.kind() != ErrorKind::Remote || rank == 0 || !rootHostedByRankZero()) throw;
     throw Error(error.kind(),
-                strCat("rank ", rank, ": rank 0 failed first: the rendezvous root it hosts (NCCL_COMM_ID) closed or did not answer: ",
-                       error.what()),
+                strCat("rank ", rank, ": rank 0 failed first: the rendezvous root it hosts (NCCL_COMM_ID) ",
+                       "was not reached or did not answer: ", error.what()),
                 0);
   }
   // The root in this process must finish answering the other ranks before

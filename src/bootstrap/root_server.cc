@@ -39,6 +39,9 @@ void replyError(Socket& socket, ErrorKind kind, int failedRank, const std::strin
   }
 }
 
+// How long a root that failed init keeps answering ranks that connect.
+constexpr std::chrono::milliseconds kStragglerGrace{300};
+
 std::string missingRanks(const std::vector<Arrival>& arrived, int nranks) {
   std::vector<bool> present(nranks, false);
   for (const auto& arrival : arrived) present[arrival.hello.self.rank] = true;
@@ -143,6 +146,18 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
     HORA_LOG(Warn, "bootstrap root: ", error);
     Deadline replyDeadline = Deadline::after(std::chrono::seconds(2));
     for (auto& arrival : arrived) replyError(arrival.socket, errorKind, failedRank, error, replyDeadline);
+    // Ranks that are connecting right now (in the backlog, or still
+    // greeting) hear the same, rather than a reset from a root that is gone.
+    const Deadline stragglers = Deadline::after(kStragglerGrace);
+    while (nranks > 0 && static_cast<int>(arrived.size()) < nranks) {
+      try {
+        Gatekeeper::Guest guest = gate.admit(stragglers, nullptr, "answering late ranks");
+        replyError(guest.socket, errorKind, failedRank, error, replyDeadline);
+        arrived.push_back({std::move(guest.socket), Hello{}});
+      } catch (const Error&) {
+        break;  // no more came
+      }
+    }
     return;
   }
   std::vector<PeerInfo> table(nranks);

@@ -308,8 +308,12 @@ Error Communicator::firstCause(const Error& failure) {
   }
   // A peer that is alive closed because it stopped: its notice is on its
   // way. One that is gone says nothing more.
-  if (!sure)
+  if (!sure) {
     if (auto notice = bootstrap_->noticeWithin(kNoticeGrace)) return *notice;
+    // A process that was killed closes its sockets a moment before it is
+    // seen gone: look again.
+    if (const int found = findFailedPeer(); found >= 0) culprit = found;
+  }
   if (culprit < 0) {
     bootstrap_->announce(Error(failure.kind(), withoutRankPrefix(failure.what(), rank_), rank_));
     return failure;

@@ -19,10 +19,16 @@
 #include <vector>
 
 #include "rank_process.h"
-#include "stranger.h"
+#include "support/stranger.h"
 #include "support/listening_ports.h"
 
 namespace hora_api_test {
+
+using hora::test_support::Listener;
+using hora::test_support::listenerName;
+using hora::test_support::Stranger;
+using hora::test_support::StrangerKind;
+using hora::test_support::kindName;
 namespace {
 
 using hora::test_support::listeningPorts;

@@ -32,6 +32,12 @@ int openPeerFile(pid_t pid, int fd, const FileIdentity& expected, const char* wh
                  const char* hint) {
   const std::string path = strCat("/proc/", pid, "/fd/", fd);
   const int local = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // The descriptor (or the whole process) is gone: the peer closed its end
+  // before this rank opened it, because it stopped or exited. That is the
+  // peer's failure, not a setup problem here.
+  if (local < 0 && errno == ENOENT)
+    fail(ErrorKind::Remote, "the peer closed ", what, " before this rank opened it (", path,
+         "): the peer process stopped the communicator or exited");
   if (local < 0)
     fail(ErrorKind::System, "cannot open ", what, " ", path, ": ", errnoText(errno),
          " (processes in different pid namespaces or users cannot share memory)", hint);

@@ -1,4 +1,4 @@
-#include "stranger.h"
+#include "support/stranger.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace hora_api_test {
+namespace hora::test_support {
 
 namespace {
 
@@ -110,4 +110,4 @@ Stranger::~Stranger() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-}  // namespace hora_api_test
+}  // namespace hora::test_support

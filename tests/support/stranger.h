@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace hora_api_test {
+namespace hora::test_support {
 
 enum class StrangerKind {
   ConnectAndClose,  // connects, closes at once
@@ -43,4 +43,4 @@ class Stranger {
   int fd_ = -1;
 };
 
-}  // namespace hora_api_test
+}  // namespace hora::test_support

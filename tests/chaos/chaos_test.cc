@@ -1,0 +1,80 @@
+// The fault campaign in the test suite: seeded random trials of every fault
+// category (trial_plan.h), each bounded in time. Asserts: no hang, no call
+// that returns success with wrong data, no crash, no job failed by
+// strangers, a mismatch reported on every rank, and the rank that failed
+// first named by at least 99% of the survivors of kills, stops and aborts.
+// HORA_CHAOS_SEED and HORA_CHAOS_TRIALS replay or widen it; every problem
+// is printed with its trial's seed and index.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "campaign_table.h"
+#include "element_values.h"
+#include "trial_runner.h"
+
+namespace hora::chaos {
+namespace {
+
+long long environmentNumber(const char* name, long long fallback) {
+  const char* text = std::getenv(name);
+  return text != nullptr && *text != '\0' ? std::atoll(text) : fallback;
+}
+
+TEST(Chaos, SeededFaultsNeverHangCrashOrReturnWrongDataAndNameTheFirstFailure) {
+  const auto seed = static_cast<std::uint64_t>(environmentNumber("HORA_CHAOS_SEED", 20261123));
+  const int trials = static_cast<int>(environmentNumber("HORA_CHAOS_TRIALS", 40));
+  CampaignTable table;
+  for (int index = 0; index < trials; ++index) {
+    const TrialResult result = runTrial(planTrial(seed, index));
+    table.add(result);
+    for (const std::string& problem : result.problems)
+      ADD_FAILURE() << result.plan.describe() << ": " << problem;
+  }
+  table.print(std::cout);
+  const CategoryTotals all = table.overall();
+  EXPECT_EQ(all.hangs, 0);
+  EXPECT_EQ(all.wrong, 0);
+  EXPECT_EQ(all.crashes, 0);
+  EXPECT_EQ(all.unreported, 0);
+  // The naming target is a fraction: at least 99% of survivor errors.
+  EXPECT_LE(all.misnamed * 100, all.survivorsNaming) << all.misnamed << " of " << all.survivorsNaming;
+}
+
+// The judge's own pieces, so that a wrong verdict cannot pass unnoticed.
+TEST(ChaosJudge, ReadsTheRankAnErrorNamesFirst) {
+  EXPECT_EQ(rankNamedFirst("rank 0: rank 3 (host vm, pid 12) failed first: closed"), 3);
+  EXPECT_EQ(rankNamedFirst("rank 1: the communicator was stopped by rank 0, which found: rank 2 failed first: x"), 2);
+  EXPECT_EQ(rankNamedFirst("init timed out: 1 rank(s) never arrived: 4 (timed out)"), 4);
+  EXPECT_EQ(rankNamedFirst("rank 1: connection from rank 2 closed"), -1);
+}
+
+TEST(ChaosJudge, ExpectedOutputsFollowTheCollectivesDefinitions) {
+  Call call;
+  call.kind = CallKind::ReduceScatter;
+  call.count = 2;
+  call.op = ncclSum;
+  // Rank 1 of 3 gets elements 2 and 3 summed over ranks 0..2.
+  const std::vector<double> scattered = expectedOutput(call, 5, 1, 3);
+  ASSERT_EQ(scattered.size(), 2u);
+  EXPECT_EQ(scattered[0], inputValue(0, 2, 5) + inputValue(1, 2, 5) + inputValue(2, 2, 5));
+  call.kind = CallKind::AllGather;
+  const std::vector<double> gathered = expectedOutput(call, 5, 0, 3);
+  ASSERT_EQ(gathered.size(), 6u);
+  EXPECT_EQ(gathered[5], inputValue(2, 1, 5));
+  call.kind = CallKind::Reduce;
+  call.root = 2;
+  EXPECT_TRUE(expectedOutput(call, 5, 0, 3).empty()) << "a reduce defines no output off the root";
+}
+
+TEST(ChaosJudge, TrialsReplayFromTheirSeed) {
+  const TrialPlan a = planTrial(7, 3), b = planTrial(7, 3), c = planTrial(7, 4);
+  EXPECT_EQ(a.describe(), b.describe());
+  EXPECT_EQ(a.calls.size(), b.calls.size());
+  EXPECT_NE(a.describe(), c.describe());
+}
+
+}  // namespace
+}  // namespace hora::chaos
