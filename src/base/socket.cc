@@ -294,6 +294,11 @@ Socket Socket::connect(const SocketAddress& address, const Deadline& deadline,
     if (lastError == ECONNREFUSED && listenerWasUp)
       fail(ErrorKind::Remote, peer, " refused the connection: its listener was up and has closed, so it has "
            "exited or destroyed its communicator");
+    // A reset while connecting: the listener closed with the connection in
+    // its backlog (its process exited).
+    if (lastError == ECONNRESET)
+      fail(ErrorKind::Remote, "connect to ", peer, " failed: ", errnoText(lastError),
+           ": its listener closed while this rank was connecting (the peer exited or destroyed its communicator)");
     bool retryable = lastError == ECONNREFUSED || lastError == ETIMEDOUT ||
                      lastError == EHOSTUNREACH || lastError == ENETUNREACH || lastError == EAGAIN;
     if (!retryable)

@@ -76,6 +76,10 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
     root = Socket::connect(id.root, deadline, abort, rootName);
     sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), deadline, abort, rootName);
     root.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootReplyGrace), abort, rootName);
+    if (reply.ok) {
+      peers_.resize(nranks);
+      root.recvAll(peers_.data(), peers_.size() * sizeof(PeerInfo), deadline, abort, rootName);
+    }
   } catch (const Error& error) {
     // With NCCL_COMM_ID rank 0 hosts the root: a root that never listened,
     // closed or did not answer is rank 0 gone, stopped or not started.
@@ -91,8 +95,6 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   if (!reply.ok)
     throw Error(static_cast<ErrorKind>(reply.kind),
                 strCat("rank ", rank, ": communicator init failed: ", reply.error), reply.failedRank);
-  peers_.resize(nranks);
-  root.recvAll(peers_.data(), peers_.size() * sizeof(PeerInfo), deadline, abort, rootName);
 
   control_ = std::move(ring);
 }

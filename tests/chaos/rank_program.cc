@@ -78,15 +78,21 @@ ncclResult_t runAndCheck(ncclComm_t comm, const Call& call, std::size_t callInde
 // The trial's calls on one thread, until the first error. Returns false if
 // one failed (reported).
 bool runCalls(test_support::Reporter& reporter, std::mutex& reporting, ncclComm_t comm, const TrialPlan& plan,
-              int rank, const char* thread) {
+              int rank, bool second) {
+  const char* thread = second ? "second" : "main";
   for (std::size_t c = 0; c < plan.calls.size(); ++c) {
     if (c == 2) {
       std::lock_guard<std::mutex> lock(reporting);
       reporter.report("running", thread);
     }
     if (!rankMakesCall(plan, c, rank)) continue;
+    Call call = callOnRank(plan, c, rank);
+    // The second thread's calls differ in size from every call of the plan:
+    // none has a counterpart on the other ranks, so one that is not
+    // refused outright must be reported as a mismatch, never succeed.
+    if (second) call.count += 3;
     std::string wrong;
-    const ncclResult_t result = runAndCheck(comm, callOnRank(plan, c, rank), c, rank, plan.nranks, wrong);
+    const ncclResult_t result = runAndCheck(comm, call, c, rank, plan.nranks, wrong);
     std::lock_guard<std::mutex> lock(reporting);
     if (result != ncclSuccess) {
       const long long when = monotonicNanoseconds();
@@ -136,8 +142,8 @@ int runRank(test_support::Reporter& reporter, const TrialPlan& plan, int rank, i
     });
   }
   if (victim && plan.category == Category::Concurrent)
-    second = std::thread([&] { runCalls(reporter, reporting, comm, plan, rank, "second"); });
-  const bool completed = runCalls(reporter, reporting, comm, plan, rank, "main");
+    second = std::thread([&] { runCalls(reporter, reporting, comm, plan, rank, /*second=*/true); });
+  const bool completed = runCalls(reporter, reporting, comm, plan, rank, /*second=*/false);
   if (second.joinable()) second.join();
   if (plan.category == Category::Abort && victim) return 0;  // the handle is gone
   if (completed && plan.category != Category::Concurrent) {

@@ -17,7 +17,7 @@ enum class Category {
   Stop,        // SIGSTOP one rank mid-run: silent until the deadline
   Junk,        // strangers on every port: the job must succeed
   Mismatch,    // ranks disagree on one call
-  Concurrent,  // two threads of one rank call at once
+  Concurrent,  // a second thread of one rank calls too (calls of sizes no other rank makes)
   Abort,       // ncclCommAbort from another thread of one rank
 };
 inline constexpr int kCategories = 6;

@@ -171,7 +171,16 @@ TrialResult runTrial(const TrialPlan& plan) {
         }
         break;
       case Category::Concurrent:
-        break;  // only no wrong result, no hang, no crash
+        // The second thread's calls are refused, or mismatch the others'
+        // calls, or find them gone: the rank with two threads cannot finish
+        // as if nothing happened. (Another rank may have finished all its
+        // calls, correctly, before the second thread began.)
+        if (r == plan.victim && !failed) {
+          ++result.unreported;
+          result.problems.push_back(who + " finished every call although rank " + std::to_string(plan.victim) +
+                                    " used the communicator from two threads");
+        }
+        break;
     }
   }
   return result;

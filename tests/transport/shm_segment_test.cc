@@ -69,6 +69,8 @@ TEST(ShmSegmentTest, PeerMappingOutlivesTheOwner) {
   EXPECT_EQ(bytesOf(peer)[kPage + 7], 'k');
 }
 
+// A descriptor the peer has closed (it stopped or exited before this rank
+// opened its memory) is the peer's failure: Remote, naming the path.
 TEST(ShmSegmentTest, OpenPeerOfAClosedDescriptorNamesTheProcPath) {
   // A descriptor number that is certainly not open: one just closed.
   int unused = ::dup(STDERR_FILENO);
@@ -79,7 +81,7 @@ TEST(ShmSegmentTest, OpenPeerOfAClosedDescriptorNamesTheProcPath) {
     ShmSegment::openPeer(::getpid(), unused, FileIdentity{}, 2 * kPage);
     FAIL() << "opening " << path << " should have failed";
   } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::System);
+    EXPECT_EQ(error.kind(), ErrorKind::Remote);
     EXPECT_NE(std::string(error.what()).find(path), std::string::npos) << error.what();
   }
 }
