@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "core/scalar.h"
 #include "topology/cpu_affinity.h"
+#include "transport/rdma/device.h"
 #include "transport/shm/shm_layout.h"
 
 namespace hora::core {
@@ -185,6 +186,9 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
                                                                     std::vector<CpuMask>& cpuMasks) {
   topology::RankPlacement mine =
       topology::localPlacement(rank_, bootstrap_->peers()[rank_].hostHash, "", system);
+  // A rank whose process has an RDMA device in use (transport/rdma/device.h)
+  // can take part in the ib transport, whatever hwloc saw.
+  if (transport::rdma::currentDevice()) mine.hasInfiniband = true;
   std::vector<PlacementRecord> records(nranks_);
   PlacementRecord& own = records[rank_];
   own.rank = rank_;

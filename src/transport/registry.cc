@@ -1,16 +1,19 @@
 #include "transport/registry.h"
 
 #include "base/error.h"
-#include "transport/tcp/tcp_connection.h"
+#include "transport/rdma/device.h"
+#include "transport/stream_connection.h"
 
 namespace hora::transport {
 namespace {
 
 std::unique_ptr<SendConnection> tcpSender(ConnectionSetup setup) {
-  return std::make_unique<TcpSendConnection>(std::move(setup.lifeline), std::move(setup.peerName));
+  return std::make_unique<StreamSendConnection>(
+      std::make_unique<SocketStream>(std::move(setup.lifeline), setup.peerName), std::move(setup.peerName));
 }
 std::unique_ptr<RecvConnection> tcpReceiver(ConnectionSetup setup) {
-  return std::make_unique<TcpRecvConnection>(std::move(setup.lifeline), std::move(setup.peerName));
+  return std::make_unique<StreamRecvConnection>(
+      std::make_unique<SocketStream>(std::move(setup.lifeline), setup.peerName), std::move(setup.peerName));
 }
 std::unique_ptr<SendConnection> shmSender(ConnectionSetup setup) {
   return connectShmSender(std::move(setup.lifeline), std::move(setup.peerName), setup.options.shm,
@@ -26,9 +29,13 @@ constexpr TransportEntry kRegistry[] = {
     {TransportKind::Shm, shmSender, shmReceiver, true},
 };
 
+// Available only while an RDMA device is in use (rdma/device.h).
+constexpr TransportEntry kRdma{TransportKind::Ib, rdma::connectSender, rdma::connectReceiver, false};
+
 }  // namespace
 
 const TransportEntry* findTransport(TransportKind kind) {
+  if (kind == TransportKind::Ib) return rdma::currentDevice() ? &kRdma : nullptr;
   for (const TransportEntry& entry : kRegistry)
     if (entry.kind == kind) return &entry;
   return nullptr;

@@ -1,6 +1,7 @@
-// A TCP stream as a hora connection: posted buffers go out (or come in) in
-// order with non-blocking send()/recv(), so one thread can drive a send and a
-// receive at once and overlap the network with its own reductions.
+// A byte stream (byte_stream.h: a TCP socket, or the RDMA credit protocol)
+// as a hora connection: posted buffers go out (or come in) in order without
+// blocking, so one thread can drive a send and a receive at once and overlap
+// the network with its own reductions.
 //
 // An operation's stamp (op_stamp.h) is a small frame in the stream at the
 // operation's start, ahead of its first bytes (in the same send() as they
@@ -13,10 +14,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
-#include "base/socket.h"
+#include "transport/byte_stream.h"
 #include "transport/connection.h"
 #include "transport/posted_queue.h"
 #include "transport/stamp_queue.h"
@@ -31,9 +33,9 @@ struct StampFrame {
   OpStamp stamp;
 };
 
-class TcpSendConnection final : public SendConnection {
+class StreamSendConnection final : public SendConnection {
  public:
-  TcpSendConnection(Socket socket, std::string peerName);
+  StreamSendConnection(std::unique_ptr<ByteStream> stream, std::string peerName);
   void post(const void* data, std::size_t bytes) override {
     if (bytes > 0) bytesFollow_ = true;
     queue_.post(static_cast<const char*>(data), bytes);
@@ -42,15 +44,17 @@ class TcpSendConnection final : public SendConnection {
   std::uint64_t completedBytes() const override { return queue_.completed(); }
   bool progress() override;
   pollfd pollEntry() const override {
-    return {queue_.empty() && !stampPending() ? -1 : socket_.fd(), POLLOUT, 0};
+    if (queue_.empty() && !stampPending()) return {-1, POLLOUT, 0};
+    return stream_->pollEntry(/*sending=*/true);
   }
   const std::string& peerName() const override { return peer_; }
+  void checkAlive() override { stream_->checkAlive(); }
   bool idle() const override { return completedBytes() == postedBytes() && !stampPending(); }
   void beginOperation(const OpStamp& stamp) override;
   void flushStamp() override;
 
  private:
-  Socket socket_;
+  std::unique_ptr<ByteStream> stream_;
   std::string peer_;
   PostedQueue<const char*> queue_;
   // Stamps of operations begun here, in stream order, until their frame is
@@ -62,17 +66,19 @@ class TcpSendConnection final : public SendConnection {
   std::size_t frameLeft_ = 0;
 };
 
-class TcpRecvConnection final : public RecvConnection {
+class StreamRecvConnection final : public RecvConnection {
  public:
-  TcpRecvConnection(Socket socket, std::string peerName);
+  StreamRecvConnection(std::unique_ptr<ByteStream> stream, std::string peerName);
   void post(void* data, std::size_t bytes) override { queue_.post(static_cast<char*>(data), bytes); }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
   std::uint64_t completedBytes() const override { return queue_.completed(); }
   bool progress() override;
   pollfd pollEntry() const override {
-    return {queue_.empty() && !stampDue() ? -1 : socket_.fd(), POLLIN, 0};
+    if (queue_.empty() && !stampDue()) return {-1, POLLIN, 0};
+    return stream_->pollEntry(/*sending=*/false);
   }
   const std::string& peerName() const override { return peer_; }
+  void checkAlive() override { stream_->checkAlive(); }
   bool idle() const override { return completedBytes() == postedBytes() && !stampDue(); }
   void beginOperation(const OpStamp& stamp) override;
   bool stampChecked() override;
@@ -85,7 +91,7 @@ class TcpRecvConnection final : public RecvConnection {
   // Up to `bytes` of the stream into `data`: the lookahead's first.
   std::size_t take(char* data, std::size_t bytes);
 
-  Socket socket_;
+  std::unique_ptr<ByteStream> stream_;
   std::string peer_;
   PostedQueue<char*> queue_;
   struct ExpectedStamp {

@@ -1,4 +1,4 @@
-#include "transport/tcp/tcp_connection.h"
+#include "transport/stream_connection.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,12 +10,10 @@ namespace hora::transport {
 // often (neither peer's socket buffer fills while we are busy with the other).
 constexpr std::size_t kMaxBytesPerCall = 1 << 20;
 
-TcpSendConnection::TcpSendConnection(Socket socket, std::string peerName)
-    : socket_(std::move(socket)), peer_(std::move(peerName)) {
-  socket_.setNoDelay();
-}
+StreamSendConnection::StreamSendConnection(std::unique_ptr<ByteStream> stream, std::string peerName)
+    : stream_(std::move(stream)), peer_(std::move(peerName)) {}
 
-bool TcpSendConnection::progress() {
+bool StreamSendConnection::progress() {
   bool moved = false;
   for (;;) {
     // A stamp goes when the stream reaches its operation's start, ahead of
@@ -32,8 +30,7 @@ bool TcpSendConnection::progress() {
       // stamp comes first.
       const bool data = !queue_.empty() && stamps_.frontFrom() > queue_.completed();
       const std::size_t dataBytes = data ? std::min(queue_.frontBytes(), kMaxBytesPerCall) : 0;
-      std::size_t n = socket_.trySendTwo(rest, frameLeft_, data ? queue_.frontData() : nullptr,
-                                         dataBytes, peer_);
+      std::size_t n = stream_->trySendTwo(rest, frameLeft_, data ? queue_.frontData() : nullptr, dataBytes);
       if (n == 0) return moved;
       moved = true;
       const std::size_t ofFrame = std::min(n, frameLeft_);
@@ -44,14 +41,14 @@ bool TcpSendConnection::progress() {
     }
     if (queue_.empty() || stamps_.frontFrom() <= queue_.completed()) return moved;
     std::size_t bytes = std::min(queue_.frontBytes(), kMaxBytesPerCall);
-    std::size_t n = socket_.trySend(queue_.frontData(), bytes, peer_);
+    std::size_t n = stream_->trySend(queue_.frontData(), bytes);
     if (n == 0) return moved;
     moved = true;
     queue_.advance(n);
   }
 }
 
-void TcpSendConnection::beginOperation(const OpStamp& stamp) {
+void StreamSendConnection::beginOperation(const OpStamp& stamp) {
   // The previous operation flushed its stamp (core/host_primitives.h).
   HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
                "an operation's stamp for ", peer_, " was never sent");
@@ -60,7 +57,7 @@ void TcpSendConnection::beginOperation(const OpStamp& stamp) {
   bytesFollow_ = false;
 }
 
-void TcpSendConnection::flushStamp() {
+void StreamSendConnection::flushStamp() {
   // Bytes posted carry the stamp; otherwise it goes alone.
   if (stamps_.empty() || stamps_.back().alone || (bytesFollow_ && !queue_.empty())) return;
   stamps_.back().alone = true;
@@ -70,11 +67,11 @@ void TcpSendConnection::flushStamp() {
 // Room for the first bytes of a small operation, read with its frame.
 constexpr std::size_t kLookaheadBytes = 4096;
 
-TcpRecvConnection::TcpRecvConnection(Socket socket, std::string peerName)
-    : socket_(std::move(socket)), peer_(std::move(peerName)), lookahead_(kLookaheadBytes) {}
+StreamRecvConnection::StreamRecvConnection(std::unique_ptr<ByteStream> stream, std::string peerName)
+    : stream_(std::move(stream)), peer_(std::move(peerName)), lookahead_(kLookaheadBytes) {}
 
-std::size_t TcpRecvConnection::take(char* data, std::size_t bytes) {
-  if (lookStart_ == lookEnd_) return socket_.tryRecv(data, bytes, peer_);
+std::size_t StreamRecvConnection::take(char* data, std::size_t bytes) {
+  if (lookStart_ == lookEnd_) return stream_->tryRecv(data, bytes);
   const std::size_t n = std::min(bytes, lookEnd_ - lookStart_);
   std::memcpy(data, lookahead_.data() + lookStart_, n);
   lookStart_ += n;
@@ -82,7 +79,7 @@ std::size_t TcpRecvConnection::take(char* data, std::size_t bytes) {
   return n;
 }
 
-bool TcpRecvConnection::readFrame() {
+bool StreamRecvConnection::readFrame() {
   char* into = reinterpret_cast<char*>(&frame_) + frameRead_;
   const std::size_t want = sizeof(frame_) - frameRead_;
   std::size_t n;
@@ -90,7 +87,7 @@ bool TcpRecvConnection::readFrame() {
     n = take(into, want);
   } else {
     // The frame, and into the lookahead whatever came after it.
-    n = socket_.tryRecvTwo(into, want, lookahead_.data(), lookahead_.size(), peer_);
+    n = stream_->tryRecvTwo(into, want, lookahead_.data(), lookahead_.size());
     if (n > want) {
       lookEnd_ = n - want;
       n = want;
@@ -108,7 +105,7 @@ bool TcpRecvConnection::readFrame() {
   return true;
 }
 
-bool TcpRecvConnection::progress() {
+bool StreamRecvConnection::progress() {
   bool moved = false;
   for (;;) {
     // Not a byte of an operation into the caller's memory before its stamp
@@ -127,12 +124,12 @@ bool TcpRecvConnection::progress() {
   }
 }
 
-void TcpRecvConnection::beginOperation(const OpStamp& stamp) {
+void StreamRecvConnection::beginOperation(const OpStamp& stamp) {
   expected_.push_back({stamp, queue_.posted()});
   ++stampsOutstanding_;
 }
 
-bool TcpRecvConnection::stampChecked() {
+bool StreamRecvConnection::stampChecked() {
   progress();
   return expected_.empty();
 }

@@ -1,0 +1,275 @@
+#include "transport/rdma/credit_stream.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace hora::transport::rdma {
+
+const char* statusName(Status status) {
+  switch (status) {
+    case Status::Success: return "success";
+    case Status::RemoteAccessError: return "remote access error (bad key, bounds or rights)";
+    case Status::ReceiverNotReady: return "receiver not ready (no receive posted)";
+    case Status::Flushed: return "flushed (the queue pair had failed before)";
+    case Status::RetryExceeded: return "transport retries exceeded (the peer stopped answering)";
+    case Status::LocalError: return "local error";
+  }
+  return "?";
+}
+
+namespace {
+// Up to 2^8 slots of up to 2^24 bytes.
+constexpr std::uint32_t kSlotBits = 8;
+constexpr std::uint32_t kByteBits = 24;
+constexpr std::size_t kMaxCompletions = 16;
+
+void checkGeometry(const CreditGeometry& geometry) {
+  HORA_CHECK_ARG(geometry.slots >= 1 && geometry.slots <= (1u << kSlotBits), "RDMA: ", geometry.slots,
+                 " slots; 1 to ", 1u << kSlotBits, " are possible");
+  HORA_CHECK_ARG(geometry.slotBytes >= 64 && geometry.slotBytes < (1u << kByteBits), "RDMA: slots of ",
+                 geometry.slotBytes, " bytes; 64 B to 16 MiB are possible");
+}
+
+// Set-up messages over the lifeline: a queue pair's address, length first.
+void sendAddress(Socket& lifeline, const std::vector<char>& address, const Deadline& deadline,
+                 const std::string& peer) {
+  const auto length = static_cast<std::uint32_t>(address.size());
+  lifeline.sendAll(&length, sizeof(length), deadline, nullptr, peer);
+  lifeline.sendAll(address.data(), address.size(), deadline, nullptr, peer);
+}
+
+std::vector<char> recvAddress(Socket& lifeline, const Deadline& deadline, const std::string& peer) {
+  std::uint32_t length = 0;
+  lifeline.recvAll(&length, sizeof(length), deadline, nullptr, peer);
+  HORA_ENFORCE(length <= 4096, "RDMA: ", peer, " sent a queue pair address of ", length, " bytes");
+  std::vector<char> address(length);
+  lifeline.recvAll(address.data(), address.size(), deadline, nullptr, peer);
+  return address;
+}
+
+// The lifeline carries nothing after set-up: readable means closed.
+void checkLifeline(const Socket& lifeline, const std::string& peer) {
+  pollfd entry{lifeline.fd(), POLLIN | POLLRDHUP, 0};
+  if (::poll(&entry, 1, 0) > 0 && entry.revents != 0)
+    fail(ErrorKind::Remote, "RDMA peer ", peer, " closed its connection: the peer process exited or aborted");
+}
+
+[[noreturn]] void failCompletion(const Completion& completion, const std::string& peer) {
+  const char* what = completion.operation == Operation::Receive              ? "receive"
+                     : completion.operation == Operation::WriteWithImmediate ? "write with immediate"
+                                                                              : "write";
+  fail(completion.status == Status::LocalError ? ErrorKind::System : ErrorKind::Remote, "RDMA ", what, " with ",
+       peer, " failed: ", statusName(completion.status));
+}
+}  // namespace
+
+std::uint32_t packImmediate(std::size_t slot, std::size_t bytes) {
+  return static_cast<std::uint32_t>(slot << kByteBits | bytes);
+}
+
+void unpackImmediate(std::uint32_t immediate, std::size_t& slot, std::size_t& bytes) {
+  slot = immediate >> kByteBits;
+  bytes = immediate & ((1u << kByteBits) - 1);
+}
+
+// ---------------------------------------------------------------- sender
+
+CreditSendStream::CreditSendStream(std::unique_ptr<QueuePair> queuePair, Socket lifeline, std::string peerName,
+                                   const CreditGeometry& geometry, const Deadline& deadline)
+    : qp_(std::move(queuePair)),
+      lifeline_(std::move(lifeline)),
+      peer_(std::move(peerName)),
+      geometry_(geometry),
+      ring_(geometry.slots),
+      staging_(geometry.slots * geometry.slotBytes),
+      stagingBusy_(geometry.slots, false) {
+  checkGeometry(geometry);
+  ringRegion_ = qp_->registerMemory(ring_.data(), ring_.size() * sizeof(CreditRecord));
+  stagingRegion_ = qp_->registerMemory(staging_.data(), staging_.size());
+  // Ours: the queue pair and where the credits go. Theirs comes later.
+  sendAddress(lifeline_, qp_->address(), deadline, peer_);
+  const RemoteMemory ring{reinterpret_cast<std::uint64_t>(ring_.data()), ringRegion_.remoteKey};
+  lifeline_.sendAll(&ring, sizeof(ring), deadline, nullptr, peer_);
+  answer_.resize(sizeof(std::uint32_t));
+}
+
+bool CreditSendStream::finishSetup() {
+  if (connected_) return true;
+  // The length, then (once known) the address itself.
+  answerRead_ += lifeline_.tryRecv(answer_.data() + answerRead_, answer_.size() - answerRead_, peer_);
+  if (answerRead_ < answer_.size()) return false;
+  if (answer_.size() == sizeof(std::uint32_t)) {
+    std::uint32_t length = 0;
+    std::memcpy(&length, answer_.data(), sizeof(length));
+    HORA_ENFORCE(length > 0 && length <= 4096, "RDMA: ", peer_, " sent a queue pair address of ", length, " bytes");
+    answer_.assign(sizeof(length) + length, 0);
+    std::memcpy(answer_.data(), &length, sizeof(length));
+    return finishSetup();
+  }
+  qp_->connect(std::vector<char>(answer_.begin() + sizeof(std::uint32_t), answer_.end()));
+  const char ready = 1;
+  lifeline_.sendAll(&ready, 1, Deadline::after(std::chrono::seconds(10)), nullptr, peer_);
+  connected_ = true;
+  return true;
+}
+
+void CreditSendStream::reap() {
+  Completion done[kMaxCompletions];
+  for (;;) {
+    const std::size_t n = qp_->poll(done, kMaxCompletions);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (done[i].status != Status::Success) failCompletion(done[i], peer_);
+      // A write with immediate completes after the write before it: the
+      // staging slot both read from is free again.
+      if (done[i].operation == Operation::WriteWithImmediate) {
+        stagingBusy_[done[i].id] = false;
+        --inFlight_;
+      }
+    }
+    if (n < kMaxCompletions) return;
+  }
+}
+
+std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstBytes, const void* second,
+                                         std::size_t secondBytes) {
+  if (!finishSetup()) return 0;
+  reap();
+  if (firstBytes + secondBytes == 0) return 0;
+  const std::size_t index = (nextSequence_ - 1) % geometry_.slots;
+  const CreditRecord& credit = ring_[index];
+  // The receiver's write of the record lands before its sequence does.
+  const std::uint64_t granted =
+      std::atomic_ref<const std::uint64_t>(credit.sequence).load(std::memory_order_acquire);
+  if (granted != nextSequence_ || stagingBusy_[index]) return 0;
+  // A send takes two requests on the send queue until its completion.
+  if ((inFlight_ + 1) * 2 > qp_->sendQueueDepth()) return 0;
+  char* stage = staging_.data() + index * geometry_.slotBytes;
+  const std::size_t room = std::min<std::size_t>(credit.bytes, geometry_.slotBytes);
+  const std::size_t fromFirst = std::min(firstBytes, room);
+  const std::size_t fromSecond = std::min(secondBytes, room - fromFirst);
+  std::memcpy(stage, first, fromFirst);
+  if (fromSecond > 0) std::memcpy(stage + fromFirst, second, fromSecond);
+  const std::size_t bytes = fromFirst + fromSecond;
+  qp_->postWrite(stagingRegion_, index * geometry_.slotBytes, bytes, {credit.address, credit.key}, index,
+                 /*signaled=*/false);
+  qp_->postWriteWithImmediate(packImmediate(credit.slot, bytes), index);
+  stagingBusy_[index] = true;
+  ++inFlight_;
+  ++nextSequence_;
+  return bytes;
+}
+
+pollfd CreditSendStream::pollEntry(bool) const {
+  if (!connected_) return {lifeline_.fd(), POLLIN, 0};  // the receiver's answer
+  if (qp_->eventFd() >= 0) qp_->arm();
+  return {qp_->eventFd(), POLLIN, 0};
+}
+
+void CreditSendStream::checkAlive() {
+  if (connected_) checkLifeline(lifeline_, peer_);
+}
+
+// ---------------------------------------------------------------- receiver
+
+CreditRecvStream::CreditRecvStream(std::unique_ptr<QueuePair> queuePair, Socket lifeline, std::string peerName,
+                                   const CreditGeometry& geometry, const Deadline& deadline)
+    : qp_(std::move(queuePair)),
+      lifeline_(std::move(lifeline)),
+      peer_(std::move(peerName)),
+      geometry_(geometry),
+      slots_(geometry.slots * geometry.slotBytes),
+      grants_(geometry.slots) {
+  checkGeometry(geometry);
+  HORA_ENFORCE(qp_->sendQueueDepth() >= geometry.slots && qp_->receiveQueueDepth() >= geometry.slots,
+               "RDMA: queues too short for ", geometry.slots, " slots");
+  slotsRegion_ = qp_->registerMemory(slots_.data(), slots_.size());
+  grantsRegion_ = qp_->registerMemory(grants_.data(), grants_.size() * sizeof(CreditRecord));
+  const std::vector<char> theirs = recvAddress(lifeline_, deadline, peer_);
+  lifeline_.recvAll(&peerRing_, sizeof(peerRing_), deadline, nullptr, peer_);
+  sendAddress(lifeline_, qp_->address(), deadline, peer_);
+  qp_->connect(theirs);
+}
+
+bool CreditRecvStream::finishSetup() {
+  if (granting_) return true;
+  char ready = 0;
+  if (lifeline_.tryRecv(&ready, 1, peer_) == 0) return false;
+  granting_ = true;
+  for (std::size_t slot = 0; slot < geometry_.slots; ++slot) grant(slot);
+  return true;
+}
+
+void CreditRecvStream::grant(std::size_t slot) {
+  // The receive first: the sender's write with immediate may follow at once.
+  qp_->postReceive(slot);
+  const std::size_t index = (nextGrant_ - 1) % geometry_.slots;
+  CreditRecord& record = grants_[index];
+  record.address = reinterpret_cast<std::uint64_t>(slots_.data() + slot * geometry_.slotBytes);
+  record.bytes = static_cast<std::uint32_t>(geometry_.slotBytes);
+  record.key = slotsRegion_.remoteKey;
+  record.slot = static_cast<std::uint32_t>(slot);
+  record.sequence = nextGrant_;
+  qp_->postWrite(grantsRegion_, index * sizeof(CreditRecord), sizeof(CreditRecord),
+                 {peerRing_.address + index * sizeof(CreditRecord), peerRing_.key}, index, /*signaled=*/true);
+  ++nextGrant_;
+}
+
+void CreditRecvStream::reap() {
+  Completion done[kMaxCompletions];
+  for (;;) {
+    const std::size_t n = qp_->poll(done, kMaxCompletions);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (done[i].status != Status::Success) failCompletion(done[i], peer_);
+      if (done[i].operation != Operation::Receive) continue;  // a grant went out
+      std::size_t slot = 0, bytes = 0;
+      unpackImmediate(done[i].immediate, slot, bytes);
+      HORA_ENFORCE(slot < geometry_.slots && bytes <= geometry_.slotBytes, "RDMA: ", peer_,
+                   " announced ", bytes, " bytes in slot ", slot);
+      filled_.push_back({slot, bytes, 0});
+    }
+    if (n < kMaxCompletions) return;
+  }
+}
+
+std::size_t CreditRecvStream::tryRecvTwo(void* first, std::size_t firstBytes, void* second,
+                                         std::size_t secondBytes) {
+  if (!finishSetup()) return 0;
+  reap();
+  std::size_t moved = 0;
+  auto fill = [&](char* into, std::size_t want) {
+    std::size_t got = 0;
+    while (got < want && !filled_.empty()) {
+      Filled& front = filled_.front();
+      const std::size_t n = std::min(want - got, front.bytes - front.read);
+      std::memcpy(into + got, slots_.data() + front.slot * geometry_.slotBytes + front.read, n);
+      front.read += n;
+      got += n;
+      if (front.read == front.bytes) {
+        const std::size_t slot = front.slot;
+        filled_.pop_front();
+        grant(slot);
+      }
+    }
+    return got;
+  };
+  moved += fill(static_cast<char*>(first), firstBytes);
+  if (moved == firstBytes && second != nullptr) moved += fill(static_cast<char*>(second), secondBytes);
+  return moved;
+}
+
+pollfd CreditRecvStream::pollEntry(bool) const {
+  if (!granting_) return {lifeline_.fd(), POLLIN, 0};  // the sender's "ready"
+  if (qp_->eventFd() >= 0) qp_->arm();
+  return {qp_->eventFd(), POLLIN, 0};
+}
+
+void CreditRecvStream::checkAlive() {
+  if (granting_) checkLifeline(lifeline_, peer_);
+}
+
+}  // namespace hora::transport::rdma

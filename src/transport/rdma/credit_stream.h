@@ -1,0 +1,137 @@
+// hora's RDMA protocol, written once over the QueuePair seam (queue_pair.h)
+// for every backend: a byte stream (byte_stream.h) from a sender to a
+// receiver through slots in the receiver's memory, which the receiver
+// grants one at a time.
+//
+//   receiver                                        sender
+//   slots: N x S bytes, registered                  credit ring: N records, registered
+//   grant: RDMA-write {slot address, size, key,  -> ring[g % N]   (seq g + 1 last)
+//          seq} into the sender's credit ring
+//                                                   a credit with the next seq: copy up
+//                                                   to S stream bytes into staging slot
+//        <- RDMA write staging -> that slot
+//        <- write with immediate {slot, bytes}      (lands after the write: one QP)
+//   receive completion: the slot holds `bytes`
+//   the stream reads them; the drained slot is granted again
+//
+// Set-up never waits for the peer's half (both ends of a ring connect their
+// sending side first): the sender sends its queue pair's address and where
+// its credit ring is, and goes on; the receiver, made later, reads them,
+// connects and answers with its address; the sender, at its first use,
+// reads that, connects and says it is ready; and only then does the
+// receiver grant credits, so no write reaches a queue pair not yet
+// connected.
+//
+// The sender never writes where it holds no credit, so a slot is never
+// overwritten before the receiver has drained it, and every write with
+// immediate finds a receive posted (the receiver posts one per slot before
+// it grants it). The TCP connection that set the pair up stays open as the
+// lifeline: when it closes, the peer is gone, and the error names it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/socket.h"
+#include "transport/byte_stream.h"
+#include "transport/rdma/queue_pair.h"
+
+namespace hora::transport::rdma {
+
+// One grant, as the receiver writes it into the sender's credit ring.
+// `sequence` is last: the sender reads a record only once it holds the
+// sequence number it waits for.
+// The protocol assumes a write lands in ascending address order, so that
+// the sequence, last, is seen only after the rest (a backend whose writes
+// may land otherwise must carry grants another way).
+struct CreditRecord {
+  std::uint64_t address = 0;   // of the slot
+  std::uint32_t bytes = 0;     // its size
+  std::uint32_t key = 0;       // its remote key
+  std::uint32_t slot = 0;      // its number, for the immediate
+  std::uint32_t unused = 0;
+  std::uint64_t sequence = 0;  // 1, 2, 3, ...: 0 means never granted
+};
+static_assert(sizeof(CreditRecord) == 32);
+
+struct CreditGeometry {
+  std::size_t slots = 8;               // N
+  std::size_t slotBytes = 128 * 1024;  // S
+};
+
+// The immediate of a write that filled a slot: slot number and byte count.
+std::uint32_t packImmediate(std::size_t slot, std::size_t bytes);
+void unpackImmediate(std::uint32_t immediate, std::size_t& slot, std::size_t& bytes);
+
+class CreditSendStream final : public ByteStream {
+ public:
+  // Sets the pair up over `lifeline` with the peer's CreditRecvStream.
+  CreditSendStream(std::unique_ptr<QueuePair> queuePair, Socket lifeline, std::string peerName,
+                   const CreditGeometry& geometry, const Deadline& deadline);
+  std::size_t trySendTwo(const void* first, std::size_t firstBytes, const void* second,
+                         std::size_t secondBytes) override;
+  std::size_t tryRecvTwo(void*, std::size_t, void*, std::size_t) override { return 0; }
+  pollfd pollEntry(bool sending) const override;
+  void checkAlive() override;
+
+ private:
+  void reap();  // completions: staging slots free again, or an error
+  // Reads the receiver's address, connects and says so; true once done.
+  bool finishSetup();
+
+  std::unique_ptr<QueuePair> qp_;
+  bool connected_ = false;
+  std::vector<char> answer_;  // the receiver's address as it comes: length, then bytes
+  std::size_t answerRead_ = 0;
+  Socket lifeline_;
+  std::string peer_;
+  CreditGeometry geometry_;
+  std::vector<CreditRecord> ring_;  // written by the receiver
+  Region ringRegion_;
+  std::vector<char> staging_;
+  Region stagingRegion_;
+  std::vector<bool> stagingBusy_;
+  std::uint64_t nextSequence_ = 1;
+  std::size_t inFlight_ = 0;
+};
+
+class CreditRecvStream final : public ByteStream {
+ public:
+  CreditRecvStream(std::unique_ptr<QueuePair> queuePair, Socket lifeline, std::string peerName,
+                   const CreditGeometry& geometry, const Deadline& deadline);
+  std::size_t trySendTwo(const void*, std::size_t, const void*, std::size_t) override { return 0; }
+  std::size_t tryRecvTwo(void* first, std::size_t firstBytes, void* second, std::size_t secondBytes) override;
+  pollfd pollEntry(bool sending) const override;
+  void checkAlive() override;
+
+ private:
+  void reap();                  // receive completions: filled slots, in order
+  void grant(std::size_t slot);  // posts a receive, then writes the credit
+  // Waits (without blocking) for the sender's "ready", then grants every
+  // slot; true once done.
+  bool finishSetup();
+
+  std::unique_ptr<QueuePair> qp_;
+  bool granting_ = false;
+  Socket lifeline_;
+  std::string peer_;
+  CreditGeometry geometry_;
+  std::vector<char> slots_;
+  Region slotsRegion_;
+  std::vector<CreditRecord> grants_;  // the source of each credit write
+  Region grantsRegion_;
+  RemoteMemory peerRing_;
+  std::uint64_t nextGrant_ = 1;
+  struct Filled {
+    std::size_t slot;
+    std::size_t bytes;
+    std::size_t read;
+  };
+  std::deque<Filled> filled_;
+};
+
+}  // namespace hora::transport::rdma

@@ -1,0 +1,88 @@
+// The seam between hora's RDMA protocol (credit_stream.h) and a device: one
+// reliable-connected queue pair with its memory registrations and
+// completions. Backends: libibverbs (InfiniBand, RoCE), libfabric, and a
+// fake device for tests (tests/transport/rdma/). The protocol needs only
+// what every one of them has: one-sided writes into registered memory, a
+// write with a 32-bit immediate that consumes a receive posted by the peer,
+// completions polled without blocking, and a file descriptor to sleep on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hora::transport::rdma {
+
+// Memory registered for RDMA: the local key for work requests that read it,
+// the remote key a peer writes into it with.
+struct Region {
+  char* base = nullptr;
+  std::size_t bytes = 0;
+  std::uint32_t localKey = 0;
+  std::uint32_t remoteKey = 0;
+};
+
+// Where a peer may write: an address in its registered memory and its key.
+struct RemoteMemory {
+  std::uint64_t address = 0;
+  std::uint32_t key = 0;
+};
+
+// How a work request ended, with the cases verbs distinguishes that the
+// protocol must tell apart (ibv_wc_status).
+enum class Status : std::uint8_t {
+  Success,
+  RemoteAccessError,   // bad key, out of bounds, no write access (IBV_WC_REM_ACCESS_ERR)
+  ReceiverNotReady,    // a write with immediate found no posted receive (IBV_WC_RNR_RETRY_EXC_ERR)
+  Flushed,             // the queue pair went into error before it ran (IBV_WC_WR_FLUSH_ERR)
+  RetryExceeded,       // the peer stopped answering (IBV_WC_RETRY_EXC_ERR)
+  LocalError,          // anything else on this side
+};
+const char* statusName(Status status);
+
+enum class Operation : std::uint8_t { Write, WriteWithImmediate, Receive };
+
+struct Completion {
+  std::uint64_t id = 0;  // the work request's
+  Operation operation = Operation::Write;
+  Status status = Status::Success;
+  std::uint32_t immediate = 0;  // Receive completions of a write with immediate
+};
+
+class QueuePair {
+ public:
+  virtual ~QueuePair() = default;
+
+  // How many work requests may be outstanding on the send queue (unsignaled
+  // ones count until a later signaled one completes) and the receive queue.
+  virtual std::size_t sendQueueDepth() const = 0;
+  virtual std::size_t receiveQueueDepth() const = 0;
+
+  // Registers [base, base + bytes) for local reads and remote writes.
+  virtual Region registerMemory(void* base, std::size_t bytes) = 0;
+
+  // Writes `bytes` at `offset` in `from` to the peer's memory `to`.
+  // Unsignaled writes complete silently, with the next signaled request.
+  virtual void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to,
+                         std::uint64_t id, bool signaled) = 0;
+  // A write of no bytes that consumes the peer's oldest posted receive,
+  // which completes there with `immediate`. Always signaled. On a reliable
+  // connection it lands after every write posted before it.
+  virtual void postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) = 0;
+  virtual void postReceive(std::uint64_t id) = 0;
+
+  // Up to `max` completions, oldest first; never blocks.
+  virtual std::size_t poll(Completion* out, std::size_t max) = 0;
+  // Readable when a completion may be waiting (after arm()); -1 if the
+  // device has none, and the caller polls.
+  virtual int eventFd() const = 0;
+  virtual void arm() {}
+
+  // What the peer needs to connect to this queue pair, sent over the
+  // connection's TCP lifeline; then connect() with the peer's.
+  virtual std::vector<char> address() const = 0;
+  virtual void connect(const std::vector<char>& peerAddress) = 0;
+};
+
+}  // namespace hora::transport::rdma

@@ -1,0 +1,136 @@
+// A fake reliable-connected RDMA device for tests, in one process: queue
+// pairs (rdma/queue_pair.h) that move bytes between threads' memory with
+// the semantics the protocol relies on and the failures verbs reports:
+//   - requests of one queue pair run in the order posted (reliable
+//     connection), each a while after it was posted (`delaySteps` polls of
+//     either end), and a write lands in ascending address order;
+//   - keys and bounds are checked: a write outside the peer's registered
+//     memory fails with RemoteAccessError, one from unregistered local
+//     memory with LocalError;
+//   - a write with immediate that finds no receive posted fails with
+//     ReceiverNotReady;
+//   - more requests outstanding than the queue holds is an overflow (the
+//     post throws, as ibv_post_send fails with ENOMEM);
+//   - after a failure the queue pair is in error: what is queued and what
+//     is posted later completes as Flushed;
+//   - a peer that died (kill()) makes every later request fail with
+//     RetryExceeded.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "transport/rdma/device.h"
+#include "transport/rdma/queue_pair.h"
+
+namespace hora::transport::rdma::testing {
+
+struct FakeOptions {
+  std::size_t sendQueueDepth = 64;
+  std::size_t receiveQueueDepth = 64;
+  int delaySteps = 0;  // polls (of either end) before a request runs
+};
+
+class FakeQueuePair;
+
+// The memory and queue pairs of one fake device, shared by its ends.
+class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
+ public:
+  std::unique_ptr<FakeQueuePair> createQueuePair(const FakeOptions& options = {});
+
+ private:
+  friend class FakeQueuePair;
+  struct RegisteredMemory {
+    char* base;
+    std::size_t bytes;
+    int owner;  // queue pair id
+  };
+  std::mutex mutex_;
+  std::map<std::uint32_t, RegisteredMemory> memory_;
+  std::map<int, FakeQueuePair*> queuePairs_;
+  std::uint32_t nextKey_ = 0x1000;
+  int nextId_ = 1;
+};
+
+class FakeQueuePair final : public QueuePair {
+ public:
+  FakeQueuePair(std::shared_ptr<FakeFabric> fabric, int id, const FakeOptions& options);
+  ~FakeQueuePair() override;
+
+  std::size_t sendQueueDepth() const override { return options_.sendQueueDepth; }
+  std::size_t receiveQueueDepth() const override { return options_.receiveQueueDepth; }
+  Region registerMemory(void* base, std::size_t bytes) override;
+  void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
+                 bool signaled) override;
+  void postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) override;
+  void postReceive(std::uint64_t id) override;
+  std::size_t poll(Completion* out, std::size_t max) override;
+  int eventFd() const override { return -1; }
+  std::vector<char> address() const override;
+  void connect(const std::vector<char>& peerAddress) override;
+
+  // The process behind this end dies: its peer's requests fail from now on.
+  void kill();
+  bool inError() const;
+
+ private:
+  struct Request {
+    Operation operation;
+    std::uint64_t id;
+    bool signaled;
+    const char* source;  // a write's, checked at post time
+    std::size_t bytes;
+    RemoteMemory to;
+    std::uint32_t immediate;
+    int stepsLeft;
+    std::size_t covers;  // unsignaled requests before it that its completion covers
+  };
+  // Runs requests whose delay has passed, of both ends (fabric lock held).
+  void step();
+  void run(const Request& request);
+  void complete(const Request& request, Status status);
+  void enterError();
+
+  std::shared_ptr<FakeFabric> fabric_;
+  int id_;
+  FakeOptions options_;
+  int peer_ = 0;
+  bool error_ = false;
+  bool dead_ = false;
+  std::deque<Request> queued_;
+  std::deque<std::uint64_t> receives_;
+  std::deque<Completion> completions_;
+  std::size_t outstanding_ = 0;  // send requests not yet completed (or covered by a completion)
+  std::size_t unsignaledRun_ = 0;
+  std::vector<std::uint32_t> keys_;
+};
+
+// The fake as the process's RDMA device (rdma::useDevice): every queue pair
+// from one fabric.
+class FakeDevice final : public Device {
+ public:
+  explicit FakeDevice(FakeOptions options = {}, CreditGeometry geometry = {})
+      : fabric_(std::make_shared<FakeFabric>()), options_(options), geometry_(geometry) {}
+  std::string name() const override { return "fake reliable-connected device (tests only)"; }
+  std::unique_ptr<QueuePair> createQueuePair() override {
+    ++created_;
+    return fabric_->createQueuePair(options_);
+  }
+  CreditGeometry geometry() const override { return geometry_; }
+  // How many queue pairs connections have asked for: proof that bytes went
+  // this way and not over TCP.
+  int queuePairsCreated() const { return created_.load(); }
+
+ private:
+  std::atomic<int> created_{0};
+  std::shared_ptr<FakeFabric> fabric_;
+  FakeOptions options_;
+  CreditGeometry geometry_;
+};
+
+}  // namespace hora::transport::rdma::testing
