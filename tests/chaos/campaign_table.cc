@@ -67,17 +67,18 @@ CategoryTotals CampaignTable::overall() const {
 }
 
 void CampaignTable::print(std::ostream& out) const {
-  out << "| category | trials | hangs | wrong | crashes | misnamed | unreported | fault to error, median ms | max ms |\n"
+  out << "| category | trials | hangs | wrong | crashes | misnamed / survivors checked | unreported | fault to error, "
+         "median ms | max ms |\n"
       << "|---|---|---|---|---|---|---|---|---|\n";
   for (int row = 0; row < kRows; ++row) {
     const CategoryTotals& t = rows_[row];
     out << "| " << rowName(row) << " | " << t.trials << " | " << t.hangs << " | " << t.wrong
-        << " | " << t.crashes << " | " << t.misnamed << " | " << t.unreported << " | "
+        << " | " << t.crashes << " | " << t.misnamed << " / " << t.survivorsNaming << " | " << t.unreported << " | "
         << milliseconds(t.faultToErrorMs, false) << " | " << milliseconds(t.faultToErrorMs, true) << " |\n";
   }
   const CategoryTotals all = overall();
   out << "| all | " << all.trials << " | " << all.hangs << " | " << all.wrong << " | " << all.crashes << " | "
-      << all.misnamed << " | " << all.unreported << " | | |\n";
+      << all.misnamed << " / " << all.survivorsNaming << " | " << all.unreported << " | | |\n";
 }
 
 void printTrialRecord(std::ostream& out, const TrialResult& result) {
