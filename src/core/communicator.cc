@@ -15,6 +15,7 @@
 #include "core/scalar.h"
 #include "topology/cpu_affinity.h"
 #include "transport/rdma/device.h"
+#include "transport/rdma/verbs_probe.h"
 #include "transport/shm/shm_layout.h"
 
 namespace hora::core {
@@ -258,9 +259,11 @@ std::vector<topology::TransportKind> Communicator::chooseTransports(
     if (p == rank_) continue;
     const auto choice = topology::chooseTransport(placements[rank_], placements[p], system, policy);
     kinds[p] = transport::carrierOf(choice.kind);
-    if (kinds[p] != choice.kind)
+    if (kinds[p] != choice.kind) {
+      if (choice.kind == topology::TransportKind::Ib) transport::rdma::verbsAvailability();  // says why, once
       HORA_LOG(Info, "rank ", rank_, " <-> rank ", p, ": ", topology::transportName(choice.kind),
-               " is not built yet; ", topology::transportName(kinds[p]), " carries the pair");
+               " is not available; ", topology::transportName(kinds[p]), " carries the pair");
+    }
     HORA_LOG(Info, "rank ", rank_, " <-> rank ", p, ": ", topology::transportName(kinds[p]), " (",
              choice.reason, ")");
   }

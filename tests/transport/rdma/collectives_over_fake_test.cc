@@ -128,6 +128,27 @@ TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
   ::unsetenv("HORA_TRANSPORT");
 }
 
+// Without an RDMA device in use, HORA_TRANSPORT=ib falls back to TCP: no
+// error, correct results, and nothing asked of a device.
+TEST(WithoutRdmaDevice, IbFallsBackToTcp) {
+  ::setenv("HORA_TRANSPORT", "ib", 1);
+  ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
+  useDevice(nullptr);
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::int32_t> data[2] = {std::vector<std::int32_t>(1031, 1), std::vector<std::int32_t>(1031, 2)};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      EXPECT_EQ(ncclAllReduce(data[r].data(), data[r].data(), 1031, ncclInt32, ncclSum, comms[r], nullptr),
+                ncclSuccess);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(data[r][1030], 3);
+  for (ncclComm_t comm : comms) ncclCommDestroy(comm);
+  ::unsetenv("HORA_TRANSPORT");
+}
+
 // A rank that leaves (abort) in the middle: the others' waits on their RDMA
 // connections end with an error naming it, through the lifeline.
 TEST(OverFakeRdmaFailure, ARankThatLeavesIsNamedByTheOthers) {
