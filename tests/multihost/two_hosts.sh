@@ -6,6 +6,8 @@
 #     subnet; HORA_SOCKET_IFNAME is unset),
 #   - ranks of one host talk through shared memory and ranks of different
 #     hosts through TCP,
+#   - a rank killed mid-run is named by the ranks of the other host as the
+#     rank that failed first, well before HORA_TIMEOUT,
 #   - nothing is left behind: no namespace, no veth, no process.
 # With --bench it then shapes the link with tc and prints the all-reduce bus
 # bandwidth of hora-perf next to the shaped rate.
@@ -164,7 +166,8 @@ run_job() {
     wait "${pids[h]}"
     rc=$?
     if ((rc != 0)); then
-      echo "FAIL: ${HOSTNAMES[h]}: hora-run exited with status $rc$( ((rc == 124)) && echo ' (it ran past its deadline)')"
+      ((${expect_failure:-0})) ||
+        echo "FAIL: ${HOSTNAMES[h]}: hora-run exited with status $rc$( ((rc == 124)) && echo ' (it ran past its deadline)')"
       status=1
     fi
   done
@@ -218,6 +221,57 @@ done
 if ((job_status != 0 || failures != 0)); then
   show_logs check
   echo "FAIL: the two-host job did not pass (see the logs above)"
+  exit 1
+fi
+
+# --- A rank killed mid-run: every other rank names it ---------------------------
+# Rank 2 (on hostB) is killed while the four ranks run collectives. Rank 3
+# (same host) sees its shared-memory lifeline close; rank 1 (hostA) sees its
+# TCP connection to rank 2 close and, as it cannot see a pid on another
+# host, probes rank 2's listener, which refuses. Ranks 0 and 1 on hostA
+# must name rank 2 as the rank that failed first, long before HORA_TIMEOUT.
+long_counts=()
+for _ in $(seq 200); do long_counts+=($(((1 << 20) + 3))); done
+expect_failure=1 run_job kill "$CHECK_SECONDS" "$checker" "${long_counts[@]}" &
+kill_job=$!
+victim=""
+for _ in $(seq 200); do
+  for pid in $(ip netns pids "${NS[1]}" 2>/dev/null); do
+    if grep -qa collective_check "/proc/$pid/cmdline" 2>/dev/null &&
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'RANK=2'; then
+      victim=$pid
+    fi
+  done
+  [[ -n $victim ]] && break
+  sleep 0.1
+done
+if [[ -z $victim ]]; then
+  echo "FAIL: rank 2 of the second job never started"
+  failures=$((failures + 1))
+else
+  sleep 2  # into its collectives
+  kill -KILL "$victim"
+  killed=$(date +%s%N)
+fi
+wait "$kill_job"
+if [[ -n $victim ]]; then
+  elapsed_ms=$((($(date +%s%N) - killed) / 1000000))
+  host_pattern='[^,]+'
+  ((own_hostnames)) && host_pattern=${HOSTNAMES[1]}
+  for rank in 0 1; do
+    expect_line "$work/kill.host0.log" "^\[rank $rank\] collective_check: .*rank 2 \(host $host_pattern, pid $victim\) failed first" \
+      "rank $rank (${HOSTNAMES[0]}) names the killed rank 2 as the first failure"
+  done
+  if ((elapsed_ms < PEER_TIMEOUT * 1000 / 2)); then
+    echo "ok: the job ended $elapsed_ms ms after the kill (HORA_TIMEOUT is ${PEER_TIMEOUT} s)"
+  else
+    echo "FAIL: the job took $elapsed_ms ms to end after the kill (HORA_TIMEOUT is ${PEER_TIMEOUT} s)"
+    failures=$((failures + 1))
+  fi
+fi
+if ((failures != 0)); then
+  show_logs kill
+  echo "FAIL: the killed-rank job did not end as it should (see the logs above)"
   exit 1
 fi
 

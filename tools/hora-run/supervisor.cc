@@ -26,6 +26,11 @@ constexpr std::chrono::seconds kAbandonAfterKill{5};
 // report end-of-file at once, but a process a rank left behind may hold
 // them open for ever.
 constexpr std::chrono::seconds kOutputDrainGrace{1};
+// After a rank fails, how long the others get to find the failure and end
+// by themselves before SIGTERM: they tell each other (across hosts too)
+// which rank failed first, and a rank stopped by the launcher first cannot.
+// hora finds a dead peer within about half a second.
+constexpr std::chrono::milliseconds kFailureGrace{1000};
 
 std::string seconds_text(double seconds) {
   std::ostringstream text;
@@ -213,7 +218,7 @@ void Supervisor::on_rank_exit(const Rank& rank) {
     exit_code_ = exit_code_for(rank.wait_status);
     report(rank_name(rank.global_rank, rank.pid) + " " + describe_wait_status(rank.wait_status) +
            (live_rank_count() > 0 ? "; stopping the other ranks" : ""));
-    stop_all();
+    stop_all_after(kFailureGrace);
   }
   if (live_rank_count() == 0) on_last_rank_gone();
 }
@@ -229,12 +234,19 @@ void Supervisor::forward_signal(int signal_number) {
 }
 
 void Supervisor::stop_all() {
-  if (stopping_) return;
+  if (stopping_ && !term_deadline_) return;
   stopping_ = true;
+  term_deadline_.reset();
   // Groups of ranks that already exited are signalled too: processes they
   // started may still be running.
   signal_rank_groups(SIGTERM, /*live_ranks_only=*/false);
   kill_deadline_ = Clock::now() + to_duration(options_.kill_timeout_seconds);
+}
+
+void Supervisor::stop_all_after(std::chrono::milliseconds grace) {
+  if (stopping_) return;
+  stopping_ = true;
+  term_deadline_ = Clock::now() + grace;
 }
 
 void Supervisor::signal_rank_groups(int signal_number, bool live_ranks_only) {
@@ -256,6 +268,7 @@ void Supervisor::check_deadlines() {
       stop_all();
     }
   }
+  if (term_deadline_ && now >= *term_deadline_) stop_all();
   if (kill_deadline_ && now >= *kill_deadline_) {
     kill_deadline_.reset();
     for (const Rank& rank : ranks_) {
@@ -293,7 +306,7 @@ bool Supervisor::finished() const {
 
 int Supervisor::poll_timeout_ms() const {
   std::optional<Clock::time_point> earliest;
-  for (const auto& deadline : {job_deadline_, kill_deadline_, abandon_deadline_, drain_deadline_}) {
+  for (const auto& deadline : {job_deadline_, term_deadline_, kill_deadline_, abandon_deadline_, drain_deadline_}) {
     if (deadline && (!earliest || *deadline < *earliest)) earliest = deadline;
   }
   if (!earliest) return -1;  // only a child exit, a signal or output can change anything

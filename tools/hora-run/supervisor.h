@@ -5,7 +5,8 @@
 //
 // The policy, as torchrun's: the job succeeds when every rank exits 0. The
 // first rank that fails (non-zero exit or killed by a signal) is reported,
-// the others get SIGTERM, then SIGKILL after the kill timeout, and hora-run
+// the others get a second to end by themselves (naming the rank that failed
+// first), then SIGTERM, then SIGKILL after the kill timeout, and hora-run
 // exits with the failing rank's code.
 #pragma once
 
@@ -53,6 +54,8 @@ class Supervisor {
   void on_rank_exit(const Rank& rank);
   void forward_signal(int signal_number);
   void stop_all();
+  // stop_all once `grace` has passed (ranks still running by then).
+  void stop_all_after(std::chrono::milliseconds grace);
   void check_deadlines();
   void on_last_rank_gone();
   bool finished() const;
@@ -70,6 +73,7 @@ class Supervisor {
   std::optional<int> exit_code_;  // set by the first failure or the timeout
   bool stopping_ = false;
   std::optional<Clock::time_point> job_deadline_;      // --timeout
+  std::optional<Clock::time_point> term_deadline_;     // a rank failed; SIGTERM then
   std::optional<Clock::time_point> kill_deadline_;     // SIGTERM sent; SIGKILL then
   std::optional<Clock::time_point> abandon_deadline_;  // SIGKILL sent; stop waiting then
   std::optional<Clock::time_point> drain_deadline_;    // all ranks gone; stop reading output then
