@@ -11,7 +11,9 @@ build_dir=${HORA_BUILD_DIR:-build}
 # pybind11-dev: hora_torch, the torch.distributed backend (python/), is
 # built and tested against Debian's torch. openmpi-bin: the launcher suite
 # starts ranks with Open MPI's mpirun (env:// init from OMPI_COMM_WORLD_*).
-packages=(g++ meson ninja-build pkg-config libhwloc-dev hwloc libibverbs-dev
+# libfabric-dev: the ofi transport's headers (the library itself is loaded
+# at run time), and libfabric1, whose tcp provider the ofi tests run over.
+packages=(g++ meson ninja-build pkg-config libhwloc-dev hwloc libibverbs-dev libfabric-dev
           libgtest-dev libgmock-dev libbenchmark-dev iproute2 procps python3-matplotlib
           python3-torch libtorch-dev pybind11-dev openmpi-bin)
 missing=()

@@ -15,6 +15,7 @@
 #include "core/scalar.h"
 #include "topology/cpu_affinity.h"
 #include "transport/rdma/device.h"
+#include "transport/rdma/network_devices.h"
 #include "transport/rdma/verbs_probe.h"
 #include "transport/shm/shm_layout.h"
 
@@ -56,6 +57,7 @@ const topology::System& processSystem() {
 struct PlacementRecord {
   std::int32_t rank;
   std::uint8_t hasInfiniband;
+  std::uint8_t hasOfi;
   std::uint64_t hostHash;
   std::uint64_t fingerprint;
   char gpuBusId[32];
@@ -188,12 +190,15 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   topology::RankPlacement mine =
       topology::localPlacement(rank_, bootstrap_->peers()[rank_].hostHash, "", system);
   // A rank whose process has an RDMA device in use (transport/rdma/device.h)
-  // can take part in the ib transport, whatever hwloc saw.
-  if (transport::rdma::currentDevice()) mine.hasInfiniband = true;
+  // can take part in the ib (or ofi) transport, whatever hwloc saw.
+  transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment());
+  if (transport::rdma::currentDevice(topology::TransportKind::Ib)) mine.hasInfiniband = true;
+  mine.hasOfi = transport::rdma::currentDevice(topology::TransportKind::Ofi) != nullptr;
   std::vector<PlacementRecord> records(nranks_);
   PlacementRecord& own = records[rank_];
   own.rank = rank_;
   own.hasInfiniband = mine.hasInfiniband;
+  own.hasOfi = mine.hasOfi;
   own.hostHash = mine.hostHash;
   own.fingerprint = mine.topologyFingerprint;
   std::snprintf(own.gpuBusId, sizeof(own.gpuBusId), "%s", mine.gpuBusId.c_str());
@@ -203,7 +208,7 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   cpuMasks.assign(nranks_, CpuMask{});
   for (int r = 0; r < nranks_; ++r) {
     all[r] = {records[r].rank, records[r].hostHash, records[r].gpuBusId,
-              records[r].hasInfiniband != 0, records[r].fingerprint};
+              records[r].hasInfiniband != 0, records[r].hasOfi != 0, records[r].fingerprint};
     cpuMasks[r].words = records[r].cpuMask;
   }
   return all;

@@ -167,6 +167,9 @@ struct RankPlacement {
   std::uint64_t hostHash = 0;  // equal for ranks on the same host
   std::string gpuBusId;        // the GPU the rank drives; empty: none (host memory only)
   bool hasInfiniband = false;  // this host has an RDMA NIC hora can use
+  // This rank has a libfabric device in use (transport/rdma/ofi/): one with
+  // a hardware provider, or any provider when HORA_TRANSPORT=ofi.
+  bool hasOfi = false;
   // System::fingerprint() of the rank's System; 0 when not given (see ringOrder).
   std::uint64_t topologyFingerprint = 0;
 };
@@ -176,8 +179,9 @@ struct RankPlacement {
 RankPlacement localPlacement(int rank, std::uint64_t hostHash, std::string gpuBusId,
                              const System& system);
 
-enum class TransportKind : std::uint8_t { P2p, Shm, Ib, Tcp };
-std::string_view transportName(TransportKind kind);  // "p2p", "shm", "ib", "tcp"
+// Ofi comes last so that the values of the older kinds stay as they were.
+enum class TransportKind : std::uint8_t { P2p, Shm, Ib, Tcp, Ofi };
+std::string_view transportName(TransportKind kind);  // "p2p", "shm", "ib", "tcp", "ofi"
 std::optional<TransportKind> parseTransportName(std::string_view name);
 
 struct TransportChoice {
@@ -189,12 +193,16 @@ struct TransportChoice {
 //   HORA_P2P_DISABLE / NCCL_P2P_DISABLE = 1   never p2p
 //   HORA_SHM_DISABLE / NCCL_SHM_DISABLE = 1   never shm (same-host pairs use the network)
 //   HORA_IB_DISABLE  / NCCL_IB_DISABLE  = 1   never ib
+//   HORA_OFI_DISABLE                    = 1   never ofi
+//   HORA_NET / NCCL_NET = IB|OFI|Socket       the only network transport to use
+//                                             (Socket: tcp; IB: ib, else tcp)
 //   HORA_P2P_LEVEL   / NCCL_P2P_LEVEL   = LOC|NVL|PIX|PXB|PHB|NODE|SYS: the worst path p2p may take
-//   HORA_TRANSPORT = p2p|shm|ib|tcp     use that one wherever it can connect the pair
+//   HORA_TRANSPORT = p2p|shm|ib|ofi|tcp use that one wherever it can connect the pair
 struct TransportPolicy {
   bool p2pDisabled = false;
   bool shmDisabled = false;
   bool ibDisabled = false;
+  bool ofiDisabled = false;
   PathClass p2pLevel = PathClass::Pxb;
   std::optional<TransportKind> forced;
 

@@ -1,5 +1,6 @@
 // Which transport connects two ranks. The rules, in order:
-//   different hosts      -> ib when both hosts have a usable RDMA NIC, else tcp
+//   different hosts      -> ib when both hosts have a usable RDMA NIC, else
+//                           ofi when both ranks have a libfabric device, else tcp
 //   same host, two GPUs  -> p2p when their path is no worse than the P2P level
 //                           (PXB by default: NVLink or a PCIe switch tree)
 //   same host otherwise  -> shm
@@ -19,7 +20,7 @@ namespace hora::topology {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kTransportNames = {"p2p", "shm", "ib", "tcp"};
+constexpr std::array<std::string_view, 5> kTransportNames = {"p2p", "shm", "ib", "tcp", "ofi"};
 
 bool flag(std::initializer_list<const char*> names) { return env::getInt(names, 0) != 0; }
 
@@ -61,6 +62,8 @@ TransportChoice network(const RankPlacement& a, const RankPlacement& b, const Tr
   std::string why = policy.ibDisabled && a.hasInfiniband && b.hasInfiniband
                         ? "IB disabled (IB_DISABLE=1)"
                         : strCat("no usable RDMA NIC on rank ", !a.hasInfiniband ? a.rank : b.rank, "'s host");
+  if (a.hasOfi && b.hasOfi && !policy.ofiDisabled)
+    return {TransportKind::Ofi, prefix + why + "; both ranks have a libfabric device"};
   return {TransportKind::Tcp, prefix + why};
 }
 
@@ -111,10 +114,24 @@ TransportPolicy TransportPolicy::fromEnvironment() {
            "' (HORA_P2P_LEVEL / NCCL_P2P_LEVEL) is not one of LOC, NVL, PIX, PXB, PHB, NODE, SYS");
     policy.p2pLevel = *parsed;
   }
+  policy.ofiDisabled = flag({"HORA_OFI_DISABLE"});
+  if (auto net = env::get({"HORA_NET", "NCCL_NET"})) {
+    // NCCL's names for its network plugins: "IB" (verbs) and "Socket".
+    const std::string wanted = lower(*net);
+    if (wanted == "socket") {
+      policy.ibDisabled = policy.ofiDisabled = true;
+    } else if (wanted == "ib") {
+      policy.ofiDisabled = true;
+    } else if (wanted == "ofi") {
+      policy.ibDisabled = true;
+    } else {
+      fail(ErrorKind::InvalidArgument, "network '", *net, "' (HORA_NET / NCCL_NET) is not one of IB, OFI, Socket");
+    }
+  }
   if (auto forced = env::get({"HORA_TRANSPORT"})) {
     policy.forced = parseTransportName(*forced);
     if (!policy.forced)
-      fail(ErrorKind::InvalidArgument, "HORA_TRANSPORT='", *forced, "' is not one of p2p, shm, ib, tcp");
+      fail(ErrorKind::InvalidArgument, "HORA_TRANSPORT='", *forced, "' is not one of p2p, shm, ib, ofi, tcp");
   }
   return policy;
 }
@@ -145,6 +162,10 @@ TransportChoice chooseTransport(const RankPlacement& a, const RankPlacement& b, 
     case TransportKind::Ib:
       if (!a.hasInfiniband || !b.hasInfiniband) impossible = "a host has no usable RDMA NIC";
       else if (policy.ibDisabled) impossible = "IB is disabled (IB_DISABLE=1)";
+      break;
+    case TransportKind::Ofi:
+      if (!a.hasOfi || !b.hasOfi) impossible = strCat("rank ", !a.hasOfi ? a.rank : b.rank, " has no libfabric device");
+      else if (policy.ofiDisabled) impossible = "OFI is disabled (HORA_OFI_DISABLE=1 or NCCL_NET)";
       break;
     case TransportKind::Shm:
       if (!sameHost) impossible = "the ranks are on different hosts";

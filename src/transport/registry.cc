@@ -29,13 +29,17 @@ constexpr TransportEntry kRegistry[] = {
     {TransportKind::Shm, shmSender, shmReceiver, true},
 };
 
-// Available only while an RDMA device is in use (rdma/device.h).
-constexpr TransportEntry kRdma{TransportKind::Ib, rdma::connectSender, rdma::connectReceiver, false};
+// Available only while an RDMA device of their kind is in use (rdma/device.h).
+constexpr TransportEntry kIb{TransportKind::Ib, rdma::connectSender<TransportKind::Ib>,
+                             rdma::connectReceiver<TransportKind::Ib>, false};
+constexpr TransportEntry kOfi{TransportKind::Ofi, rdma::connectSender<TransportKind::Ofi>,
+                              rdma::connectReceiver<TransportKind::Ofi>, false};
 
 }  // namespace
 
 const TransportEntry* findTransport(TransportKind kind) {
-  if (kind == TransportKind::Ib) return rdma::currentDevice() ? &kRdma : nullptr;
+  if (kind == TransportKind::Ib) return rdma::currentDevice(kind) ? &kIb : nullptr;
+  if (kind == TransportKind::Ofi) return rdma::currentDevice(kind) ? &kOfi : nullptr;
   for (const TransportEntry& entry : kRegistry)
     if (entry.kind == kind) return &entry;
   return nullptr;
@@ -44,7 +48,7 @@ const TransportEntry* findTransport(TransportKind kind) {
 TransportKind carrierOf(TransportKind chosen) {
   if (findTransport(chosen) != nullptr) return chosen;
   // Ranks that could use p2p share a host, so shm connects them; ranks that
-  // could use ib reach each other over IP.
+  // could use ib or ofi reach each other over IP.
   const TransportKind nearest = chosen == TransportKind::P2p ? TransportKind::Shm : TransportKind::Tcp;
   HORA_ENFORCE(findTransport(nearest) != nullptr, "no transport registered for ",
                transportName(nearest));

@@ -93,7 +93,7 @@ CreditSendStream::CreditSendStream(std::unique_ptr<QueuePair> queuePair, Socket 
   stagingRegion_ = qp_->registerMemory(staging_.data(), staging_.size());
   // Ours: the queue pair and where the credits go. Theirs comes later.
   sendAddress(lifeline_, qp_->address(), deadline, peer_);
-  const RemoteMemory ring{reinterpret_cast<std::uint64_t>(ring_.data()), ringRegion_.remoteKey};
+  const RemoteMemory ring{ringRegion_.remoteAt(0), ringRegion_.remoteKey};
   lifeline_.sendAll(&ring, sizeof(ring), deadline, nullptr, peer_);
   answer_.resize(sizeof(std::uint32_t));
 }
@@ -209,9 +209,9 @@ void CreditRecvStream::grant(std::size_t slot) {
   qp_->postReceive(slot);
   const std::size_t index = (nextGrant_ - 1) % geometry_.slots;
   CreditRecord& record = grants_[index];
-  record.address = reinterpret_cast<std::uint64_t>(slots_.data() + slot * geometry_.slotBytes);
-  record.bytes = static_cast<std::uint32_t>(geometry_.slotBytes);
+  record.address = slotsRegion_.remoteAt(slot * geometry_.slotBytes);
   record.key = slotsRegion_.remoteKey;
+  record.bytes = static_cast<std::uint32_t>(geometry_.slotBytes);
   record.slot = static_cast<std::uint32_t>(slot);
   record.sequence = nextGrant_;
   qp_->postWrite(grantsRegion_, index * sizeof(CreditRecord), sizeof(CreditRecord),

@@ -49,11 +49,10 @@ namespace hora::transport::rdma {
 // the sequence, last, is seen only after the rest (a backend whose writes
 // may land otherwise must carry grants another way).
 struct CreditRecord {
-  std::uint64_t address = 0;   // of the slot
+  std::uint64_t address = 0;   // of the slot, as the sender writes to it
+  std::uint64_t key = 0;       // its remote key
   std::uint32_t bytes = 0;     // its size
-  std::uint32_t key = 0;       // its remote key
   std::uint32_t slot = 0;      // its number, for the immediate
-  std::uint32_t unused = 0;
   std::uint64_t sequence = 0;  // 1, 2, 3, ...: 0 means never granted
 };
 static_assert(sizeof(CreditRecord) == 32);

@@ -10,41 +10,53 @@ namespace hora::transport::rdma {
 
 namespace {
 std::mutex deviceMutex;
-std::shared_ptr<Device>& installed() {
-  static auto* device = new std::shared_ptr<Device>();  // never destroyed: used at exit
-  return *device;
+std::shared_ptr<Device>& installed(TransportKind kind) {
+  HORA_CHECK_ARG(kind == TransportKind::Ib || kind == TransportKind::Ofi, "RDMA: ", transportName(kind),
+                 " is not an RDMA transport");
+  // Never destroyed: connections may still use them at exit.
+  static auto* devices = new std::shared_ptr<Device>[2];
+  return devices[kind == TransportKind::Ib ? 0 : 1];
 }
 
-std::shared_ptr<Device> requireDevice(const std::string& peer) {
-  auto device = currentDevice();
-  if (!device) fail(ErrorKind::InvalidUsage, "RDMA connection with ", peer, ": no RDMA device is in use");
+std::shared_ptr<Device> requireDevice(TransportKind kind, const std::string& peer) {
+  auto device = currentDevice(kind);
+  if (!device)
+    fail(ErrorKind::InvalidUsage, transportName(kind), " connection with ", peer, ": no ", transportName(kind),
+         " device is in use");
   return device;
 }
 }  // namespace
 
-void useDevice(std::shared_ptr<Device> device) {
+void useDevice(TransportKind kind, std::shared_ptr<Device> device) {
   std::lock_guard<std::mutex> lock(deviceMutex);
-  if (device) HORA_LOG(Info, "RDMA: using device ", device->name(), " for the ib transport");
-  installed() = std::move(device);
+  if (device) HORA_LOG(Info, "RDMA: using ", device->name(), " for the ", transportName(kind), " transport");
+  installed(kind) = std::move(device);
 }
 
-std::shared_ptr<Device> currentDevice() {
+std::shared_ptr<Device> currentDevice(TransportKind kind) {
   std::lock_guard<std::mutex> lock(deviceMutex);
-  return installed();
+  return installed(kind);
 }
 
+template <TransportKind kind>
 std::unique_ptr<SendConnection> connectSender(ConnectionSetup setup) {
-  auto device = requireDevice(setup.peerName);
+  auto device = requireDevice(kind, setup.peerName);
   auto stream = std::make_unique<CreditSendStream>(device->createQueuePair(), std::move(setup.lifeline),
                                                    setup.peerName, device->geometry(), setup.deadline);
   return std::make_unique<StreamSendConnection>(std::move(stream), std::move(setup.peerName));
 }
 
+template <TransportKind kind>
 std::unique_ptr<RecvConnection> connectReceiver(ConnectionSetup setup) {
-  auto device = requireDevice(setup.peerName);
+  auto device = requireDevice(kind, setup.peerName);
   auto stream = std::make_unique<CreditRecvStream>(device->createQueuePair(), std::move(setup.lifeline),
                                                    setup.peerName, device->geometry(), setup.deadline);
   return std::make_unique<StreamRecvConnection>(std::move(stream), std::move(setup.peerName));
 }
+
+template std::unique_ptr<SendConnection> connectSender<TransportKind::Ib>(ConnectionSetup);
+template std::unique_ptr<SendConnection> connectSender<TransportKind::Ofi>(ConnectionSetup);
+template std::unique_ptr<RecvConnection> connectReceiver<TransportKind::Ib>(ConnectionSetup);
+template std::unique_ptr<RecvConnection> connectReceiver<TransportKind::Ofi>(ConnectionSetup);
 
 }  // namespace hora::transport::rdma

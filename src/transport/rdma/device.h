@@ -1,8 +1,10 @@
-// The RDMA device the `ib` transport uses in this process, and how its
-// connections are made (registry.h). A backend that finds a usable device
-// installs it (the verbs and libfabric backends are not built yet); a test
-// may install a fake one. With none installed, `ib` is not available and
-// TCP carries the pairs that would use it (transport/registry.h).
+// The RDMA devices the `ib` and `ofi` transports use in this process, and
+// how their connections are made (registry.h). Both transports run the same
+// credit protocol (credit_stream.h); they differ only in the device behind
+// the queue pairs. A backend that finds a usable device installs it (the
+// libfabric one: ofi/ofi_device.h; the verbs one is not installed yet); a
+// test may install a fake one. With none installed for a kind, that kind
+// is not available and TCP carries the pairs that would use it.
 #pragma once
 
 #include <memory>
@@ -24,13 +26,16 @@ class Device {
   virtual CreditGeometry geometry() const { return {}; }
 };
 
-// Installs `device` for connections made from now on (null: none).
-void useDevice(std::shared_ptr<Device> device);
-std::shared_ptr<Device> currentDevice();
+// Installs `device` as the one `kind` (Ib or Ofi) uses for connections
+// made from now on (null: none).
+void useDevice(TransportKind kind, std::shared_ptr<Device> device);
+std::shared_ptr<Device> currentDevice(TransportKind kind);
 
-// Both ends of an `ib` connection: the credit protocol over a queue pair of
-// the current device, set up over the connection's lifeline.
+// Both ends of an `ib` or `ofi` connection: the credit protocol over a
+// queue pair of that kind's device, set up over the connection's lifeline.
+template <TransportKind kind>
 std::unique_ptr<SendConnection> connectSender(ConnectionSetup setup);
+template <TransportKind kind>
 std::unique_ptr<RecvConnection> connectReceiver(ConnectionSetup setup);
 
 }  // namespace hora::transport::rdma

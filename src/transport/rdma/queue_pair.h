@@ -15,18 +15,26 @@
 namespace hora::transport::rdma {
 
 // Memory registered for RDMA: the local key for work requests that read it,
-// the remote key a peer writes into it with.
+// the remote key a peer writes into it with, and the address a peer names
+// its first byte by. Verbs names registered memory by virtual address;
+// libfabric providers may use offsets from the region's start instead
+// (without FI_MR_VIRT_ADDR), so the protocol never assumes either.
+// Keys are 64 bits wide because libfabric's are (verbs' fit in 32).
 struct Region {
   char* base = nullptr;
   std::size_t bytes = 0;
-  std::uint32_t localKey = 0;
-  std::uint32_t remoteKey = 0;
+  std::uint64_t localKey = 0;
+  std::uint64_t remoteKey = 0;
+  std::uint64_t remoteAddress = 0;  // of base, as a peer writes to it
+
+  // Where a peer writes to reach base + offset.
+  std::uint64_t remoteAt(std::size_t offset) const { return remoteAddress + offset; }
 };
 
 // Where a peer may write: an address in its registered memory and its key.
 struct RemoteMemory {
   std::uint64_t address = 0;
-  std::uint32_t key = 0;
+  std::uint64_t key = 0;
 };
 
 // How a work request ended, with the cases verbs distinguishes that the

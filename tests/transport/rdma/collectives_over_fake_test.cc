@@ -27,10 +27,10 @@ class OverFakeRdma : public ::testing::TestWithParam<int> {
     FakeOptions options;
     options.delaySteps = 1;  // requests land a poll after they were posted
     device_ = std::make_shared<FakeDevice>(options, CreditGeometry{8, 64 * 1024});
-    useDevice(device_);
+    useDevice(TransportKind::Ib, device_);
   }
   void TearDown() override {
-    useDevice(nullptr);
+    useDevice(TransportKind::Ib, nullptr);
     ::unsetenv("HORA_TRANSPORT");
   }
   // Runs body(rank, comm) on one thread per rank over fresh communicators.
@@ -107,7 +107,7 @@ TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
   ::setenv("HORA_TRANSPORT", "ib", 1);
   ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
   auto device = std::make_shared<FakeDevice>();
-  useDevice(device);
+  useDevice(TransportKind::Ib, device);
   constexpr std::size_t kCount = 64u << 20 >> 2;  // 64 MiB of int32
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
@@ -124,7 +124,7 @@ TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
     for (std::size_t i = 0; i < kCount; i += 4093) ASSERT_EQ(data[r][i], input(0, i) + input(1, i)) << r << " " << i;
   for (ncclComm_t comm : comms) ncclCommDestroy(comm);
   EXPECT_GT(device->queuePairsCreated(), 0);
-  useDevice(nullptr);
+  useDevice(TransportKind::Ib, nullptr);
   ::unsetenv("HORA_TRANSPORT");
 }
 
@@ -133,7 +133,7 @@ TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
 TEST(WithoutRdmaDevice, IbFallsBackToTcp) {
   ::setenv("HORA_TRANSPORT", "ib", 1);
   ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
-  useDevice(nullptr);
+  useDevice(TransportKind::Ib, nullptr);
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
   std::vector<std::int32_t> data[2] = {std::vector<std::int32_t>(1031, 1), std::vector<std::int32_t>(1031, 2)};
@@ -155,7 +155,7 @@ TEST(OverFakeRdmaFailure, ARankThatLeavesIsNamedByTheOthers) {
   ::setenv("HORA_TRANSPORT", "ib", 1);
   ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
   ::setenv("HORA_TIMEOUT", "20", 1);
-  useDevice(std::make_shared<FakeDevice>());
+  useDevice(TransportKind::Ib, std::make_shared<FakeDevice>());
   constexpr int kRanks = 3;
   ncclComm_t comms[kRanks];
   ASSERT_EQ(ncclCommInitAll(comms, kRanks, nullptr), ncclSuccess);
@@ -180,7 +180,7 @@ TEST(OverFakeRdmaFailure, ARankThatLeavesIsNamedByTheOthers) {
     EXPECT_TRUE(std::regex_search(errors[r], std::regex("rank 2 \\([^)]*\\) failed first"))) << "rank " << r << ": " << errors[r];
     ncclCommDestroy(comms[r]);
   }
-  useDevice(nullptr);
+  useDevice(TransportKind::Ib, nullptr);
   ::unsetenv("HORA_TRANSPORT");
 }
 

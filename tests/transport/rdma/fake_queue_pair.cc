@@ -24,14 +24,14 @@ FakeQueuePair::FakeQueuePair(std::shared_ptr<FakeFabric> fabric, int id, const F
 
 FakeQueuePair::~FakeQueuePair() {
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
-  for (std::uint32_t key : keys_) fabric_->memory_.erase(key);
+  for (std::uint64_t key : keys_) fabric_->memory_.erase(key);
   fabric_->queuePairs_.erase(id_);
 }
 
 void FakeQueuePair::kill() {
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
   dead_ = true;
-  for (std::uint32_t key : keys_) fabric_->memory_.erase(key);
+  for (std::uint64_t key : keys_) fabric_->memory_.erase(key);
   keys_.clear();
 }
 
@@ -42,10 +42,11 @@ bool FakeQueuePair::inError() const {
 
 Region FakeQueuePair::registerMemory(void* base, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
-  const std::uint32_t key = fabric_->nextKey_++;
+  const std::uint64_t key = fabric_->nextKey_++;
   fabric_->memory_[key] = {static_cast<char*>(base), bytes, id_};
   keys_.push_back(key);
-  return {static_cast<char*>(base), bytes, key, key};
+  // Verbs' way: peers name registered memory by its virtual address.
+  return {static_cast<char*>(base), bytes, key, key, reinterpret_cast<std::uint64_t>(base)};
 }
 
 std::vector<char> FakeQueuePair::address() const {

@@ -51,9 +51,9 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
     int owner;  // queue pair id
   };
   std::mutex mutex_;
-  std::map<std::uint32_t, RegisteredMemory> memory_;
+  std::map<std::uint64_t, RegisteredMemory> memory_;
   std::map<int, FakeQueuePair*> queuePairs_;
-  std::uint32_t nextKey_ = 0x1000;
+  std::uint64_t nextKey_ = 0x1000;
   int nextId_ = 1;
 };
 
@@ -107,7 +107,7 @@ class FakeQueuePair final : public QueuePair {
   std::deque<Completion> completions_;
   std::size_t outstanding_ = 0;  // send requests not yet completed (or covered by a completion)
   std::size_t unsignaledRun_ = 0;
-  std::vector<std::uint32_t> keys_;
+  std::vector<std::uint64_t> keys_;
 };
 
 // The fake as the process's RDMA device (rdma::useDevice): every queue pair

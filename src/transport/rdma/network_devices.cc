@@ -1,0 +1,25 @@
+#include "transport/rdma/network_devices.h"
+
+#include <mutex>
+
+#include "base/log.h"
+#include "hora_config.h"
+#include "transport/rdma/device.h"
+#if HORA_HAVE_OFI
+#include "transport/rdma/ofi/ofi_device.h"
+#endif
+
+namespace hora::transport::rdma {
+
+void prepareNetworkDevices(const topology::TransportPolicy& policy) {
+  const bool ofiForced = policy.forced == TransportKind::Ofi;
+#if HORA_HAVE_OFI
+  ofi::prepareOfi(ofiForced, policy.ofiDisabled);
+#else
+  static std::once_flag once;
+  if (ofiForced)
+    std::call_once(once, [] { HORA_LOG(Info, "ofi: this build of hora has no libfabric transport"); });
+#endif
+}
+
+}  // namespace hora::transport::rdma

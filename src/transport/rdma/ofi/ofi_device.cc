@@ -1,0 +1,135 @@
+#include "transport/rdma/ofi/ofi_device.h"
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "transport/rdma/ofi/ofi_queue_pair.h"
+
+namespace hora::transport::rdma::ofi {
+
+bool isHardwareProvider(std::string_view provider) {
+  // Layered names ("verbs;ofi_rxm") are named after the core provider.
+  const std::string_view core = provider.substr(0, provider.find(';'));
+  constexpr std::array<std::string_view, 6> kHardware = {"efa", "cxi", "verbs", "psm2", "psm3", "opx"};
+  for (std::string_view name : kHardware)
+    if (core == name) return true;
+  return false;
+}
+
+OfiDevice::OfiDevice(const FabricLibrary& library, fi_info* info) : library_(library), info_(info) {
+  int rc = library_.fabric(info_->fabric_attr, &fabric_, nullptr);
+  if (rc != 0) fail(ErrorKind::System, "ofi: ", library_.explain("fi_fabric", rc));
+  rc = fi_domain(fabric_, info_, &domain_, nullptr);
+  if (rc != 0) {
+    fi_close(&fabric_->fid);
+    fail(ErrorKind::System, "ofi: ", library_.explain("fi_domain", rc));
+  }
+}
+
+OfiDevice::~OfiDevice() {
+  if (domain_ != nullptr) fi_close(&domain_->fid);
+  if (fabric_ != nullptr) fi_close(&fabric_->fid);
+  library_.freeinfo(info_);
+}
+
+std::string OfiDevice::name() const {
+  return strCat("libfabric provider ", info_->fabric_attr->prov_name, " (domain ", info_->domain_attr->name, ")");
+}
+
+std::unique_ptr<QueuePair> OfiDevice::createQueuePair() {
+  return std::make_unique<OfiQueuePair>(shared_from_this());
+}
+
+std::uint64_t OfiDevice::nextKey() {
+  static std::atomic<std::uint64_t> key{1};
+  return key.fetch_add(1);
+}
+
+namespace {
+
+// What the credit protocol needs of a provider, as fi_getinfo hints.
+fi_info* protocolHints(const FabricLibrary& library) {
+  fi_info* hints = library.dupinfo(nullptr);
+  HORA_ENFORCE(hints != nullptr, "ofi: fi_dupinfo could not allocate hints");
+  hints->caps = FI_MSG | FI_RMA | FI_WRITE | FI_REMOTE_WRITE | FI_SEND | FI_RECV;
+  // Contexts: every operation passes a fi_context2 of its own.
+  hints->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
+  hints->ep_attr->type = FI_EP_RDM;
+  // A write with immediate (a send with remote CQ data) must land after
+  // the write before it: send-after-write ordering.
+  hints->tx_attr->msg_order = FI_ORDER_SAW | FI_ORDER_WAW;
+  hints->rx_attr->msg_order = FI_ORDER_SAW | FI_ORDER_WAW;
+  // Registration modes hora can work with (ofi_queue_pair.cc honours each).
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  // Ranks that are threads of one process share the domain.
+  hints->domain_attr->threading = FI_THREAD_SAFE;
+  if (auto provider = env::get({"HORA_OFI_PROVIDER", "FI_PROVIDER"}))
+    hints->fabric_attr->prov_name = ::strdup(provider->c_str());
+  return hints;
+}
+
+}  // namespace
+
+OfiOpening openOfiDevice(bool allowSoftware) {
+  OfiOpening opening;
+  const FabricLibrary* library = fabricLibrary(opening.why);
+  if (library == nullptr) return opening;
+  fi_info* hints = protocolHints(*library);
+  fi_info* found = nullptr;
+  const int rc = library->getinfo(FI_VERSION(1, 5), nullptr, nullptr, 0, hints, &found);
+  library->freeinfo(hints);
+  if (rc != 0 || found == nullptr) {
+    opening.why = strCat("no libfabric provider offers reliable datagrams with ordered RMA writes (",
+                         library->explain("fi_getinfo", rc), ")");
+    return opening;
+  }
+  // The first acceptable answer; libfabric lists the fastest first.
+  std::string skipped;
+  for (fi_info* info = found; info != nullptr; info = info->next) {
+    const std::string provider = info->fabric_attr->prov_name;
+    if (!allowSoftware && !isHardwareProvider(provider)) {
+      if (skipped.find(provider) == std::string::npos) skipped += (skipped.empty() ? "" : ", ") + provider;
+      continue;
+    }
+    fi_info* chosen = library->dupinfo(info);
+    library->freeinfo(found);
+    try {
+      opening.device = std::make_shared<OfiDevice>(*library, chosen);
+    } catch (const Error& error) {
+      opening.why = error.what();
+    }
+    return opening;
+  }
+  library->freeinfo(found);
+  opening.why = strCat("only software providers (", skipped,
+                       "), which hora's tcp transport outruns; HORA_TRANSPORT=ofi uses them anyway");
+  return opening;
+}
+
+void prepareOfi(bool forced, bool disabled) {
+  static std::mutex mutex;
+  static bool done = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (done || currentDevice(TransportKind::Ofi)) return;
+  done = true;
+  if (disabled) {
+    HORA_LOG(Info, "ofi: disabled (HORA_OFI_DISABLE or NCCL_NET)");
+    return;
+  }
+  OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced);
+  if (!opening.device) {
+    HORA_LOG(Info, "ofi: not available (", opening.why, ")");
+    return;
+  }
+  useDevice(TransportKind::Ofi, std::move(opening.device));
+}
+
+}  // namespace hora::transport::rdma::ofi

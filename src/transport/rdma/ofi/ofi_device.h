@@ -1,0 +1,67 @@
+// The `ofi` transport's device: one libfabric provider's fabric and domain,
+// shared by every queue pair (ofi_queue_pair.h) of the process.
+//
+// Which provider: the first that libfabric lists for what the credit
+// protocol needs (reliable datagram endpoints, RMA writes, messages with
+// remote CQ data, sends ordered after writes), narrowed by FI_PROVIDER or
+// HORA_OFI_PROVIDER. A hardware provider (efa, cxi, verbs, psm3, opx) is
+// used on its own; a software one (tcp, sockets, shm, udp) only when
+// HORA_TRANSPORT=ofi asks for ofi, since hora's own tcp transport is faster
+// than libfabric's tcp provider on the same sockets.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "transport/rdma/device.h"
+#include "transport/rdma/ofi/fabric_library.h"
+
+namespace hora::transport::rdma::ofi {
+
+// efa, cxi, verbs (and verbs;ofi_rxm), psm2, psm3, opx: providers that drive
+// a NIC; the rest move bytes through the kernel's sockets or memory.
+bool isHardwareProvider(std::string_view provider);
+
+class OfiDevice final : public Device, public std::enable_shared_from_this<OfiDevice> {
+ public:
+  // Takes `info` (the provider's answer) and opens its fabric and domain.
+  OfiDevice(const FabricLibrary& library, fi_info* info);
+  ~OfiDevice() override;
+  OfiDevice(const OfiDevice&) = delete;
+  OfiDevice& operator=(const OfiDevice&) = delete;
+
+  std::string name() const override;
+  std::unique_ptr<QueuePair> createQueuePair() override;
+
+  const FabricLibrary& library() const { return library_; }
+  const fi_info& info() const { return *info_; }
+  fid_domain* domain() const { return domain_; }
+  std::string provider() const { return info_->fabric_attr->prov_name; }
+  // Registration needs a key from us unless the provider picks its own.
+  std::uint64_t nextKey();
+
+ private:
+  const FabricLibrary& library_;
+  fi_info* info_;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+};
+
+struct OfiOpening {
+  std::shared_ptr<OfiDevice> device;  // null: none usable
+  std::string why;                    // what was found, or why nothing was
+};
+
+// Finds a provider (as above; `allowSoftware`: tcp and the like too) and
+// opens it. Never throws for "nothing here": says why instead.
+OfiOpening openOfiDevice(bool allowSoftware);
+
+// Installs the ofi device for this process (rdma::useDevice) unless one is
+// installed already or ofi is disabled, said once at INFO: called at every
+// communicator's init, and acts on the first. `forced`: HORA_TRANSPORT=ofi.
+void prepareOfi(bool forced, bool disabled);
+
+}  // namespace hora::transport::rdma::ofi

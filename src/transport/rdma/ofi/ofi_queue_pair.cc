@@ -1,0 +1,232 @@
+#include "transport/rdma/ofi/ofi_queue_pair.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/error.h"
+#include "transport/rdma/ofi/ofi_device.h"
+
+namespace hora::transport::rdma::ofi {
+
+namespace {
+constexpr std::size_t kMaxDepth = 256;
+constexpr std::size_t kReadBatch = 16;
+// How long the backlog may keep hearing "try again" before it is an error.
+constexpr std::chrono::seconds kBusyLimit{30};
+
+// How an operation ended, in the terms the protocol tells apart.
+Status statusOf(int error) {
+  switch (error) {
+    case FI_ECANCELED: return Status::Flushed;
+    case FI_EACCES:
+    case FI_EKEYREJECTED:
+    case FI_EPERM: return Status::RemoteAccessError;
+    case FI_ETIMEDOUT:
+    case FI_ECONNRESET:
+    case FI_ECONNREFUSED:
+    case FI_ECONNABORTED:
+    case FI_EHOSTUNREACH:
+    case FI_ENOTCONN:
+    case FI_EIO: return Status::RetryExceeded;  // the peer is gone or unreachable
+    default: return Status::LocalError;
+  }
+}
+}  // namespace
+
+OfiQueuePair::OfiQueuePair(std::shared_ptr<OfiDevice> device) : device_(std::move(device)) {
+  fi_info* info = const_cast<fi_info*>(&device_->info());
+  sendDepth_ = std::min(info->tx_attr->size, kMaxDepth);
+  receiveDepth_ = std::min(info->rx_attr->size, kMaxDepth);
+
+  fi_cq_attr cqAttr{};
+  cqAttr.size = 2 * (sendDepth_ + receiveDepth_);
+  cqAttr.format = FI_CQ_FORMAT_DATA;
+  cqAttr.wait_obj = FI_WAIT_NONE;
+  int rc = fi_cq_open(device_->domain(), &cqAttr, &completions_, nullptr);
+  if (rc != 0) raise("fi_cq_open", rc);
+
+  fi_av_attr avAttr{};
+  avAttr.type = info->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE : info->domain_attr->av_type;
+  avAttr.count = 1;
+  rc = fi_av_open(device_->domain(), &avAttr, &addresses_, nullptr);
+  if (rc != 0) raise("fi_av_open", rc);
+
+  rc = fi_endpoint(device_->domain(), info, &endpoint_, nullptr);
+  if (rc != 0) raise("fi_endpoint", rc);
+  rc = fi_ep_bind(endpoint_, &completions_->fid, FI_TRANSMIT | FI_RECV);
+  if (rc != 0) raise("fi_ep_bind (completion queue)", rc);
+  rc = fi_ep_bind(endpoint_, &addresses_->fid, 0);
+  if (rc != 0) raise("fi_ep_bind (address vector)", rc);
+  rc = fi_enable(endpoint_);
+  if (rc != 0) raise("fi_enable", rc);
+}
+
+OfiQueuePair::~OfiQueuePair() {
+  // The endpoint first: nothing may complete into what is closed after it.
+  if (endpoint_ != nullptr) fi_close(&endpoint_->fid);
+  for (fid_mr* mr : registrations_) fi_close(&mr->fid);
+  if (addresses_ != nullptr) fi_close(&addresses_->fid);
+  if (completions_ != nullptr) fi_close(&completions_->fid);
+}
+
+void OfiQueuePair::raise(const char* call, long result) const {
+  fail(ErrorKind::System, "ofi (", device_->provider(), "): ", device_->library().explain(call, result));
+}
+
+Region OfiQueuePair::registerMemory(void* base, std::size_t bytes) {
+  const std::uint64_t mode = device_->info().domain_attr->mr_mode;
+  // A key of our choosing, unless the provider chooses (FI_MR_PROV_KEY).
+  const std::uint64_t requestedKey = (mode & FI_MR_PROV_KEY) != 0 ? 0 : device_->nextKey();
+  fid_mr* mr = nullptr;
+  int rc = fi_mr_reg(device_->domain(), base, bytes, FI_WRITE | FI_REMOTE_WRITE, 0, requestedKey, 0, &mr, nullptr);
+  if (rc != 0) raise("fi_mr_reg", rc);
+  registrations_.push_back(mr);
+  if ((mode & FI_MR_ENDPOINT) != 0) {
+    // Providers that scope registrations to an endpoint want it bound.
+    if ((rc = fi_mr_bind(mr, &endpoint_->fid, 0)) != 0) raise("fi_mr_bind", rc);
+    if ((rc = fi_mr_enable(mr)) != 0) raise("fi_mr_enable", rc);
+  }
+  Region region;
+  region.base = static_cast<char*>(base);
+  region.bytes = bytes;
+  region.localKey = registrations_.size() - 1;
+  region.remoteKey = fi_mr_key(mr);
+  // Peers name the region by virtual address, or by offset from its start.
+  region.remoteAddress = (mode & FI_MR_VIRT_ADDR) != 0 ? reinterpret_cast<std::uint64_t>(base) : 0;
+  return region;
+}
+
+OfiQueuePair::Request* OfiQueuePair::take(Operation operation, std::uint64_t id, bool signaled) {
+  if (free_.empty()) {
+    requests_.push_back(std::make_unique<Request>());
+    free_.push_back(requests_.back().get());
+  }
+  Request* request = free_.back();
+  free_.pop_back();
+  request->id = id;
+  request->operation = operation;
+  request->signaled = signaled;
+  return request;
+}
+
+ssize_t OfiQueuePair::tryPost(const Posting& posting) {
+  void* context = &posting.request->context;
+  switch (posting.request->operation) {
+    case Operation::Write:
+      return fi_write(endpoint_, posting.source, posting.bytes, posting.descriptor, peer_, posting.to.address,
+                      posting.to.key, context);
+    case Operation::WriteWithImmediate:
+      return fi_senddata(endpoint_, nullptr, 0, nullptr, posting.immediate, peer_, context);
+    case Operation::Receive:
+      return fi_recv(endpoint_, nullptr, 0, nullptr, FI_ADDR_UNSPEC, context);
+  }
+  return -FI_EINVAL;
+}
+
+void OfiQueuePair::flush() {
+  while (!backlog_.empty()) {
+    const Posting& posting = backlog_.front();
+    const ssize_t rc = tryPost(posting);
+    if (rc == -FI_EAGAIN) {
+      if (std::chrono::steady_clock::now() - refusedSince_ > kBusyLimit)
+        raise(posting.request->operation == Operation::Receive ? "fi_recv (still refused)" : "fi_write (still refused)", rc);
+      return;
+    }
+    if (rc != 0) {
+      raise(posting.request->operation == Operation::Write                ? "fi_write"
+            : posting.request->operation == Operation::WriteWithImmediate ? "fi_senddata"
+                                                                           : "fi_recv",
+            rc);
+    }
+    backlog_.pop_front();
+    refusedSince_ = std::chrono::steady_clock::now();
+  }
+}
+
+void OfiQueuePair::post(const Posting& posting) {
+  if (backlog_.empty()) refusedSince_ = std::chrono::steady_clock::now();
+  backlog_.push_back(posting);
+  flush();
+}
+
+void OfiQueuePair::postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to,
+                             std::uint64_t id, bool signaled) {
+  Posting posting{take(Operation::Write, id, signaled)};
+  posting.source = from.base + offset;
+  posting.bytes = bytes;
+  posting.descriptor = fi_mr_desc(registrations_.at(from.localKey));
+  posting.to = to;
+  post(posting);
+}
+
+void OfiQueuePair::postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) {
+  Posting posting{take(Operation::WriteWithImmediate, id, true)};
+  posting.immediate = immediate;
+  post(posting);
+}
+
+void OfiQueuePair::postReceive(std::uint64_t id) { post(Posting{take(Operation::Receive, id, true)}); }
+
+void OfiQueuePair::drain() {
+  fi_cq_data_entry entries[kReadBatch];
+  for (;;) {
+    const ssize_t n = fi_cq_read(completions_, entries, kReadBatch);
+    if (n == -FI_EAGAIN) return;
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry error{};
+      if (fi_cq_readerr(completions_, &error, 0) != 1) continue;
+      auto* request = static_cast<Request*>(error.op_context);
+      Completion completion;
+      completion.status = statusOf(error.err);
+      if (request != nullptr) {
+        completion.id = request->id;
+        completion.operation = request->operation;
+        free_.push_back(request);
+      }
+      pending_.push_back(completion);  // failures surface, signaled or not
+      continue;
+    }
+    if (n < 0) raise("fi_cq_read", n);
+    for (ssize_t i = 0; i < n; ++i) {
+      auto* request = static_cast<Request*>(entries[i].op_context);
+      if (request->signaled)
+        pending_.push_back({request->id, request->operation, Status::Success,
+                            static_cast<std::uint32_t>(entries[i].data)});
+      free_.push_back(request);
+    }
+    if (static_cast<std::size_t>(n) < kReadBatch) return;
+  }
+}
+
+std::size_t OfiQueuePair::poll(Completion* out, std::size_t max) {
+  drain();
+  flush();
+  std::size_t n = 0;
+  while (n < max && !pending_.empty()) {
+    out[n++] = pending_.front();
+    pending_.pop_front();
+  }
+  return n;
+}
+
+std::vector<char> OfiQueuePair::address() const {
+  std::vector<char> name(256);
+  std::size_t length = name.size();
+  const int rc = fi_getname(&endpoint_->fid, name.data(), &length);
+  if (rc != 0) raise("fi_getname", rc);
+  name.resize(length);
+  return name;
+}
+
+void OfiQueuePair::connect(const std::vector<char>& peerAddress) {
+  const int inserted = fi_av_insert(addresses_, peerAddress.data(), 1, &peer_, 0, nullptr);
+  if (inserted != 1) raise("fi_av_insert", inserted < 0 ? inserted : -FI_EINVAL);
+}
+
+}  // namespace hora::transport::rdma::ofi

@@ -1,0 +1,100 @@
+// A QueuePair (rdma/queue_pair.h) on libfabric: one reliable datagram
+// endpoint (FI_EP_RDM) with its completion queue and an address vector
+// holding the one peer.
+//
+//   seam                      libfabric
+//   postWrite                 fi_write into the peer's registered memory
+//   postWriteWithImmediate    fi_senddata of no bytes, the immediate as
+//                             remote CQ data; ordered after the writes by
+//                             FI_ORDER_SAW
+//   postReceive               fi_recv of no bytes
+//   poll                      fi_cq_read (with manual progress, this is also
+//                             what moves the provider's bytes), fi_cq_readerr
+//   address / connect         fi_getname / fi_av_insert
+//
+// Every operation is given a context of its own (FI_CONTEXT2) that says
+// what it was; writes posted unsignaled complete too, and are dropped here.
+//
+// Posting never waits. A provider may answer "try again" (FI_EAGAIN) for a
+// while, e.g. until its connection to the peer is made, and that needs the
+// peer to make progress on this very endpoint, which it cannot while it
+// waits in a post of its own: so an operation refused for now joins a
+// backlog, posted in order by later posts and polls.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "transport/rdma/queue_pair.h"
+
+namespace hora::transport::rdma::ofi {
+
+class OfiDevice;
+
+class OfiQueuePair final : public QueuePair {
+ public:
+  explicit OfiQueuePair(std::shared_ptr<OfiDevice> device);
+  ~OfiQueuePair() override;
+  OfiQueuePair(const OfiQueuePair&) = delete;
+  OfiQueuePair& operator=(const OfiQueuePair&) = delete;
+
+  std::size_t sendQueueDepth() const override { return sendDepth_; }
+  std::size_t receiveQueueDepth() const override { return receiveDepth_; }
+  Region registerMemory(void* base, std::size_t bytes) override;
+  void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
+                 bool signaled) override;
+  void postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) override;
+  void postReceive(std::uint64_t id) override;
+  std::size_t poll(Completion* out, std::size_t max) override;
+  int eventFd() const override { return -1; }
+  std::vector<char> address() const override;
+  void connect(const std::vector<char>& peerAddress) override;
+
+ private:
+  // One operation in flight; libfabric hands `context` back on completion.
+  struct Request {
+    fi_context2 context;  // first: the pointer libfabric returns is this
+    std::uint64_t id = 0;
+    Operation operation = Operation::Write;
+    bool signaled = true;
+  };
+  // An operation as it will be posted.
+  struct Posting {
+    Request* request;
+    const char* source = nullptr;  // writes
+    std::size_t bytes = 0;
+    void* descriptor = nullptr;
+    RemoteMemory to;
+    std::uint32_t immediate = 0;   // writes with immediate
+  };
+  Request* take(Operation operation, std::uint64_t id, bool signaled);
+  void post(const Posting& posting);
+  // Posts what the backlog holds, oldest first, until the provider says
+  // "try again"; an error for anything else.
+  void flush();
+  ssize_t tryPost(const Posting& posting);
+  // Reads the completion queue into pending_.
+  void drain();
+  [[noreturn]] void raise(const char* call, long result) const;
+
+  std::shared_ptr<OfiDevice> device_;
+  fid_ep* endpoint_ = nullptr;
+  fid_cq* completions_ = nullptr;
+  fid_av* addresses_ = nullptr;
+  fi_addr_t peer_ = FI_ADDR_UNSPEC;
+  std::size_t sendDepth_ = 0;
+  std::size_t receiveDepth_ = 0;
+  std::vector<fid_mr*> registrations_;  // Region::localKey indexes this
+  std::vector<std::unique_ptr<Request>> requests_;
+  std::vector<Request*> free_;
+  std::deque<Completion> pending_;
+  std::deque<Posting> backlog_;
+  std::chrono::steady_clock::time_point refusedSince_;  // the backlog's front, first refused
+};
+
+}  // namespace hora::transport::rdma::ofi
