@@ -191,7 +191,10 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
       topology::localPlacement(rank_, bootstrap_->peers()[rank_].hostHash, "", system);
   // A rank whose process has an RDMA device in use (transport/rdma/device.h)
   // can take part in the ib (or ofi) transport, whatever hwloc saw.
-  transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment());
+  const auto& peers = bootstrap_->peers();
+  const bool spansHosts = std::any_of(peers.begin(), peers.end(),
+                                      [&](const auto& peer) { return peer.hostHash != peers[rank_].hostHash; });
+  transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), spansHosts);
   if (transport::rdma::currentDevice(topology::TransportKind::Ib)) mine.hasInfiniband = true;
   mine.hasOfi = transport::rdma::currentDevice(topology::TransportKind::Ofi) != nullptr;
   std::vector<PlacementRecord> records(nranks_);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "hora_config.h"
 #include "rank_process.h"
 
 namespace hora_api_test {
@@ -173,17 +174,24 @@ TEST(Failure, MissingRendezvousRootFailsInitNamingIt) {
 }
 
 // The peer-failure cases run over each transport that links ranks of one
-// host: shared memory (the default) and TCP.
+// host: shared memory (the default), TCP, and, where this build has
+// libfabric, ofi over its tcp provider (the RDMA credit protocol end to end,
+// its lifeline naming the peer).
 class PeerFailure : public ::testing::TestWithParam<const char*> {
  protected:
   // The environment of a rank process of this case.
   void prepareRank(int port, const std::string& timeoutSeconds) const {
     useRendezvous(port, timeoutSeconds);
     setEnvironment("HORA_TRANSPORT", GetParam());
+    if (std::string(GetParam()) == "ofi") setEnvironment("HORA_OFI_PROVIDER", "tcp");
   }
 };
 
+#if HORA_HAVE_OFI
+INSTANTIATE_TEST_SUITE_P(Transports, PeerFailure, ::testing::Values("shm", "tcp", "ofi"));
+#else
 INSTANTIATE_TEST_SUITE_P(Transports, PeerFailure, ::testing::Values("shm", "tcp"));
+#endif
 
 TEST_P(PeerFailure, RanksThatExitRightAfterACollectiveLeaveTheOthersUnharmed) {
   // A collective returns on a rank once that rank's part is done: its data

@@ -107,6 +107,76 @@ TEST_F(TransportTest, RulesTable) {
   }
 }
 
+// ofi: between hosts when both ranks have a libfabric device and ib is
+// not possible; on one host only when forced.
+TEST_F(TransportTest, OfiRules) {
+  auto withOfi = [&](int number, std::uint64_t host, bool infiniband, bool ofi) {
+    RankPlacement p = rank(number, -1, host, infiniband);
+    p.hasOfi = ofi;
+    return p;
+  };
+  TransportPolicy defaults;
+  // ib wins where both hosts have it.
+  EXPECT_EQ(chooseTransport(withOfi(0, 1, true, true), withOfi(1, 2, true, true), system_, defaults).kind,
+            TransportKind::Ib);
+  // Otherwise ofi, and the reason says why not ib.
+  TransportChoice choice = chooseTransport(withOfi(0, 1, false, true), withOfi(1, 2, false, true), system_, defaults);
+  EXPECT_EQ(choice.kind, TransportKind::Ofi);
+  EXPECT_THAT(choice.reason, HasSubstr("no usable RDMA NIC on rank 0's host"));
+  EXPECT_THAT(choice.reason, HasSubstr("libfabric device"));
+  // One rank without: tcp.
+  EXPECT_EQ(chooseTransport(withOfi(0, 1, false, true), withOfi(1, 2, false, false), system_, defaults).kind,
+            TransportKind::Tcp);
+  // Disabled: tcp.
+  TransportPolicy noOfi;
+  noOfi.ofiDisabled = true;
+  EXPECT_EQ(chooseTransport(withOfi(0, 1, false, true), withOfi(1, 2, false, true), system_, noOfi).kind,
+            TransportKind::Tcp);
+  // Same host: shm, unless ofi is forced.
+  EXPECT_EQ(chooseTransport(withOfi(0, 1, false, true), withOfi(1, 1, false, true), system_, defaults).kind,
+            TransportKind::Shm);
+  TransportPolicy forced;
+  forced.forced = TransportKind::Ofi;
+  EXPECT_EQ(chooseTransport(withOfi(0, 1, false, true), withOfi(1, 1, false, true), system_, forced).kind,
+            TransportKind::Ofi);
+  choice = chooseTransport(withOfi(0, 1, false, true), withOfi(1, 1, false, false), system_, forced);
+  EXPECT_EQ(choice.kind, TransportKind::Shm);
+  EXPECT_THAT(choice.reason, HasSubstr("rank 1 has no libfabric device"));
+}
+
+TEST(TransportPolicyTest, NcclNetChoosesTheNetwork) {
+  ScopedEnv a("HORA_NET", std::nullopt), b("HORA_IB_DISABLE", std::nullopt), c("NCCL_IB_DISABLE", std::nullopt);
+  ScopedEnv d("HORA_OFI_DISABLE", std::nullopt);
+  {
+    ScopedEnv net("NCCL_NET", "Socket");
+    TransportPolicy policy = TransportPolicy::fromEnvironment();
+    EXPECT_TRUE(policy.ibDisabled);
+    EXPECT_TRUE(policy.ofiDisabled);
+  }
+  {
+    ScopedEnv net("NCCL_NET", "IB");
+    TransportPolicy policy = TransportPolicy::fromEnvironment();
+    EXPECT_FALSE(policy.ibDisabled);
+    EXPECT_TRUE(policy.ofiDisabled);
+  }
+  {
+    ScopedEnv net("NCCL_NET", "ofi");
+    TransportPolicy policy = TransportPolicy::fromEnvironment();
+    EXPECT_TRUE(policy.ibDisabled);
+    EXPECT_FALSE(policy.ofiDisabled);
+  }
+  {
+    ScopedEnv net("NCCL_NET", "carrier pigeon");
+    try {
+      TransportPolicy::fromEnvironment();
+      FAIL() << "expected an error";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+      EXPECT_THAT(error.what(), HasSubstr("'carrier pigeon' (HORA_NET / NCCL_NET) is not one of IB, OFI, Socket"));
+    }
+  }
+}
+
 TEST_F(TransportTest, ChoiceIsSymmetric) {
   for (int a = -1; a < 5; ++a)
     for (int b = -1; b < 5; ++b)
@@ -184,7 +254,7 @@ TEST(TransportPolicyTest, BadValuesNameTheVariable) {
   {
     ScopedEnv level("HORA_P2P_LEVEL", std::nullopt), n("NCCL_P2P_LEVEL", std::nullopt);
     ScopedEnv t("HORA_TRANSPORT", "pigeon");
-    EXPECT_THAT(errorOf(), HasSubstr("HORA_TRANSPORT='pigeon' is not one of p2p, shm, ib, tcp"));
+    EXPECT_THAT(errorOf(), HasSubstr("HORA_TRANSPORT='pigeon' is not one of p2p, shm, ib, ofi, tcp"));
   }
   {
     ScopedEnv t("HORA_TRANSPORT", std::nullopt), h("HORA_IB_DISABLE", std::nullopt), n("NCCL_IB_DISABLE", "yes");
@@ -211,7 +281,8 @@ TEST(LocalPlacementTest, CarriesFingerprintCanonicalBusIdAndUsableRdma) {
 }
 
 TEST(TransportNamesTest, RoundTrip) {
-  for (TransportKind kind : {TransportKind::P2p, TransportKind::Shm, TransportKind::Ib, TransportKind::Tcp})
+  for (TransportKind kind :
+       {TransportKind::P2p, TransportKind::Shm, TransportKind::Ib, TransportKind::Tcp, TransportKind::Ofi})
     EXPECT_EQ(parseTransportName(transportName(kind)), kind);
   EXPECT_EQ(parseTransportName("TCP"), TransportKind::Tcp);
   EXPECT_FALSE(parseTransportName("nvls").has_value());

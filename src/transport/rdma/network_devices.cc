@@ -11,11 +11,12 @@
 
 namespace hora::transport::rdma {
 
-void prepareNetworkDevices(const topology::TransportPolicy& policy) {
+void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts) {
   const bool ofiForced = policy.forced == TransportKind::Ofi;
 #if HORA_HAVE_OFI
-  ofi::prepareOfi(ofiForced, policy.ofiDisabled);
+  if (ofiForced || spansHosts) ofi::prepareOfi(ofiForced, policy.ofiDisabled);
 #else
+  (void)spansHosts;
   static std::once_flag once;
   if (ofiForced)
     std::call_once(once, [] { HORA_LOG(Info, "ofi: this build of hora has no libfabric transport"); });

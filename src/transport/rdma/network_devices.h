@@ -8,6 +8,7 @@
 
 namespace hora::transport::rdma {
 
-void prepareNetworkDevices(const topology::TransportPolicy& policy);
+// `spansHosts`: some rank of the communicator is on another host.
+void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts);
 
 }  // namespace hora::transport::rdma

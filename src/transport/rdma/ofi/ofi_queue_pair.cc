@@ -157,7 +157,8 @@ void OfiQueuePair::post(const Posting& posting) {
 
 void OfiQueuePair::postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to,
                              std::uint64_t id, bool signaled) {
-  Posting posting{take(Operation::Write, id, signaled)};
+  Posting posting;
+  posting.request = take(Operation::Write, id, signaled);
   posting.source = from.base + offset;
   posting.bytes = bytes;
   posting.descriptor = fi_mr_desc(registrations_.at(from.localKey));
@@ -166,12 +167,17 @@ void OfiQueuePair::postWrite(const Region& from, std::size_t offset, std::size_t
 }
 
 void OfiQueuePair::postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) {
-  Posting posting{take(Operation::WriteWithImmediate, id, true)};
+  Posting posting;
+  posting.request = take(Operation::WriteWithImmediate, id, true);
   posting.immediate = immediate;
   post(posting);
 }
 
-void OfiQueuePair::postReceive(std::uint64_t id) { post(Posting{take(Operation::Receive, id, true)}); }
+void OfiQueuePair::postReceive(std::uint64_t id) {
+  Posting posting;
+  posting.request = take(Operation::Receive, id, true);
+  post(posting);
+}
 
 void OfiQueuePair::drain() {
   fi_cq_data_entry entries[kReadBatch];

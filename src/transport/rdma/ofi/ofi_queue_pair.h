@@ -65,7 +65,7 @@ class OfiQueuePair final : public QueuePair {
   };
   // An operation as it will be posted.
   struct Posting {
-    Request* request;
+    Request* request = nullptr;
     const char* source = nullptr;  // writes
     std::size_t bytes = 0;
     void* descriptor = nullptr;
