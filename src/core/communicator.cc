@@ -194,7 +194,8 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   const auto& peers = bootstrap_->peers();
   const bool spansHosts = std::any_of(peers.begin(), peers.end(),
                                       [&](const auto& peer) { return peer.hostHash != peers[rank_].hostHash; });
-  transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), spansHosts);
+  transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), spansHosts,
+                                         bootstrap_->interfaceName());
   if (transport::rdma::currentDevice(topology::TransportKind::Ib)) mine.hasInfiniband = true;
   mine.hasOfi = transport::rdma::currentDevice(topology::TransportKind::Ofi) != nullptr;
   std::vector<PlacementRecord> records(nranks_);

@@ -10,9 +10,11 @@
 #     rank that failed first, well before HORA_TIMEOUT,
 #   - nothing is left behind: no namespace, no veth, no process.
 # With --bench it then shapes the link with tc and prints the all-reduce bus
-# bandwidth of hora-perf next to the shaped rate.
+# bandwidth of hora-perf next to the shaped rate. With --transport ofi every
+# pair is forced onto the ofi transport (libfabric's tcp provider), the RDMA
+# credit protocol end to end between the two hosts.
 #
-# usage: two_hosts.sh [--bench HORA_PERF] HORA_RUN COLLECTIVE_CHECK
+# usage: two_hosts.sh [--transport ofi] [--bench HORA_PERF] HORA_RUN COLLECTIVE_CHECK
 #
 # Needs root (network namespaces); exits 77, "skipped" for meson, where it
 # cannot create them. See docs/multihost-testing.md.
@@ -34,10 +36,16 @@ readonly PEER_TIMEOUT=20     # HORA_TIMEOUT: a lost peer fails the job well with
 readonly SHAPED_RATE_MBIT=200
 
 usage() {
-  echo "usage: $0 [--bench HORA_PERF] HORA_RUN COLLECTIVE_CHECK" >&2
+  echo "usage: $0 [--transport ofi] [--bench HORA_PERF] HORA_RUN COLLECTIVE_CHECK" >&2
   exit 2
 }
 
+forced_transport=""
+if [[ ${1:-} == --transport ]]; then
+  [[ $# -ge 2 && $2 == ofi ]] || usage
+  forced_transport=$2
+  shift 2
+fi
 hora_perf=""
 if [[ ${1:-} == --bench ]]; then
   [[ $# -ge 2 ]] || usage
@@ -117,6 +125,13 @@ for h in 0 1; do
     exit 1
   fi
 done
+# Both ends up before any rank looks: libfabric's tcp provider lists only
+# interfaces that are running.
+for _ in $(seq 50); do
+  ip -n "${NS[0]}" link show "${VETH[0]}" | grep -q 'state UP' &&
+    ip -n "${NS[1]}" link show "${VETH[1]}" | grep -q 'state UP' && break
+  sleep 0.1
+done
 echo "hosts: ${HOSTNAMES[0]} = netns ${NS[0]}, ${VETH[0]} ${ADDR[0]}/$PREFIX;" \
   "${HOSTNAMES[1]} = netns ${NS[1]}, ${VETH[1]} ${ADDR[1]}/$PREFIX"
 
@@ -146,6 +161,10 @@ on_host() {
 unset HORA_SOCKET_IFNAME NCCL_SOCKET_IFNAME HORA_COMM_ID NCCL_COMM_ID HORA_TRANSPORT NCCL_SHM_DISABLE \
   HORA_DEBUG_FILE NCCL_DEBUG_FILE NCCL_DEBUG
 export HORA_TIMEOUT=$PEER_TIMEOUT
+if [[ $forced_transport == ofi ]]; then
+  export HORA_TRANSPORT=ofi HORA_OFI_PROVIDER=tcp
+  echo "transport: every pair forced onto ofi (libfabric's tcp provider)"
+fi
 
 # Starts the job "$@" on both hosts at once (node ranks 0 and 1), stopped by
 # hora-run after $2 seconds, and waits for both. Output of host h goes to
@@ -205,7 +224,13 @@ ring_order=$(seq -s ' -> ' 0 $((NRANKS - 1)))" -> 0"
 for ((rank = 0; rank < NRANKS; rank++)); do
   h=$((rank / RANKS_PER_HOST))
   next=$(((rank + 1) % NRANKS))
-  if ((next / RANKS_PER_HOST == h)); then transport=shm; else transport=tcp; fi
+  if [[ -n $forced_transport ]]; then
+    transport=$forced_transport
+  elif ((next / RANKS_PER_HOST == h)); then
+    transport=shm
+  else
+    transport=tcp
+  fi
   log="$work/check.host$h.log"
   host_pattern='[^:]+'
   ((own_hostnames)) && host_pattern=${HOSTNAMES[h]}

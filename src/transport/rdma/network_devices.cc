@@ -11,12 +11,14 @@
 
 namespace hora::transport::rdma {
 
-void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts) {
+void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts,
+                           const std::string& interfaceName) {
   const bool ofiForced = policy.forced == TransportKind::Ofi;
 #if HORA_HAVE_OFI
-  if (ofiForced || spansHosts) ofi::prepareOfi(ofiForced, policy.ofiDisabled);
+  if (ofiForced || spansHosts) ofi::prepareOfi(ofiForced, policy.ofiDisabled, interfaceName);
 #else
   (void)spansHosts;
+  (void)interfaceName;
   static std::once_flag once;
   if (ofiForced)
     std::call_once(once, [] { HORA_LOG(Info, "ofi: this build of hora has no libfabric transport"); });

@@ -4,11 +4,16 @@
 // installed. Each is opened once per process; later calls do nothing.
 #pragma once
 
+#include <string>
+
 #include "topology/topology.h"
 
 namespace hora::transport::rdma {
 
-// `spansHosts`: some rank of the communicator is on another host.
-void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts);
+// `spansHosts`: some rank of the communicator is on another host;
+// `interfaceName`: the network interface the bootstrap chose, which a
+// device reached through IP (libfabric's tcp provider) should use too.
+void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts,
+                           const std::string& interfaceName);
 
 }  // namespace hora::transport::rdma

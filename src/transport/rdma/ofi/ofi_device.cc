@@ -78,7 +78,30 @@ fi_info* protocolHints(const FabricLibrary& library) {
 
 }  // namespace
 
-OfiOpening openOfiDevice(bool allowSoftware) {
+namespace {
+// The answer to take among fi_getinfo's: acceptable ones in libfabric's
+// order (fastest first), the bootstrap's interface first, loopback last.
+fi_info* chooseInfo(fi_info* found, bool allowSoftware, const std::string& interfaceName, std::string& skipped) {
+  fi_info* best = nullptr;
+  int bestRank = 3;
+  for (fi_info* info = found; info != nullptr; info = info->next) {
+    const std::string provider = info->fabric_attr->prov_name;
+    if (!allowSoftware && !isHardwareProvider(provider)) {
+      if (skipped.find(provider) == std::string::npos) skipped += (skipped.empty() ? "" : ", ") + provider;
+      continue;
+    }
+    const std::string domain = info->domain_attr->name != nullptr ? info->domain_attr->name : "";
+    const int rank = !interfaceName.empty() && domain == interfaceName ? 0 : domain != "lo" ? 1 : 2;
+    if (rank < bestRank) {
+      best = info;
+      bestRank = rank;
+    }
+  }
+  return best;
+}
+}  // namespace
+
+OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName) {
   OfiOpening opening;
   const FabricLibrary* library = fabricLibrary(opening.why);
   if (library == nullptr) return opening;
@@ -91,30 +114,33 @@ OfiOpening openOfiDevice(bool allowSoftware) {
                          library->explain("fi_getinfo", rc), ")");
     return opening;
   }
-  // The first acceptable answer; libfabric lists the fastest first.
   std::string skipped;
-  for (fi_info* info = found; info != nullptr; info = info->next) {
-    const std::string provider = info->fabric_attr->prov_name;
-    if (!allowSoftware && !isHardwareProvider(provider)) {
-      if (skipped.find(provider) == std::string::npos) skipped += (skipped.empty() ? "" : ", ") + provider;
-      continue;
-    }
-    fi_info* chosen = library->dupinfo(info);
+  fi_info* best = chooseInfo(found, allowSoftware, interfaceName, skipped);
+  if (best == nullptr) {
     library->freeinfo(found);
-    try {
-      opening.device = std::make_shared<OfiDevice>(*library, chosen);
-    } catch (const Error& error) {
-      opening.why = error.what();
-    }
+    opening.why = strCat("only software providers (", skipped,
+                         "), which hora's tcp transport outruns; HORA_TRANSPORT=ofi uses them anyway");
     return opening;
   }
+  const std::string domain = best->domain_attr->name != nullptr ? best->domain_attr->name : "";
+  if (domain == "lo" && !interfaceName.empty() && interfaceName != "lo") {
+    // Only loopback: peers on other hosts could not reach this address.
+    opening.why = strCat("provider ", best->fabric_attr->prov_name, " offers no domain on interface ", interfaceName,
+                         ", only loopback");
+    library->freeinfo(found);
+    return opening;
+  }
+  fi_info* chosen = library->dupinfo(best);
   library->freeinfo(found);
-  opening.why = strCat("only software providers (", skipped,
-                       "), which hora's tcp transport outruns; HORA_TRANSPORT=ofi uses them anyway");
+  try {
+    opening.device = std::make_shared<OfiDevice>(*library, chosen);
+  } catch (const Error& error) {
+    opening.why = error.what();
+  }
   return opening;
 }
 
-void prepareOfi(bool forced, bool disabled) {
+void prepareOfi(bool forced, bool disabled, const std::string& interfaceName) {
   static std::mutex mutex;
   static bool done = false;
   std::lock_guard<std::mutex> lock(mutex);
@@ -124,7 +150,7 @@ void prepareOfi(bool forced, bool disabled) {
     HORA_LOG(Info, "ofi: disabled (HORA_OFI_DISABLE or NCCL_NET)");
     return;
   }
-  OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced);
+  OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced, interfaceName);
   if (!opening.device) {
     HORA_LOG(Info, "ofi: not available (", opening.why, ")");
     return;

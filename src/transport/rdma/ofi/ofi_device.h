@@ -56,12 +56,15 @@ struct OfiOpening {
 };
 
 // Finds a provider (as above; `allowSoftware`: tcp and the like too) and
-// opens it. Never throws for "nothing here": says why instead.
-OfiOpening openOfiDevice(bool allowSoftware);
+// opens it. A provider may offer one domain per network interface (tcp
+// does): the one named `interfaceName` (the interface hora's bootstrap
+// chose) is taken first, then any but loopback, so that peers on other
+// hosts can reach the address. Never throws for "nothing here": says why.
+OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName = "");
 
 // Installs the ofi device for this process (rdma::useDevice) unless one is
 // installed already or ofi is disabled, said once at INFO: called at every
 // communicator's init, and acts on the first. `forced`: HORA_TRANSPORT=ofi.
-void prepareOfi(bool forced, bool disabled);
+void prepareOfi(bool forced, bool disabled, const std::string& interfaceName);
 
 }  // namespace hora::transport::rdma::ofi
