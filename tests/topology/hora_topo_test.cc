@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "hora_config.h"
 #include "options.h"
 #include "topology_test_support.h"
 
@@ -96,6 +97,28 @@ TEST_F(HoraTopoToolTest, DescribesThisHost) {
   EXPECT_THAT(output, HasSubstr("Machine: hwloc (this host)"));
   EXPECT_THAT(output, HasSubstr("CPUs: "));
   EXPECT_THAT(output, HasSubstr("Ring: 0 1"));
+}
+
+// This host's network transports: what was found or why not, and with ofi
+// forced (libfabric's tcp provider, where the build has libfabric) every
+// rank has the device and pairs across hosts use it.
+TEST_F(HoraTopoToolTest, ShowsThisHostsNetworkTransports) {
+  auto [status, output] = runTool("--layout a:0,b:1 --reasons");
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("Network transports on this host:\n  ib:  "));
+  EXPECT_THAT(output, HasSubstr("\n  ofi: "));
+  EXPECT_THAT(output, HasSubstr("0 <-> 1: "));
+#if HORA_HAVE_OFI
+  ::setenv("HORA_TRANSPORT", "ofi", 1);
+  ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
+  auto [forcedStatus, forced] = runTool("--layout a:0,b:1 --reasons");
+  ::unsetenv("HORA_TRANSPORT");
+  ::unsetenv("HORA_OFI_PROVIDER");
+  EXPECT_EQ(forcedStatus, 0) << forced;
+  EXPECT_THAT(forced, HasSubstr("ofi: usable, libfabric provider tcp"));
+  EXPECT_THAT(forced, HasSubstr("rank 1: b, no GPU, libfabric device"));
+  EXPECT_THAT(forced, HasSubstr("0 <-> 1: ofi (different hosts"));
+#endif
 }
 
 TEST_F(HoraTopoToolTest, PrintsMatrixTransportsAndRingForAFixture) {

@@ -5,6 +5,7 @@
 //   hora-topo --topo ndv4.xml --layout a:0-7,b:8-15 --json
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include "base/env.h"
@@ -42,11 +43,17 @@ int main(int argc, char** argv) {
     std::vector<SimulatedRank> layout = options.layout;
     if (options.rankCount)
       for (int r = 0; r < *options.rankCount; ++r) layout.push_back(SimulatedRank{r, "host0"});
+    // This host's network devices, when the machine is this host.
+    const auto policy = hora::topology::TransportPolicy::fromEnvironment();
+    std::optional<NetworkDeviceReport> network;
+    if (!options.topologyFile && !hora::env::get({"HORA_TOPO_FILE", "NCCL_TOPO_FILE"}))
+      network = hora::transport::rdma::probeNetworkDevices(policy);
+    const NetworkDeviceReport* networkSeen = network ? &*network : nullptr;
     RankView ranks;
-    if (!layout.empty()) ranks = simulateRanks(system, layout, hora::topology::TransportPolicy::fromEnvironment());
+    if (!layout.empty()) ranks = simulateRanks(system, layout, policy, networkSeen);
 
-    if (options.json) printJson(std::cout, system, layout.empty() ? nullptr : &ranks);
-    else printText(std::cout, system, layout.empty() ? nullptr : &ranks, options.reasons);
+    if (options.json) printJson(std::cout, system, networkSeen, layout.empty() ? nullptr : &ranks);
+    else printText(std::cout, system, networkSeen, layout.empty() ? nullptr : &ranks, options.reasons);
   } catch (const hora::Error& error) {
     std::cerr << "hora-topo: " << error.what() << "\n";
     return 1;

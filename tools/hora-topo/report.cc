@@ -188,7 +188,7 @@ class Json {
 }  // namespace
 
 RankView simulateRanks(const System& system, const std::vector<SimulatedRank>& layout,
-                       const topology::TransportPolicy& policy) {
+                       const topology::TransportPolicy& policy, const NetworkDeviceReport* network) {
   RankView view;
   const auto gpus = system.devicesOfKind(DeviceKind::Gpu);
   view.placements.resize(layout.size());
@@ -201,6 +201,7 @@ RankView simulateRanks(const System& system, const std::vector<SimulatedRank>& l
       std::string bus = gpus.empty() ? "" : system.devices()[static_cast<std::size_t>(gpus[k % gpus.size()])].busId;
       auto rank = static_cast<std::size_t>(ranks[k]);
       view.placements[rank] = topology::localPlacement(ranks[k], hashHostName(host), bus, system);
+      if (network != nullptr) view.placements[rank].hasOfi = network->ofi;
       view.hostOf[rank] = host;
     }
   }
@@ -214,7 +215,8 @@ RankView simulateRanks(const System& system, const std::vector<SimulatedRank>& l
   return view;
 }
 
-void printText(std::ostream& out, const System& system, const RankView* ranks, bool reasons) {
+void printText(std::ostream& out, const System& system, const NetworkDeviceReport* network, const RankView* ranks,
+               bool reasons) {
   const auto& cpu = system.cpu();
   out << "Machine: " << system.source() << "\n";
   out << "CPUs: ";
@@ -276,6 +278,12 @@ void printText(std::ostream& out, const System& system, const RankView* ranks, b
     }
   }
 
+  if (network != nullptr) {
+    out << "\nNetwork transports on this host:\n";
+    out << "  ib:  " << network->ibDetail << "\n";
+    out << "  ofi: " << (network->ofi ? "usable, " : "") << network->ofiDetail << "\n";
+  }
+
   if (ranks == nullptr || ranks->placements.empty()) return;
   const std::size_t n = ranks->placements.size();
   std::map<std::string, std::vector<int>> ranksOfHost;
@@ -290,7 +298,7 @@ void printText(std::ostream& out, const System& system, const RankView* ranks, b
   for (std::size_t r = 0; r < n; ++r) {
     const auto& p = ranks->placements[r];
     out << "  rank " << r << ": " << ranks->hostOf[r] << ", " << (p.gpuBusId.empty() ? "no GPU" : "GPU " + p.gpuBusId)
-        << (p.hasInfiniband ? ", RDMA NIC" : "") << "\n";
+        << (p.hasInfiniband ? ", RDMA NIC" : "") << (p.hasOfi ? ", libfabric device" : "") << "\n";
   }
   std::vector<std::string> labels;
   for (std::size_t r = 0; r < n; ++r) labels.push_back(std::to_string(r));
@@ -312,7 +320,7 @@ void printText(std::ostream& out, const System& system, const RankView* ranks, b
   out << "\n";
 }
 
-void printJson(std::ostream& out, const System& system, const RankView* ranks) {
+void printJson(std::ostream& out, const System& system, const NetworkDeviceReport* network, const RankView* ranks) {
   Json json(out);
   json.open('{');
   json.field("source", system.source());
@@ -361,13 +369,19 @@ void printJson(std::ostream& out, const System& system, const RankView* ranks) {
   }
   json.close(']');
   json.field("fingerprint", std::to_string(system.fingerprint()));
+  if (network != nullptr) {
+    json.key("network").open('{')
+        .field("ib", network->ib).field("ibDetail", network->ibDetail)
+        .field("ofi", network->ofi).field("ofiDetail", network->ofiDetail)
+        .close('}');
+  }
   if (ranks != nullptr && !ranks->placements.empty()) {
     const std::size_t n = ranks->placements.size();
     json.key("ranks").open('[');
     for (std::size_t r = 0; r < n; ++r) {
       const auto& p = ranks->placements[r];
       json.open('{').field("rank", static_cast<int>(r)).field("host", ranks->hostOf[r]).field("gpuBusId", p.gpuBusId)
-          .field("hasInfiniband", p.hasInfiniband).close('}');
+          .field("hasInfiniband", p.hasInfiniband).field("hasOfi", p.hasOfi).close('}');
     }
     json.close(']');
     json.key("transports").open('[');

@@ -8,6 +8,7 @@
 
 #include "options.h"
 #include "topology/topology.h"
+#include "transport/rdma/network_devices.h"
 
 namespace hora::topo_tool {
 
@@ -19,12 +20,18 @@ struct RankView {
   std::vector<int> ring;
 };
 
-// A host's k-th rank (in rank order) drives the machine's GPU k (mod the GPU
-// count; none when the machine has no GPU).
-RankView simulateRanks(const topology::System& system, const std::vector<SimulatedRank>& layout,
-                       const topology::TransportPolicy& policy);
+using transport::rdma::NetworkDeviceReport;
 
-void printText(std::ostream& out, const topology::System& system, const RankView* ranks, bool reasons);
-void printJson(std::ostream& out, const topology::System& system, const RankView* ranks);
+// A host's k-th rank (in rank order) drives the machine's GPU k (mod the GPU
+// count; none when the machine has no GPU). `network`: what this host's
+// network devices offer (every simulated host has the same), or null when
+// the machine is read from a file.
+RankView simulateRanks(const topology::System& system, const std::vector<SimulatedRank>& layout,
+                       const topology::TransportPolicy& policy, const NetworkDeviceReport* network);
+
+void printText(std::ostream& out, const topology::System& system, const NetworkDeviceReport* network,
+               const RankView* ranks, bool reasons);
+void printJson(std::ostream& out, const topology::System& system, const NetworkDeviceReport* network,
+               const RankView* ranks);
 
 }  // namespace hora::topo_tool

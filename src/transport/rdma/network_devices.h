@@ -16,4 +16,15 @@ namespace hora::transport::rdma {
 void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts,
                            const std::string& interfaceName);
 
+// What this host offers the network transports, as hora-topo shows it:
+// whether each is usable here, and what was found or why not. Opens
+// nothing for good (the ofi device found is closed again).
+struct NetworkDeviceReport {
+  bool ib = false;
+  std::string ibDetail;
+  bool ofi = false;
+  std::string ofiDetail;
+};
+NetworkDeviceReport probeNetworkDevices(const topology::TransportPolicy& policy);
+
 }  // namespace hora::transport::rdma
