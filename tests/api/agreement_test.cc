@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hora_config.h"
 #include "local_comms.h"
 #include "nccl_outcome.h"
 
@@ -33,6 +34,7 @@ class Agreement : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     ::setenv("HORA_TRANSPORT", GetParam(), 1);
+    ::setenv("HORA_OFI_PROVIDER", "tcp", 1);  // for ofi: libfabric's tcp provider
     ::setenv("HORA_TIMEOUT", "5", 1);
   }
   void TearDown() override {
@@ -81,7 +83,11 @@ MATCHER_P(SaysOneOf, texts, "") {
   return false;
 }
 
+#if HORA_HAVE_OFI
+INSTANTIATE_TEST_SUITE_P(Transports, Agreement, ::testing::Values("shm", "tcp", "ofi"));
+#else
 INSTANTIATE_TEST_SUITE_P(Transports, Agreement, ::testing::Values("shm", "tcp"));
+#endif
 
 // An all-reduce in place of `count` floats on each rank.
 ncclResult_t allReduce(ncclComm_t comm, std::size_t count, ncclRedOp_t op = ncclSum) {
