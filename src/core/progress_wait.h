@@ -18,6 +18,10 @@ inline void cpuRelax() {
 #endif
 }
 
+// How long a waiter sleeps between looks at a connection that has work
+// outstanding but no file descriptor to wake it.
+constexpr std::chrono::microseconds kNothingToPollSlice{50};
+
 template <typename F>
 void ProgressEngine::waitLoop(F done, const char* what) {
   using Clock = std::chrono::steady_clock;
@@ -67,6 +71,10 @@ void ProgressEngine::waitLoop(F done, const char* what) {
       if (auto e = connection->pollEntry(); e.fd >= 0) {
         entries.push_back(e);
         slice = std::min(slice, connection->sleepSlice());
+      } else {
+        // Work outstanding and nothing to sleep on (a device without an
+        // fd, or one that may hold a completion already): look again soon.
+        slice = std::min(slice, kNothingToPollSlice);
       }
     };
     try {

@@ -59,6 +59,13 @@ void checkLifeline(const Socket& lifeline, const std::string& peer) {
     fail(ErrorKind::Remote, "RDMA peer ", peer, " closed its connection: the peer process exited or aborted");
 }
 
+// What a waiting rank may sleep on: the queue pair's fd once armed; -1
+// (poll again) when it has none or a completion may be waiting already.
+pollfd sleepEntry(QueuePair& qp) {
+  if (qp.eventFd() < 0 || !qp.arm()) return {-1, POLLIN, 0};
+  return {qp.eventFd(), POLLIN, 0};
+}
+
 [[noreturn]] void failCompletion(const Completion& completion, const std::string& peer) {
   const char* what = completion.operation == Operation::Receive              ? "receive"
                      : completion.operation == Operation::WriteWithImmediate ? "write with immediate"
@@ -166,8 +173,7 @@ std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstByt
 
 pollfd CreditSendStream::pollEntry(bool) const {
   if (!connected_) return {lifeline_.fd(), POLLIN, 0};  // the receiver's answer
-  if (qp_->eventFd() >= 0) qp_->arm();
-  return {qp_->eventFd(), POLLIN, 0};
+  return sleepEntry(*qp_);
 }
 
 void CreditSendStream::checkAlive() {
@@ -264,8 +270,7 @@ std::size_t CreditRecvStream::tryRecvTwo(void* first, std::size_t firstBytes, vo
 
 pollfd CreditRecvStream::pollEntry(bool) const {
   if (!granting_) return {lifeline_.fd(), POLLIN, 0};  // the sender's "ready"
-  if (qp_->eventFd() >= 0) qp_->arm();
-  return {qp_->eventFd(), POLLIN, 0};
+  return sleepEntry(*qp_);
 }
 
 void CreditRecvStream::checkAlive() {

@@ -85,7 +85,9 @@ class QueuePair {
   // Readable when a completion may be waiting (after arm()); -1 if the
   // device has none, and the caller polls.
   virtual int eventFd() const = 0;
-  virtual void arm() {}
+  // Asks for the fd to become readable at the next completion; false when
+  // one may be waiting already (the caller must poll, not sleep).
+  virtual bool arm() { return true; }
 
   // What the peer needs to connect to this queue pair, sent over the
   // connection's TCP lifeline; then connect() with the peer's.

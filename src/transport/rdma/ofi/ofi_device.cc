@@ -115,7 +115,10 @@ OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName) {
     return opening;
   }
   std::string skipped;
-  fi_info* best = chooseInfo(found, allowSoftware, interfaceName, skipped);
+  // HORA_OFI_DOMAIN names the domain (a NIC: "mlx5_0", "efa0"; an
+  // interface for tcp); else the bootstrap's interface is preferred.
+  const std::string preferred = env::get({"HORA_OFI_DOMAIN"}).value_or(interfaceName);
+  fi_info* best = chooseInfo(found, allowSoftware, preferred, skipped);
   if (best == nullptr) {
     library->freeinfo(found);
     opening.why = strCat("only software providers (", skipped,

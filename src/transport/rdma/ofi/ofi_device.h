@@ -39,6 +39,7 @@ class OfiDevice final : public Device, public std::enable_shared_from_this<OfiDe
   const FabricLibrary& library() const { return library_; }
   const fi_info& info() const { return *info_; }
   fid_domain* domain() const { return domain_; }
+  fid_fabric* fabric() const { return fabric_; }
   std::string provider() const { return info_->fabric_attr->prov_name; }
   // Registration needs a key from us unless the provider picks its own.
   std::uint64_t nextKey();

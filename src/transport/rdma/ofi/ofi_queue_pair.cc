@@ -44,11 +44,19 @@ OfiQueuePair::OfiQueuePair(std::shared_ptr<OfiDevice> device) : device_(std::mov
   sendDepth_ = std::min(info->tx_attr->size, kMaxDepth);
   receiveDepth_ = std::min(info->rx_attr->size, kMaxDepth);
 
+  // A completion queue with a file descriptor to sleep on where the
+  // provider offers one; without, a waiting rank polls.
   fi_cq_attr cqAttr{};
   cqAttr.size = 2 * (sendDepth_ + receiveDepth_);
   cqAttr.format = FI_CQ_FORMAT_DATA;
-  cqAttr.wait_obj = FI_WAIT_NONE;
+  cqAttr.wait_obj = FI_WAIT_FD;
   int rc = fi_cq_open(device_->domain(), &cqAttr, &completions_, nullptr);
+  if (rc == 0) {
+    if (fi_control(&completions_->fid, FI_GETWAIT, &waitFd_) != 0) waitFd_ = -1;
+  } else {
+    cqAttr.wait_obj = FI_WAIT_NONE;
+    rc = fi_cq_open(device_->domain(), &cqAttr, &completions_, nullptr);
+  }
   if (rc != 0) raise("fi_cq_open", rc);
 
   fi_av_attr avAttr{};
@@ -219,6 +227,14 @@ std::size_t OfiQueuePair::poll(Completion* out, std::size_t max) {
     pending_.pop_front();
   }
   return n;
+}
+
+bool OfiQueuePair::arm() {
+  // Sleeping is safe only when nothing is waiting in the queue, nothing is
+  // left to post, and the provider has no progress of its own to make.
+  if (!pending_.empty() || !backlog_.empty()) return false;
+  fid* queue = &completions_->fid;
+  return fi_trywait(device_->fabric(), &queue, 1) == 0;
 }
 
 std::vector<char> OfiQueuePair::address() const {

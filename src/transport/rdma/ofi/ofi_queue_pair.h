@@ -11,6 +11,8 @@
 //   poll                      fi_cq_read (with manual progress, this is also
 //                             what moves the provider's bytes), fi_cq_readerr
 //   address / connect         fi_getname / fi_av_insert
+//   eventFd / arm             the completion queue's wait fd (FI_WAIT_FD,
+//                             FI_GETWAIT) / fi_trywait
 //
 // Every operation is given a context of its own (FI_CONTEXT2) that says
 // what it was; writes posted unsignaled complete too, and are dropped here.
@@ -51,7 +53,8 @@ class OfiQueuePair final : public QueuePair {
   void postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) override;
   void postReceive(std::uint64_t id) override;
   std::size_t poll(Completion* out, std::size_t max) override;
-  int eventFd() const override { return -1; }
+  int eventFd() const override { return waitFd_; }
+  bool arm() override;
   std::vector<char> address() const override;
   void connect(const std::vector<char>& peerAddress) override;
 
@@ -87,6 +90,7 @@ class OfiQueuePair final : public QueuePair {
   fid_cq* completions_ = nullptr;
   fid_av* addresses_ = nullptr;
   fi_addr_t peer_ = FI_ADDR_UNSPEC;
+  int waitFd_ = -1;  // the completion queue's, where the provider offers one
   std::size_t sendDepth_ = 0;
   std::size_t receiveDepth_ = 0;
   std::vector<fid_mr*> registrations_;  // Region::localKey indexes this
