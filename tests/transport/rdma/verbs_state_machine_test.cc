@@ -434,6 +434,128 @@ TEST(VerbsQueuePairDataPath, DestructionReleasesInOrder) {
   EXPECT_EQ(fake.destroyed, (std::vector<std::string>{"qp", "cq", "channel", "mr", "pd", "context"}));
 }
 
+// --------------------------------------------------------- opening a port
+
+// A device with one port, as the fake library reports it.
+struct FakePort {
+  static inline FakePort* current = nullptr;
+  ibv_port_attr attributes{};
+  std::vector<ibv_gid_entry> gids;
+  bool pdFails = false;
+
+  explicit FakePort(FakeVerbs& fake) {
+    current = this;
+    attributes.state = IBV_PORT_ACTIVE;
+    attributes.active_mtu = IBV_MTU_4096;
+    attributes.lid = 12;
+    fake.api.getDeviceName = [](ibv_device*) { return "mlx5_2"; };
+    fake.api.openDevice = [](ibv_device*) { return reinterpret_cast<ibv_context*>(0x1000); };
+    fake.api.queryPort = [](ibv_context*, std::uint8_t, ibv_port_attr* out) {
+      *out = current->attributes;
+      return 0;
+    };
+    fake.api.queryGidEntry = [](ibv_context*, std::uint32_t, std::uint32_t index, ibv_gid_entry* out, std::uint32_t,
+                                std::size_t) {
+      if (index >= current->gids.size()) return ENODATA;
+      *out = current->gids[index];
+      return 0;
+    };
+    fake.api.allocPd = [](ibv_context*) -> ibv_pd* {
+      if (current->pdFails) return errno = ENOMEM, nullptr;
+      return reinterpret_cast<ibv_pd*>(0x2000);
+    };
+  }
+  ~FakePort() { current = nullptr; }
+
+  void addGid(const Gid& gid, ibv_gid_type type) {
+    ibv_gid_entry entry{};
+    std::copy(gid.begin(), gid.end(), entry.gid.raw);
+    entry.gid_index = static_cast<std::uint32_t>(gids.size());
+    entry.gid_type = type;
+    gids.push_back(entry);
+    attributes.gid_tbl_len = static_cast<int>(gids.size());
+  }
+};
+
+const Gid kLinkLocal{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x1b, 0, 0, 0, 0, 0, 1};
+const Gid kIpv4{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 5};
+
+TEST(VerbsPortOpening, RoceGetsTheGidTheRulesChooseAndItsQueuePairsAdvertiseIt) {
+  FakeVerbs fake;
+  FakePort device(fake);
+  device.attributes.link_layer = IBV_LINK_LAYER_ETHERNET;
+  device.addGid(kLinkLocal, IBV_GID_TYPE_ROCE_V1);
+  device.addGid(kLinkLocal, IBV_GID_TYPE_ROCE_V2);
+  device.addGid(kIpv4, IBV_GID_TYPE_ROCE_V1);
+  device.addGid(kIpv4, IBV_GID_TYPE_ROCE_V2);
+  const auto port = openVerbsPort(fake.api, nullptr, 1, {});
+  EXPECT_EQ(port->name, "mlx5_2:1");
+  EXPECT_EQ(port->path.linkLayer, LinkLayer::Ethernet);
+  EXPECT_EQ(port->path.gidIndex, 3);
+  EXPECT_EQ(port->path.gid, kIpv4);
+  EXPECT_EQ(port->lid, 12);
+
+  VerbsQueuePair qp(port, 16, 8);
+  const QpAddress mine = parseQpAddress(qp.address());
+  EXPECT_EQ(mine.gid, kIpv4);
+  EXPECT_EQ(mine.linkLayer, LinkLayer::Ethernet);
+  EXPECT_EQ(mine.mtu, IBV_MTU_4096);
+  EXPECT_EQ(mine.qpNumber, 0x1a2u);
+  EXPECT_LT(mine.psn, 1u << 24);
+}
+
+TEST(VerbsPortOpening, TheGidIndexSettingReachesThePort) {
+  FakeVerbs fake;
+  FakePort device(fake);
+  device.attributes.link_layer = IBV_LINK_LAYER_ETHERNET;
+  device.addGid(kLinkLocal, IBV_GID_TYPE_ROCE_V1);
+  device.addGid(kIpv4, IBV_GID_TYPE_ROCE_V2);
+  IbSettings settings;
+  settings.gidIndex = 0;
+  EXPECT_EQ(openVerbsPort(fake.api, nullptr, 1, settings)->path.gidIndex, 0);
+  settings.gidIndex = 5;
+  EXPECT_THROW(openVerbsPort(fake.api, nullptr, 1, settings), Error);
+}
+
+TEST(VerbsPortOpening, InfinibandUsesGidZeroAndTheLid) {
+  FakeVerbs fake;
+  FakePort device(fake);
+  device.attributes.link_layer = IBV_LINK_LAYER_INFINIBAND;
+  device.addGid(kLinkLocal, IBV_GID_TYPE_IB);
+  const auto port = openVerbsPort(fake.api, nullptr, 1, {});
+  EXPECT_EQ(port->path.linkLayer, LinkLayer::InfiniBand);
+  EXPECT_EQ(port->path.gidIndex, 0);
+  EXPECT_EQ(port->path.gid, kLinkLocal);
+}
+
+TEST(VerbsPortOpening, AnInactivePortIsAnErrorNamingIt) {
+  FakeVerbs fake;
+  FakePort device(fake);
+  device.attributes.state = IBV_PORT_DOWN;
+  device.addGid(kLinkLocal, IBV_GID_TYPE_IB);
+  try {
+    openVerbsPort(fake.api, nullptr, 1, {});
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_CONTAINS(error.what(), "mlx5_2:1 is not active");
+  }
+  EXPECT_EQ(fake.destroyed, (std::vector<std::string>{"context"})) << "the device is closed again";
+}
+
+TEST(VerbsPortOpening, AFailingAllocationNamesTheCallAndErrno) {
+  FakeVerbs fake;
+  FakePort device(fake);
+  device.addGid(kLinkLocal, IBV_GID_TYPE_IB);
+  device.pdFails = true;
+  try {
+    openVerbsPort(fake.api, nullptr, 1, {});
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_CONTAINS(error.what(), "ibv_alloc_pd(mlx5_2:1)");
+    EXPECT_CONTAINS(error.what(), "ENOMEM");
+  }
+}
+
 // ------------------------------------------------------------- the address
 
 TEST(QpAddress, RoundTrips) {
