@@ -2,26 +2,30 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "base/error.h"
 
 namespace hora::env {
 
-std::optional<std::string> get(std::initializer_list<const char*> names) {
+std::optional<Variable> find(std::initializer_list<const char*> names) {
   for (const char* name : names) {
     const char* value = std::getenv(name);
-    if (value != nullptr && value[0] != '\0') return std::string(value);
+    if (value != nullptr && value[0] != '\0') return Variable{name, value};
   }
   return std::nullopt;
 }
 
+std::optional<std::string> get(std::initializer_list<const char*> names) {
+  auto variable = find(names);
+  if (!variable) return std::nullopt;
+  return std::move(variable->value);
+}
+
 namespace {
 const char* firstSetName(std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    const char* value = std::getenv(name);
-    if (value != nullptr && value[0] != '\0') return name;
-  }
-  return *names.begin();
+  auto variable = find(names);
+  return variable ? variable->name : *names.begin();
 }
 }  // namespace
 

@@ -12,6 +12,14 @@ namespace hora::env {
 // The value of the first of `names` that is set and non-empty.
 std::optional<std::string> get(std::initializer_list<const char*> names);
 
+// The same, with the name that was set: for messages that must quote the
+// variable the user wrote (HORA_X or NCCL_X), not just the first name.
+struct Variable {
+  const char* name;
+  std::string value;
+};
+std::optional<Variable> find(std::initializer_list<const char*> names);
+
 // Integer value; a malformed value is an InvalidArgument error naming the variable.
 long long getInt(std::initializer_list<const char*> names, long long fallback);
 

@@ -67,7 +67,7 @@ const VerbsProbe& verbsAvailability() {
     } else {
       std::string names;
       for (const auto& device : probe.devices) names += (names.empty() ? "" : ", ") + device;
-      HORA_LOG(Info, "RDMA: found ", names, ", but hora's verbs backend is not built yet; tcp carries those pairs");
+      HORA_LOG(Info, "RDMA: found ", names, ", but hora's verbs backend is not in use yet; tcp carries those pairs");
     }
   });
   return probe;

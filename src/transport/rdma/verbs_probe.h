@@ -5,8 +5,8 @@
 // device list that fails (ENOSYS without kernel support) all mean "not
 // available": never an error.
 //
-// hora's verbs backend (a QueuePair over ibv_* calls) is not built yet; the
-// probe says what a user's machine has, once, at INFO.
+// hora's verbs backend (verbs/verbs_queue_pair.h) is not installed as a
+// device yet; the probe says what a user's machine has, once, at INFO.
 #pragma once
 
 #include <string>
@@ -25,7 +25,7 @@ VerbsProbe probeVerbs();
 
 // The probe's result, said once per process at INFO: "no RDMA device
 // (...): ib is not available; tcp carries those pairs", or the devices
-// found and that the verbs backend is not built yet.
+// found and that the verbs backend is not in use yet.
 const VerbsProbe& verbsAvailability();
 
 }  // namespace hora::transport::rdma
