@@ -418,10 +418,29 @@ TEST(VerbsQueuePairDataPath, ArmTakesAndAcknowledgesEventsThenRequestsANotificat
   VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
   EXPECT_EQ(qp.eventFd(), fake.channel.fd);
   fake.pendingEvents = 2;
-  qp.arm();
+  EXPECT_TRUE(qp.arm()) << "nothing waits in the queue: the caller may sleep";
   EXPECT_EQ(fake.pendingEvents, 0);
   EXPECT_EQ(fake.acknowledgedEvents, 2u);
   EXPECT_EQ(fake.notifyRequests, 1);
+}
+
+// A completion that arrived before the notification was requested raises
+// no event: arm() finds it, says not to sleep, and the next poll hands it
+// out.
+TEST(VerbsQueuePairDataPath, ArmFindsACompletionThatCameBeforeTheRequest) {
+  FakeVerbs fake;
+  VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
+  qp.postReceive(41);
+  ibv_wc done{};
+  done.wr_id = fake.receives.front().wr_id;
+  fake.completions.push_back(done);
+  EXPECT_FALSE(qp.arm());
+  EXPECT_FALSE(qp.arm()) << "still not handed out";
+  Completion out[4];
+  ASSERT_EQ(qp.poll(out, 4), 1u);
+  EXPECT_EQ(out[0].id, 41u);
+  EXPECT_EQ(out[0].operation, Operation::Receive);
+  EXPECT_TRUE(qp.arm());
 }
 
 TEST(VerbsQueuePairDataPath, DestructionReleasesInOrder) {

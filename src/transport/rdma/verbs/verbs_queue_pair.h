@@ -53,7 +53,7 @@ class VerbsQueuePair final : public QueuePair {
   void postReceive(std::uint64_t id) override;
   std::size_t poll(Completion* out, std::size_t max) override;
   int eventFd() const override;
-  void arm() override;
+  bool arm() override;
   std::vector<char> address() const override;
   void connect(const std::vector<char>& peerAddress) override;
 
@@ -81,6 +81,7 @@ class VerbsQueuePair final : public QueuePair {
   std::uint64_t nextSequence_ = 1;
   std::deque<Posted> sends_;
   std::deque<Posted> receives_;
+  std::deque<Completion> early_;  // found by arm(), handed out by the next poll()
 };
 
 }  // namespace hora::transport::rdma::verbs
