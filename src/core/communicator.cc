@@ -16,7 +16,6 @@
 #include "topology/cpu_affinity.h"
 #include "transport/rdma/device.h"
 #include "transport/rdma/network_devices.h"
-#include "transport/rdma/verbs_probe.h"
 #include "transport/shm/shm_layout.h"
 
 namespace hora::core {
@@ -190,13 +189,15 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   topology::RankPlacement mine =
       topology::localPlacement(rank_, bootstrap_->peers()[rank_].hostHash, "", system);
   // A rank whose process has an RDMA device in use (transport/rdma/device.h)
-  // can take part in the ib (or ofi) transport, whatever hwloc saw.
+  // takes part in the ib (or ofi) transport.
   const auto& peers = bootstrap_->peers();
   const bool spansHosts = std::any_of(peers.begin(), peers.end(),
                                       [&](const auto& peer) { return peer.hostHash != peers[rank_].hostHash; });
   transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), spansHosts,
                                          bootstrap_->interfaceName());
-  if (transport::rdma::currentDevice(topology::TransportKind::Ib)) mine.hasInfiniband = true;
+  // What this rank can use, not what hwloc saw: ranks must agree on the
+  // transport of each pair, and one whose NIC failed to open cannot use it.
+  mine.hasInfiniband = transport::rdma::currentDevice(topology::TransportKind::Ib) != nullptr;
   mine.hasOfi = transport::rdma::currentDevice(topology::TransportKind::Ofi) != nullptr;
   std::vector<PlacementRecord> records(nranks_);
   PlacementRecord& own = records[rank_];
@@ -269,7 +270,6 @@ std::vector<topology::TransportKind> Communicator::chooseTransports(
     const auto choice = topology::chooseTransport(placements[rank_], placements[p], system, policy);
     kinds[p] = transport::carrierOf(choice.kind);
     if (kinds[p] != choice.kind) {
-      if (choice.kind == topology::TransportKind::Ib) transport::rdma::verbsAvailability();  // says why, once
       HORA_LOG(Info, "rank ", rank_, " <-> rank ", p, ": ", topology::transportName(choice.kind),
                " is not available; ", topology::transportName(kinds[p]), " carries the pair");
     }

@@ -6,15 +6,23 @@
 #include "base/log.h"
 #include "hora_config.h"
 #include "transport/rdma/device.h"
-#include "transport/rdma/verbs_probe.h"
 #if HORA_HAVE_OFI
 #include "transport/rdma/ofi/ofi_device.h"
+#endif
+#if HORA_HAVE_IBVERBS
+#include "transport/rdma/verbs/verbs_device.h"
 #endif
 
 namespace hora::transport::rdma {
 
 void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts,
                            const std::string& interfaceName) {
+  const bool ibForced = policy.forced == TransportKind::Ib;
+#if HORA_HAVE_IBVERBS
+  if (ibForced || spansHosts) verbs::prepareVerbs(ibForced, policy.ibDisabled);
+#else
+  (void)ibForced;
+#endif
   const bool ofiForced = policy.forced == TransportKind::Ofi;
 #if HORA_HAVE_OFI
   if (ofiForced || spansHosts) ofi::prepareOfi(ofiForced, policy.ofiDisabled, interfaceName);
@@ -29,15 +37,21 @@ void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHo
 
 NetworkDeviceReport probeNetworkDevices(const topology::TransportPolicy& policy) {
   NetworkDeviceReport report;
-  const VerbsProbe verbs = probeVerbs();
   if (policy.ibDisabled) {
     report.ibDetail = "disabled (IB_DISABLE or NET)";
-  } else if (verbs.devices.empty()) {
-    report.ibDetail = strCat("not available: ", verbs.why);
   } else {
-    std::string names;
-    for (const auto& device : verbs.devices) names += (names.empty() ? "" : ", ") + device;
-    report.ibDetail = strCat("found ", names, "; the verbs backend is not in use yet, so tcp carries these pairs");
+#if HORA_HAVE_IBVERBS
+    std::string why;
+    if (const verbs::VerbsApi* api = verbs::loadVerbsApi(&why)) {
+      verbs::VerbsOpening opening = verbs::openVerbsDevice(*api);
+      report.ib = opening.device != nullptr;
+      report.ibDetail = report.ib ? opening.device->name() : strCat("not available: ", opening.why);
+    } else {
+      report.ibDetail = strCat("not available: ", why);
+    }
+#else
+    report.ibDetail = "not available: this build of hora has no verbs transport";
+#endif
   }
   const bool ofiForced = policy.forced == TransportKind::Ofi;
 #if HORA_HAVE_OFI

@@ -1,0 +1,130 @@
+#include "transport/rdma/verbs/verbs_device.h"
+
+#include <cerrno>
+#include <mutex>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "transport/rdma/verbs/ib_settings.h"
+#include "transport/rdma/verbs/verbs_queue_pair.h"
+
+namespace hora::transport::rdma::verbs {
+
+namespace {
+// Queue depths per connection: the credit protocol keeps at most two send
+// requests per slot in flight and one receive per slot.
+constexpr std::size_t kSendDepth = 64;
+constexpr std::size_t kReceiveDepth = 32;
+
+std::string portName(const PortListing& port) { return strCat(port.device, ":", port.port); }
+}  // namespace
+
+std::vector<PortListing> usablePorts(const std::vector<PortListing>& listed, const HcaFilter& filter,
+                                     std::string& why) {
+  std::vector<PortListing> usable;
+  std::string filtered, inactive;
+  for (const PortListing& port : listed) {
+    if (!filter.allows(port.device, port.port)) {
+      filtered += (filtered.empty() ? "" : ", ") + portName(port);
+    } else if (!port.active) {
+      inactive += (inactive.empty() ? "" : ", ") + portName(port);
+    } else {
+      usable.push_back(port);
+    }
+  }
+  if (usable.empty()) {
+    if (listed.empty()) why = "libibverbs lists no RDMA device";
+    else
+      why = strCat("no port is both allowed and ACTIVE", filtered.empty() ? "" : strCat(" (left out by NCCL_IB_HCA: ", filtered, ")"),
+                   inactive.empty() ? "" : strCat(" (not ACTIVE: ", inactive, ")"));
+  }
+  return usable;
+}
+
+std::vector<PortListing> listPorts(const VerbsApi& api, ibv_device** devices, int count) {
+  std::vector<PortListing> ports;
+  for (int d = 0; d < count; ++d) {
+    const char* name = api.getDeviceName(devices[d]);
+    ibv_context* context = api.openDevice(devices[d]);
+    if (name == nullptr || context == nullptr) continue;
+    ibv_device_attr attributes{};
+    if (api.queryDevice(context, &attributes) == 0) {
+      for (int p = 1; p <= attributes.phys_port_cnt; ++p) {
+        ibv_port_attr port{};
+        if (api.queryPort(context, static_cast<std::uint8_t>(p), &port) != 0) continue;
+        ports.push_back({name, p, port.state == IBV_PORT_ACTIVE,
+                         port.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand"});
+      }
+    }
+    api.closeDevice(context);
+  }
+  return ports;
+}
+
+std::string VerbsDevice::name() const {
+  return strCat("verbs port ", port_->name, " (",
+                port_->path.linkLayer == LinkLayer::Ethernet ? "RoCE" : "InfiniBand", ", GID index ",
+                port_->path.gidIndex, ")");
+}
+
+std::unique_ptr<QueuePair> VerbsDevice::createQueuePair() {
+  return std::make_unique<VerbsQueuePair>(port_, kSendDepth, kReceiveDepth);
+}
+
+VerbsOpening openVerbsDevice(const VerbsApi& api) {
+  VerbsOpening opening;
+  int count = 0;
+  errno = 0;
+  ibv_device** devices = api.getDeviceList(&count);
+  if (devices == nullptr) {
+    opening.why = strCat("ibv_get_device_list failed: ", errnoText(errno),
+                         errno == ENOSYS ? " (no kernel RDMA support)" : "");
+    return opening;
+  }
+  const std::vector<PortListing> usable =
+      usablePorts(listPorts(api, devices, count), HcaFilter::fromEnvironment(), opening.why);
+  const IbSettings settings = usable.empty() ? IbSettings{} : readIbSettings();
+  std::string failures;
+  for (const PortListing& wanted : usable) {
+    for (int d = 0; d < count && !opening.device; ++d) {
+      const char* name = api.getDeviceName(devices[d]);
+      if (name == nullptr || wanted.device != name) continue;
+      try {
+        opening.device = std::make_shared<VerbsDevice>(
+            openVerbsPort(api, devices[d], static_cast<std::uint8_t>(wanted.port), settings));
+      } catch (const Error& error) {
+        failures += (failures.empty() ? "" : "; ") + std::string(error.what());
+      }
+    }
+    if (opening.device) break;
+  }
+  api.freeDeviceList(devices);
+  if (!usable.empty() && !opening.device) opening.why = strCat("no usable port could be opened: ", failures);
+  return opening;
+}
+
+void prepareVerbs(bool forced, bool disabled) {
+  static std::mutex mutex;
+  static bool done = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (done || currentDevice(TransportKind::Ib)) return;
+  done = true;
+  if (disabled) {
+    HORA_LOG(Info, "ib: disabled (IB_DISABLE or NET)");
+    return;
+  }
+  std::string why;
+  const VerbsApi* api = loadVerbsApi(&why);
+  if (api == nullptr) {
+    HORA_LOG(Info, "ib: not available (", why, ")", forced ? "; HORA_TRANSPORT=ib falls back to tcp" : "");
+    return;
+  }
+  VerbsOpening opening = openVerbsDevice(*api);
+  if (!opening.device) {
+    HORA_LOG(Info, "ib: not available (", opening.why, "); tcp carries the pairs it would");
+    return;
+  }
+  useDevice(TransportKind::Ib, std::move(opening.device));
+}
+
+}  // namespace hora::transport::rdma::verbs

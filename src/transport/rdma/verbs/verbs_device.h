@@ -1,0 +1,64 @@
+// The ib transport's device on libibverbs: the port this process's ib
+// connections use, and a reliable-connected queue pair on it for each
+// (verbs_queue_pair.h).
+//
+// Which port: every port of every device libibverbs lists, in its order,
+// that NCCL_IB_HCA allows (hca_filter.h) and that is ACTIVE; the first of
+// them. (Several ports carrying separate channels, multi-rail, is not
+// built: one port serves every connection.) No library, no device, no
+// allowed active port: not available, said with the reason, never an error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/rdma/device.h"
+#include "transport/rdma/verbs/hca_filter.h"
+#include "transport/rdma/verbs/verbs_api.h"
+#include "transport/rdma/verbs/verbs_port.h"
+
+namespace hora::transport::rdma::verbs {
+
+// A port as listed, before it is opened.
+struct PortListing {
+  std::string device;  // "mlx5_0"
+  int port = 1;
+  bool active = false;
+  std::string linkLayer;  // "InfiniBand", "Ethernet"
+};
+
+// The listed ports this process may use, in order; `why` says what was
+// left out and why when none is.
+std::vector<PortListing> usablePorts(const std::vector<PortListing>& listed, const HcaFilter& filter,
+                                     std::string& why);
+
+// Every port of `devices` (ibv_get_device_list's), queried, not opened for use.
+std::vector<PortListing> listPorts(const VerbsApi& api, ibv_device** devices, int count);
+
+class VerbsDevice final : public Device {
+ public:
+  explicit VerbsDevice(std::shared_ptr<VerbsPort> port) : port_(std::move(port)) {}
+  std::string name() const override;
+  std::unique_ptr<QueuePair> createQueuePair() override;
+
+ private:
+  std::shared_ptr<VerbsPort> port_;
+};
+
+struct VerbsOpening {
+  std::shared_ptr<VerbsDevice> device;  // null: none usable
+  std::string why;
+};
+
+// Lists, filters (NCCL_IB_HCA from the environment) and opens the first
+// usable port, with NCCL_IB_* settings from the environment. A port that
+// fails to open is skipped for the next, its error kept in `why`.
+VerbsOpening openVerbsDevice(const VerbsApi& api);
+
+// Installs the ib device for this process (rdma::useDevice) unless one is
+// installed already or ib is disabled, said once at INFO; acts on the
+// first call. `forced`: HORA_TRANSPORT=ib.
+void prepareVerbs(bool forced, bool disabled);
+
+}  // namespace hora::transport::rdma::verbs
