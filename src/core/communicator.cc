@@ -193,8 +193,12 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   const auto& peers = bootstrap_->peers();
   const bool spansHosts = std::any_of(peers.begin(), peers.end(),
                                       [&](const auto& peer) { return peer.hostHash != peers[rank_].hostHash; });
-  transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), spansHosts,
-                                         bootstrap_->interfaceName());
+  transport::rdma::RankNetworkView view;
+  view.spansHosts = spansHosts;
+  view.interfaceName = bootstrap_->interfaceName();
+  // Host buffers: the NIC nearest the CPUs this rank runs on.
+  view.nicsNearest = topology::rdmaNicsNearest(system, std::nullopt, topology::currentCpus());
+  transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), view);
   // What this rank can use, not what hwloc saw: ranks must agree on the
   // transport of each pair, and one whose NIC failed to open cannot use it.
   mine.hasInfiniband = transport::rdma::currentDevice(topology::TransportKind::Ib) != nullptr;

@@ -159,6 +159,13 @@ System loadSystemFromFile(const std::string& path, const LoadOptions& options = 
 // exist on this host and have none.
 System loadSystem();
 
+// The RDMA NICs' names (as verbs names them: "mlx5_0") in the order a rank
+// should prefer them: for a rank driving `gpu`, the NIC nearestNic gives it
+// first, then by path class and bandwidth from the GPU; for a rank without
+// one, the NICs on a NUMA node holding one of `cpus` first. Ties keep the
+// System's order.
+std::vector<std::string> rdmaNicsNearest(const System& system, std::optional<int> gpu, const std::vector<int>& cpus);
+
 // ---- Transports ----------------------------------------------------------
 
 // What a rank tells the others during init (all-gathered).

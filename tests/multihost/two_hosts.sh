@@ -10,11 +10,13 @@
 #     rank that failed first, well before HORA_TIMEOUT,
 #   - nothing is left behind: no namespace, no veth, no process.
 # With --bench it then shapes the link with tc and prints the all-reduce bus
-# bandwidth of hora-perf next to the shaped rate. With --transport ofi every
-# pair is forced onto the ofi transport (libfabric's tcp provider), the RDMA
-# credit protocol end to end between the two hosts.
+# bandwidth of hora-perf next to the shaped rate (BENCH_ARGS: hora-perf's
+# arguments instead of an 8-32 MiB all-reduce; BENCH_SHAPED=0: the unshaped
+# link only). With --transport ofi every pair is forced onto the ofi
+# transport (libfabric's tcp provider), the RDMA credit protocol end to end
+# between the two hosts; --transport tcp forces tcp, for comparison.
 #
-# usage: two_hosts.sh [--transport ofi] [--bench HORA_PERF] HORA_RUN COLLECTIVE_CHECK
+# usage: two_hosts.sh [--transport ofi|tcp] [--bench HORA_PERF] HORA_RUN COLLECTIVE_CHECK
 #
 # Needs root (network namespaces); exits 77, "skipped" for meson, where it
 # cannot create them. See docs/multihost-testing.md.
@@ -36,13 +38,13 @@ readonly PEER_TIMEOUT=20     # HORA_TIMEOUT: a lost peer fails the job well with
 readonly SHAPED_RATE_MBIT=200
 
 usage() {
-  echo "usage: $0 [--transport ofi] [--bench HORA_PERF] HORA_RUN COLLECTIVE_CHECK" >&2
+  echo "usage: $0 [--transport ofi|tcp] [--bench HORA_PERF] HORA_RUN COLLECTIVE_CHECK" >&2
   exit 2
 }
 
 forced_transport=""
 if [[ ${1:-} == --transport ]]; then
-  [[ $# -ge 2 && $2 == ofi ]] || usage
+  [[ $# -ge 2 && ($2 == ofi || $2 == tcp) ]] || usage
   forced_transport=$2
   shift 2
 fi
@@ -164,6 +166,9 @@ export HORA_TIMEOUT=$PEER_TIMEOUT
 if [[ $forced_transport == ofi ]]; then
   export HORA_TRANSPORT=ofi HORA_OFI_PROVIDER=tcp
   echo "transport: every pair forced onto ofi (libfabric's tcp provider)"
+elif [[ $forced_transport == tcp ]]; then
+  export HORA_TRANSPORT=tcp
+  echo "transport: every pair forced onto tcp"
 fi
 
 # Starts the job "$@" on both hosts at once (node ranks 0 and 1), stopped by
@@ -316,13 +321,14 @@ busbw_table() {
 }
 
 if [[ -n $hora_perf ]]; then
-  perf_args=(all_reduce -b 8M -e 32M -f 2 -w 1 -n 2 -c 1)
+  read -ra perf_args <<<"${BENCH_ARGS:-all_reduce -b 8M -e 32M -f 2 -w 1 -n 2 -c 1}"
   echo
   echo "benchmark: hora-perf ${perf_args[*]}, $NRANKS ranks on 2 hosts"
   HORA_DEBUG=WARN run_job unshaped "$BENCH_SECONDS" "$hora_perf" "${perf_args[@]}" || { show_logs unshaped; exit 1; }
   echo "veth link, unshaped:"
   busbw_table unshaped
-
+fi
+if [[ -n $hora_perf && ${BENCH_SHAPED:-1} != 0 ]]; then
   # Token bucket on the egress of both ends: each direction of the link
   # carries at most the shaped rate. burst must hold at least a timer tick
   # of traffic (rate / HZ), or tbf cannot reach its rate.

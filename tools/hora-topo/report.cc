@@ -297,8 +297,13 @@ void printText(std::ostream& out, const System& system, const NetworkDeviceRepor
   out << ")\n";
   for (std::size_t r = 0; r < n; ++r) {
     const auto& p = ranks->placements[r];
+    // The RDMA NIC the rank's ib connections would leave through (the one
+    // nearest its GPU; ranks without one, on a machine read from a file,
+    // have no CPUs of their own to go by).
+    const auto nics = topology::rdmaNicsNearest(system, system.findGpu(p.gpuBusId), {});
     out << "  rank " << r << ": " << ranks->hostOf[r] << ", " << (p.gpuBusId.empty() ? "no GPU" : "GPU " + p.gpuBusId)
-        << (p.hasInfiniband ? ", RDMA NIC" : "") << (p.hasOfi ? ", libfabric device" : "") << "\n";
+        << (nics.empty() ? (p.hasInfiniband ? ", RDMA NIC" : "") : ", RDMA NIC " + nics.front())
+        << (p.hasOfi ? ", libfabric device" : "") << "\n";
   }
   std::vector<std::string> labels;
   for (std::size_t r = 0; r < n; ++r) labels.push_back(std::to_string(r));

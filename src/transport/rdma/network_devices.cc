@@ -15,20 +15,19 @@
 
 namespace hora::transport::rdma {
 
-void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts,
-                           const std::string& interfaceName) {
+void prepareNetworkDevices(const topology::TransportPolicy& policy, const RankNetworkView& rank) {
+  const bool spansHosts = rank.spansHosts;
   const bool ibForced = policy.forced == TransportKind::Ib;
 #if HORA_HAVE_IBVERBS
-  if (ibForced || spansHosts) verbs::prepareVerbs(ibForced, policy.ibDisabled);
+  if (ibForced || spansHosts) verbs::prepareVerbs(ibForced, policy.ibDisabled, rank.nicsNearest);
 #else
   (void)ibForced;
 #endif
   const bool ofiForced = policy.forced == TransportKind::Ofi;
 #if HORA_HAVE_OFI
-  if (ofiForced || spansHosts) ofi::prepareOfi(ofiForced, policy.ofiDisabled, interfaceName);
+  if (ofiForced || spansHosts) ofi::prepareOfi(ofiForced, policy.ofiDisabled, rank.interfaceName);
 #else
   (void)spansHosts;
-  (void)interfaceName;
   static std::once_flag once;
   if (ofiForced)
     std::call_once(once, [] { HORA_LOG(Info, "ofi: this build of hora has no libfabric transport"); });
@@ -43,7 +42,7 @@ NetworkDeviceReport probeNetworkDevices(const topology::TransportPolicy& policy)
 #if HORA_HAVE_IBVERBS
     std::string why;
     if (const verbs::VerbsApi* api = verbs::loadVerbsApi(&why)) {
-      verbs::VerbsOpening opening = verbs::openVerbsDevice(*api);
+      verbs::VerbsOpening opening = verbs::openVerbsDevice(*api, {});
       report.ib = opening.device != nullptr;
       report.ibDetail = report.ib ? opening.device->name() : strCat("not available: ", opening.why);
     } else {

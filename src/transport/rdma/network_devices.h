@@ -5,16 +5,21 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "topology/topology.h"
 
 namespace hora::transport::rdma {
 
-// `spansHosts`: some rank of the communicator is on another host;
-// `interfaceName`: the network interface the bootstrap chose, which a
-// device reached through IP (libfabric's tcp provider) should use too.
-void prepareNetworkDevices(const topology::TransportPolicy& policy, bool spansHosts,
-                           const std::string& interfaceName);
+// What a communicator's rank tells the device search about itself.
+struct RankNetworkView {
+  bool spansHosts = false;    // some rank of the communicator is on another host
+  std::string interfaceName;  // the bootstrap's, which a device reached through
+                              // IP (libfabric's tcp provider) should use too
+  std::vector<std::string> nicsNearest;  // RDMA NICs nearest the rank first
+                                         // (topology::rdmaNicsNearest)
+};
+void prepareNetworkDevices(const topology::TransportPolicy& policy, const RankNetworkView& rank);
 
 // What this host offers the network transports, as hora-topo shows it:
 // whether each is usable here, and what was found or why not. Opens

@@ -24,23 +24,34 @@ std::vector<PortListing> twoDevices() {
 
 TEST(UsablePorts, ActivePortsTheFilterAllowsInOrder) {
   std::string why;
-  auto usable = usablePorts(twoDevices(), HcaFilter{}, why);
+  auto usable = usablePorts(twoDevices(), HcaFilter{}, {}, why);
   ASSERT_EQ(usable.size(), 2u);
   EXPECT_EQ(usable[0].device, "mlx5_0");
   EXPECT_EQ(usable[1].device, "mlx5_1");
   EXPECT_TRUE(why.empty());
 
-  usable = usablePorts(twoDevices(), HcaFilter::parse("^mlx5_0"), why);
+  usable = usablePorts(twoDevices(), HcaFilter::parse("^mlx5_0"), {}, why);
   ASSERT_EQ(usable.size(), 1u);
+  EXPECT_EQ(usable[0].device, "mlx5_1");
+}
+
+TEST(UsablePorts, TheNicsNearestTheRankComeFirst) {
+  std::string why;
+  auto usable = usablePorts(twoDevices(), HcaFilter{}, {"mlx5_1", "mlx5_0"}, why);
+  ASSERT_EQ(usable.size(), 2u);
+  EXPECT_EQ(usable[0].device, "mlx5_1");
+  EXPECT_EQ(usable[1].device, "mlx5_0");
+  // A device the topology does not know keeps its place after those it does.
+  usable = usablePorts(twoDevices(), HcaFilter{}, {"mlx5_1"}, why);
   EXPECT_EQ(usable[0].device, "mlx5_1");
 }
 
 TEST(UsablePorts, NoneSaysWhatWasLeftOutAndWhy) {
   std::string why;
-  EXPECT_TRUE(usablePorts(twoDevices(), HcaFilter::parse("=mlx5_0:2"), why).empty());
+  EXPECT_TRUE(usablePorts(twoDevices(), HcaFilter::parse("=mlx5_0:2"), {}, why).empty());
   EXPECT_THAT(why, HasSubstr("not ACTIVE: mlx5_0:2"));
   EXPECT_THAT(why, HasSubstr("left out by NCCL_IB_HCA: mlx5_0:1, mlx5_1:1"));
-  EXPECT_TRUE(usablePorts({}, HcaFilter{}, why).empty());
+  EXPECT_TRUE(usablePorts({}, HcaFilter{}, {}, why).empty());
   EXPECT_THAT(why, HasSubstr("lists no RDMA device"));
 }
 
@@ -101,7 +112,7 @@ TEST(VerbsOnThisMachine, NoDeviceIsAReasonNotAnError) {
   const VerbsApi* api = loadVerbsApi(&why);
   ASSERT_NE(api, nullptr) << "libibverbs is a build dependency, so its library is here: " << why;
   VerbsOpening opening;
-  EXPECT_NO_THROW(opening = openVerbsDevice(*api));
+  EXPECT_NO_THROW(opening = openVerbsDevice(*api, {}));
   if (opening.device) {
     EXPECT_THAT(opening.device->name(), HasSubstr("verbs port "));
   } else {

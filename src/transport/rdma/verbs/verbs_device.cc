@@ -1,5 +1,6 @@
 #include "transport/rdma/verbs/verbs_device.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <mutex>
 
@@ -20,7 +21,7 @@ std::string portName(const PortListing& port) { return strCat(port.device, ":", 
 }  // namespace
 
 std::vector<PortListing> usablePorts(const std::vector<PortListing>& listed, const HcaFilter& filter,
-                                     std::string& why) {
+                                     const std::vector<std::string>& preferred, std::string& why) {
   std::vector<PortListing> usable;
   std::string filtered, inactive;
   for (const PortListing& port : listed) {
@@ -32,6 +33,11 @@ std::vector<PortListing> usablePorts(const std::vector<PortListing>& listed, con
       usable.push_back(port);
     }
   }
+  auto rank = [&](const PortListing& port) {
+    return std::find(preferred.begin(), preferred.end(), port.device) - preferred.begin();
+  };
+  std::stable_sort(usable.begin(), usable.end(),
+                   [&](const PortListing& a, const PortListing& b) { return rank(a) < rank(b); });
   if (usable.empty()) {
     if (listed.empty()) why = "libibverbs lists no RDMA device";
     else
@@ -71,7 +77,7 @@ std::unique_ptr<QueuePair> VerbsDevice::createQueuePair() {
   return std::make_unique<VerbsQueuePair>(port_, kSendDepth, kReceiveDepth);
 }
 
-VerbsOpening openVerbsDevice(const VerbsApi& api) {
+VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>& preferred) {
   VerbsOpening opening;
   int count = 0;
   errno = 0;
@@ -82,7 +88,7 @@ VerbsOpening openVerbsDevice(const VerbsApi& api) {
     return opening;
   }
   const std::vector<PortListing> usable =
-      usablePorts(listPorts(api, devices, count), HcaFilter::fromEnvironment(), opening.why);
+      usablePorts(listPorts(api, devices, count), HcaFilter::fromEnvironment(), preferred, opening.why);
   const IbSettings settings = usable.empty() ? IbSettings{} : readIbSettings();
   std::string failures;
   for (const PortListing& wanted : usable) {
@@ -103,7 +109,7 @@ VerbsOpening openVerbsDevice(const VerbsApi& api) {
   return opening;
 }
 
-void prepareVerbs(bool forced, bool disabled) {
+void prepareVerbs(bool forced, bool disabled, const std::vector<std::string>& preferred) {
   static std::mutex mutex;
   static bool done = false;
   std::lock_guard<std::mutex> lock(mutex);
@@ -119,7 +125,7 @@ void prepareVerbs(bool forced, bool disabled) {
     HORA_LOG(Info, "ib: not available (", why, ")", forced ? "; HORA_TRANSPORT=ib falls back to tcp" : "");
     return;
   }
-  VerbsOpening opening = openVerbsDevice(*api);
+  VerbsOpening opening = openVerbsDevice(*api, preferred);
   if (!opening.device) {
     HORA_LOG(Info, "ib: not available (", opening.why, "); tcp carries the pairs it would");
     return;

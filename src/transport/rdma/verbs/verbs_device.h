@@ -2,9 +2,10 @@
 // connections use, and a reliable-connected queue pair on it for each
 // (verbs_queue_pair.h).
 //
-// Which port: every port of every device libibverbs lists, in its order,
-// that NCCL_IB_HCA allows (hca_filter.h) and that is ACTIVE; the first of
-// them. (Several ports carrying separate channels, multi-rail, is not
+// Which port: of the ports of every device libibverbs lists that
+// NCCL_IB_HCA allows (hca_filter.h) and that are ACTIVE, the first on the
+// NIC nearest the rank (topology::rdmaNicsNearest), else in the library's
+// order. (Several ports carrying separate channels, multi-rail, is not
 // built: one port serves every connection.) No library, no device, no
 // allowed active port: not available, said with the reason, never an error.
 #pragma once
@@ -28,10 +29,11 @@ struct PortListing {
   std::string linkLayer;  // "InfiniBand", "Ethernet"
 };
 
-// The listed ports this process may use, in order; `why` says what was
-// left out and why when none is.
+// The listed ports this process may use, those of the devices named in
+// `preferred` first in its order, then the rest in the listed order; `why`
+// says what was left out and why when none is.
 std::vector<PortListing> usablePorts(const std::vector<PortListing>& listed, const HcaFilter& filter,
-                                     std::string& why);
+                                     const std::vector<std::string>& preferred, std::string& why);
 
 // Every port of `devices` (ibv_get_device_list's), queried, not opened for use.
 std::vector<PortListing> listPorts(const VerbsApi& api, ibv_device** devices, int count);
@@ -54,11 +56,12 @@ struct VerbsOpening {
 // Lists, filters (NCCL_IB_HCA from the environment) and opens the first
 // usable port, with NCCL_IB_* settings from the environment. A port that
 // fails to open is skipped for the next, its error kept in `why`.
-VerbsOpening openVerbsDevice(const VerbsApi& api);
+VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>& preferred);
 
 // Installs the ib device for this process (rdma::useDevice) unless one is
 // installed already or ib is disabled, said once at INFO; acts on the
-// first call. `forced`: HORA_TRANSPORT=ib.
-void prepareVerbs(bool forced, bool disabled);
+// first call. `forced`: HORA_TRANSPORT=ib; `preferred`: NIC names, nearest
+// the rank first.
+void prepareVerbs(bool forced, bool disabled, const std::vector<std::string>& preferred);
 
 }  // namespace hora::transport::rdma::verbs
