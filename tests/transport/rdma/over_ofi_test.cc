@@ -6,7 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <cstdlib>
 #include <ctime>
 #include <thread>
@@ -14,6 +18,7 @@
 
 #include "every_collective.h"
 #include "nccl.h"
+#include "transport/rdma/credit_stream.h"
 #include "transport/rdma/ofi/ofi_device.h"
 
 namespace hora::transport::rdma::ofi {
@@ -113,6 +118,54 @@ TEST_F(OverOfi, AWaitingRankSleepsOnTheCompletionQueue) {
   // Sleeping on the fd costs milliseconds; looking every 50 us without one
   // costs about a quarter of the wait.
   EXPECT_LT(cpuSeconds, 0.1) << "the waiting rank polled instead of sleeping on the completion queue";
+}
+
+// A sender that posts its last bytes and then makes no call into the
+// provider for a while (a rank that returned from its collective and waits
+// on something else) must not hold up its receiver: with a manual-progress
+// provider (tcp) posted bytes move only through calls into it, which the
+// device's progress thread makes while the rank is away. 16 slots of 1 MiB
+// in flight: more than the sockets under the provider hold at once.
+TEST(OfiProgress, PostedBytesArriveWhileTheSenderIsAway) {
+  ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
+  OfiOpening opening = openOfiDevice(/*allowSoftware=*/true, "lo");
+  ASSERT_TRUE(opening.device) << opening.why;
+  const CreditGeometry geometry{16, 1u << 20};
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  const Deadline deadline = Deadline::after(std::chrono::seconds(10));
+  auto receiving = std::async(std::launch::async, [&] {
+    return std::make_unique<CreditRecvStream>(opening.device->createQueuePair(), Socket(fds[1]), "rank 1", geometry,
+                                              deadline);
+  });
+  auto sender = std::make_unique<CreditSendStream>(opening.device->createQueuePair(), Socket(fds[0]), "rank 0",
+                                                   geometry, deadline);
+  auto receiver = receiving.get();
+
+  const std::size_t total = geometry.slots * geometry.slotBytes;
+  std::vector<char> data(total), got(total);
+  for (std::size_t i = 0; i < total; ++i) data[i] = static_cast<char>(i * 7 + 3);
+  std::atomic<bool> allPosted{false};
+  std::thread sending([&] {
+    std::size_t sent = 0;
+    const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (sent < total && std::chrono::steady_clock::now() < giveUp) sent += sender->trySend(data.data() + sent, total - sent);
+    allPosted = true;
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // away: no call into the provider
+  });
+  std::size_t received = 0;
+  auto start = std::chrono::steady_clock::now();
+  const auto giveUp = start + std::chrono::seconds(10);
+  while (received < total && std::chrono::steady_clock::now() < giveUp) {
+    if (!allPosted) start = std::chrono::steady_clock::now();  // time only the part the sender is away
+    received += receiver->tryRecv(got.data() + received, total - received);
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sending.join();
+  ASSERT_EQ(received, total);
+  EXPECT_EQ(got, data);
+  EXPECT_LT(waited, 1.5) << "the receiver waited for the sender to come back to make progress";
+  ::unsetenv("HORA_OFI_PROVIDER");
 }
 
 TEST(OfiProviders, HardwareOnesAreKnownByTheirCoreName) {

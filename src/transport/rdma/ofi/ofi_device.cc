@@ -3,7 +3,10 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdlib>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -22,6 +25,69 @@ bool isHardwareProvider(std::string_view provider) {
   for (std::string_view name : kHardware)
     if (core == name) return true;
   return false;
+}
+
+namespace {
+// Every progress thread, so that exit can stop them before libfabric's
+// destructors run (atexit handlers registered after the library was
+// loaded run before it is finalized).
+std::mutex threadsMutex;
+std::vector<ProgressThread*>& allThreads() {
+  static auto* threads = new std::vector<ProgressThread*>();
+  return *threads;
+}
+void stopAllAtExit() {
+  std::lock_guard<std::mutex> lock(threadsMutex);
+  for (ProgressThread* thread : allThreads()) thread->stop();
+}
+constexpr std::chrono::milliseconds kProgressPeriod{1};
+}  // namespace
+
+ProgressThread::ProgressThread() {
+  {
+    std::lock_guard<std::mutex> lock(threadsMutex);
+    static const bool registered = (std::atexit(stopAllAtExit), true);
+    (void)registered;
+    allThreads().push_back(this);
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+ProgressThread::~ProgressThread() {
+  stop();
+  std::lock_guard<std::mutex> lock(threadsMutex);
+  auto& threads = allThreads();
+  threads.erase(std::remove(threads.begin(), threads.end(), this), threads.end());
+}
+
+void ProgressThread::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void ProgressThread::attach(OfiQueuePair* queuePair) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  queuePairs_.push_back(queuePair);
+}
+
+void ProgressThread::detach(OfiQueuePair* queuePair) {
+  std::lock_guard<std::mutex> lock(mutex_);  // waits out a progress call on it
+  queuePairs_.erase(std::remove(queuePairs_.begin(), queuePairs_.end(), queuePair), queuePairs_.end());
+}
+
+void ProgressThread::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, kProgressPeriod);
+    if (stopping_) break;
+    const auto now = std::chrono::steady_clock::now();
+    for (OfiQueuePair* queuePair : queuePairs_) queuePair->progressIfUnattended(now, kProgressPeriod);
+  }
 }
 
 OfiDevice::OfiDevice(const FabricLibrary& library, fi_info* info) : library_(library), info_(info) {

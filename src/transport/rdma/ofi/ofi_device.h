@@ -12,9 +12,13 @@
 
 #include <rdma/fabric.h>
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "transport/rdma/device.h"
 #include "transport/rdma/ofi/fabric_library.h"
@@ -24,6 +28,35 @@ namespace hora::transport::rdma::ofi {
 // efa, cxi, verbs (and verbs;ofi_rxm), psm2, psm3, opx: providers that drive
 // a NIC; the rest move bytes through the kernel's sockets or memory.
 bool isHardwareProvider(std::string_view provider);
+
+class OfiQueuePair;
+
+// Keeps a manual-progress provider moving while its ranks are elsewhere.
+// With FI_PROGRESS_MANUAL (tcp, efa) a provider moves bytes only inside
+// calls into it: a rank that posted its last writes of a collective and
+// then waits on something else (a new connection, its next call) would
+// leave them unsent, and its peer waiting for them. Sockets do not have
+// this problem (the kernel moves their bytes), nor do verbs NICs. Every
+// millisecond this thread gives each queue pair its rank has not polled
+// for a millisecond a progress call (a completion-queue read of no
+// entries), as NCCL's proxy thread does for its network transports.
+class ProgressThread {
+ public:
+  ProgressThread();
+  ~ProgressThread();
+  void attach(OfiQueuePair* queuePair);
+  void detach(OfiQueuePair* queuePair);
+  // Stops the thread for good (at exit, before libfabric's own teardown).
+  void stop();
+
+ private:
+  void run();
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<OfiQueuePair*> queuePairs_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
 
 class OfiDevice final : public Device, public std::enable_shared_from_this<OfiDevice> {
  public:
@@ -43,12 +76,14 @@ class OfiDevice final : public Device, public std::enable_shared_from_this<OfiDe
   std::string provider() const { return info_->fabric_attr->prov_name; }
   // Registration needs a key from us unless the provider picks its own.
   std::uint64_t nextKey();
+  ProgressThread& progress() { return progress_; }
 
  private:
   const FabricLibrary& library_;
   fi_info* info_;
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
+  ProgressThread progress_;  // last: stopped before the domain closes
 };
 
 struct OfiOpening {

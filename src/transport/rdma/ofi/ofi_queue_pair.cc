@@ -73,9 +73,11 @@ OfiQueuePair::OfiQueuePair(std::shared_ptr<OfiDevice> device) : device_(std::mov
   if (rc != 0) raise("fi_ep_bind (address vector)", rc);
   rc = fi_enable(endpoint_);
   if (rc != 0) raise("fi_enable", rc);
+  device_->progress().attach(this);
 }
 
 OfiQueuePair::~OfiQueuePair() {
+  if (endpoint_ != nullptr) device_->progress().detach(this);
   // The endpoint first: nothing may complete into what is closed after it.
   if (endpoint_ != nullptr) fi_close(&endpoint_->fid);
   for (fid_mr* mr : registrations_) fi_close(&mr->fid);
@@ -158,6 +160,7 @@ void OfiQueuePair::flush() {
 }
 
 void OfiQueuePair::post(const Posting& posting) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (backlog_.empty()) refusedSince_ = std::chrono::steady_clock::now();
   backlog_.push_back(posting);
   flush();
@@ -218,7 +221,27 @@ void OfiQueuePair::drain() {
   }
 }
 
+void OfiQueuePair::progressIfUnattended(std::chrono::steady_clock::time_point now, std::chrono::milliseconds period) {
+  const auto polled = std::chrono::steady_clock::time_point(
+      std::chrono::steady_clock::duration(lastPolled_.load(std::memory_order_relaxed)));
+  if (now - polled < period) return;
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // the rank is at it
+  // What the rank left refused for now, then a read of no entries: the
+  // provider's progress, and none of the rank's completions taken.
+  try {
+    if (!backlog_.empty() && deferred_ == nullptr) flush();
+  } catch (const Error&) {
+    deferred_ = std::current_exception();  // for the rank's next poll
+  }
+  fi_cq_data_entry none;
+  (void)fi_cq_read(completions_, &none, 0);
+}
+
 std::size_t OfiQueuePair::poll(Completion* out, std::size_t max) {
+  lastPolled_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (deferred_ != nullptr) std::rethrow_exception(deferred_);
   drain();
   flush();
   std::size_t n = 0;
@@ -232,6 +255,7 @@ std::size_t OfiQueuePair::poll(Completion* out, std::size_t max) {
 bool OfiQueuePair::arm() {
   // Sleeping is safe only when nothing is waiting in the queue, nothing is
   // left to post, and the provider has no progress of its own to make.
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!pending_.empty() || !backlog_.empty()) return false;
   fid* queue = &completions_->fid;
   return fi_trywait(device_->fabric(), &queue, 1) == 0;

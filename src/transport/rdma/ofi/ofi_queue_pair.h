@@ -27,8 +27,11 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
+#include <exception>
+#include <mutex>
 #include <memory>
 #include <vector>
 
@@ -57,6 +60,12 @@ class OfiQueuePair final : public QueuePair {
   bool arm() override;
   std::vector<char> address() const override;
   void connect(const std::vector<char>& peerAddress) override;
+
+  // From the device's progress thread (ofi_device.h): a progress call when
+  // the rank has not polled for `period`. Safe beside the rank's own calls:
+  // the domain is thread-safe, and a read of no entries takes none of the
+  // rank's completions.
+  void progressIfUnattended(std::chrono::steady_clock::time_point now, std::chrono::milliseconds period);
 
  private:
   // One operation in flight; libfabric hands `context` back on completion.
@@ -94,11 +103,16 @@ class OfiQueuePair final : public QueuePair {
   std::size_t sendDepth_ = 0;
   std::size_t receiveDepth_ = 0;
   std::vector<fid_mr*> registrations_;  // Region::localKey indexes this
-  std::vector<std::unique_ptr<Request>> requests_;
-  std::vector<Request*> free_;
+  std::vector<std::unique_ptr<Request>> requests_;  // the rank's thread only
+  std::vector<Request*> free_;                       // the rank's thread only
+  // The rank's thread and the device's progress thread (which may post
+  // what the rank left in the backlog) share these, under mutex_.
+  std::mutex mutex_;
   std::deque<Completion> pending_;
   std::deque<Posting> backlog_;
-  std::chrono::steady_clock::time_point refusedSince_;  // the backlog's front, first refused
+  std::exception_ptr deferred_;  // an error the progress thread met, for the rank
+  std::chrono::steady_clock::time_point refusedSince_;
+  std::atomic<std::int64_t> lastPolled_{0};  // steady_clock ticks of the rank's last poll  // the backlog's front, first refused
 };
 
 }  // namespace hora::transport::rdma::ofi
