@@ -236,6 +236,7 @@ void OfiQueuePair::progressIfUnattended(std::chrono::steady_clock::time_point no
   }
   fi_cq_data_entry none;
   (void)fi_cq_read(completions_, &none, 0);
+  unattendedCalls_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::size_t OfiQueuePair::poll(Completion* out, std::size_t max) {

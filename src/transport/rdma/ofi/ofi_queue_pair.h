@@ -66,6 +66,8 @@ class OfiQueuePair final : public QueuePair {
   // the domain is thread-safe, and a read of no entries takes none of the
   // rank's completions.
   void progressIfUnattended(std::chrono::steady_clock::time_point now, std::chrono::milliseconds period);
+  // How many progress calls the progress thread made for this queue pair.
+  std::uint64_t unattendedProgressCalls() const { return unattendedCalls_.load(); }
 
  private:
   // One operation in flight; libfabric hands `context` back on completion.
@@ -112,7 +114,8 @@ class OfiQueuePair final : public QueuePair {
   std::deque<Posting> backlog_;
   std::exception_ptr deferred_;  // an error the progress thread met, for the rank
   std::chrono::steady_clock::time_point refusedSince_;
-  std::atomic<std::int64_t> lastPolled_{0};  // steady_clock ticks of the rank's last poll  // the backlog's front, first refused
+  std::atomic<std::int64_t> lastPolled_{0};
+  std::atomic<std::uint64_t> unattendedCalls_{0};  // steady_clock ticks of the rank's last poll  // the backlog's front, first refused
 };
 
 }  // namespace hora::transport::rdma::ofi
