@@ -38,6 +38,28 @@ std::shared_ptr<Device> currentDevice(TransportKind kind) {
   return installed(kind);
 }
 
+void installOnce(TransportKind kind, bool disabled,
+                 const std::function<std::shared_ptr<Device>(std::string& why)>& open) {
+  static std::mutex onceMutex;
+  static bool tried[2] = {false, false};
+  std::lock_guard<std::mutex> lock(onceMutex);
+  bool& done = tried[kind == TransportKind::Ib ? 0 : 1];
+  if (done || currentDevice(kind)) return;
+  done = true;
+  if (disabled) {
+    HORA_LOG(Info, transportName(kind), ": disabled (", kind == TransportKind::Ib ? "IB_DISABLE" : "HORA_OFI_DISABLE",
+             " or NET)");
+    return;
+  }
+  std::string why;
+  std::shared_ptr<Device> device = open(why);
+  if (!device) {
+    HORA_LOG(Info, transportName(kind), ": not available (", why, "); tcp carries the pairs it would");
+    return;
+  }
+  useDevice(kind, std::move(device));
+}
+
 template <TransportKind kind>
 std::unique_ptr<SendConnection> connectSender(ConnectionSetup setup) {
   auto device = requireDevice(kind, setup.peerName);

@@ -7,6 +7,7 @@
 // is not available and TCP carries the pairs that would use it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,13 @@ class Device {
 // made from now on (null: none).
 void useDevice(TransportKind kind, std::shared_ptr<Device> device);
 std::shared_ptr<Device> currentDevice(TransportKind kind);
+
+// Installs the device `open` returns (null, with `why` filled, when there
+// is none) as `kind`'s, on the first call for that kind in the process;
+// later calls, one installed already (a test's), or `disabled` do nothing.
+// Says at INFO what was installed, or why nothing was.
+void installOnce(TransportKind kind, bool disabled,
+                 const std::function<std::shared_ptr<Device>(std::string& why)>& open);
 
 // Both ends of an `ib` or `ofi` connection: the credit protocol over a
 // queue pair of that kind's device, set up over the connection's lifeline.

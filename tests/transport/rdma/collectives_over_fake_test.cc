@@ -39,12 +39,7 @@ class OverFakeRdma : public ::testing::TestWithParam<int> {
   // Runs body(rank, comm) on one thread per rank over fresh communicators.
   template <typename Body>
   void onRanks(int nranks, Body body) {
-    std::vector<ncclComm_t> comms(nranks);
-    ASSERT_EQ(ncclCommInitAll(comms.data(), nranks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < nranks; ++r) threads.emplace_back([&, r] { body(r, comms[r]); });
-    for (auto& thread : threads) thread.join();
-    for (ncclComm_t comm : comms) ncclCommDestroy(comm);
+    testing::onEachRank(nranks, body);
     EXPECT_GT(device_->queuePairsCreated(), 0) << "no connection went through the RDMA transport";
   }
   std::shared_ptr<FakeDevice> device_;

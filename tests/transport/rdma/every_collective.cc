@@ -3,8 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 namespace hora::transport::rdma::testing {
+
+void onEachRank(int nranks, const std::function<void(int, ncclComm_t)>& body) {
+  std::vector<ncclComm_t> comms(nranks);
+  ASSERT_EQ(ncclCommInitAll(comms.data(), nranks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) threads.emplace_back([&, r] { body(r, comms[r]); });
+  for (auto& thread : threads) thread.join();
+  for (ncclComm_t comm : comms) ncclCommDestroy(comm);
+}
 
 std::int32_t input(int rank, std::size_t i) { return static_cast<std::int32_t>((rank * 31 + i * 7) % 1000); }
 

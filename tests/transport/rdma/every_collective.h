@@ -5,11 +5,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "nccl.h"
 
 namespace hora::transport::rdma::testing {
+
+// Runs body(rank, comm) on one thread per rank over fresh communicators of
+// `nranks` ranks in this process (ncclCommInitAll), then destroys them.
+void onEachRank(int nranks, const std::function<void(int rank, ncclComm_t comm)>& body);
 
 // Rank r's element i: small integers, so sums are exact in any order.
 std::int32_t input(int rank, std::size_t i);

@@ -65,12 +65,7 @@ class OverOfi : public ::testing::Test {
   // Runs body(rank, comm) on one thread per rank over fresh communicators.
   template <typename Body>
   void onRanks(int nranks, Body body) {
-    std::vector<ncclComm_t> comms(nranks);
-    ASSERT_EQ(ncclCommInitAll(comms.data(), nranks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < nranks; ++r) threads.emplace_back([&, r] { body(r, comms[r]); });
-    for (auto& thread : threads) thread.join();
-    for (ncclComm_t comm : comms) ncclCommDestroy(comm);
+    testing::onEachRank(nranks, body);
     // Each rank: a sending and a receiving end per ring neighbour, at least.
     EXPECT_GE(device_->queuePairsCreated(), 2 * nranks) << "connections did not go through ofi";
   }

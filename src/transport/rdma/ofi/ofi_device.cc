@@ -210,21 +210,11 @@ OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName) {
 }
 
 void prepareOfi(bool forced, bool disabled, const std::string& interfaceName) {
-  static std::mutex mutex;
-  static bool done = false;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (done || currentDevice(TransportKind::Ofi)) return;
-  done = true;
-  if (disabled) {
-    HORA_LOG(Info, "ofi: disabled (HORA_OFI_DISABLE or NCCL_NET)");
-    return;
-  }
-  OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced, interfaceName);
-  if (!opening.device) {
-    HORA_LOG(Info, "ofi: not available (", opening.why, ")");
-    return;
-  }
-  useDevice(TransportKind::Ofi, std::move(opening.device));
+  installOnce(TransportKind::Ofi, disabled, [&](std::string& why) -> std::shared_ptr<Device> {
+    OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced, interfaceName);
+    why = opening.why;
+    return opening.device;
+  });
 }
 
 }  // namespace hora::transport::rdma::ofi

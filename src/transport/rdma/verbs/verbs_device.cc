@@ -109,28 +109,14 @@ VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>
   return opening;
 }
 
-void prepareVerbs(bool forced, bool disabled, const std::vector<std::string>& preferred) {
-  static std::mutex mutex;
-  static bool done = false;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (done || currentDevice(TransportKind::Ib)) return;
-  done = true;
-  if (disabled) {
-    HORA_LOG(Info, "ib: disabled (IB_DISABLE or NET)");
-    return;
-  }
-  std::string why;
-  const VerbsApi* api = loadVerbsApi(&why);
-  if (api == nullptr) {
-    HORA_LOG(Info, "ib: not available (", why, ")", forced ? "; HORA_TRANSPORT=ib falls back to tcp" : "");
-    return;
-  }
-  VerbsOpening opening = openVerbsDevice(*api, preferred);
-  if (!opening.device) {
-    HORA_LOG(Info, "ib: not available (", opening.why, "); tcp carries the pairs it would");
-    return;
-  }
-  useDevice(TransportKind::Ib, std::move(opening.device));
+void prepareVerbs(bool disabled, const std::vector<std::string>& preferred) {
+  installOnce(TransportKind::Ib, disabled, [&](std::string& why) -> std::shared_ptr<Device> {
+    const VerbsApi* api = loadVerbsApi(&why);
+    if (api == nullptr) return nullptr;
+    VerbsOpening opening = openVerbsDevice(*api, preferred);
+    why = opening.why;
+    return opening.device;
+  });
 }
 
 }  // namespace hora::transport::rdma::verbs

@@ -60,8 +60,8 @@ VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>
 
 // Installs the ib device for this process (rdma::useDevice) unless one is
 // installed already or ib is disabled, said once at INFO; acts on the
-// first call. `forced`: HORA_TRANSPORT=ib; `preferred`: NIC names, nearest
-// the rank first.
-void prepareVerbs(bool forced, bool disabled, const std::vector<std::string>& preferred);
+// first call (device.h's installOnce). `preferred`: NIC names, nearest the
+// rank first.
+void prepareVerbs(bool disabled, const std::vector<std::string>& preferred);
 
 }  // namespace hora::transport::rdma::verbs
