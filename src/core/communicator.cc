@@ -57,6 +57,8 @@ struct PlacementRecord {
   std::int32_t rank;
   std::uint8_t hasInfiniband;
   std::uint8_t hasOfi;
+  std::uint8_t ibLinkLayer;
+  std::uint64_t ibSubnet;
   std::uint64_t hostHash;
   std::uint64_t fingerprint;
   char gpuBusId[32];
@@ -201,13 +203,21 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), view);
   // What this rank can use, not what hwloc saw: ranks must agree on the
   // transport of each pair, and one whose NIC failed to open cannot use it.
-  mine.hasInfiniband = transport::rdma::currentDevice(topology::TransportKind::Ib) != nullptr;
+  if (auto ib = transport::rdma::currentDevice(topology::TransportKind::Ib)) {
+    mine.hasInfiniband = true;
+    mine.ibLinkLayer = ib->linkLayer();
+    mine.ibSubnet = ib->subnet();
+  } else {
+    mine.hasInfiniband = false;
+  }
   mine.hasOfi = transport::rdma::currentDevice(topology::TransportKind::Ofi) != nullptr;
   std::vector<PlacementRecord> records(nranks_);
   PlacementRecord& own = records[rank_];
   own.rank = rank_;
   own.hasInfiniband = mine.hasInfiniband;
   own.hasOfi = mine.hasOfi;
+  own.ibLinkLayer = static_cast<std::uint8_t>(mine.ibLinkLayer);
+  own.ibSubnet = mine.ibSubnet;
   own.hostHash = mine.hostHash;
   own.fingerprint = mine.topologyFingerprint;
   std::snprintf(own.gpuBusId, sizeof(own.gpuBusId), "%s", mine.gpuBusId.c_str());
@@ -217,7 +227,9 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   cpuMasks.assign(nranks_, CpuMask{});
   for (int r = 0; r < nranks_; ++r) {
     all[r] = {records[r].rank, records[r].hostHash, records[r].gpuBusId,
-              records[r].hasInfiniband != 0, records[r].hasOfi != 0, records[r].fingerprint};
+              records[r].hasInfiniband != 0, records[r].hasOfi != 0,
+              static_cast<topology::RankPlacement::LinkLayer>(records[r].ibLinkLayer), records[r].ibSubnet,
+              records[r].fingerprint};
     cpuMasks[r].words = records[r].cpuMask;
   }
   return all;

@@ -177,6 +177,12 @@ struct RankPlacement {
   // This rank has a libfabric device in use (transport/rdma/ofi/): one with
   // a hardware provider, or any provider when HORA_TRANSPORT=ofi.
   bool hasOfi = false;
+  // Which fabric the rank's ib port is on: ranks reach each other over ib
+  // only on the same link layer and, on InfiniBand, the same subnet (the
+  // prefix of GID 0; a LID routes only within its subnet).
+  enum class LinkLayer : std::uint8_t { Unknown, InfiniBand, Ethernet };
+  LinkLayer ibLinkLayer = LinkLayer::Unknown;
+  std::uint64_t ibSubnet = 0;
   // System::fingerprint() of the rank's System; 0 when not given (see ringOrder).
   std::uint64_t topologyFingerprint = 0;
 };

@@ -55,13 +55,24 @@ std::string describe(const Path& path) {
   return out.str();
 }
 
+// Whether two ranks' ib ports can reach each other (both known): the same
+// link layer, and on InfiniBand the same subnet. Unknown (a placement that
+// does not say, as hora-topo's): assumed to.
+bool sameFabric(const RankPlacement& a, const RankPlacement& b) {
+  using Layer = RankPlacement::LinkLayer;
+  if (a.ibLinkLayer == Layer::Unknown || b.ibLinkLayer == Layer::Unknown) return true;
+  if (a.ibLinkLayer != b.ibLinkLayer) return false;
+  return a.ibLinkLayer == Layer::Ethernet || a.ibSubnet == b.ibSubnet;
+}
+
 TransportChoice network(const RankPlacement& a, const RankPlacement& b, const TransportPolicy& policy,
                         const std::string& prefix) {
-  if (a.hasInfiniband && b.hasInfiniband && !policy.ibDisabled)
+  const bool both = a.hasInfiniband && b.hasInfiniband;
+  if (both && !policy.ibDisabled && sameFabric(a, b))
     return {TransportKind::Ib, prefix + "both hosts have an RDMA NIC"};
-  std::string why = policy.ibDisabled && a.hasInfiniband && b.hasInfiniband
-                        ? "IB disabled (IB_DISABLE=1)"
-                        : strCat("no usable RDMA NIC on rank ", !a.hasInfiniband ? a.rank : b.rank, "'s host");
+  std::string why = !both                ? strCat("no usable RDMA NIC on rank ", !a.hasInfiniband ? a.rank : b.rank, "'s host")
+                    : policy.ibDisabled ? "IB disabled (IB_DISABLE=1)"
+                                        : "their RDMA ports are on different fabrics (link layer or subnet)";
   if (a.hasOfi && b.hasOfi && !policy.ofiDisabled)
     return {TransportKind::Ofi, prefix + why + "; both ranks have a libfabric device"};
   return {TransportKind::Tcp, prefix + why};
@@ -162,6 +173,7 @@ TransportChoice chooseTransport(const RankPlacement& a, const RankPlacement& b, 
     case TransportKind::Ib:
       if (!a.hasInfiniband || !b.hasInfiniband) impossible = "a host has no usable RDMA NIC";
       else if (policy.ibDisabled) impossible = "IB is disabled (IB_DISABLE=1)";
+      else if (!sameFabric(a, b)) impossible = "their RDMA ports are on different fabrics";
       break;
     case TransportKind::Ofi:
       if (!a.hasOfi || !b.hasOfi) impossible = strCat("rank ", !a.hasOfi ? a.rank : b.rank, " has no libfabric device");

@@ -144,6 +144,38 @@ TEST_F(TransportTest, OfiRules) {
   EXPECT_THAT(choice.reason, HasSubstr("rank 1 has no libfabric device"));
 }
 
+// ib only between ports of one fabric: the same link layer, and on
+// InfiniBand the same subnet; otherwise the next network transport, with
+// the reason. Placements that do not say (Unknown) are taken to share one.
+TEST_F(TransportTest, IbOnlyWithinOneFabric) {
+  using Layer = RankPlacement::LinkLayer;
+  auto port = [&](int number, Layer layer, std::uint64_t subnet) {
+    RankPlacement p = rank(number, -1, static_cast<std::uint64_t>(number + 1), true);
+    p.ibLinkLayer = layer;
+    p.ibSubnet = subnet;
+    return p;
+  };
+  TransportPolicy defaults;
+  EXPECT_EQ(chooseTransport(port(0, Layer::InfiniBand, 0xfe80), port(1, Layer::InfiniBand, 0xfe80), system_, defaults).kind,
+            TransportKind::Ib);
+  TransportChoice choice =
+      chooseTransport(port(0, Layer::InfiniBand, 0xfe80), port(1, Layer::InfiniBand, 0xfe81), system_, defaults);
+  EXPECT_EQ(choice.kind, TransportKind::Tcp);
+  EXPECT_THAT(choice.reason, HasSubstr("different fabrics"));
+  EXPECT_EQ(chooseTransport(port(0, Layer::InfiniBand, 1), port(1, Layer::Ethernet, 1), system_, defaults).kind,
+            TransportKind::Tcp);
+  // RoCE: IP routing decides, which the placement cannot tell: assumed.
+  EXPECT_EQ(chooseTransport(port(0, Layer::Ethernet, 5), port(1, Layer::Ethernet, 6), system_, defaults).kind,
+            TransportKind::Ib);
+  EXPECT_EQ(chooseTransport(port(0, Layer::Unknown, 0), port(1, Layer::InfiniBand, 7), system_, defaults).kind,
+            TransportKind::Ib);
+  TransportPolicy forced;
+  forced.forced = TransportKind::Ib;
+  choice = chooseTransport(port(0, Layer::InfiniBand, 0xfe80), port(1, Layer::InfiniBand, 0xfe81), system_, forced);
+  EXPECT_EQ(choice.kind, TransportKind::Tcp);
+  EXPECT_THAT(choice.reason, HasSubstr("HORA_TRANSPORT=ib cannot connect ranks 0 and 1 (their RDMA ports are on different fabrics)"));
+}
+
 TEST(TransportPolicyTest, NcclNetChoosesTheNetwork) {
   ScopedEnv a("HORA_NET", std::nullopt), b("HORA_IB_DISABLE", std::nullopt), c("NCCL_IB_DISABLE", std::nullopt);
   ScopedEnv d("HORA_OFI_DISABLE", std::nullopt);

@@ -25,6 +25,10 @@ class Device {
   virtual std::unique_ptr<QueuePair> createQueuePair() = 0;
   // Slots per connection and their size (credit_stream.h).
   virtual CreditGeometry geometry() const { return {}; }
+  // The fabric the device's port is on (topology::RankPlacement): ranks
+  // connect over it only with ranks on the same one. Unknown: any.
+  virtual topology::RankPlacement::LinkLayer linkLayer() const { return topology::RankPlacement::LinkLayer::Unknown; }
+  virtual std::uint64_t subnet() const { return 0; }
 };
 
 // Installs `device` as the one `kind` (Ib or Ofi) uses for connections

@@ -73,6 +73,17 @@ std::string VerbsDevice::name() const {
                 port_->path.gidIndex, ")");
 }
 
+topology::RankPlacement::LinkLayer VerbsDevice::linkLayer() const {
+  return port_->path.linkLayer == LinkLayer::Ethernet ? topology::RankPlacement::LinkLayer::Ethernet
+                                                      : topology::RankPlacement::LinkLayer::InfiniBand;
+}
+
+std::uint64_t VerbsDevice::subnet() const {
+  std::uint64_t prefix = 0;
+  for (int i = 0; i < 8; ++i) prefix = prefix << 8 | port_->path.gid[static_cast<std::size_t>(i)];
+  return prefix;
+}
+
 std::unique_ptr<QueuePair> VerbsDevice::createQueuePair() {
   return std::make_unique<VerbsQueuePair>(port_, kSendDepth, kReceiveDepth);
 }

@@ -43,6 +43,9 @@ class VerbsDevice final : public Device {
   explicit VerbsDevice(std::shared_ptr<VerbsPort> port) : port_(std::move(port)) {}
   std::string name() const override;
   std::unique_ptr<QueuePair> createQueuePair() override;
+  topology::RankPlacement::LinkLayer linkLayer() const override;
+  // InfiniBand: the subnet prefix, GID 0's first 8 bytes (the GID in use).
+  std::uint64_t subnet() const override;
 
  private:
   std::shared_ptr<VerbsPort> port_;
