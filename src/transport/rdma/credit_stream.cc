@@ -86,39 +86,49 @@ void unpackImmediate(std::uint32_t immediate, std::size_t& slot, std::size_t& by
 
 // ---------------------------------------------------------------- sender
 
-CreditSendStream::CreditSendStream(std::unique_ptr<QueuePair> queuePair, Socket lifeline, std::string peerName,
-                                   const CreditGeometry& geometry, const Deadline& deadline)
-    : qp_(std::move(queuePair)),
+CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queuePairs, Socket lifeline,
+                                   std::string peerName, const CreditGeometry& geometry, const Deadline& deadline)
+    : qps_(std::move(queuePairs)),
       lifeline_(std::move(lifeline)),
       peer_(std::move(peerName)),
       geometry_(geometry),
       ring_(geometry.slots),
       staging_(geometry.slots * geometry.slotBytes),
-      stagingBusy_(geometry.slots, false) {
+      stagingBusy_(geometry.slots, false),
+      inFlight_(qps_.size(), 0) {
   checkGeometry(geometry);
-  ringRegion_ = qp_->registerMemory(ring_.data(), ring_.size() * sizeof(CreditRecord));
-  stagingRegion_ = qp_->registerMemory(staging_.data(), staging_.size());
-  // Ours: the queue pair and where the credits go. Theirs comes later.
-  sendAddress(lifeline_, qp_->address(), deadline, peer_);
+  HORA_CHECK_ARG(!qps_.empty() && qps_.size() <= kMaxQueuePairsPerConnection, "RDMA: ", qps_.size(),
+                 " queue pairs per connection; 1 to ", kMaxQueuePairsPerConnection, " are possible");
+  ringRegion_ = qps_[0]->registerMemory(ring_.data(), ring_.size() * sizeof(CreditRecord));
+  for (auto& qp : qps_) stagingRegions_.push_back(qp->registerMemory(staging_.data(), staging_.size()));
+  // Ours: how many queue pairs, their addresses, and where the credits go.
+  // Theirs comes later.
+  const auto count = static_cast<std::uint32_t>(qps_.size());
+  lifeline_.sendAll(&count, sizeof(count), deadline, nullptr, peer_);
+  for (auto& qp : qps_) sendAddress(lifeline_, qp->address(), deadline, peer_);
   const RemoteMemory ring{ringRegion_.remoteAt(0), ringRegion_.remoteKey};
   lifeline_.sendAll(&ring, sizeof(ring), deadline, nullptr, peer_);
-  answer_.resize(sizeof(std::uint32_t));
 }
 
 bool CreditSendStream::finishSetup() {
   if (connected_) return true;
-  // The length, then (once known) the address itself.
-  answerRead_ += lifeline_.tryRecv(answer_.data() + answerRead_, answer_.size() - answerRead_, peer_);
-  if (answerRead_ < answer_.size()) return false;
-  if (answer_.size() == sizeof(std::uint32_t)) {
+  char chunk[4096];
+  const std::size_t got = lifeline_.tryRecv(chunk, sizeof(chunk), peer_);
+  answer_.insert(answer_.end(), chunk, chunk + got);
+  // The receiver's addresses, each its length then its bytes: all of them?
+  std::vector<std::vector<char>> addresses;
+  std::size_t at = 0;
+  while (addresses.size() < qps_.size()) {
     std::uint32_t length = 0;
-    std::memcpy(&length, answer_.data(), sizeof(length));
+    if (answer_.size() - at < sizeof(length)) return false;
+    std::memcpy(&length, answer_.data() + at, sizeof(length));
     HORA_ENFORCE(length > 0 && length <= 4096, "RDMA: ", peer_, " sent a queue pair address of ", length, " bytes");
-    answer_.assign(sizeof(length) + length, 0);
-    std::memcpy(answer_.data(), &length, sizeof(length));
-    return finishSetup();
+    if (answer_.size() - at - sizeof(length) < length) return false;
+    at += sizeof(length);
+    addresses.emplace_back(answer_.begin() + static_cast<long>(at), answer_.begin() + static_cast<long>(at + length));
+    at += length;
   }
-  qp_->connect(std::vector<char>(answer_.begin() + sizeof(std::uint32_t), answer_.end()));
+  for (std::size_t q = 0; q < qps_.size(); ++q) qps_[q]->connect(addresses[q]);
   const char ready = 1;
   lifeline_.sendAll(&ready, 1, Deadline::after(std::chrono::seconds(10)), nullptr, peer_);
   connected_ = true;
@@ -127,18 +137,20 @@ bool CreditSendStream::finishSetup() {
 
 void CreditSendStream::reap() {
   Completion done[kMaxCompletions];
-  for (;;) {
-    const std::size_t n = qp_->poll(done, kMaxCompletions);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (done[i].status != Status::Success) failCompletion(done[i], peer_);
-      // A write with immediate completes after the write before it: the
-      // staging slot both read from is free again.
-      if (done[i].operation == Operation::WriteWithImmediate) {
-        stagingBusy_[done[i].id] = false;
-        --inFlight_;
+  for (std::size_t q = 0; q < qps_.size(); ++q) {
+    for (;;) {
+      const std::size_t n = qps_[q]->poll(done, kMaxCompletions);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (done[i].status != Status::Success) failCompletion(done[i], peer_);
+        // A write with immediate completes after the write before it: the
+        // staging slot both read from is free again.
+        if (done[i].operation == Operation::WriteWithImmediate) {
+          stagingBusy_[done[i].id] = false;
+          --inFlight_[q];
+        }
       }
+      if (n < kMaxCompletions) break;
     }
-    if (n < kMaxCompletions) return;
   }
 }
 
@@ -148,13 +160,14 @@ std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstByt
   reap();
   if (firstBytes + secondBytes == 0) return 0;
   const std::size_t index = (nextSequence_ - 1) % geometry_.slots;
+  const std::size_t q = (nextSequence_ - 1) % qps_.size();
   const CreditRecord& credit = ring_[index];
   // The receiver's write of the record lands before its sequence does.
   const std::uint64_t granted =
       std::atomic_ref<const std::uint64_t>(credit.sequence).load(std::memory_order_acquire);
   if (granted != nextSequence_ || stagingBusy_[index]) return 0;
   // A send takes two requests on the send queue until its completion.
-  if ((inFlight_ + 1) * 2 > qp_->sendQueueDepth()) return 0;
+  if ((inFlight_[q] + 1) * 2 > qps_[q]->sendQueueDepth()) return 0;
   char* stage = staging_.data() + index * geometry_.slotBytes;
   const std::size_t room = std::min<std::size_t>(credit.bytes, geometry_.slotBytes);
   const std::size_t fromFirst = std::min(firstBytes, room);
@@ -162,18 +175,20 @@ std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstByt
   std::memcpy(stage, first, fromFirst);
   if (fromSecond > 0) std::memcpy(stage + fromFirst, second, fromSecond);
   const std::size_t bytes = fromFirst + fromSecond;
-  qp_->postWrite(stagingRegion_, index * geometry_.slotBytes, bytes, {credit.address, credit.key}, index,
-                 /*signaled=*/false);
-  qp_->postWriteWithImmediate(packImmediate(credit.slot, bytes), index);
+  qps_[q]->postWrite(stagingRegions_[q], index * geometry_.slotBytes, bytes, {credit.address, credit.key}, index,
+                     /*signaled=*/false);
+  qps_[q]->postWriteWithImmediate(packImmediate(credit.slot, bytes), index);
   stagingBusy_[index] = true;
-  ++inFlight_;
+  ++inFlight_[q];
   ++nextSequence_;
   return bytes;
 }
 
 pollfd CreditSendStream::pollEntry(bool) const {
   if (!connected_) return {lifeline_.fd(), POLLIN, 0};  // the receiver's answer
-  return sleepEntry(*qp_);
+  // One fd to sleep on: with several queue pairs, none (look again soon).
+  if (qps_.size() > 1) return {-1, POLLIN, 0};
+  return sleepEntry(*qps_[0]);
 }
 
 void CreditSendStream::checkAlive() {
@@ -182,23 +197,34 @@ void CreditSendStream::checkAlive() {
 
 // ---------------------------------------------------------------- receiver
 
-CreditRecvStream::CreditRecvStream(std::unique_ptr<QueuePair> queuePair, Socket lifeline, std::string peerName,
-                                   const CreditGeometry& geometry, const Deadline& deadline)
-    : qp_(std::move(queuePair)),
-      lifeline_(std::move(lifeline)),
+CreditRecvStream::CreditRecvStream(std::unique_ptr<QueuePair> first, const QueuePairFactory& more, Socket lifeline,
+                                   std::string peerName, const CreditGeometry& geometry, const Deadline& deadline)
+    : lifeline_(std::move(lifeline)),
       peer_(std::move(peerName)),
       geometry_(geometry),
       slots_(geometry.slots * geometry.slotBytes),
-      grants_(geometry.slots) {
+      grants_(geometry.slots),
+      arrived_(geometry.slots, -1) {
   checkGeometry(geometry);
-  HORA_ENFORCE(qp_->sendQueueDepth() >= geometry.slots && qp_->receiveQueueDepth() >= geometry.slots,
-               "RDMA: queues too short for ", geometry.slots, " slots");
-  slotsRegion_ = qp_->registerMemory(slots_.data(), slots_.size());
-  grantsRegion_ = qp_->registerMemory(grants_.data(), grants_.size() * sizeof(CreditRecord));
-  const std::vector<char> theirs = recvAddress(lifeline_, deadline, peer_);
+  std::uint32_t count = 0;
+  lifeline_.recvAll(&count, sizeof(count), deadline, nullptr, peer_);
+  HORA_ENFORCE(count >= 1 && count <= kMaxQueuePairsPerConnection, "RDMA: ", peer_, " uses ", count,
+               " queue pairs per connection; 1 to ", kMaxQueuePairsPerConnection, " are possible");
+  HORA_ENFORCE(count == 1 || more, "RDMA: ", peer_, " uses ", count,
+               " queue pairs per connection, and this end can make only one");
+  qps_.push_back(std::move(first));
+  while (qps_.size() < count) qps_.push_back(more());
+  for (auto& qp : qps_) {
+    HORA_ENFORCE(qp->sendQueueDepth() >= geometry.slots && qp->receiveQueueDepth() >= geometry.slots,
+                 "RDMA: queues too short for ", geometry.slots, " slots");
+    slotsRegions_.push_back(qp->registerMemory(slots_.data(), slots_.size()));
+  }
+  grantsRegion_ = qps_[0]->registerMemory(grants_.data(), grants_.size() * sizeof(CreditRecord));
+  std::vector<std::vector<char>> theirs;
+  for (std::uint32_t q = 0; q < count; ++q) theirs.push_back(recvAddress(lifeline_, deadline, peer_));
   lifeline_.recvAll(&peerRing_, sizeof(peerRing_), deadline, nullptr, peer_);
-  sendAddress(lifeline_, qp_->address(), deadline, peer_);
-  qp_->connect(theirs);
+  for (auto& qp : qps_) sendAddress(lifeline_, qp->address(), deadline, peer_);
+  for (std::size_t q = 0; q < qps_.size(); ++q) qps_[q]->connect(theirs[q]);
 }
 
 bool CreditRecvStream::finishSetup() {
@@ -211,34 +237,46 @@ bool CreditRecvStream::finishSetup() {
 }
 
 void CreditRecvStream::grant(std::size_t slot) {
-  // The receive first: the sender's write with immediate may follow at once.
-  qp_->postReceive(slot);
   const std::size_t index = (nextGrant_ - 1) % geometry_.slots;
+  const std::size_t q = (nextGrant_ - 1) % qps_.size();
+  // The receive first: the sender's write with immediate may follow at once.
+  qps_[q]->postReceive(slot);
   CreditRecord& record = grants_[index];
-  record.address = slotsRegion_.remoteAt(slot * geometry_.slotBytes);
-  record.key = slotsRegion_.remoteKey;
+  record.address = slotsRegions_[q].remoteAt(slot * geometry_.slotBytes);
+  record.key = slotsRegions_[q].remoteKey;
   record.bytes = static_cast<std::uint32_t>(geometry_.slotBytes);
   record.slot = static_cast<std::uint32_t>(slot);
   record.sequence = nextGrant_;
-  qp_->postWrite(grantsRegion_, index * sizeof(CreditRecord), sizeof(CreditRecord),
-                 {peerRing_.address + index * sizeof(CreditRecord), peerRing_.key}, index, /*signaled=*/true);
+  qps_[0]->postWrite(grantsRegion_, index * sizeof(CreditRecord), sizeof(CreditRecord),
+                     {peerRing_.address + index * sizeof(CreditRecord), peerRing_.key}, index, /*signaled=*/true);
+  granted_.push_back(slot);
   ++nextGrant_;
 }
 
 void CreditRecvStream::reap() {
   Completion done[kMaxCompletions];
-  for (;;) {
-    const std::size_t n = qp_->poll(done, kMaxCompletions);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (done[i].status != Status::Success) failCompletion(done[i], peer_);
-      if (done[i].operation != Operation::Receive) continue;  // a grant went out
-      std::size_t slot = 0, bytes = 0;
-      unpackImmediate(done[i].immediate, slot, bytes);
-      HORA_ENFORCE(slot < geometry_.slots && bytes <= geometry_.slotBytes, "RDMA: ", peer_,
-                   " announced ", bytes, " bytes in slot ", slot);
-      filled_.push_back({slot, bytes, 0});
+  for (auto& qp : qps_) {
+    for (;;) {
+      const std::size_t n = qp->poll(done, kMaxCompletions);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (done[i].status != Status::Success) failCompletion(done[i], peer_);
+        if (done[i].operation != Operation::Receive) continue;  // a grant went out
+        std::size_t slot = 0, bytes = 0;
+        unpackImmediate(done[i].immediate, slot, bytes);
+        HORA_ENFORCE(slot < geometry_.slots && bytes <= geometry_.slotBytes && arrived_[slot] < 0, "RDMA: ", peer_,
+                     " announced ", bytes, " bytes in slot ", slot);
+        arrived_[slot] = static_cast<long>(bytes);
+      }
+      if (n < kMaxCompletions) break;
     }
-    if (n < kMaxCompletions) return;
+  }
+  // Slots are handed out in the order they were granted, which is the
+  // order the sender filled them in, whichever queue pair came first.
+  while (!granted_.empty() && arrived_[granted_.front()] >= 0) {
+    const std::size_t slot = granted_.front();
+    filled_.push_back({slot, static_cast<std::size_t>(arrived_[slot]), 0});
+    arrived_[slot] = -1;
+    granted_.pop_front();
   }
 }
 
@@ -270,7 +308,8 @@ std::size_t CreditRecvStream::tryRecvTwo(void* first, std::size_t firstBytes, vo
 
 pollfd CreditRecvStream::pollEntry(bool) const {
   if (!granting_) return {lifeline_.fd(), POLLIN, 0};  // the sender's "ready"
-  return sleepEntry(*qp_);
+  if (qps_.size() > 1) return {-1, POLLIN, 0};
+  return sleepEntry(*qps_[0]);
 }
 
 void CreditRecvStream::checkAlive() {

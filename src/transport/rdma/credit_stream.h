@@ -22,6 +22,14 @@
 // receiver grant credits, so no write reaches a queue pair not yet
 // connected.
 //
+// A connection may use several queue pairs (NCCL_IB_QPS_PER_CONNECTION):
+// grant g goes to queue pair (g - 1) mod k, whose receive it posts and whose
+// registration of the slots it names, and the sender writes that slot over
+// the same queue pair, so each write with immediate still lands after its
+// write. Completions of different queue pairs come in any order; the
+// receiver hands bytes out in grant order, which is the order the sender
+// filled the slots in. Credits all travel over queue pair 0.
+//
 // The sender never writes where it holds no credit, so a slot is never
 // overwritten before the receiver has drained it, and every write with
 // immediate finds a receive posted (the receiver posts one per slot before
@@ -32,6 +40,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,10 +75,16 @@ struct CreditGeometry {
 std::uint32_t packImmediate(std::size_t slot, std::size_t bytes);
 void unpackImmediate(std::uint32_t immediate, std::size_t& slot, std::size_t& bytes);
 
+// The most queue pairs one connection may use.
+inline constexpr std::size_t kMaxQueuePairsPerConnection = 128;
+
+using QueuePairFactory = std::function<std::unique_ptr<QueuePair>()>;
+
 class CreditSendStream final : public ByteStream {
  public:
-  // Sets the pair up over `lifeline` with the peer's CreditRecvStream.
-  CreditSendStream(std::unique_ptr<QueuePair> queuePair, Socket lifeline, std::string peerName,
+  // Sets the pair up over `lifeline` with the peer's CreditRecvStream; the
+  // slots take turns over `queuePairs` (one or more).
+  CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queuePairs, Socket lifeline, std::string peerName,
                    const CreditGeometry& geometry, const Deadline& deadline);
   std::size_t trySendTwo(const void* first, std::size_t firstBytes, const void* second,
                          std::size_t secondBytes) override;
@@ -82,26 +97,27 @@ class CreditSendStream final : public ByteStream {
   // Reads the receiver's address, connects and says so; true once done.
   bool finishSetup();
 
-  std::unique_ptr<QueuePair> qp_;
+  std::vector<std::unique_ptr<QueuePair>> qps_;
   bool connected_ = false;
-  std::vector<char> answer_;  // the receiver's address as it comes: length, then bytes
-  std::size_t answerRead_ = 0;
+  std::vector<char> answer_;  // the receiver's addresses as they come: length, then bytes, each
   Socket lifeline_;
   std::string peer_;
   CreditGeometry geometry_;
-  std::vector<CreditRecord> ring_;  // written by the receiver
+  std::vector<CreditRecord> ring_;  // written by the receiver, over queue pair 0
   Region ringRegion_;
   std::vector<char> staging_;
-  Region stagingRegion_;
+  std::vector<Region> stagingRegions_;  // per queue pair
   std::vector<bool> stagingBusy_;
   std::uint64_t nextSequence_ = 1;
-  std::size_t inFlight_ = 0;
+  std::vector<std::size_t> inFlight_;  // per queue pair
 };
 
 class CreditRecvStream final : public ByteStream {
  public:
-  CreditRecvStream(std::unique_ptr<QueuePair> queuePair, Socket lifeline, std::string peerName,
-                   const CreditGeometry& geometry, const Deadline& deadline);
+  // `first`, and as many more from `more` as the sender uses (none: the
+  // sender must use one).
+  CreditRecvStream(std::unique_ptr<QueuePair> first, const QueuePairFactory& more, Socket lifeline,
+                   std::string peerName, const CreditGeometry& geometry, const Deadline& deadline);
   std::size_t trySendTwo(const void*, std::size_t, const void*, std::size_t) override { return 0; }
   std::size_t tryRecvTwo(void* first, std::size_t firstBytes, void* second, std::size_t secondBytes) override;
   pollfd pollEntry(bool sending) const override;
@@ -114,17 +130,19 @@ class CreditRecvStream final : public ByteStream {
   // slot; true once done.
   bool finishSetup();
 
-  std::unique_ptr<QueuePair> qp_;
+  std::vector<std::unique_ptr<QueuePair>> qps_;
   bool granting_ = false;
   Socket lifeline_;
   std::string peer_;
   CreditGeometry geometry_;
   std::vector<char> slots_;
-  Region slotsRegion_;
+  std::vector<Region> slotsRegions_;  // per queue pair
   std::vector<CreditRecord> grants_;  // the source of each credit write
-  Region grantsRegion_;
+  Region grantsRegion_;                // on queue pair 0
   RemoteMemory peerRing_;
   std::uint64_t nextGrant_ = 1;
+  std::deque<std::size_t> granted_;   // slots granted and not yet handed out, in grant order
+  std::vector<long> arrived_;         // per slot: bytes that came, -1 while none
   struct Filled {
     std::size_t slot;
     std::size_t bytes;

@@ -1,5 +1,6 @@
 #include "transport/rdma/device.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "base/error.h"
@@ -63,16 +64,20 @@ void installOnce(TransportKind kind, bool disabled,
 template <TransportKind kind>
 std::unique_ptr<SendConnection> connectSender(ConnectionSetup setup) {
   auto device = requireDevice(kind, setup.peerName);
-  auto stream = std::make_unique<CreditSendStream>(device->createQueuePair(), std::move(setup.lifeline),
-                                                   setup.peerName, device->geometry(), setup.deadline);
+  std::vector<std::unique_ptr<QueuePair>> queuePairs;
+  for (std::size_t q = 0; q < std::max<std::size_t>(1, device->queuePairsPerConnection()); ++q)
+    queuePairs.push_back(device->createQueuePair());
+  auto stream = std::make_unique<CreditSendStream>(std::move(queuePairs), std::move(setup.lifeline), setup.peerName,
+                                                   device->geometry(), setup.deadline);
   return std::make_unique<StreamSendConnection>(std::move(stream), std::move(setup.peerName));
 }
 
 template <TransportKind kind>
 std::unique_ptr<RecvConnection> connectReceiver(ConnectionSetup setup) {
   auto device = requireDevice(kind, setup.peerName);
-  auto stream = std::make_unique<CreditRecvStream>(device->createQueuePair(), std::move(setup.lifeline),
-                                                   setup.peerName, device->geometry(), setup.deadline);
+  auto stream = std::make_unique<CreditRecvStream>(device->createQueuePair(), [&] { return device->createQueuePair(); },
+                                                   std::move(setup.lifeline), setup.peerName, device->geometry(),
+                                                   setup.deadline);
   return std::make_unique<StreamRecvConnection>(std::move(stream), std::move(setup.peerName));
 }
 

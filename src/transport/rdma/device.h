@@ -25,6 +25,8 @@ class Device {
   virtual std::unique_ptr<QueuePair> createQueuePair() = 0;
   // Slots per connection and their size (credit_stream.h).
   virtual CreditGeometry geometry() const { return {}; }
+  // Queue pairs a connection's sender uses (the receiver makes as many).
+  virtual std::size_t queuePairsPerConnection() const { return 1; }
   // The fabric the device's port is on (topology::RankPlacement): ranks
   // connect over it only with ranks on the same one. Unknown: any.
   virtual topology::RankPlacement::LinkLayer linkLayer() const { return topology::RankPlacement::LinkLayer::Unknown; }

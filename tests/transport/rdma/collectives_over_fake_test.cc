@@ -53,6 +53,21 @@ TEST_P(OverFakeRdma, EveryCollectiveMatchesTheReference) {
   onRanks(n, [&](int rank, ncclComm_t comm) { checkEveryCollective(rank, n, comm, {0, 1, 7, 1031, 65537}); });
 }
 
+// NCCL_IB_QPS_PER_CONNECTION = 3: every connection's slots take turns over
+// three queue pairs of different speeds.
+TEST(OverFakeRdmaQueuePairs, EveryCollectiveOverThreeQueuePairsPerConnection) {
+  ::setenv("HORA_TRANSPORT", "ib", 1);
+  ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
+  FakeOptions options;
+  options.delaySteps = 1;
+  auto device = std::make_shared<FakeDevice>(options, CreditGeometry{8, 16 * 1024}, 3);
+  useDevice(TransportKind::Ib, device);
+  testing::onEachRank(3, [](int rank, ncclComm_t comm) { checkEveryCollective(rank, 3, comm, {0, 1, 1031, 65537}); });
+  useDevice(TransportKind::Ib, nullptr);
+  ::unsetenv("HORA_TRANSPORT");
+  EXPECT_GE(device->queuePairsCreated(), 3 * 2 * 3) << "three queue pairs per connection, both ends";
+}
+
 TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
   ::setenv("HORA_TRANSPORT", "ib", 1);
   ::setenv("HORA_SOCKET_IFNAME", "lo", 1);

@@ -31,12 +31,21 @@ struct StreamPair {
 };
 
 // A connected pair over a fresh fake device; the lifeline is a socket pair.
-StreamPair connectPair(const CreditGeometry& geometry, const FakeOptions& options = {}) {
+// `extraQueuePairs` more on each side, each slower than the one before (so
+// that their completions come out of order).
+StreamPair connectPair(const CreditGeometry& geometry, const FakeOptions& options = {}, int extraQueuePairs = 0) {
   auto fabric = std::make_shared<FakeFabric>();
   int fds[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
   auto sendQp = fabric->createQueuePair(options);
   auto recvQp = fabric->createQueuePair(options);
+  std::vector<std::unique_ptr<QueuePair>> sendQps;
+  int made = 0;
+  QueuePairFactory more = [&, fabric]() -> std::unique_ptr<QueuePair> {
+    FakeOptions slower = options;
+    slower.delaySteps += 3 * (++made);
+    return fabric->createQueuePair(slower);
+  };
   StreamPair pair;
   pair.sendQp = sendQp.get();
   pair.recvQp = recvQp.get();
@@ -44,9 +53,16 @@ StreamPair connectPair(const CreditGeometry& geometry, const FakeOptions& option
   pair.receiverLifeline = fds[1];
   const Deadline deadline = Deadline::after(std::chrono::seconds(10));
   auto receiving = std::async(std::launch::async, [&] {
-    return std::make_unique<CreditRecvStream>(std::move(recvQp), Socket(fds[1]), "rank 1", geometry, deadline);
+    return std::make_unique<CreditRecvStream>(std::move(recvQp), extraQueuePairs > 0 ? more : QueuePairFactory{},
+                                              Socket(fds[1]), "rank 1", geometry, deadline);
   });
-  pair.sender = std::make_unique<CreditSendStream>(std::move(sendQp), Socket(fds[0]), "rank 1", geometry, deadline);
+  sendQps.push_back(std::move(sendQp));
+  for (int q = 0; q < extraQueuePairs; ++q) {
+    FakeOptions slower = options;
+    slower.delaySteps += 2 * (q + 1);
+    sendQps.push_back(fabric->createQueuePair(slower));
+  }
+  pair.sender = std::make_unique<CreditSendStream>(std::move(sendQps), Socket(fds[0]), "rank 1", geometry, deadline);
   pair.receiver = receiving.get();
   return pair;
 }
@@ -92,6 +108,14 @@ TEST(CreditStream, BytesArriveInOrderWhenTheDeviceIsSlow) {
   slow.delaySteps = 3;  // every request runs a few polls after it was posted
   StreamPair pair = connectPair({4, 1024}, slow);
   streamAndCheck(pair, 300000, 2);
+}
+
+// NCCL_IB_QPS_PER_CONNECTION: slots take turns over three queue pairs,
+// each slower than the one before, so their completions come out of grant
+// order; the receiver must still hand the bytes out in order.
+TEST(CreditStream, BytesArriveInOrderOverSeveralQueuePairs) {
+  StreamPair pair = connectPair({6, 512}, {}, /*extraQueuePairs=*/2);
+  streamAndCheck(pair, 300000, 4);
 }
 
 TEST(CreditStream, ASendQueueShorterThanTheSlotsIsNeverOverrun) {

@@ -114,14 +114,21 @@ class FakeQueuePair final : public QueuePair {
 // from one fabric.
 class FakeDevice final : public Device {
  public:
-  explicit FakeDevice(FakeOptions options = {}, CreditGeometry geometry = {})
-      : fabric_(std::make_shared<FakeFabric>()), options_(options), geometry_(geometry) {}
+  explicit FakeDevice(FakeOptions options = {}, CreditGeometry geometry = {}, std::size_t queuePairsPerConnection = 1)
+      : fabric_(std::make_shared<FakeFabric>()),
+        options_(options),
+        geometry_(geometry),
+        queuePairsPerConnection_(queuePairsPerConnection) {}
   std::string name() const override { return "fake reliable-connected device (tests only)"; }
   std::unique_ptr<QueuePair> createQueuePair() override {
-    ++created_;
-    return fabric_->createQueuePair(options_);
+    // With several queue pairs per connection, each a little slower than
+    // the one before: their completions come out of grant order.
+    FakeOptions options = options_;
+    options.delaySteps += static_cast<int>(created_++ % static_cast<int>(queuePairsPerConnection_)) * 2;
+    return fabric_->createQueuePair(options);
   }
   CreditGeometry geometry() const override { return geometry_; }
+  std::size_t queuePairsPerConnection() const override { return queuePairsPerConnection_; }
   // How many queue pairs connections have asked for: proof that bytes went
   // this way and not over TCP.
   int queuePairsCreated() const { return created_.load(); }
@@ -131,6 +138,7 @@ class FakeDevice final : public Device {
   std::shared_ptr<FakeFabric> fabric_;
   FakeOptions options_;
   CreditGeometry geometry_;
+  std::size_t queuePairsPerConnection_;
 };
 
 }  // namespace hora::transport::rdma::testing

@@ -131,13 +131,15 @@ TEST(OfiProgress, PostedBytesArriveWhileTheSenderIsAway) {
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
   const Deadline deadline = Deadline::after(std::chrono::seconds(10));
   auto receiving = std::async(std::launch::async, [&] {
-    return std::make_unique<CreditRecvStream>(opening.device->createQueuePair(), Socket(fds[1]), "rank 1", geometry,
-                                              deadline);
+    return std::make_unique<CreditRecvStream>(opening.device->createQueuePair(), QueuePairFactory{}, Socket(fds[1]),
+                                              "rank 1", geometry, deadline);
   });
   auto senderQp = opening.device->createQueuePair();
   auto* senderOfi = dynamic_cast<OfiQueuePair*>(senderQp.get());
   ASSERT_NE(senderOfi, nullptr);
-  auto sender = std::make_unique<CreditSendStream>(std::move(senderQp), Socket(fds[0]), "rank 0", geometry, deadline);
+  std::vector<std::unique_ptr<QueuePair>> senderQps;
+  senderQps.push_back(std::move(senderQp));
+  auto sender = std::make_unique<CreditSendStream>(std::move(senderQps), Socket(fds[0]), "rank 0", geometry, deadline);
   auto receiver = receiving.get();
 
   const std::size_t total = geometry.slots * geometry.slotBytes;

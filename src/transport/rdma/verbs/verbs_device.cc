@@ -84,6 +84,10 @@ std::uint64_t VerbsDevice::subnet() const {
   return prefix;
 }
 
+std::size_t VerbsDevice::queuePairsPerConnection() const {
+  return static_cast<std::size_t>(std::max(1, port_->settings.queuePairsPerConnection));
+}
+
 std::unique_ptr<QueuePair> VerbsDevice::createQueuePair() {
   return std::make_unique<VerbsQueuePair>(port_, kSendDepth, kReceiveDepth);
 }

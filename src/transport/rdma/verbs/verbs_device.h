@@ -6,7 +6,8 @@
 // NCCL_IB_HCA allows (hca_filter.h) and that are ACTIVE, the first on the
 // NIC nearest the rank (topology::rdmaNicsNearest), else in the library's
 // order. (Several ports carrying separate channels, multi-rail, is not
-// built: one port serves every connection.) No library, no device, no
+// built: one port serves every connection; NCCL_IB_QPS_PER_CONNECTION
+// queue pairs on it carry each.) No library, no device, no
 // allowed active port: not available, said with the reason, never an error.
 #pragma once
 
@@ -46,6 +47,8 @@ class VerbsDevice final : public Device {
   topology::RankPlacement::LinkLayer linkLayer() const override;
   // InfiniBand: the subnet prefix, GID 0's first 8 bytes (the GID in use).
   std::uint64_t subnet() const override;
+  // NCCL_IB_QPS_PER_CONNECTION.
+  std::size_t queuePairsPerConnection() const override;
 
  private:
   std::shared_ptr<VerbsPort> port_;
