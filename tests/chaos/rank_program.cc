@@ -113,6 +113,7 @@ int runRank(test_support::Reporter& reporter, const TrialPlan& plan, int rank, i
   test_support::setEnvironment("HORA_SOCKET_IFNAME", "lo");
   test_support::setEnvironment("HORA_TIMEOUT", std::to_string(plan.timeoutSeconds));
   test_support::setEnvironment("HORA_TRANSPORT", plan.transport);
+  test_support::setEnvironment("HORA_OFI_PROVIDER", "tcp");  // for ofi
   std::mutex reporting;
   reporter.report("joining", "");
   ncclUniqueId id;

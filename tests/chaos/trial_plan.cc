@@ -3,6 +3,8 @@
 #include <random>
 #include <sstream>
 
+#include "hora_config.h"
+
 namespace hora::chaos {
 
 const char* categoryName(Category category) {
@@ -93,7 +95,10 @@ TrialPlan planTrial(std::uint64_t seed, int index) {
   plan.seed = seed;
   plan.index = index;
   plan.category = drawCategory(random);
-  plan.transport = random() % 2 == 0 ? "shm" : "tcp";
+  // ofi: the RDMA credit protocol on libfabric's tcp provider, where this
+  // build has libfabric.
+  constexpr const char* kTransports[] = {"shm", "tcp", "ofi"};
+  plan.transport = kTransports[random() % (HORA_HAVE_OFI ? 3 : 2)];
   plan.nranks = 2 + static_cast<int>(random() % 3);  // 2 to 4
   plan.victim = static_cast<int>(random() % static_cast<unsigned>(plan.nranks));
   plan.killPhase = static_cast<KillPhase>(random() % 4);

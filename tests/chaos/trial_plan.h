@@ -48,7 +48,7 @@ struct TrialPlan {
   std::uint64_t seed = 0;
   int index = 0;
   Category category = Category::Kill;
-  std::string transport;  // "shm" or "tcp"
+  std::string transport;  // "shm", "tcp" or "ofi"
   int nranks = 2;
   int victim = 0;  // the rank the fault hits (kill, stop, abort, concurrent, mismatch)
   KillPhase killPhase = KillPhase::MidRun;
