@@ -187,6 +187,13 @@ struct RankPlacement {
   std::uint64_t topologyFingerprint = 0;
 };
 
+// Whether two RDMA ports can reach each other: the same link layer, and on
+// InfiniBand the same subnet prefix (a LID routes only within its subnet).
+// Two RoCE ports are taken to (IP routing decides, which a GID does not
+// tell). Unknown on either side: assumed to.
+bool rdmaPortsMeet(RankPlacement::LinkLayer a, std::uint64_t subnetA, RankPlacement::LinkLayer b,
+                   std::uint64_t subnetB);
+
 // This rank's placement: hasInfiniband is set when the System has an RDMA
 // NIC and hora was built with the InfiniBand verbs transport.
 RankPlacement localPlacement(int rank, std::uint64_t hostHash, std::string gpuBusId,

@@ -55,14 +55,8 @@ std::string describe(const Path& path) {
   return out.str();
 }
 
-// Whether two ranks' ib ports can reach each other (both known): the same
-// link layer, and on InfiniBand the same subnet. Unknown (a placement that
-// does not say, as hora-topo's): assumed to.
 bool sameFabric(const RankPlacement& a, const RankPlacement& b) {
-  using Layer = RankPlacement::LinkLayer;
-  if (a.ibLinkLayer == Layer::Unknown || b.ibLinkLayer == Layer::Unknown) return true;
-  if (a.ibLinkLayer != b.ibLinkLayer) return false;
-  return a.ibLinkLayer == Layer::Ethernet || a.ibSubnet == b.ibSubnet;
+  return rdmaPortsMeet(a.ibLinkLayer, a.ibSubnet, b.ibLinkLayer, b.ibSubnet);
 }
 
 TransportChoice network(const RankPlacement& a, const RankPlacement& b, const TransportPolicy& policy,
@@ -103,6 +97,14 @@ TransportChoice natural(const RankPlacement& a, const RankPlacement& b, const Sy
 }
 
 }  // namespace
+
+bool rdmaPortsMeet(RankPlacement::LinkLayer a, std::uint64_t subnetA, RankPlacement::LinkLayer b,
+                   std::uint64_t subnetB) {
+  using Layer = RankPlacement::LinkLayer;
+  if (a == Layer::Unknown || b == Layer::Unknown) return true;
+  if (a != b) return false;
+  return a == Layer::Ethernet || subnetA == subnetB;
+}
 
 std::string_view transportName(TransportKind kind) { return kTransportNames[static_cast<std::size_t>(kind)]; }
 

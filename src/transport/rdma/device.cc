@@ -39,6 +39,10 @@ std::shared_ptr<Device> currentDevice(TransportKind kind) {
   return installed(kind);
 }
 
+const char* disabledBy(TransportKind kind) {
+  return kind == TransportKind::Ib ? "IB_DISABLE or NET" : "HORA_OFI_DISABLE or NET";
+}
+
 void installOnce(TransportKind kind, bool disabled,
                  const std::function<std::shared_ptr<Device>(std::string& why)>& open) {
   static std::mutex onceMutex;
@@ -48,8 +52,7 @@ void installOnce(TransportKind kind, bool disabled,
   if (done || currentDevice(kind)) return;
   done = true;
   if (disabled) {
-    HORA_LOG(Info, transportName(kind), ": disabled (", kind == TransportKind::Ib ? "IB_DISABLE" : "HORA_OFI_DISABLE",
-             " or NET)");
+    HORA_LOG(Info, transportName(kind), ": disabled (", disabledBy(kind), ")");
     return;
   }
   std::string why;

@@ -38,6 +38,9 @@ class Device {
 void useDevice(TransportKind kind, std::shared_ptr<Device> device);
 std::shared_ptr<Device> currentDevice(TransportKind kind);
 
+// What turns `kind` (Ib or Ofi) off, for the log and hora-topo.
+const char* disabledBy(TransportKind kind);
+
 // Installs the device `open` returns (null, with `why` filled, when there
 // is none) as `kind`'s, on the first call for that kind in the process;
 // later calls, one installed already (a test's), or `disabled` do nothing.

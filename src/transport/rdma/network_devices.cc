@@ -37,7 +37,7 @@ void prepareNetworkDevices(const topology::TransportPolicy& policy, const RankNe
 NetworkDeviceReport probeNetworkDevices(const topology::TransportPolicy& policy) {
   NetworkDeviceReport report;
   if (policy.ibDisabled) {
-    report.ibDetail = "disabled (IB_DISABLE or NET)";
+    report.ibDetail = strCat("disabled (", disabledBy(TransportKind::Ib), ")");
   } else {
 #if HORA_HAVE_IBVERBS
     std::string why;
@@ -55,7 +55,7 @@ NetworkDeviceReport probeNetworkDevices(const topology::TransportPolicy& policy)
   const bool ofiForced = policy.forced == TransportKind::Ofi;
 #if HORA_HAVE_OFI
   if (policy.ofiDisabled) {
-    report.ofiDetail = "disabled (HORA_OFI_DISABLE or NET)";
+    report.ofiDetail = strCat("disabled (", disabledBy(TransportKind::Ofi), ")");
   } else {
     ofi::OfiOpening opening = ofi::openOfiDevice(/*allowSoftware=*/ofiForced);
     report.ofi = opening.device != nullptr;

@@ -1,13 +1,21 @@
 #include "transport/rdma/verbs/fabric.h"
 
-#include <algorithm>
-
 namespace hora::transport::rdma::verbs {
 
+std::uint64_t subnetPrefix(const Gid& gid0) {
+  std::uint64_t prefix = 0;
+  for (std::size_t i = 0; i < 8; ++i) prefix = prefix << 8 | gid0[i];
+  return prefix;
+}
+
+topology::RankPlacement::LinkLayer placementLayer(LinkLayer layer) {
+  return layer == LinkLayer::Ethernet ? topology::RankPlacement::LinkLayer::Ethernet
+                                      : topology::RankPlacement::LinkLayer::InfiniBand;
+}
+
 bool shareFabric(const PortIdentity& a, const PortIdentity& b) {
-  if (a.linkLayer != b.linkLayer) return false;
-  if (a.linkLayer == LinkLayer::Ethernet) return true;
-  return std::equal(a.gid0.begin(), a.gid0.begin() + 8, b.gid0.begin());
+  return topology::rdmaPortsMeet(placementLayer(a.linkLayer), subnetPrefix(a.gid0), placementLayer(b.linkLayer),
+                                 subnetPrefix(b.gid0));
 }
 
 }  // namespace hora::transport::rdma::verbs

@@ -10,6 +10,8 @@
 // InfiniBand port never reaches an Ethernet one.
 #pragma once
 
+#include "topology/topology.h"
+
 #include "transport/rdma/verbs/gid.h"
 
 namespace hora::transport::rdma::verbs {
@@ -20,5 +22,11 @@ struct PortIdentity {
 };
 
 bool shareFabric(const PortIdentity& a, const PortIdentity& b);
+
+// The subnet prefix of an InfiniBand port: GID 0's first 8 bytes.
+std::uint64_t subnetPrefix(const Gid& gid0);
+
+// The link layer as the topology's placements carry it.
+topology::RankPlacement::LinkLayer placementLayer(LinkLayer layer);
 
 }  // namespace hora::transport::rdma::verbs

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/rdma/verbs/fabric.h"
 #include "transport/rdma/verbs/ib_settings.h"
 #include "transport/rdma/verbs/verbs_queue_pair.h"
 
@@ -59,7 +60,7 @@ std::vector<PortListing> listPorts(const VerbsApi& api, ibv_device** devices, in
         ibv_port_attr port{};
         if (api.queryPort(context, static_cast<std::uint8_t>(p), &port) != 0) continue;
         ports.push_back({name, p, port.state == IBV_PORT_ACTIVE,
-                         port.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand"});
+                         port.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand", devices[d]});
       }
     }
     api.closeDevice(context);
@@ -73,16 +74,9 @@ std::string VerbsDevice::name() const {
                 port_->path.gidIndex, ")");
 }
 
-topology::RankPlacement::LinkLayer VerbsDevice::linkLayer() const {
-  return port_->path.linkLayer == LinkLayer::Ethernet ? topology::RankPlacement::LinkLayer::Ethernet
-                                                      : topology::RankPlacement::LinkLayer::InfiniBand;
-}
+topology::RankPlacement::LinkLayer VerbsDevice::linkLayer() const { return placementLayer(port_->path.linkLayer); }
 
-std::uint64_t VerbsDevice::subnet() const {
-  std::uint64_t prefix = 0;
-  for (int i = 0; i < 8; ++i) prefix = prefix << 8 | port_->path.gid[static_cast<std::size_t>(i)];
-  return prefix;
-}
+std::uint64_t VerbsDevice::subnet() const { return subnetPrefix(port_->path.gid); }
 
 std::size_t VerbsDevice::queuePairsPerConnection() const {
   return static_cast<std::size_t>(std::max(1, port_->settings.queuePairsPerConnection));
@@ -107,17 +101,13 @@ VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>
   const IbSettings settings = usable.empty() ? IbSettings{} : readIbSettings();
   std::string failures;
   for (const PortListing& wanted : usable) {
-    for (int d = 0; d < count && !opening.device; ++d) {
-      const char* name = api.getDeviceName(devices[d]);
-      if (name == nullptr || wanted.device != name) continue;
-      try {
-        opening.device = std::make_shared<VerbsDevice>(
-            openVerbsPort(api, devices[d], static_cast<std::uint8_t>(wanted.port), settings));
-      } catch (const Error& error) {
-        failures += (failures.empty() ? "" : "; ") + std::string(error.what());
-      }
+    try {
+      opening.device = std::make_shared<VerbsDevice>(
+          openVerbsPort(api, wanted.handle, static_cast<std::uint8_t>(wanted.port), settings));
+      break;
+    } catch (const Error& error) {
+      failures += (failures.empty() ? "" : "; ") + std::string(error.what());
     }
-    if (opening.device) break;
   }
   api.freeDeviceList(devices);
   if (!usable.empty() && !opening.device) opening.why = strCat("no usable port could be opened: ", failures);

@@ -28,6 +28,7 @@ struct PortListing {
   int port = 1;
   bool active = false;
   std::string linkLayer;  // "InfiniBand", "Ethernet"
+  ibv_device* handle = nullptr;  // in the list it came from, to open it by
 };
 
 // The listed ports this process may use, those of the devices named in
@@ -36,7 +37,8 @@ struct PortListing {
 std::vector<PortListing> usablePorts(const std::vector<PortListing>& listed, const HcaFilter& filter,
                                      const std::vector<std::string>& preferred, std::string& why);
 
-// Every port of `devices` (ibv_get_device_list's), queried, not opened for use.
+// Every port of `devices` (ibv_get_device_list's, which must outlive the
+// listing), queried, not opened for use.
 std::vector<PortListing> listPorts(const VerbsApi& api, ibv_device** devices, int count);
 
 class VerbsDevice final : public Device {
