@@ -85,8 +85,7 @@ void ProgressThread::run() {
   while (!stopping_) {
     wake_.wait_for(lock, kProgressPeriod);
     if (stopping_) break;
-    const auto now = std::chrono::steady_clock::now();
-    for (OfiQueuePair* queuePair : queuePairs_) queuePair->progressIfUnattended(now, kProgressPeriod);
+    for (OfiQueuePair* queuePair : queuePairs_) queuePair->progressIfUnattended();
   }
 }
 
@@ -114,10 +113,7 @@ std::unique_ptr<QueuePair> OfiDevice::createQueuePair() {
   return std::make_unique<OfiQueuePair>(shared_from_this());
 }
 
-std::uint64_t OfiDevice::nextKey() {
-  static std::atomic<std::uint64_t> key{1};
-  return key.fetch_add(1);
-}
+std::uint64_t OfiDevice::nextKey() { return nextKey_.fetch_add(1); }
 
 namespace {
 

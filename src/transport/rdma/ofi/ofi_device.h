@@ -12,6 +12,7 @@
 
 #include <rdma/fabric.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -83,6 +84,7 @@ class OfiDevice final : public Device, public std::enable_shared_from_this<OfiDe
   fi_info* info_;
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
+  std::atomic<std::uint64_t> nextKey_{1};  // keys are the domain's
   ProgressThread progress_;  // last: stopped before the domain closes
 };
 

@@ -221,10 +221,12 @@ void OfiQueuePair::drain() {
   }
 }
 
-void OfiQueuePair::progressIfUnattended(std::chrono::steady_clock::time_point now, std::chrono::milliseconds period) {
-  const auto polled = std::chrono::steady_clock::time_point(
-      std::chrono::steady_clock::duration(lastPolled_.load(std::memory_order_relaxed)));
-  if (now - polled < period) return;
+void OfiQueuePair::progressIfUnattended() {
+  const std::uint64_t polls = polls_.load(std::memory_order_relaxed);
+  if (polls != pollsSeen_) {
+    pollsSeen_ = polls;  // the rank is at it
+    return;
+  }
   std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // the rank is at it
   // What the rank left refused for now, then a read of no entries: the
@@ -240,7 +242,7 @@ void OfiQueuePair::progressIfUnattended(std::chrono::steady_clock::time_point no
 }
 
 std::size_t OfiQueuePair::poll(Completion* out, std::size_t max) {
-  lastPolled_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  polls_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   if (deferred_ != nullptr) std::rethrow_exception(deferred_);
   drain();

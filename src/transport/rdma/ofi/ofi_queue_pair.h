@@ -61,11 +61,11 @@ class OfiQueuePair final : public QueuePair {
   std::vector<char> address() const override;
   void connect(const std::vector<char>& peerAddress) override;
 
-  // From the device's progress thread (ofi_device.h): a progress call when
-  // the rank has not polled for `period`. Safe beside the rank's own calls:
-  // the domain is thread-safe, and a read of no entries takes none of the
-  // rank's completions.
-  void progressIfUnattended(std::chrono::steady_clock::time_point now, std::chrono::milliseconds period);
+  // From the device's progress thread (ofi_device.h), once a period: a
+  // progress call when the rank has not polled since the thread's last
+  // visit. Safe beside the rank's own calls: the domain is thread-safe, and
+  // a read of no entries takes none of the rank's completions.
+  void progressIfUnattended();
   // How many progress calls the progress thread made for this queue pair.
   std::uint64_t unattendedProgressCalls() const { return unattendedCalls_.load(); }
 
@@ -114,7 +114,10 @@ class OfiQueuePair final : public QueuePair {
   std::deque<Posting> backlog_;
   std::exception_ptr deferred_;  // an error the progress thread met, for the rank
   std::chrono::steady_clock::time_point refusedSince_;
-  std::atomic<std::int64_t> lastPolled_{0};
+  // The rank's polls, counted (no clock read on its hot path); the progress
+  // thread remembers the count it saw last.
+  std::atomic<std::uint64_t> polls_{0};
+  std::uint64_t pollsSeen_ = 0;  // the progress thread's
   std::atomic<std::uint64_t> unattendedCalls_{0};  // steady_clock ticks of the rank's last poll  // the backlog's front, first refused
 };
 
