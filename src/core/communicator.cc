@@ -94,11 +94,22 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   bootstrap_->connectRing(deadline);
   transport::ConnectorOptions connectorOptions;
   connectorOptions.timeout = timeout_;
-  connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
   const topology::System& system = processSystem();
   std::vector<CpuMask> cpuMasks;
   auto placements = gatherPlacements(system, deadline, cpuMasks);
   waitMode_ = decideWaitMode(placements, cpuMasks);
+  if (tuning_.shmFifoBytes == 0) {
+    // The same on every rank (ranksShareCpus says why): the chunk is capped
+    // by it below, and all ranks must cut buffers alike.
+    std::vector<std::uint64_t> hostOf;
+    for (const auto& placement : placements) hostOf.push_back(placement.hostHash);
+    const bool shared = ranksShareCpus(hostOf, cpuMasks);
+    tuning_.shmFifoBytes = shared ? Tuning::kSharedCoresShmFifoBytes : Tuning::kShmFifoBytes;
+    if (shared)
+      HORA_LOG(Info, "rank ", rank, ": ranks share CPUs, so shared-memory FIFOs of ",
+               tuning_.shmFifoBytes, " B, which stay in cache while ranks take turns");
+  }
+  connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
   const auto kinds = chooseTransports(placements, system);
   threadCpus_ = threadCpusNearDevice(system, placements);
   bool usesShm = false;

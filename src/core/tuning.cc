@@ -12,8 +12,8 @@ Tuning Tuning::fromEnvironment() {
   t.sliceBytes = env::getBytes({"HORA_SLICE_SIZE"}, 0);
   HORA_CHECK_ARG(t.sliceBytes == 0 || t.sliceBytes >= 64, "HORA_SLICE_SIZE must be at least 64 bytes");
   t.sliceBytes = t.sliceBytes / 64 * 64;
-  t.shmFifoBytes = env::getBytes({"HORA_SHM_FIFO_SIZE"}, t.shmFifoBytes);
-  HORA_CHECK_ARG(t.shmFifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
+  t.shmFifoBytes = env::getBytes({"HORA_SHM_FIFO_SIZE"}, 0);
+  HORA_CHECK_ARG(t.shmFifoBytes == 0 || t.shmFifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
   t.directMaxBytes = env::getBytes({"HORA_DIRECT_MAX_BYTES"}, t.directMaxBytes);
   t.streamingMinBytes = env::getBytes({"HORA_STREAMING_MIN"}, t.streamingMinBytes);
   t.singleCopyMinBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MIN"}, t.singleCopyMinBytes);

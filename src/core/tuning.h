@@ -21,8 +21,16 @@ struct Tuning {
   std::size_t sliceBytes = 0;
   static constexpr std::size_t kShmSliceBytes = 128 << 10;
   static constexpr std::size_t kTcpSliceBytes = 512 << 10;
-  // HORA_SHM_FIFO_SIZE: bytes of each shared-memory FIFO.
-  std::size_t shmFifoBytes = 4 << 20;
+  // HORA_SHM_FIFO_SIZE: bytes of each shared-memory FIFO. Unset (0): the
+  // communicator picks kShmFifoBytes, or kSharedCoresShmFifoBytes when
+  // ranks share CPUs (wait_mode.h, ranksShareCpus): ranks that take turns
+  // on a core pass data through the cache, and a ring's FIFOs are walked
+  // slot after slot, so what one rank wrote must still be cached when the
+  // next rank runs. Eight connections of 4 MiB touch more memory than a
+  // cache holds; of 512 KiB, they fit.
+  std::size_t shmFifoBytes = 0;
+  static constexpr std::size_t kShmFifoBytes = 4 << 20;
+  static constexpr std::size_t kSharedCoresShmFifoBytes = 512 << 10;
   // HORA_DIRECT_MAX_BYTES: all-reduces up to this size (with at most
   // kDirectMaxRanks ranks) take the direct algorithm: one message latency
   // instead of the ring's 2(n-1).

@@ -42,4 +42,15 @@ WaitMode chooseWaitMode(const std::vector<CpuMask>& sameHost, const CpuMask& min
   return mode;
 }
 
+bool ranksShareCpus(const std::vector<std::uint64_t>& hostOf, const std::vector<CpuMask>& masks) {
+  HORA_ENFORCE(hostOf.size() == masks.size(), hostOf.size(), " hosts for ", masks.size(), " masks");
+  for (std::size_t r = 0; r < masks.size(); ++r) {
+    std::vector<CpuMask> sameHost;
+    for (std::size_t q = 0; q < masks.size(); ++q)
+      if (hostOf[q] == hostOf[r]) sameHost.push_back(masks[q]);
+    if (chooseWaitMode(sameHost, masks[r]) == WaitMode::Yield) return true;
+  }
+  return false;
+}
+
 }  // namespace hora::core

@@ -36,6 +36,13 @@ struct CpuMask {
 // otherwise Yield. `why` (optional) receives the counts, for the log.
 WaitMode chooseWaitMode(const std::vector<CpuMask>& sameHost, const CpuMask& mine, std::string* why = nullptr);
 
+// Whether some rank's CPUs are wanted by more ranks than they number (the
+// rank would wait by yielding): `hostOf[r]` says which host rank r is on,
+// `masks[r]` its CPUs. Every rank computes it from the same gathered values,
+// so every rank gets the same answer: decisions that must be alike on all
+// ranks (the shared-memory FIFO size, tuning.h) may rest on it.
+bool ranksShareCpus(const std::vector<std::uint64_t>& hostOf, const std::vector<CpuMask>& masks);
+
 // What the user asked for (HORA_WAIT, in Tuning): Auto means chooseWaitMode.
 enum class WaitModeSetting : std::uint8_t { Auto, Spin, Yield };
 

@@ -58,6 +58,18 @@ TEST(WaitModeTest, MasksCountAndIntersectAcrossWords) {
   EXPECT_EQ(cpus({1024, -1}).count(), 0);  // outside the mask: ignored
 }
 
+TEST(WaitModeTest, RanksShareCpusWhenAnyRankWouldYield) {
+  // Two hosts: on host 1 two ranks have a core each; on host 2, two ranks
+  // share one core. Every rank of the job sees the same answer.
+  EXPECT_FALSE(ranksShareCpus({1, 1}, {cpus({0}), cpus({1})}));
+  EXPECT_FALSE(ranksShareCpus({1, 1, 2, 2}, {cpus({0}), cpus({1}), cpus({0}), cpus({1})}));
+  EXPECT_TRUE(ranksShareCpus({1, 1, 2, 2}, {cpus({0}), cpus({1}), cpus({0}), cpus({0})}));
+  EXPECT_TRUE(ranksShareCpus(std::vector<std::uint64_t>(8, 7), std::vector<CpuMask>(8, cpus({0, 1}))));
+  // Ranks with the same CPU numbers on different hosts do not compete.
+  EXPECT_FALSE(ranksShareCpus({1, 2, 3}, {cpus({0}), cpus({0}), cpus({0})}));
+  EXPECT_THROW(ranksShareCpus({1}, {cpus({0}), cpus({1})}), Error);
+}
+
 TEST(WaitModeTest, ThisThreadHasAtLeastOneCpu) { EXPECT_GE(CpuMask::ofThisThread().count(), 1); }
 
 class ScopedVariable {
@@ -68,6 +80,16 @@ class ScopedVariable {
  private:
   const char* name_;
 };
+
+TEST(WaitModeTest, TheFifoSizeIsChosenUnlessSet) {
+  EXPECT_EQ(Tuning::fromEnvironment().shmFifoBytes, 0u);  // the communicator chooses
+  {
+    ScopedVariable fifo("HORA_SHM_FIFO_SIZE", "1M");
+    EXPECT_EQ(Tuning::fromEnvironment().shmFifoBytes, std::size_t{1} << 20);
+  }
+  ScopedVariable tiny("HORA_SHM_FIFO_SIZE", "1K");
+  EXPECT_THROW(Tuning::fromEnvironment(), Error);
+}
 
 TEST(WaitModeTest, HoraWaitOverridesTheChoice) {
   EXPECT_EQ(Tuning::fromEnvironment().waitMode, WaitModeSetting::Auto);
