@@ -81,12 +81,22 @@ struct SimplePiece {
   const std::uint64_t* stamp;  // its full stamp on the board (kStampWords)
 };
 
+// index + 1 modulo count: where a slot index goes next. Kept instead of a
+// counter's remainder, which costs a division (tens of cycles) per slot on
+// the path of every message.
+HORA_HOST_DEVICE constexpr std::uint64_t nextIndex(std::uint64_t index, std::uint64_t count) {
+  return index + 1 == count ? 0 : index + 1;
+}
+
 template <class Ordering>
 class SimpleSender {
  public:
   // Resumes the stream where the FIFO's head says (0 for a new FIFO).
   HORA_HOST_DEVICE explicit SimpleSender(const FifoHandle& fifo)
-      : fifo_(fifo), head_(Ordering::loadRelaxed(fifo.head)), knownTail_(Ordering::loadAcquire(fifo.tail)) {}
+      : fifo_(fifo),
+        head_(Ordering::loadRelaxed(fifo.head)),
+        knownTail_(Ordering::loadAcquire(fifo.tail)),
+        headSlot_(head_ % fifo.slotCount) {}
 
   // Without waiting: whether a slot is free, and if so *slot as waitRoom
   // gives it. For callers that poll many FIFOs from one loop.
@@ -95,7 +105,7 @@ class SimpleSender {
       knownTail_ = Ordering::loadAcquire(fifo_.tail);
       if (!hasRoom()) return false;
     }
-    *slot = fifo_.slots + (head_ % fifo_.slotCount) * fifo_.slotBytes;
+    *slot = fifo_.slots + headSlot_ * fifo_.slotBytes;
     return true;
   }
 
@@ -110,27 +120,26 @@ class SimpleSender {
           fifo_.abortFlag, deadline);
       if (status != Status::Ok) return status;
     }
-    *slot = fifo_.slots + (head_ % fifo_.slotCount) * fifo_.slotBytes;
+    *slot = fifo_.slots + headSlot_ * fifo_.slotBytes;
     return Status::Ok;
   }
 
   // Hands the slot waitRoom returned to the receiver, holding `bytes` bytes
   // (at most slotBytes); `last` ends the message.
   HORA_HOST_DEVICE void publish(std::uint64_t bytes, bool last = true) {
-    fifo_.sizes[head_ % fifo_.slotCount] = bytes | (last ? kLastPiece : 0);
-    ++head_;
-    Ordering::storeRelease(fifo_.head, head_);
+    fifo_.sizes[headSlot_] = bytes | (last ? kLastPiece : 0);
+    advanceHead();
   }
 
   // publish() of a slot that begins an operation: `stamp` (kStampWords
   // words) goes to the board, `check` (30 bits of it) with the size.
   HORA_HOST_DEVICE void publishStamped(std::uint64_t bytes, const std::uint64_t* stamp,
                                        std::uint64_t check) {
-    std::uint64_t* entry = fifo_.stamps + (stamps_++ % fifo_.slotCount) * kStampWords;
+    std::uint64_t* entry = fifo_.stamps + stampEntry_ * kStampWords;
+    stampEntry_ = nextIndex(stampEntry_, fifo_.slotCount);
     for (std::uint64_t w = 0; w < kStampWords; ++w) entry[w] = stamp[w];
-    fifo_.sizes[head_ % fifo_.slotCount] = bytes | kLastPiece | kStamped | check << kStampCheckShift;
-    ++head_;
-    Ordering::storeRelease(fifo_.head, head_);
+    fifo_.sizes[headSlot_] = bytes | kLastPiece | kStamped | check << kStampCheckShift;
+    advanceHead();
   }
 
   // Sends one message of `bytes` bytes (zero allowed), a slot at a time.
@@ -154,11 +163,17 @@ class SimpleSender {
 
  private:
   HORA_HOST_DEVICE bool hasRoom() const { return head_ - knownTail_ < fifo_.slotCount; }
+  HORA_HOST_DEVICE void advanceHead() {
+    ++head_;
+    headSlot_ = nextIndex(headSlot_, fifo_.slotCount);
+    Ordering::storeRelease(fifo_.head, head_);
+  }
 
   FifoHandle fifo_;
-  std::uint64_t head_;        // slots published: the value of *fifo_.head
-  std::uint64_t knownTail_;   // *fifo_.tail as last loaded
-  std::uint64_t stamps_ = 0;  // stamped slots published
+  std::uint64_t head_;            // slots published: the value of *fifo_.head
+  std::uint64_t knownTail_;       // *fifo_.tail as last loaded
+  std::uint64_t headSlot_;        // head_ % slotCount
+  std::uint64_t stampEntry_ = 0;  // stamped slots published, modulo slotCount
 };
 
 template <class Ordering>
@@ -166,7 +181,10 @@ class SimpleReceiver {
  public:
   // Resumes the stream where the FIFO's tail says (0 for a new FIFO).
   HORA_HOST_DEVICE explicit SimpleReceiver(const FifoHandle& fifo)
-      : fifo_(fifo), tail_(Ordering::loadRelaxed(fifo.tail)), knownHead_(Ordering::loadAcquire(fifo.head)) {}
+      : fifo_(fifo),
+        tail_(Ordering::loadRelaxed(fifo.tail)),
+        knownHead_(Ordering::loadAcquire(fifo.head)),
+        tailSlot_(tail_ % fifo.slotCount) {}
 
   // Without waiting: whether the oldest unread slot is there, and if so
   // *piece as waitData gives it.
@@ -196,8 +214,9 @@ class SimpleReceiver {
 
   // Gives the slot waitData described back to the sender.
   HORA_HOST_DEVICE void release() {
-    if (describedStamped_) ++stamps_;
+    if (describedStamped_) stampEntry_ = nextIndex(stampEntry_, fifo_.slotCount);
     ++tail_;
+    tailSlot_ = nextIndex(tailSlot_, fifo_.slotCount);
     Ordering::storeRelease(fifo_.tail, tail_);
   }
 
@@ -228,21 +247,21 @@ class SimpleReceiver {
  private:
   HORA_HOST_DEVICE bool hasData() const { return knownHead_ != tail_; }
   HORA_HOST_DEVICE void describe(SimplePiece* piece) {
-    const std::uint64_t index = tail_ % fifo_.slotCount;
-    const std::uint64_t size = fifo_.sizes[index];
-    piece->data = fifo_.slots + index * fifo_.slotBytes;
+    const std::uint64_t size = fifo_.sizes[tailSlot_];
+    piece->data = fifo_.slots + tailSlot_ * fifo_.slotBytes;
     piece->bytes = size & kSizeMask;
     piece->last = (size & kLastPiece) != 0;
     piece->stamped = (size & kStamped) != 0;
     piece->check = size >> kStampCheckShift & kStampCheckMask;
-    piece->stamp = fifo_.stamps + (stamps_ % fifo_.slotCount) * kStampWords;
+    piece->stamp = fifo_.stamps + stampEntry_ * kStampWords;
     describedStamped_ = piece->stamped;
   }
 
   FifoHandle fifo_;
-  std::uint64_t tail_;        // slots released: the value of *fifo_.tail
-  std::uint64_t knownHead_;   // *fifo_.head as last loaded
-  std::uint64_t stamps_ = 0;  // stamped slots released
+  std::uint64_t tail_;            // slots released: the value of *fifo_.tail
+  std::uint64_t knownHead_;       // *fifo_.head as last loaded
+  std::uint64_t tailSlot_;        // tail_ % slotCount
+  std::uint64_t stampEntry_ = 0;  // stamped slots released, modulo slotCount
   bool describedStamped_ = false;  // the slot last described is stamped
 };
 

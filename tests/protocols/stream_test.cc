@@ -1,5 +1,5 @@
 // Both protocols (host ordering) streaming messages of every awkward size
-// through a FIFO of four 64-byte slots, so that the ring wraps thousands of
+// through a FIFO of five 64-byte slots, so that the ring wraps thousands of
 // times and every message larger than a slot (or, for LL, than the ring)
 // must be cut into pieces: between two threads, then between two processes,
 // each with its own mapping of a memfd at its own address. The receiver
@@ -24,7 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr std::uint64_t kSlotBytes = 64;
-constexpr std::uint64_t kSlots = 4;
+constexpr std::uint64_t kSlots = 5;  // not a power of two: slot indexes wrap by hand
 constexpr std::size_t kLarge = 2053;  // many slots, and LL's whole ring several times over
 
 template <class P>
