@@ -25,7 +25,7 @@ void issue(const CommPtr& comm, const core::Op& op) {
     group.ops.emplace_back(comm, op);
     return;
   }
-  comm->execute({op});
+  comm->execute(op);
 }
 
 namespace {

@@ -445,7 +445,7 @@ int Communicator::brokenRank() const {
   return brokenRank_;
 }
 
-void Communicator::execute(const std::vector<Op>& ops) {
+void Communicator::execute(std::span<const Op> ops) {
   checkUsable();
   bool queued;
   {
@@ -454,7 +454,7 @@ void Communicator::execute(const std::vector<Op>& ops) {
   }
   // Keep submission order: behind asynchronous work still queued.
   if (queued) {
-    submit(ops)->wait();
+    submit(std::vector<Op>(ops.begin(), ops.end()))->wait();
     return;
   }
   auto lock = claimExecution("a collective or point-to-point call came");
@@ -601,7 +601,7 @@ kernels::ReduceSpec Communicator::reduceSpecFor(int op, DataType type) const {
 
 // ---------------------------------------------------------------- execution
 
-void Communicator::runOps(const std::vector<Op>& ops) {
+void Communicator::runOps(std::span<const Op> ops) {
   for (const Op& op : ops)
     if (op.memory != MemoryKind::Host)
       fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", opKindName(op.kind),

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,7 +49,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // calling thread, after anything already submitted. Throws on failure; a
   // failure leaves the communicator broken (every later call fails with the
   // first error, as NCCL's async error).
-  void execute(const std::vector<Op>& ops);
+  void execute(std::span<const Op> ops);
+  void execute(const Op& op) { execute(std::span<const Op>(&op, 1)); }
   // Queues `ops` for the worker thread; the Work completes when they ran.
   std::shared_ptr<WorkState> submit(std::vector<Op> ops);
 
@@ -103,7 +105,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
  private:
   // Runs `ops` on the executor that fits their buffers.
-  void runOps(const std::vector<Op>& ops);
+  void runOps(std::span<const Op> ops);
   void checkUsable() const;
   // Init after the rendezvous: the ring, placements, transports.
   void connectAll(const bootstrap::UniqueId& id, const Deadline& deadline);

@@ -4,7 +4,7 @@
 // own primitives.
 #pragma once
 
-#include <vector>
+#include <span>
 
 #include "core/op.h"
 
@@ -17,7 +17,7 @@ class Executor {
   // point-to-point ones together first, so that any pattern of matched sends
   // and receives completes, then the collectives in issue order. Throws on
   // failure.
-  virtual void run(const std::vector<Op>& ops) = 0;
+  virtual void run(std::span<const Op> ops) = 0;
 };
 
 }  // namespace hora::core

@@ -39,7 +39,7 @@ ProgressEngine& HostExecutor::freshEngine() {
   return engine_;
 }
 
-void HostExecutor::run(const std::vector<Op>& ops) {
+void HostExecutor::run(std::span<const Op> ops) {
   try {
     runAll(ops);
   } catch (const transport::StampMismatch& mismatch) {
@@ -54,7 +54,7 @@ std::optional<OpDescriptor> HostExecutor::currentDescriptor() const {
   return messageDescriptor(op->bytes, current_.sequence, op->kind == OpKind::Send ? ctx_.rank : op->peer);
 }
 
-void HostExecutor::runAll(const std::vector<Op>& ops) {
+void HostExecutor::runAll(std::span<const Op> ops) {
   std::vector<const Op*> p2p;
   for (const Op& op : ops)
     if (op.isPointToPoint()) p2p.push_back(&op);

@@ -39,7 +39,7 @@ class HostExecutor final : public Executor {
   HostExecutor(HostExecutorContext context, const Tuning& tuning, std::size_t moveChunkBytes,
                std::size_t sliceBytes);
 
-  void run(const std::vector<Op>& ops) override;
+  void run(std::span<const Op> ops) override;
 
   // How many collectives ran on windows without FIFOs (for tests and logs).
   std::uint64_t windowCollectives() const { return windowCollectives_.load(); }
@@ -57,7 +57,7 @@ class HostExecutor final : public Executor {
   // current collective's stamp, if it has one.
   void exchangeWithAll(const void* mine, void* all, std::size_t bytes, const char* what);
   // Runs the operations; run() words agreement failures.
-  void runAll(const std::vector<Op>& ops);
+  void runAll(std::span<const Op> ops);
 
   HostExecutorContext ctx_;
   algorithms::Ring ring_;

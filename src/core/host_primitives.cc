@@ -381,11 +381,11 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
   // Everything arrives into scratch first (this path serves small messages),
   // then the reduction runs in the given order: the same bits on every rank.
   const std::size_t bytes = count * elemSize_;
-  gathered_.resize(bytes * static_cast<std::size_t>(nranks));
+  char* const gathered = staging_.fanIn(bytes * static_cast<std::size_t>(nranks));
   for (int k = 0; k < nranks; ++k) {
     if (order[k] == self) continue;
     InLink& link = from(order[k]);
-    link.connection->post(gathered_.data() + k * bytes, bytes);
+    link.connection->post(gathered + k * bytes, bytes);
   }
   flushStamps();
   engine_.drain("exchanging the inputs of a direct all-reduce");
@@ -404,12 +404,12 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
   while (order[ownIndex] != self) ++ownIndex;
   const bool overlaps = own < dst + bytes && dst < own + bytes;
   if (hasPre_ || (overlaps && ownIndex >= 2)) {
-    char* slot = gathered_.data() + static_cast<std::size_t>(ownIndex) * bytes;
+    char* slot = gathered + static_cast<std::size_t>(ownIndex) * bytes;
     kernels::reduceHostUnchecked(spec_, slot, own, nullptr, count, false);
     own = slot;
   }
   auto source = [&](int k) -> const char* {
-    return k == ownIndex ? own : gathered_.data() + static_cast<std::size_t>(k) * bytes;
+    return k == ownIndex ? own : gathered + static_cast<std::size_t>(k) * bytes;
   };
   // Every rank runs these same steps on the same values: the same bits.
   kernels::reduceHostUnchecked(combine, dst, source(1), source(0), count, nranks == 2);

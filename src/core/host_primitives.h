@@ -33,10 +33,17 @@ class StagingPool {
   // after which it has left (null: free).
   transport::SendConnection*& sendTo(int index) { return targets_[index]; }
   std::uint64_t& sendMark(int index) { return marks_[index]; }
+  // `bytes` of scratch for a fan-in (recvReduceCopyAll), kept from one
+  // operation to the next: a small all-reduce allocates nothing.
+  char* fanIn(std::size_t bytes) {
+    if (fanIn_.size() < bytes) fanIn_.resize(bytes);
+    return fanIn_.data();
+  }
 
  private:
   std::size_t slotBytes_;
   std::vector<char> memory_;
+  std::vector<char> fanIn_;
   std::vector<std::uint64_t> marks_;
   std::vector<transport::SendConnection*> targets_;
 };
@@ -185,7 +192,6 @@ class HostPrimitives {
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;
-  std::vector<char> gathered_;  // fan-in scratch (small messages only)
 };
 
 }  // namespace hora::core
