@@ -447,13 +447,8 @@ int Communicator::brokenRank() const {
 
 void Communicator::execute(std::span<const Op> ops) {
   checkUsable();
-  bool queued;
-  {
-    std::lock_guard<std::mutex> lock(queueMutex_);
-    queued = !queue_.empty();
-  }
   // Keep submission order: behind asynchronous work still queued.
-  if (queued) {
+  if (queuedTasks_.load(std::memory_order_acquire) != 0) {
     submit(std::vector<Op>(ops.begin(), ops.end()))->wait();
     return;
   }
@@ -472,6 +467,7 @@ std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops) {
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back({std::move(ops), work});
+    queuedTasks_.store(queue_.size(), std::memory_order_release);
     if (!worker_.joinable()) worker_ = std::thread([this] { workerLoop(); });
   }
   queueCv_.notify_one();
@@ -513,6 +509,7 @@ void Communicator::workerLoop() {
       // Pop only after running, so execute() sees the queue busy meanwhile.
       std::lock_guard<std::mutex> lock(queueMutex_);
       queue_.pop_front();
+      queuedTasks_.store(queue_.size(), std::memory_order_release);
     }
     task.work->complete(error);
   }

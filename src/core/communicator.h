@@ -166,6 +166,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::mutex queueMutex_;
   std::condition_variable queueCv_;
   std::deque<Task> queue_;
+  // queue_.size(), stored under queueMutex_: what a blocking call looks at
+  // (without the lock, which would cost every small call two atomic
+  // operations) to decide whether it must queue behind earlier work.
+  std::atomic<std::size_t> queuedTasks_{0};
   bool stopping_ = false;
   std::thread worker_;
 
