@@ -18,6 +18,8 @@ Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
                      const ConnectorOptions& options)
     : bootstrap_(bootstrap), magic_(magic), abort_(abort), kinds_(std::move(kinds)), options_(options) {
   HORA_ENFORCE(static_cast<int>(kinds_.size()) == bootstrap.nranks(), "one transport per peer");
+  sends_.resize(kinds_.size());
+  recvs_.resize(kinds_.size());
   for (TransportKind kind : kinds_)
     HORA_ENFORCE(findTransport(kind) != nullptr, "no transport registered for ", transportName(kind));
   SocketAddress bindAddress = bootstrap.localAddress();
@@ -38,8 +40,7 @@ Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
 }
 
 SendConnection& Connector::sendTo(int peer, bool busy) {
-  auto found = sends_.find(peer);
-  if (found != sends_.end()) return *found->second;
+  if (SendConnection* known = sends_.at(peer).get()) return *known;
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
   // The listener was up before its address was shared: a refusal means
@@ -94,7 +95,7 @@ Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
     Introduction hello{};
     std::memcpy(&hello, guest.body.data(), sizeof(hello));
     if (hello.rank < 0 || hello.rank >= bootstrap_.nranks() || earlyArrivals_.count(hello.rank) ||
-        recvs_.count(hello.rank)) {
+        recvs_[hello.rank] != nullptr) {
       HORA_LOG(Warn, "refusing a connection from ", guest.from.toString(),
                " that claims to be rank ", hello.rank);
       continue;
@@ -113,8 +114,7 @@ Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
 }
 
 RecvConnection& Connector::recvFrom(int peer) {
-  auto found = recvs_.find(peer);
-  if (found != recvs_.end()) return *found->second;
+  if (RecvConnection* known = recvs_.at(peer).get()) return *known;
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
   Socket socket = acceptFrom(peer, deadline);

@@ -59,8 +59,10 @@ class Connector {
   ConnectorOptions options_;
   bootstrap::Gatekeeper gate_;  // our listener
   std::vector<SocketAddress> peerAddresses_;
-  std::map<int, std::unique_ptr<SendConnection>> sends_;
-  std::map<int, std::unique_ptr<RecvConnection>> recvs_;
+  // By peer rank (null: not connected yet): every operation looks its
+  // connections up here, so an index, not a search.
+  std::vector<std::unique_ptr<SendConnection>> sends_;
+  std::vector<std::unique_ptr<RecvConnection>> recvs_;
   std::map<int, Socket> earlyArrivals_;  // accepted, not yet asked for
   std::mutex socketsMutex_;              // shutdown() may come from another thread
   std::vector<int> socketFds_;           // for shutdown()

@@ -21,6 +21,7 @@ class ProtocolSwitches {
  public:
   // Bytes from `position` on travel by `route` (until the next switch).
   void switchAt(std::uint64_t position, ShmRoute route) {
+    if (route == latest()) return;  // the usual case: every message of a run alike
     if (!switches_.empty() && switches_.back().position == position) {
       switches_.back().route = route;  // nothing travels the replaced route
       return;
