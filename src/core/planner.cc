@@ -1,6 +1,7 @@
 #include "core/planner.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace hora::core {
 
@@ -50,8 +51,10 @@ Plan Planner::plan(const Op& op, const CommShape& shape) const {
     plan.algorithm = Algorithm::PointToPoint;
     return plan;
   }
-  const std::size_t elemSize = dataTypeSize(op.type);
-  plan.alignElems = std::max<std::size_t>(1, 64 / elemSize);
+  // Element sizes are powers of two: shifts, not divisions, on the path of
+  // every call.
+  const int elemShift = std::countr_zero(dataTypeSize(op.type));
+  plan.alignElems = std::max<std::size_t>(1, std::size_t{64} >> elemShift);
   const std::size_t outputBytes =
       op.bytes * (op.kind == OpKind::AllGather ? static_cast<std::size_t>(shape.nranks) : 1);
   const bool movesOnly = op.kind == OpKind::AllGather || op.kind == OpKind::Broadcast;
@@ -76,7 +79,7 @@ Plan Planner::plan(const Op& op, const CommShape& shape) const {
   const std::size_t stepBytes = plan.singleCopy && shape.singleCopyRing ? outputBytes
                                 : movesOnly                          ? moveChunkBytes_
                                                                      : tuning_.chunkBytes;
-  plan.chunkElems = std::max<std::size_t>(1, stepBytes / elemSize);
+  plan.chunkElems = std::max<std::size_t>(1, stepBytes >> elemShift);
   plan.fallback = Algorithm::Ring;
   const bool directOnly =
       op.kind == OpKind::AllToAll || op.kind == OpKind::Gather || op.kind == OpKind::Scatter;
