@@ -394,15 +394,22 @@ void Communicator::checkUsable() const {
                 brokenRank_);
 }
 
-std::unique_lock<std::mutex> Communicator::claimExecution(const char* what) {
-  std::unique_lock<std::mutex> lock(execMutex_, std::try_to_lock);
-  if (lock.owns_lock()) return lock;
+Communicator::ExecutionClaim Communicator::claimExecution(const char* what) {
+  if (!executing_.exchange(true, std::memory_order_acquire)) return ExecutionClaim(&executing_);
   Error error(ErrorKind::InvalidUsage,
               strCat("rank ", rank_, ": ", what, " while another thread of this process was running a call on "
                      "the same communicator; calls on one communicator must come from one thread at a time "
                      "(the ranks could otherwise pair different calls), so the communicator is now unusable "
                      "on every rank"));
   failBroken(error);
+}
+
+Communicator::ExecutionClaim Communicator::awaitExecution() {
+  // A call still running ends (the communicator is broken or revoked, or
+  // it completes); shrinking is rare, so a millisecond's sleep is no cost.
+  while (executing_.exchange(true, std::memory_order_acquire))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return ExecutionClaim(&executing_);
 }
 
 void Communicator::failBroken(const Error& failure) {

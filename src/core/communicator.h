@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -155,8 +156,24 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // program's error (NCCL leaves it undefined): the ranks could run their
   // calls in different orders and pair different collectives. claimExecution
   // refuses the second caller and breaks the communicator on every rank.
-  std::mutex execMutex_;
-  std::unique_lock<std::mutex> claimExecution(const char* what);
+  // A flag, not a mutex: claiming it is one atomic exchange and letting it
+  // go one store, on the path of every call.
+  class ExecutionClaim {
+   public:
+    explicit ExecutionClaim(std::atomic<bool>* flag) : flag_(flag) {}
+    ExecutionClaim(ExecutionClaim&& other) noexcept : flag_(std::exchange(other.flag_, nullptr)) {}
+    ExecutionClaim& operator=(ExecutionClaim&&) = delete;
+    ~ExecutionClaim() {
+      if (flag_ != nullptr) flag_->store(false, std::memory_order_release);
+    }
+
+   private:
+    std::atomic<bool>* flag_;
+  };
+  std::atomic<bool> executing_{false};
+  ExecutionClaim claimExecution(const char* what);
+  // Waits until no call runs, then holds execution (ncclCommShrink).
+  ExecutionClaim awaitExecution();
 
   // Worker for asynchronous operations.
   struct Task {

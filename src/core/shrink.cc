@@ -62,7 +62,7 @@ std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   }
   // Waits for a call still running on another thread (it ends: the
   // communicator is broken or revoked, or it completes).
-  std::lock_guard<std::mutex> running(execMutex_);
+  const ExecutionClaim running = awaitExecution();
 
   std::vector<int> members;
   for (int r = 0; r < nranks_; ++r)
