@@ -28,12 +28,10 @@ class StampQueue {
   const T& back() const { return items_[tail_ - 1]; }
 
   void push_back(const T& item) {
-    if (tail_ == capacity_) {
-      items_.push_back(item);
-      capacity_ = items_.size();
-    } else {
+    if (tail_ == capacity_) [[unlikely]]
+      append(item);
+    else
       items_[tail_] = item;
-    }
     if (tail_++ == head_) frontFrom_ = item.from;
   }
   void pop_front() {
@@ -46,6 +44,13 @@ class StampQueue {
   }
 
  private:
+  // Out of line: growing is rare, and inlined it would give every caller
+  // of push_back a stack frame.
+  [[gnu::noinline]] void append(const T& item) {
+    items_.push_back(item);
+    capacity_ = items_.size();
+  }
+
   std::vector<T> items_;
   std::size_t capacity_ = 0;  // items_.size(), without a division
   std::size_t head_ = 0, tail_ = 0;
