@@ -211,6 +211,7 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   view.interfaceName = bootstrap_->interfaceName();
   // Host buffers: the NIC nearest the CPUs this rank runs on.
   view.nicsNearest = topology::rdmaNicsNearest(system, std::nullopt, topology::currentCpus());
+  view.railsNearest = topology::rdmaRailsNearest(system, std::nullopt, topology::currentCpus());
   transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), view);
   // What this rank can use, not what hwloc saw: ranks must agree on the
   // transport of each pair, and one whose NIC failed to open cannot use it.

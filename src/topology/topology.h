@@ -165,6 +165,10 @@ System loadSystem();
 // one, the NICs on a NUMA node holding one of `cpus` first. Ties keep the
 // System's order.
 std::vector<std::string> rdmaNicsNearest(const System& system, std::optional<int> gpu, const std::vector<int>& cpus);
+// The rails: the first of rdmaNicsNearest's NICs and every other as near
+// the rank's data (the same path class and bandwidth from its GPU, or, for
+// a rank without one, also on its CPUs' NUMA node), in that order.
+std::vector<std::string> rdmaRailsNearest(const System& system, std::optional<int> gpu, const std::vector<int>& cpus);
 
 // ---- Transports ----------------------------------------------------------
 

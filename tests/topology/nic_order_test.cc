@@ -51,9 +51,30 @@ TEST(NicOrder, WithoutAGpuTheNicsOfTheRanksNumaNodeComeFirst) {
   for (int k = 0; k < onNode1; ++k) EXPECT_EQ(nicNamed(ndv4, order[k]).numaNode, 1) << order[k];
 }
 
+TEST(NicOrder, TheRailsAreTheNicsAsNearAsTheFirst) {
+  const System ndv4 = loadSystemFromFile(testing::fixture("nccl-topo/azure-ndv4-topo.xml"));
+  for (int gpu : ndv4.devicesOfKind(DeviceKind::Gpu)) {
+    const auto order = rdmaNicsNearest(ndv4, gpu, {});
+    const auto rails = rdmaRailsNearest(ndv4, gpu, {});
+    // Its own NIC, then the other NIC behind the same PCIe switch.
+    ASSERT_EQ(rails.size(), 2u) << "GPU at index " << gpu;
+    EXPECT_EQ(rails[0], order[0]);
+    EXPECT_EQ(rails[1], order[1]);
+    EXPECT_EQ(ndv4.path(gpu, indexOf(ndv4, rails[1])).cls, PathClass::Pix);
+  }
+  // Without a GPU: the NICs of the rank's NUMA node.
+  const std::vector<int> node1 = ndv4.numaNodes()[1].cpus;
+  const auto rails = rdmaRailsNearest(ndv4, std::nullopt, node1);
+  ASSERT_FALSE(rails.empty());
+  for (const auto& name : rails) EXPECT_EQ(nicNamed(ndv4, name).numaNode, 1) << name;
+  const auto order = rdmaNicsNearest(ndv4, std::nullopt, node1);
+  EXPECT_LT(rails.size(), order.size());
+}
+
 TEST(NicOrder, AMachineWithoutRdmaNicsGivesNone) {
   const System ncv4 = loadSystemFromFile(testing::fixture("nccl-topo/azure-ncv4-topo.xml"));
   EXPECT_TRUE(rdmaNicsNearest(ncv4, std::nullopt, {0}).empty());
+  EXPECT_TRUE(rdmaRailsNearest(ncv4, std::nullopt, {0}).empty());
 }
 
 }  // namespace

@@ -297,12 +297,16 @@ void printText(std::ostream& out, const System& system, const NetworkDeviceRepor
   out << ")\n";
   for (std::size_t r = 0; r < n; ++r) {
     const auto& p = ranks->placements[r];
-    // The RDMA NIC the rank's ib connections would leave through (the one
-    // nearest its GPU; ranks without one, on a machine read from a file,
-    // have no CPUs of their own to go by).
-    const auto nics = topology::rdmaNicsNearest(system, system.findGpu(p.gpuBusId), {});
+    // The RDMA NICs the rank's ib connections would leave through (those
+    // nearest its GPU, several as rails when they tie; ranks without one,
+    // on a machine read from a file, have no CPUs of their own to go by).
+    const auto rails = topology::rdmaRailsNearest(system, system.findGpu(p.gpuBusId), {});
+    std::string nics;
+    for (const auto& name : rails) nics += (nics.empty() ? "" : " + ") + name;
     out << "  rank " << r << ": " << ranks->hostOf[r] << ", " << (p.gpuBusId.empty() ? "no GPU" : "GPU " + p.gpuBusId)
-        << (nics.empty() ? (p.hasInfiniband ? ", RDMA NIC" : "") : ", RDMA NIC " + nics.front())
+        << (rails.empty() ? (p.hasInfiniband ? ", RDMA NIC" : "")
+            : rails.size() == 1 ? ", RDMA NIC " + nics
+                                : ", RDMA NICs " + nics + " (" + std::to_string(rails.size()) + " rails)")
         << (p.hasOfi ? ", libfabric device" : "") << "\n";
   }
   std::vector<std::string> labels;

@@ -68,8 +68,8 @@ template <TransportKind kind>
 std::unique_ptr<SendConnection> connectSender(ConnectionSetup setup) {
   auto device = requireDevice(kind, setup.peerName);
   std::vector<std::unique_ptr<QueuePair>> queuePairs;
-  for (std::size_t q = 0; q < std::max<std::size_t>(1, device->queuePairsPerConnection()); ++q)
-    queuePairs.push_back(device->createQueuePair());
+  const std::size_t count = std::max({std::size_t{1}, device->queuePairsPerConnection(), device->rails()});
+  for (std::size_t q = 0; q < count; ++q) queuePairs.push_back(device->createQueuePairOn(q % device->rails()));
   auto stream = std::make_unique<CreditSendStream>(std::move(queuePairs), std::move(setup.lifeline), setup.peerName,
                                                    device->geometry(), setup.deadline);
   return std::make_unique<StreamSendConnection>(std::move(stream), std::move(setup.peerName));
@@ -78,7 +78,11 @@ std::unique_ptr<SendConnection> connectSender(ConnectionSetup setup) {
 template <TransportKind kind>
 std::unique_ptr<RecvConnection> connectReceiver(ConnectionSetup setup) {
   auto device = requireDevice(kind, setup.peerName);
-  auto stream = std::make_unique<CreditRecvStream>(device->createQueuePair(), [&] { return device->createQueuePair(); },
+  // As many queue pairs as the sender makes (credit_stream.h), each on the
+  // rail of the sender's of the same number.
+  std::size_t made = 1;
+  auto stream = std::make_unique<CreditRecvStream>(device->createQueuePairOn(0),
+                                                   [&] { return device->createQueuePairOn(made++ % device->rails()); },
                                                    std::move(setup.lifeline), setup.peerName, device->geometry(),
                                                    setup.deadline);
   return std::make_unique<StreamRecvConnection>(std::move(stream), std::move(setup.peerName));

@@ -23,6 +23,11 @@ class Device {
   virtual ~Device() = default;
   virtual std::string name() const = 0;
   virtual std::unique_ptr<QueuePair> createQueuePair() = 0;
+  // Multi-rail: a device may stand for several NICs (rails, multi_rail.h).
+  // A connection's queue pair q goes on rail q % rails() at both ends, so
+  // that it pairs with its peer's on the same rail.
+  virtual std::size_t rails() const { return 1; }
+  virtual std::unique_ptr<QueuePair> createQueuePairOn(std::size_t /*rail*/) { return createQueuePair(); }
   // Slots per connection and their size (credit_stream.h).
   virtual CreditGeometry geometry() const { return {}; }
   // Queue pairs a connection's sender uses (the receiver makes as many).

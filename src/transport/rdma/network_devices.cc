@@ -19,7 +19,7 @@ void prepareNetworkDevices(const topology::TransportPolicy& policy, const RankNe
   const bool spansHosts = rank.spansHosts;
   const bool ibForced = policy.forced == TransportKind::Ib;
 #if HORA_HAVE_IBVERBS
-  if (ibForced || spansHosts) verbs::prepareVerbs(policy.ibDisabled, rank.nicsNearest);
+  if (ibForced || spansHosts) verbs::prepareVerbs(policy.ibDisabled, rank.nicsNearest, rank.railsNearest);
 #else
   (void)ibForced;
 #endif

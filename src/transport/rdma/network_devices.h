@@ -18,6 +18,8 @@ struct RankNetworkView {
                               // IP (libfabric's tcp provider) should use too
   std::vector<std::string> nicsNearest;  // RDMA NICs nearest the rank first
                                          // (topology::rdmaNicsNearest)
+  std::vector<std::string> railsNearest;  // those as near as the first
+                                          // (topology::rdmaRailsNearest)
 };
 void prepareNetworkDevices(const topology::TransportPolicy& policy, const RankNetworkView& rank);
 

@@ -12,6 +12,7 @@
 
 #include "every_collective.h"
 #include "fake_queue_pair.h"
+#include "transport/rdma/multi_rail.h"
 #include "nccl.h"
 
 namespace hora::transport::rdma {
@@ -66,6 +67,44 @@ TEST(OverFakeRdmaQueuePairs, EveryCollectiveOverThreeQueuePairsPerConnection) {
   useDevice(TransportKind::Ib, nullptr);
   ::unsetenv("HORA_TRANSPORT");
   EXPECT_GE(device->queuePairsCreated(), 3 * 2 * 3) << "three queue pairs per connection, both ends";
+}
+
+// Multi-rail: two fake NICs (two separate fabrics, as two rails are)
+// behind one device; every connection's queue pairs alternate between them,
+// so each NIC carries part of every connection's bytes.
+TEST(OverFakeRdmaRails, EveryCollectiveOverTwoRails) {
+  ::setenv("HORA_TRANSPORT", "ib", 1);
+  ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
+  FakeOptions options;
+  options.delaySteps = 1;
+  auto first = std::make_shared<FakeDevice>(options, CreditGeometry{8, 16 * 1024});
+  options.delaySteps = 3;  // the second rail slower: completions out of grant order
+  auto second = std::make_shared<FakeDevice>(options, CreditGeometry{8, 16 * 1024});
+  auto rails = combineRails({first, second});
+  ASSERT_EQ(rails->rails(), 2u);
+  EXPECT_EQ(rails->queuePairsPerConnection(), 2u);
+  useDevice(TransportKind::Ib, rails);
+  testing::onEachRank(3, [](int rank, ncclComm_t comm) { checkEveryCollective(rank, 3, comm, {0, 1, 1031, 65537}); });
+  useDevice(TransportKind::Ib, nullptr);
+  ::unsetenv("HORA_TRANSPORT");
+  EXPECT_EQ(first->queuePairsCreated(), second->queuePairsCreated()) << "one queue pair per rail, both ends";
+  EXPECT_GT(first->bytesWritten(), 1u << 20);
+  EXPECT_GT(second->bytesWritten(), 1u << 20);
+  // Slots alternate between the rails: neither carries much more.
+  const double ratio = static_cast<double>(first->bytesWritten()) / static_cast<double>(second->bytesWritten());
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 2.0);
+}
+
+TEST(OverFakeRdmaRails, OneDeviceIsItselfAndNoneIsNone) {
+  auto only = std::make_shared<FakeDevice>();
+  EXPECT_EQ(combineRails({only}), only);
+  EXPECT_EQ(combineRails({}), nullptr);
+  EXPECT_THROW(MultiRailDevice({}), Error);
+  // More queue pairs than rails when a rail asks for them.
+  auto three = std::make_shared<FakeDevice>(FakeOptions{}, CreditGeometry{}, 3);
+  EXPECT_EQ(MultiRailDevice({only, three}).queuePairsPerConnection(), 3u);
+  EXPECT_NE(MultiRailDevice({only, three}).name().find("2 rails"), std::string::npos);
 }
 
 TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {

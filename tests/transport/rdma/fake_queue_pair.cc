@@ -175,6 +175,7 @@ void FakeQueuePair::run(const Request& request) {
     } else {
       std::memcpy(into, request.source, request.bytes);
     }
+    fabric_->bytesWritten_ += request.bytes;
     complete(request, Status::Success);
     return;
   }

@@ -42,6 +42,8 @@ class FakeQueuePair;
 class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
  public:
   std::unique_ptr<FakeQueuePair> createQueuePair(const FakeOptions& options = {});
+  // Bytes that one-sided writes have landed through this device.
+  std::uint64_t bytesWritten() const { return bytesWritten_.load(); }
 
  private:
   friend class FakeQueuePair;
@@ -53,6 +55,7 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
   std::mutex mutex_;
   std::map<std::uint64_t, RegisteredMemory> memory_;
   std::map<int, FakeQueuePair*> queuePairs_;
+  std::atomic<std::uint64_t> bytesWritten_{0};
   std::uint64_t nextKey_ = 0x1000;
   int nextId_ = 1;
 };
@@ -132,6 +135,7 @@ class FakeDevice final : public Device {
   // How many queue pairs connections have asked for: proof that bytes went
   // this way and not over TCP.
   int queuePairsCreated() const { return created_.load(); }
+  std::uint64_t bytesWritten() const { return fabric_->bytesWritten(); }
 
  private:
   std::atomic<int> created_{0};

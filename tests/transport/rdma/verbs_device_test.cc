@@ -46,6 +46,28 @@ TEST(UsablePorts, TheNicsNearestTheRankComeFirst) {
   EXPECT_EQ(usable[0].device, "mlx5_1");
 }
 
+// Multi-rail: beside the port opened, the usable ports of the devices as
+// near as the first (topology::rdmaRailsNearest), on its link layer.
+TEST(FurtherRails, ThePortsOfEquallyNearDevicesOnTheSameLinkLayer) {
+  const std::vector<PortListing> usable{{"mlx5_0", 1, true, "InfiniBand"},
+                                        {"mlx5_1", 1, true, "InfiniBand"},
+                                        {"mlx5_2", 1, true, "Ethernet"},
+                                        {"mlx5_3", 1, true, "InfiniBand"}};
+  // mlx5_0 and mlx5_1 share a PCIe switch with the rank's data.
+  auto rails = furtherRails(usable, 0, {"mlx5_0", "mlx5_1"});
+  ASSERT_EQ(rails.size(), 1u);
+  EXPECT_EQ(rails[0].device, "mlx5_1");
+  // A rail on RoCE beside one on InfiniBand reaches other peers: not one.
+  EXPECT_TRUE(furtherRails(usable, 0, {"mlx5_0", "mlx5_2"}).empty());
+  // No topology (no rails named): one NIC, as before.
+  EXPECT_TRUE(furtherRails(usable, 0, {}).empty());
+  // The first port failed to open and the second was: rails after it.
+  rails = furtherRails(usable, 1, {"mlx5_0", "mlx5_1", "mlx5_3"});
+  ASSERT_EQ(rails.size(), 1u);
+  EXPECT_EQ(rails[0].device, "mlx5_3");
+  EXPECT_TRUE(furtherRails(usable, 4, {"mlx5_0"}).empty());
+}
+
 TEST(UsablePorts, NoneSaysWhatWasLeftOutAndWhy) {
   std::string why;
   EXPECT_TRUE(usablePorts(twoDevices(), HcaFilter::parse("=mlx5_0:2"), {}, why).empty());

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/rdma/multi_rail.h"
 #include "transport/rdma/verbs/fabric.h"
 #include "transport/rdma/verbs/ib_settings.h"
 #include "transport/rdma/verbs/verbs_queue_pair.h"
@@ -48,6 +49,20 @@ std::vector<PortListing> usablePorts(const std::vector<PortListing>& listed, con
   return usable;
 }
 
+std::vector<PortListing> furtherRails(const std::vector<PortListing>& usable, std::size_t opened,
+                                      const std::vector<std::string>& rails) {
+  std::vector<PortListing> further;
+  if (opened >= usable.size()) return further;
+  const PortListing& first = usable[opened];
+  for (std::size_t k = opened + 1; k < usable.size(); ++k) {
+    const PortListing& port = usable[k];
+    const bool rail = std::find(rails.begin(), rails.end(), port.device) != rails.end();
+    const bool same = port.device == first.device && port.port == first.port;
+    if (rail && !same && port.linkLayer == first.linkLayer) further.push_back(port);
+  }
+  return further;
+}
+
 std::vector<PortListing> listPorts(const VerbsApi& api, ibv_device** devices, int count) {
   std::vector<PortListing> ports;
   for (int d = 0; d < count; ++d) {
@@ -86,7 +101,8 @@ std::unique_ptr<QueuePair> VerbsDevice::createQueuePair() {
   return std::make_unique<VerbsQueuePair>(port_, kSendDepth, kReceiveDepth);
 }
 
-VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>& preferred) {
+VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>& preferred,
+                             const std::vector<std::string>& rails) {
   VerbsOpening opening;
   int count = 0;
   errno = 0;
@@ -100,7 +116,9 @@ VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>
       usablePorts(listPorts(api, devices, count), HcaFilter::fromEnvironment(), preferred, opening.why);
   const IbSettings settings = usable.empty() ? IbSettings{} : readIbSettings();
   std::string failures;
-  for (const PortListing& wanted : usable) {
+  std::size_t opened = 0;
+  for (; opened < usable.size(); ++opened) {
+    const PortListing& wanted = usable[opened];
     try {
       opening.device = std::make_shared<VerbsDevice>(
           openVerbsPort(api, wanted.handle, static_cast<std::uint8_t>(wanted.port), settings));
@@ -109,18 +127,38 @@ VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>
       failures += (failures.empty() ? "" : "; ") + std::string(error.what());
     }
   }
+  if (opening.device) {
+    for (const PortListing& wanted : furtherRails(usable, opened, rails)) {
+      try {
+        auto rail = std::make_shared<VerbsDevice>(
+            openVerbsPort(api, wanted.handle, static_cast<std::uint8_t>(wanted.port), settings));
+        // A rail on another fabric than the first could not reach the
+        // peers the first reaches.
+        if (rail->linkLayer() == opening.device->linkLayer() && rail->subnet() == opening.device->subnet())
+          opening.moreRails.push_back(std::move(rail));
+        else
+          HORA_LOG(Info, "ib: ", rail->name(), " is as near as ", opening.device->name(),
+                   " but on another fabric: not a rail");
+      } catch (const Error& error) {
+        HORA_LOG(Info, "ib: a further rail did not open: ", error.what());
+      }
+    }
+  }
   api.freeDeviceList(devices);
   if (!usable.empty() && !opening.device) opening.why = strCat("no usable port could be opened: ", failures);
   return opening;
 }
 
-void prepareVerbs(bool disabled, const std::vector<std::string>& preferred) {
+void prepareVerbs(bool disabled, const std::vector<std::string>& preferred, const std::vector<std::string>& rails) {
   installOnce(TransportKind::Ib, disabled, [&](std::string& why) -> std::shared_ptr<Device> {
     const VerbsApi* api = loadVerbsApi(&why);
     if (api == nullptr) return nullptr;
-    VerbsOpening opening = openVerbsDevice(*api, preferred);
+    VerbsOpening opening = openVerbsDevice(*api, preferred, rails);
     why = opening.why;
-    return opening.device;
+    if (!opening.device) return nullptr;
+    std::vector<std::shared_ptr<Device>> all{opening.device};
+    all.insert(all.end(), opening.moreRails.begin(), opening.moreRails.end());
+    return combineRails(std::move(all));
   });
 }
 

@@ -37,6 +37,13 @@ struct PortListing {
 std::vector<PortListing> usablePorts(const std::vector<PortListing>& listed, const HcaFilter& filter,
                                      const std::vector<std::string>& preferred, std::string& why);
 
+// Of `usable` (usablePorts' order), the ports to open as further rails
+// beside usable[opened] (multi_rail.h): those after it on devices named in
+// `rails` (topology::rdmaRailsNearest), on the same link layer, one per
+// device and port.
+std::vector<PortListing> furtherRails(const std::vector<PortListing>& usable, std::size_t opened,
+                                      const std::vector<std::string>& rails);
+
 // Every port of `devices` (ibv_get_device_list's, which must outlive the
 // listing), queried, not opened for use.
 std::vector<PortListing> listPorts(const VerbsApi& api, ibv_device** devices, int count);
@@ -58,18 +65,24 @@ class VerbsDevice final : public Device {
 
 struct VerbsOpening {
   std::shared_ptr<VerbsDevice> device;  // null: none usable
+  std::vector<std::shared_ptr<VerbsDevice>> moreRails;
   std::string why;
 };
 
 // Lists, filters (NCCL_IB_HCA from the environment) and opens the first
 // usable port, with NCCL_IB_* settings from the environment. A port that
-// fails to open is skipped for the next, its error kept in `why`.
-VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>& preferred);
+// fails to open is skipped for the next, its error kept in `why`. Then the
+// further rails (furtherRails) that open and share the first's fabric,
+// in `moreRails`.
+VerbsOpening openVerbsDevice(const VerbsApi& api, const std::vector<std::string>& preferred,
+                             const std::vector<std::string>& rails = {});
 
 // Installs the ib device for this process (rdma::useDevice) unless one is
 // installed already or ib is disabled, said once at INFO; acts on the
 // first call (device.h's installOnce). `preferred`: NIC names, nearest the
-// rank first.
-void prepareVerbs(bool disabled, const std::vector<std::string>& preferred);
+// rank first; `rails`: those as near as the first, which carry a share of
+// every connection when more than one of them opens (multi_rail.h).
+void prepareVerbs(bool disabled, const std::vector<std::string>& preferred,
+                  const std::vector<std::string>& rails = {});
 
 }  // namespace hora::transport::rdma::verbs
