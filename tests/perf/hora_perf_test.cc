@@ -3,6 +3,7 @@
 // processes, and bad command lines must fail with status 2.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -98,6 +99,36 @@ TEST_P(EveryCollective, TwoProcessesUnderHoraRun) {
   std::size_t headers = 0;
   for (const std::string& line : result.outLines()) headers += line.find("out-of-place") != std::string::npos;
   EXPECT_EQ(headers, 1u) << result.out;
+}
+
+// Ranks that share CPUs get small shared-memory FIFOs (tuning.h), every
+// rank alike: 2 ranks bound to a core each keep 4 MiB; more ranks than the
+// machine has CPUs, or ranks left unbound on one CPU, take 512 KiB. Said at
+// INFO, which is how this test sees it; results checked either way.
+TEST(HoraPerf, RanksSharingCpusGetSmallFifos) {
+  auto launch = [](const std::vector<std::string>& launcher) {
+    ProgramRun run;
+    run.arguments = {programFromEnvironment("HORA_RUN")};
+    run.arguments.insert(run.arguments.end(), launcher.begin(), launcher.end());
+    for (std::string argument : {programFromEnvironment("HORA_PERF"), std::string("all_reduce"), std::string("-b"),
+                                 std::string("1M"), std::string("-e"), std::string("1M"), std::string("-n"),
+                                 std::string("2"), std::string("-w"), std::string("1")})
+      run.arguments.push_back(argument);
+    run.unset = kLauncherVariables;
+    run.unset.push_back("HORA_SHM_FIFO_SIZE");
+    run.set = {{"NCCL_DEBUG", "INFO"}};
+    return runProgram(run);
+  };
+  const std::string smallFifos = "ranks share CPUs, so shared-memory FIFOs of 524288 B";
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus >= 2) {
+    const ProgramResult own = launch({"-n", "2"});
+    expectCleanTable(own, 1);
+    EXPECT_THAT(own.err, Not(HasSubstr(smallFifos)));
+  }
+  const ProgramResult crowded = launch({"-n", std::to_string(cpus + 2)});
+  expectCleanTable(crowded, 1);
+  EXPECT_THAT(crowded.err, HasSubstr(smallFifos));
 }
 
 INSTANTIATE_TEST_SUITE_P(HoraPerf, EveryCollective,
