@@ -14,7 +14,7 @@ using namespace hora;
 namespace {
 
 ncclComm* wrapComm(std::shared_ptr<core::Communicator> impl) {
-  auto* comm = new ncclComm{api::kCommMagic, std::move(impl)};
+  auto* comm = new ncclComm{api::kCommMagic, std::move(impl), {}};
   api::registerComm(comm);
   return comm;
 }

@@ -28,7 +28,7 @@ std::uint64_t localHostHash() {
 
 Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
                      const Deadline& deadline, const std::atomic<bool>* abort)
-    : rank_(rank), nranks_(nranks), abort_(abort), magic_(id.magic) {
+    : magic_(id.magic), rank_(rank), nranks_(nranks), abort_(abort) {
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
 
