@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# What hora can show on a machine with an NVIDIA GPU, in one command: it
+# builds hora with CUDA, runs the GPU test suite, and benchmarks the device
+# reduction against a device-to-device copy. It needs the CUDA toolkit
+# (nvcc on PATH or in /usr/local/cuda), a C++20 compiler, Python with Meson
+# and ninja (pip is enough), and hwloc and GoogleTest: installed, or as
+# Debian 12 packages in a folder (scripts/gpu-deps.sh downloads them on a
+# machine with apt), which are unpacked here without installing anything.
+#
+#   scripts/gpu-check.sh [DEBS_DIR]
+#
+# Results go to build-gpu/gpu-check/ (the test log and the benchmark's
+# table); the summary is printed last. Exit status: 0 when everything that
+# ran passed, 1 otherwise.
+#
+# Not here yet, because hora does not have it yet: collectives on device
+# buffers (the CUDA executor), hora-perf on device buffers with 1, 2 and 4
+# ranks on one GPU, and the PyTorch smoke test with hora's libnccl.so.2
+# preloaded. The script says so in its summary.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build="$repo/build-gpu"
+out="$build/gpu-check"
+debs=${1:-}
+status=0
+summary=()
+note() { echo "gpu-check: $*"; }
+
+command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+command -v nvcc >/dev/null || { note "nvcc not found (PATH, /usr/local/cuda/bin)"; exit 1; }
+mkdir -p "$out"
+
+# Dependencies from .deb files: unpacked into build-gpu/deps, their
+# pkg-config files pointed there, their libraries on LD_LIBRARY_PATH.
+if [[ -n "$debs" ]]; then
+  deps="$build/deps"
+  rm -rf "$deps" && mkdir -p "$deps"
+  debs=$(cd "$debs" && pwd)
+  for deb in "$debs"/*.deb; do
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$deb" "$deps"
+    else  # a .deb is an ar archive holding data.tar.*
+      unpack=$(mktemp -d)
+      (cd "$unpack" && ar x "$deb") && tar -xf "$unpack"/data.tar.* -C "$deps"
+      rm -rf "$unpack"
+    fi
+  done
+  libdir="$deps/usr/lib/x86_64-linux-gnu"
+  for pc in "$libdir"/pkgconfig/*.pc; do sed -i "s|^prefix=/usr\$|prefix=$deps/usr|" "$pc"; done
+  export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  note "dependencies from $debs unpacked into $deps"
+fi
+
+# Only what the GPU checks need: no network transports, no PyTorch backend.
+if [[ ! -f "$build/build.ninja" ]]; then
+  meson setup "$build" "$repo" --buildtype=release -Dcuda=enabled -Dibverbs=disabled -Dofi=disabled \
+    -Dtorch=disabled >"$out/setup.log" 2>&1 || { note "meson setup failed:"; tail -30 "$out/setup.log"; exit 1; }
+fi
+start=$(date +%s)
+if ! ninja -C "$build" >"$out/build.log" 2>&1; then
+  note "the build failed:"; grep -E "error|FAILED" -A3 "$out/build.log" | head -40; exit 1
+fi
+summary+=("build with CUDA: ok ($(($(date +%s) - start)) s)")
+
+# The GPU suite: every test program exits 77 (skipped) without a device.
+if meson test -C "$build" --suite gpu --print-errorlogs >"$out/gpu-tests.log" 2>&1; then
+  summary+=("gpu test suite: $(grep -E '^(Ok|Skipped|Fail):' "$out/gpu-tests.log" | tr -s ' ' | tr '\n' ' ')")
+else
+  status=1
+  summary+=("gpu test suite: FAILED (see $out/gpu-tests.log)")
+  tail -40 "$out/gpu-tests.log"
+fi
+
+# The device reduction against cudaMemcpy, device to device
+# (bench/micro/reduce_device_bench.cc).
+bench="$out/reduce_device_bandwidth.txt"
+if "$build/bench/micro/hora-bench-reduce-device" >"$bench" 2>&1; then
+  if grep -qi "no CUDA device" "$bench"; then
+    summary+=("reduce-copy bandwidth: skipped, no GPU")
+  else
+    summary+=("reduce-copy bandwidth: $bench")
+  fi
+else
+  status=1
+  summary+=("reduce-copy bandwidth: FAILED (see $bench)")
+fi
+
+summary+=("collectives on device buffers, hora-perf with 1, 2 and 4 ranks on one GPU, PyTorch with hora as libnccl.so.2: not run, hora has no CUDA executor yet")
+echo
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+cat "$bench" 2>/dev/null
+echo
+for line in "${summary[@]}"; do echo "gpu-check: $line"; done
+exit $status
