@@ -98,16 +98,22 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   std::vector<CpuMask> cpuMasks;
   auto placements = gatherPlacements(system, deadline, cpuMasks);
   waitMode_ = decideWaitMode(placements, cpuMasks);
+  // Ranks that share CPUs take turns on them (ranksShareCpus: the same
+  // answer on every rank, which the FIFO size needs: the chunk is capped by
+  // it below, and all ranks must cut buffers alike).
+  std::vector<std::uint64_t> hostOf;
+  for (const auto& placement : placements) hostOf.push_back(placement.hostHash);
+  const bool sharedCpus = ranksShareCpus(hostOf, cpuMasks);
   if (tuning_.shmFifoBytes == 0) {
-    // The same on every rank (ranksShareCpus says why): the chunk is capped
-    // by it below, and all ranks must cut buffers alike.
-    std::vector<std::uint64_t> hostOf;
-    for (const auto& placement : placements) hostOf.push_back(placement.hostHash);
-    const bool shared = ranksShareCpus(hostOf, cpuMasks);
-    tuning_.shmFifoBytes = shared ? Tuning::kSharedCoresShmFifoBytes : Tuning::kShmFifoBytes;
-    if (shared)
+    tuning_.shmFifoBytes = sharedCpus ? Tuning::kSharedCoresShmFifoBytes : Tuning::kShmFifoBytes;
+    if (sharedCpus)
       HORA_LOG(Info, "rank ", rank, ": ranks share CPUs, so shared-memory FIFOs of ",
                tuning_.shmFifoBytes, " B, which stay in cache while ranks take turns");
+  }
+  if (sharedCpus && !tuning_.streamingMinSet) {
+    tuning_.reductionStreamingMinBytes = Tuning::kSharedCoresStreamingMinBytes;
+    HORA_LOG(Info, "rank ", rank, ": ranks share CPUs, so reductions write outputs of ",
+             tuning_.reductionStreamingMinBytes, " B and more around the cache");
   }
   connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
   const auto kinds = chooseTransports(placements, system);

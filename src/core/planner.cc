@@ -72,7 +72,9 @@ Plan Planner::plan(const Op& op, const CommShape& shape) const {
   // receives into lines nobody read, where streaming stores win. (Whether
   // buffers overlap differs between ranks; streaming changes no message.)
   const bool reducesInPlace = !movesOnly && buffersOverlap(op, opBufferBytes(op, shape.rank, shape.nranks));
-  plan.streamingStores = outputBytes >= tuning_.streamingMinBytes && !reducesInPlace;
+  const bool reduces = op.kind == OpKind::AllReduce || op.kind == OpKind::ReduceScatter || op.kind == OpKind::Reduce;
+  const std::size_t streamingMin = reduces ? tuning_.reductionStreamingMinBytes : tuning_.streamingMinBytes;
+  plan.streamingStores = outputBytes >= streamingMin && !reducesInPlace;
   // Single-copy steps move no bytes through the FIFOs: as large as a block,
   // since each step costs a system call, when every rank takes part.
   // Collectives that only move data take larger steps than reductions.

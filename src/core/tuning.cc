@@ -15,7 +15,9 @@ Tuning Tuning::fromEnvironment() {
   t.shmFifoBytes = env::getBytes({"HORA_SHM_FIFO_SIZE"}, 0);
   HORA_CHECK_ARG(t.shmFifoBytes == 0 || t.shmFifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
   t.directMaxBytes = env::getBytes({"HORA_DIRECT_MAX_BYTES"}, t.directMaxBytes);
+  t.streamingMinSet = env::get({"HORA_STREAMING_MIN"}).has_value();
   t.streamingMinBytes = env::getBytes({"HORA_STREAMING_MIN"}, t.streamingMinBytes);
+  t.reductionStreamingMinBytes = t.streamingMinBytes;
   t.singleCopyMinBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MIN"}, t.singleCopyMinBytes);
   t.singleCopyMaxBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MAX"}, t.singleCopyMaxBytes);
   t.zeroCopyMinBytes = env::getBytes({"HORA_ZERO_COPY_MIN"}, t.zeroCopyMinBytes);

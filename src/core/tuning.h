@@ -37,8 +37,18 @@ struct Tuning {
   std::size_t directMaxBytes = 16 << 10;
   static constexpr int kDirectMaxRanks = 16;
   // HORA_STREAMING_MIN: outputs this large are written with non-temporal
-  // stores.
+  // stores; reductionStreamingMinBytes is the same threshold for the
+  // reducing collectives. Unset (streamingMinSet false), the communicator
+  // lowers the reductions' to kSharedCoresStreamingMinBytes when ranks share
+  // CPUs: a rank's reduced output is then evicted by the ranks that run
+  // after it before anything reads it, so writing it around the cache costs
+  // nothing and leaves the cache to the FIFO hand-overs. (Not for
+  // collectives that forward what they just wrote, as a broadcast does:
+  // that would read it back from memory.)
   std::size_t streamingMinBytes = 8 << 20;
+  std::size_t reductionStreamingMinBytes = 8 << 20;
+  bool streamingMinSet = false;
+  static constexpr std::size_t kSharedCoresStreamingMinBytes = 256 << 10;
   // HORA_SHM_SINGLE_COPY_MIN / MAX: all-gathers with outputs in [min, max)
   // copy once where they may (the planner says why only there).
   std::size_t singleCopyMinBytes = 1 << 20;

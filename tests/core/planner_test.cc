@@ -86,6 +86,38 @@ TEST(Planner, StreamingStoresForLargeOutputsExceptReductionsInPlace) {
   EXPECT_FALSE(planner.plan(small, {0, 2, false, false}).streamingStores);
 }
 
+// When ranks share CPUs the communicator lowers the reductions' threshold
+// alone (tuning.h): a broadcast or all-gather of the same size keeps
+// ordinary stores, since it forwards what it just wrote.
+TEST(Planner, ReductionsHaveTheirOwnStreamingThreshold) {
+  Tuning tuning = defaults();
+  tuning.reductionStreamingMinBytes = Tuning::kSharedCoresStreamingMinBytes;
+  const Planner planner(tuning, 2 << 20);
+  auto* a = reinterpret_cast<float*>(std::uintptr_t{1} << 32);
+  auto* b = reinterpret_cast<float*>(std::uintptr_t{2} << 32);
+  const std::size_t count = (1 << 20) / 4;  // 1 MiB
+  for (OpKind kind : {OpKind::AllReduce, OpKind::Reduce})
+    EXPECT_TRUE(planner.plan(makeOp(kind, a, b, count, DataType::Float32), {0, 8, false, false}).streamingStores)
+        << opKindName(kind);
+  EXPECT_FALSE(planner.plan(makeOp(OpKind::AllReduce, a, a, count, DataType::Float32), {0, 8, false, false})
+                   .streamingStores)
+      << "in place: the output was just read, it is in cache";
+  EXPECT_FALSE(planner.plan(makeOp(OpKind::Broadcast, a, b, count, DataType::Float32), {0, 8, false, false})
+                   .streamingStores);
+  EXPECT_FALSE(planner.plan(makeOp(OpKind::AllReduce, a, b, 1 << 10, DataType::Float32), {0, 8, false, false})
+                   .streamingStores);
+}
+
+TEST(Planner, TheStreamingThresholdFromTheEnvironmentIsBoth) {
+  EXPECT_FALSE(Tuning::fromEnvironment().streamingMinSet);
+  ::setenv("HORA_STREAMING_MIN", "1M", 1);
+  const Tuning tuning = Tuning::fromEnvironment();
+  ::unsetenv("HORA_STREAMING_MIN");
+  EXPECT_TRUE(tuning.streamingMinSet);
+  EXPECT_EQ(tuning.streamingMinBytes, std::size_t{1} << 20);
+  EXPECT_EQ(tuning.reductionStreamingMinBytes, std::size_t{1} << 20);
+}
+
 TEST(Planner, SmallMessagesTakeLLLargerOnesSimple) {
   Tuning tuning;
   tuning.llMaxBytes = 64;
