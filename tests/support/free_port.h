@@ -3,10 +3,11 @@
 
 namespace hora::test_support {
 
-// A TCP port on 127.0.0.1 that was free a moment ago: the kernel picks one
-// for a socket bound to port 0, and the socket is closed again. Another
-// process could take it before the test listens on it; on a test machine
-// that is rare enough. Throws std::runtime_error if no socket can be bound.
+// A TCP port on 127.0.0.1 that was free a moment ago: drawn at random below
+// the kernel's ephemeral range (where no connecting socket gets its port),
+// checked by binding it, and the socket closed again. Another test could
+// still draw the same port before this one listens on it; that is rare
+// enough. Throws std::runtime_error if no socket can be bound.
 int freeLoopbackPort();
 
 }  // namespace hora::test_support
