@@ -1,6 +1,7 @@
 #include "core/wait_mode.h"
 
 #include <bit>
+#include <map>
 
 #include "base/error.h"
 #include "topology/cpu_affinity.h"
@@ -44,12 +45,13 @@ WaitMode chooseWaitMode(const std::vector<CpuMask>& sameHost, const CpuMask& min
 
 bool ranksShareCpus(const std::vector<std::uint64_t>& hostOf, const std::vector<CpuMask>& masks) {
   HORA_ENFORCE(hostOf.size() == masks.size(), hostOf.size(), " hosts for ", masks.size(), " masks");
-  for (std::size_t r = 0; r < masks.size(); ++r) {
-    std::vector<CpuMask> sameHost;
-    for (std::size_t q = 0; q < masks.size(); ++q)
-      if (hostOf[q] == hostOf[r]) sameHost.push_back(masks[q]);
-    if (chooseWaitMode(sameHost, masks[r]) == WaitMode::Yield) return true;
-  }
+  // Grouped by host first: a job of thousands of ranks compares each rank
+  // with the few of its own host only.
+  std::map<std::uint64_t, std::vector<CpuMask>> byHost;
+  for (std::size_t r = 0; r < masks.size(); ++r) byHost[hostOf[r]].push_back(masks[r]);
+  for (const auto& [host, sameHost] : byHost)
+    for (const CpuMask& mine : sameHost)
+      if (chooseWaitMode(sameHost, mine) == WaitMode::Yield) return true;
   return false;
 }
 
