@@ -9,7 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "transport/reused_queue.h"
 
 namespace hora::transport {
 
@@ -70,32 +71,7 @@ class PostedQueue {
     std::size_t left;
     bool inPlace;
   };
-  // The pieces in order from `head_`: a vector whose storage is kept, so
-  // that the usual life of a queue (a piece or two posted, then drained)
-  // allocates nothing; what was consumed is dropped when the queue empties,
-  // or when it is most of the vector.
-  class Pieces {
-   public:
-    bool empty() const { return head_ == items_.size(); }
-    Piece& front() { return items_[head_]; }
-    const Piece& front() const { return items_[head_]; }
-    void push_back(const Piece& piece) { items_.push_back(piece); }
-    void pop_front() {
-      if (++head_ == items_.size()) {
-        items_.clear();
-        head_ = 0;
-      } else if (head_ >= kCompactAfter && head_ * 2 >= items_.size()) {
-        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
-        head_ = 0;
-      }
-    }
-
-   private:
-    static constexpr std::size_t kCompactAfter = 64;
-    std::vector<Piece> items_;
-    std::size_t head_ = 0;
-  };
-  Pieces pieces_;
+  ReusedQueue<Piece> pieces_;
   std::uint64_t posted_ = 0;
   std::uint64_t completed_ = 0;
 };

@@ -9,7 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <vector>
+
+#include "transport/reused_queue.h"
 
 namespace hora::transport {
 
@@ -18,42 +19,26 @@ class StampQueue {
  public:
   static constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
 
-  bool empty() const { return head_ == tail_; }
-  std::size_t size() const { return tail_ - head_; }
+  bool empty() const { return items_.empty(); }
+  std::size_t size() const { return items_.size(); }
   // Where the oldest stamp's operation begins; kNone when there is none.
   std::uint64_t frontFrom() const { return frontFrom_; }
-  T& front() { return items_[head_]; }
-  const T& front() const { return items_[head_]; }
-  T& back() { return items_[tail_ - 1]; }
-  const T& back() const { return items_[tail_ - 1]; }
+  T& front() { return items_.front(); }
+  const T& front() const { return items_.front(); }
+  T& back() { return items_.back(); }
+  const T& back() const { return items_.back(); }
 
   void push_back(const T& item) {
-    if (tail_ == capacity_) [[unlikely]]
-      append(item);
-    else
-      items_[tail_] = item;
-    if (tail_++ == head_) frontFrom_ = item.from;
+    if (items_.empty()) frontFrom_ = item.from;
+    items_.push_back(item);
   }
   void pop_front() {
-    if (++head_ == tail_) {
-      head_ = tail_ = 0;
-      frontFrom_ = kNone;
-    } else {
-      frontFrom_ = items_[head_].from;
-    }
+    items_.pop_front();
+    frontFrom_ = items_.empty() ? kNone : items_.front().from;
   }
 
  private:
-  // Out of line: growing is rare, and inlined it would give every caller
-  // of push_back a stack frame.
-  [[gnu::noinline]] void append(const T& item) {
-    items_.push_back(item);
-    capacity_ = items_.size();
-  }
-
-  std::vector<T> items_;
-  std::size_t capacity_ = 0;  // items_.size(), without a division
-  std::size_t head_ = 0, tail_ = 0;
+  ReusedQueue<T> items_;
   std::uint64_t frontFrom_ = kNone;
 };
 
