@@ -104,17 +104,11 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   std::vector<std::uint64_t> hostOf;
   for (const auto& placement : placements) hostOf.push_back(placement.hostHash);
   const bool sharedCpus = ranksShareCpus(hostOf, cpuMasks);
-  if (tuning_.shmFifoBytes == 0) {
-    tuning_.shmFifoBytes = sharedCpus ? Tuning::kSharedCoresShmFifoBytes : Tuning::kShmFifoBytes;
-    if (sharedCpus)
-      HORA_LOG(Info, "rank ", rank, ": ranks share CPUs, so shared-memory FIFOs of ",
-               tuning_.shmFifoBytes, " B, which stay in cache while ranks take turns");
-  }
-  if (sharedCpus && !tuning_.streamingMinSet) {
-    tuning_.reductionStreamingMinBytes = Tuning::kSharedCoresStreamingMinBytes;
-    HORA_LOG(Info, "rank ", rank, ": ranks share CPUs, so reductions write outputs of ",
+  tuning_.fitToSharedCpus(sharedCpus);
+  if (sharedCpus)
+    HORA_LOG(Info, "rank ", rank, ": ranks share CPUs, so shared-memory FIFOs of ", tuning_.shmFifoBytes,
+             " B, which stay in cache while ranks take turns, and reductions write outputs of ",
              tuning_.reductionStreamingMinBytes, " B and more around the cache");
-  }
   connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
   const auto kinds = chooseTransports(placements, system);
   threadCpus_ = threadCpusNearDevice(system, placements);
@@ -216,8 +210,9 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   view.spansHosts = spansHosts;
   view.interfaceName = bootstrap_->interfaceName();
   // Host buffers: the NIC nearest the CPUs this rank runs on.
-  view.nicsNearest = topology::rdmaNicsNearest(system, std::nullopt, topology::currentCpus());
-  view.railsNearest = topology::rdmaRailsNearest(system, std::nullopt, topology::currentCpus());
+  const std::vector<int> cpus = topology::currentCpus();
+  view.nicsNearest = topology::rdmaNicsNearest(system, std::nullopt, cpus);
+  view.railsNearest = topology::rdmaRailsNearest(system, std::nullopt, cpus);
   transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), view);
   // What this rank can use, not what hwloc saw: ranks must agree on the
   // transport of each pair, and one whose NIC failed to open cannot use it.

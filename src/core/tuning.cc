@@ -34,4 +34,9 @@ Tuning Tuning::fromEnvironment() {
   return t;
 }
 
+void Tuning::fitToSharedCpus(bool shared) {
+  if (shmFifoBytes == 0) shmFifoBytes = shared ? kSharedCoresShmFifoBytes : kShmFifoBytes;
+  if (shared && !streamingMinSet) reductionStreamingMinBytes = kSharedCoresStreamingMinBytes;
+}
+
 }  // namespace hora::core

@@ -82,6 +82,10 @@ struct Tuning {
   // The defaults above, overridden by the environment; malformed or
   // out-of-range values are InvalidArgument errors naming the variable.
   static Tuning fromEnvironment();
+  // Settles what depends on whether ranks share CPUs (ranksShareCpus), for
+  // what the environment left unset: the FIFO size and the reductions'
+  // streaming threshold. Alike on every rank, as `shared` is.
+  void fitToSharedCpus(bool shared);
 };
 
 }  // namespace hora::core

@@ -18,7 +18,7 @@ std::string MultiRailDevice::name() const {
 }
 
 std::unique_ptr<QueuePair> MultiRailDevice::createQueuePairOn(std::size_t rail) {
-  return rails_[rail % rails_.size()]->createQueuePair();
+  return rails_.at(rail)->createQueuePair();
 }
 
 std::size_t MultiRailDevice::queuePairsPerConnection() const {
