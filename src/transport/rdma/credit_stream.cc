@@ -88,12 +88,12 @@ void unpackImmediate(std::uint32_t immediate, std::size_t& slot, std::size_t& by
 
 CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queuePairs, Socket lifeline,
                                    std::string peerName, const CreditGeometry& geometry, const Deadline& deadline)
-    : qps_(std::move(queuePairs)),
+    : ring_(geometry.slots),
+      staging_(geometry.slots * geometry.slotBytes),
+      qps_(std::move(queuePairs)),
       lifeline_(std::move(lifeline)),
       peer_(std::move(peerName)),
       geometry_(geometry),
-      ring_(geometry.slots),
-      staging_(geometry.slots * geometry.slotBytes),
       stagingBusy_(geometry.slots, false),
       inFlight_(qps_.size(), 0) {
   checkGeometry(geometry);
@@ -199,11 +199,11 @@ void CreditSendStream::checkAlive() {
 
 CreditRecvStream::CreditRecvStream(std::unique_ptr<QueuePair> first, const QueuePairFactory& more, Socket lifeline,
                                    std::string peerName, const CreditGeometry& geometry, const Deadline& deadline)
-    : lifeline_(std::move(lifeline)),
+    : slots_(geometry.slots * geometry.slotBytes),
+      grants_(geometry.slots),
+      lifeline_(std::move(lifeline)),
       peer_(std::move(peerName)),
       geometry_(geometry),
-      slots_(geometry.slots * geometry.slotBytes),
-      grants_(geometry.slots),
       arrived_(geometry.slots, -1) {
   checkGeometry(geometry);
   std::uint32_t count = 0;

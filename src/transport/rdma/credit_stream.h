@@ -97,15 +97,21 @@ class CreditSendStream final : public ByteStream {
   // Reads the receiver's address, connects and says so; true once done.
   bool finishSetup();
 
+  // Registered memory is declared before the queue pairs, so that they are
+  // destroyed first: until a queue pair is closed, the device may still
+  // move bytes into or out of what it registered (a peer's late write, a
+  // manual-progress provider's progress thread), and freed memory there
+  // is a crash or silent corruption. This holds when a constructor throws
+  // too, which an explicit destructor would not cover.
+  std::vector<CreditRecord> ring_;  // written by the receiver, over queue pair 0
+  std::vector<char> staging_;
   std::vector<std::unique_ptr<QueuePair>> qps_;
   bool connected_ = false;
   std::vector<char> answer_;  // the receiver's addresses as they come: length, then bytes, each
   Socket lifeline_;
   std::string peer_;
   CreditGeometry geometry_;
-  std::vector<CreditRecord> ring_;  // written by the receiver, over queue pair 0
   Region ringRegion_;
-  std::vector<char> staging_;
   std::vector<Region> stagingRegions_;  // per queue pair
   std::vector<bool> stagingBusy_;
   std::uint64_t nextSequence_ = 1;
@@ -130,14 +136,15 @@ class CreditRecvStream final : public ByteStream {
   // slot; true once done.
   bool finishSetup();
 
+  // Registered memory before the queue pairs, for the sender's reason.
+  std::vector<char> slots_;
+  std::vector<CreditRecord> grants_;  // the source of each credit write
   std::vector<std::unique_ptr<QueuePair>> qps_;
   bool granting_ = false;
   Socket lifeline_;
   std::string peer_;
   CreditGeometry geometry_;
-  std::vector<char> slots_;
   std::vector<Region> slotsRegions_;  // per queue pair
-  std::vector<CreditRecord> grants_;  // the source of each credit write
   Region grantsRegion_;                // on queue pair 0
   RemoteMemory peerRing_;
   std::uint64_t nextGrant_ = 1;

@@ -1,6 +1,7 @@
 // The RDMA credit protocol (src/transport/rdma/credit_stream.h) over the
 // fake reliable-connected device: protocol coverage only. Nothing here has
 // run on an InfiniBand or RoCE NIC.
+#include <malloc.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ using testing::FakeOptions;
 using testing::FakeQueuePair;
 
 struct StreamPair {
+  std::shared_ptr<FakeFabric> fabric;
   std::unique_ptr<CreditSendStream> sender;
   std::unique_ptr<CreditRecvStream> receiver;
   FakeQueuePair* sendQp = nullptr;
@@ -47,6 +49,7 @@ StreamPair connectPair(const CreditGeometry& geometry, const FakeOptions& option
     return fabric->createQueuePair(slower);
   };
   StreamPair pair;
+  pair.fabric = fabric;
   pair.sendQp = sendQp.get();
   pair.recvQp = recvQp.get();
   pair.senderLifeline = fds[0];
@@ -135,6 +138,22 @@ TEST(CreditStream, NoCreditNoSend) {
     pair.receiver->tryRecv(&sink, 0);  // lets the receiver finish set-up and grant, reads nothing
   }
   EXPECT_EQ(sent, 128u) << "two slots of 64 bytes, nothing read: no more may go";
+}
+
+// A peer may write into a stream's registered memory (slots, staging,
+// credit ring) until the stream's queue pairs are closed: a stream that
+// freed its buffers first would let a late write land in freed memory (a
+// crash when it was unmapped, silent corruption when the heap reused it).
+// With every block above 64 KiB from mmap, freed means unmapped, which the
+// fake device sees when a queue pair closes.
+TEST(CreditStream, QueuePairsCloseBeforeTheirRegisteredMemoryIsFreed) {
+  ASSERT_EQ(::mallopt(M_MMAP_THRESHOLD, 64 * 1024), 1);
+  StreamPair pair = connectPair({8, 64 * 1024});
+  streamAndCheck(pair, 2u << 20, 5);
+  pair.receiver.reset();
+  pair.sender.reset();
+  EXPECT_EQ(pair.fabric->regionsReleasedWhileRegistered(), 0)
+      << "a stream freed memory that its queue pairs still had registered";
 }
 
 TEST(CreditStream, ADeadPeerIsAnErrorNamingIt) {

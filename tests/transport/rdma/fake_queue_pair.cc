@@ -1,7 +1,13 @@
 #include "fake_queue_pair.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "base/error.h"
 
@@ -22,9 +28,27 @@ FakeQueuePair::FakeQueuePair(std::shared_ptr<FakeFabric> fabric, int id, const F
   fabric_->queuePairs_[id_] = this;
 }
 
+namespace {
+// Whether every page of [base, base + bytes) is mapped (mincore fails with
+// ENOMEM on a range with unmapped pages).
+bool mapped(const char* base, std::size_t bytes) {
+  if (bytes == 0) return true;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(base) & ~(page - 1);
+  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(base) + bytes;
+  std::vector<unsigned char> resident((end - first + page - 1) / page);
+  return ::mincore(reinterpret_cast<void*>(first), end - first, resident.data()) == 0 || errno != ENOMEM;
+}
+}  // namespace
+
 FakeQueuePair::~FakeQueuePair() {
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
-  for (std::uint64_t key : keys_) fabric_->memory_.erase(key);
+  for (std::uint64_t key : keys_) {
+    const auto found = fabric_->memory_.find(key);
+    if (found != fabric_->memory_.end() && !mapped(found->second.base, found->second.bytes))
+      fabric_->releasedWhileRegistered_.fetch_add(1);
+    fabric_->memory_.erase(key);
+  }
   fabric_->queuePairs_.erase(id_);
 }
 

@@ -14,7 +14,10 @@
 //   - after a failure the queue pair is in error: what is queued and what
 //     is posted later completes as Flushed;
 //   - a peer that died (kill()) makes every later request fail with
-//     RetryExceeded.
+//     RetryExceeded;
+//   - registered memory belongs to the device until its queue pair is
+//     closed (a peer's write may land in it up to then): a queue pair
+//     closed after the memory it registered was unmapped is counted.
 #pragma once
 
 #include <atomic>
@@ -44,6 +47,10 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
   std::unique_ptr<FakeQueuePair> createQueuePair(const FakeOptions& options = {});
   // Bytes that one-sided writes have landed through this device.
   std::uint64_t bytesWritten() const { return bytesWritten_.load(); }
+  // Regions whose memory was unmapped while still registered (found when
+  // their queue pair closed). Unmapping is what can be seen: memory from
+  // mmap, as glibc's malloc gives for blocks above M_MMAP_THRESHOLD.
+  int regionsReleasedWhileRegistered() const { return releasedWhileRegistered_.load(); }
 
  private:
   friend class FakeQueuePair;
@@ -56,6 +63,7 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
   std::map<std::uint64_t, RegisteredMemory> memory_;
   std::map<int, FakeQueuePair*> queuePairs_;
   std::atomic<std::uint64_t> bytesWritten_{0};
+  std::atomic<int> releasedWhileRegistered_{0};
   std::uint64_t nextKey_ = 0x1000;
   int nextId_ = 1;
 };
