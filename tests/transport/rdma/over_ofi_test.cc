@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -19,6 +21,7 @@
 #include "every_collective.h"
 #include "nccl.h"
 #include "transport/rdma/credit_stream.h"
+#include "transport/rdma/multi_rail.h"
 #include "transport/rdma/ofi/ofi_device.h"
 #include "transport/rdma/ofi/ofi_queue_pair.h"
 
@@ -172,6 +175,64 @@ TEST(OfiProgress, PostedBytesArriveWhileTheSenderIsAway) {
   // millisecond (whether this provider needed it for these bytes or not).
   EXPECT_GT(callsWhileAway, 100u);
   ::unsetenv("HORA_OFI_PROVIDER");
+}
+
+// An interface other than loopback with an IPv4 address, up: a second
+// domain of libfabric's tcp provider beside "lo". Empty if there is none.
+std::string anotherInterface() {
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return "";
+  std::string name;
+  for (ifaddrs* entry = all; entry != nullptr && name.empty(); entry = entry->ifa_next)
+    if (entry->ifa_addr != nullptr && entry->ifa_addr->sa_family == AF_INET && (entry->ifa_flags & IFF_UP) != 0 &&
+        (entry->ifa_flags & IFF_LOOPBACK) == 0)
+      name = entry->ifa_name;
+  ::freeifaddrs(all);
+  return name;
+}
+
+// Multi-rail over libfabric: two domains of the tcp provider (loopback and
+// another interface, both reachable here) as two rails. Every connection's
+// queue pairs take turns over them, both rails carry queue pairs, and every
+// collective's results are right. Protocol coverage of rails; on a cluster
+// the rails are NICs (HORA_OFI_RAILS, or the topology's nearest NICs).
+TEST(OfiRails, ConnectionsTakeTurnsOverTwoDomains) {
+  const std::string other = anotherInterface();
+  if (other.empty()) GTEST_SKIP() << "no interface but loopback with an IPv4 address: no second tcp domain";
+  ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
+  ::setenv("HORA_TRANSPORT", "ofi", 1);
+  ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
+  ::setenv("HORA_OFI_RAILS", other.c_str(), 1);
+  OfiOpening opening = openOfiDevice(/*allowSoftware=*/true, "lo");
+  ::unsetenv("HORA_OFI_RAILS");
+  ASSERT_TRUE(opening.device) << opening.why;
+  ASSERT_EQ(opening.moreRails.size(), 1u) << "the tcp provider offers no domain " << other;
+  auto first = std::make_shared<CountingDevice>(opening.device);
+  auto second = std::make_shared<CountingDevice>(opening.moreRails.front());
+  auto rails = combineRails({first, second});
+  ASSERT_EQ(rails->rails(), 2u);
+  useDevice(TransportKind::Ofi, rails);
+  constexpr int kRanks = 3;
+  testing::onEachRank(kRanks, [&](int rank, ncclComm_t comm) {
+    checkEveryCollective(rank, kRanks, comm, {0, 1, 7, 65537});
+  });
+  useDevice(TransportKind::Ofi, nullptr);
+  ::unsetenv("HORA_TRANSPORT");
+  ::unsetenv("HORA_OFI_PROVIDER");
+  // Each rank sends to and receives from its ring neighbours at least,
+  // with a queue pair on each rail for every connection.
+  EXPECT_GE(first->queuePairsCreated(), 2 * kRanks) << "the first rail (lo) carried no connections";
+  EXPECT_GE(second->queuePairsCreated(), 2 * kRanks) << "the second rail (" << other << ") carried none";
+}
+
+TEST(OfiRails, ARailTheProviderDoesNotOfferIsLeftOut) {
+  ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
+  ::setenv("HORA_OFI_RAILS", "no-such-interface", 1);
+  OfiOpening opening = openOfiDevice(/*allowSoftware=*/true, "lo");
+  ::unsetenv("HORA_OFI_RAILS");
+  ::unsetenv("HORA_OFI_PROVIDER");
+  ASSERT_TRUE(opening.device) << opening.why;
+  EXPECT_TRUE(opening.moreRails.empty());
 }
 
 TEST(OfiProviders, HardwareOnesAreKnownByTheirCoreName) {

@@ -10,10 +10,12 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "transport/rdma/multi_rail.h"
 #include "transport/rdma/ofi/ofi_queue_pair.h"
 
 namespace hora::transport::rdma::ofi {
@@ -163,7 +165,65 @@ fi_info* chooseInfo(fi_info* found, bool allowSoftware, const std::string& inter
 }
 }  // namespace
 
-OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName) {
+namespace {
+
+std::string domainOf(const fi_info& info) {
+  return info.domain_attr->name != nullptr ? info.domain_attr->name : "";
+}
+std::string fabricOf(const fi_info& info) {
+  return info.fabric_attr->name != nullptr ? info.fabric_attr->name : "";
+}
+
+std::vector<std::string> splitNames(const std::string& text) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    if (end > start) names.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return names;
+}
+
+// The rails besides `first` among the provider's answers `found` (see
+// openOfiDevice): one per wanted domain, in the order wanted.
+std::vector<std::shared_ptr<OfiDevice>> openFurtherRails(const FabricLibrary& library, fi_info* found,
+                                                          const fi_info& first,
+                                                          const std::vector<std::string>& nearestNics) {
+  const std::optional<std::string> listed = env::get({"HORA_OFI_RAILS"});
+  const std::vector<std::string> wanted = listed ? splitNames(*listed) : nearestNics;
+  const std::string provider = first.fabric_attr->prov_name;
+  std::vector<std::shared_ptr<OfiDevice>> rails;
+  std::vector<std::string> taken{domainOf(first)};
+  for (const std::string& domain : wanted) {
+    if (std::find(taken.begin(), taken.end(), domain) != taken.end()) continue;
+    fi_info* match = nullptr;
+    for (fi_info* info = found; info != nullptr && match == nullptr; info = info->next)
+      if (provider == info->fabric_attr->prov_name && domainOf(*info) == domain) match = info;
+    if (match == nullptr) {
+      if (listed) HORA_LOG(Info, "ofi: HORA_OFI_RAILS names ", domain, ", which provider ", provider, " does not offer");
+      continue;
+    }
+    // A NIC on another fabric could not reach the peers the first reaches;
+    // rails a user lists are taken as given.
+    if (!listed && fabricOf(*match) != fabricOf(first)) {
+      HORA_LOG(Info, "ofi: ", domain, " is as near as ", domainOf(first), " but on another fabric: not a rail");
+      continue;
+    }
+    try {
+      rails.push_back(std::make_shared<OfiDevice>(library, library.dupinfo(match)));
+      taken.push_back(domain);
+    } catch (const Error& error) {
+      HORA_LOG(Info, "ofi: the rail ", domain, " did not open: ", error.what());
+    }
+  }
+  return rails;
+}
+
+}  // namespace
+
+OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName,
+                         const std::vector<std::string>& nearestNics) {
   OfiOpening opening;
   const FabricLibrary* library = fabricLibrary(opening.why);
   if (library == nullptr) return opening;
@@ -196,20 +256,25 @@ OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName) {
     return opening;
   }
   fi_info* chosen = library->dupinfo(best);
-  library->freeinfo(found);
   try {
     opening.device = std::make_shared<OfiDevice>(*library, chosen);
   } catch (const Error& error) {
     opening.why = error.what();
   }
+  if (opening.device) opening.moreRails = openFurtherRails(*library, found, *best, nearestNics);
+  library->freeinfo(found);
   return opening;
 }
 
-void prepareOfi(bool forced, bool disabled, const std::string& interfaceName) {
+void prepareOfi(bool forced, bool disabled, const std::string& interfaceName,
+                const std::vector<std::string>& nearestNics) {
   installOnce(TransportKind::Ofi, disabled, [&](std::string& why) -> std::shared_ptr<Device> {
-    OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced, interfaceName);
+    OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced, interfaceName, nearestNics);
     why = opening.why;
-    return opening.device;
+    if (!opening.device) return nullptr;
+    std::vector<std::shared_ptr<Device>> rails{opening.device};
+    rails.insert(rails.end(), opening.moreRails.begin(), opening.moreRails.end());
+    return combineRails(std::move(rails));
   });
 }
 

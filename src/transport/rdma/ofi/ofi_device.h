@@ -91,6 +91,9 @@ class OfiDevice final : public Device, public std::enable_shared_from_this<OfiDe
 struct OfiOpening {
   std::shared_ptr<OfiDevice> device;  // null: none usable
   std::string why;                    // what was found, or why nothing was
+  // Further domains of the same provider (NICs) that carry a connection's
+  // queue pairs in turn with `device` (multi-rail, rdma/multi_rail.h).
+  std::vector<std::shared_ptr<OfiDevice>> moreRails;
 };
 
 // Finds a provider (as above; `allowSoftware`: tcp and the like too) and
@@ -98,11 +101,20 @@ struct OfiOpening {
 // does): the one named `interfaceName` (the interface hora's bootstrap
 // chose) is taken first, then any but loopback, so that peers on other
 // hosts can reach the address. Never throws for "nothing here": says why.
-OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName = "");
+//
+// Rails: the domains HORA_OFI_RAILS lists (comma-separated domain names,
+// taken as given), or else those of `nearestNics` (the topology's NICs as
+// near this rank as its nearest, by name: verbs-style providers name their
+// domains after the NIC) on the first domain's fabric, are opened as
+// further rails. A rail that does not open is left out, said at INFO.
+OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName = "",
+                         const std::vector<std::string>& nearestNics = {});
 
 // Installs the ofi device for this process (rdma::useDevice) unless one is
 // installed already or ofi is disabled, said once at INFO: called at every
 // communicator's init, and acts on the first. `forced`: HORA_TRANSPORT=ofi.
-void prepareOfi(bool forced, bool disabled, const std::string& interfaceName);
+// With further rails (above), the device is their combination.
+void prepareOfi(bool forced, bool disabled, const std::string& interfaceName,
+                const std::vector<std::string>& nearestNics = {});
 
 }  // namespace hora::transport::rdma::ofi
