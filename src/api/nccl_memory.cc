@@ -5,8 +5,9 @@
 //   ncclCommWindowRegister / ...     collective; all-reduces whose buffers
 //                                    lie in windows on every rank run without
 //                                    FIFOs (core/zero_copy.cc)
-//   ncclCommRegister / ...           accepted and checked; host buffers need
-//                                    no registration, so it changes nothing
+//   ncclCommRegister / ...           local; RDMA connections send from
+//                                    registered buffers without a copy
+//                                    (transport/user_registrations.h)
 //
 // Handles are checked against the live ones before use, so a stale or
 // foreign handle is an error, not a crash.
@@ -28,8 +29,7 @@ namespace {
 
 struct Registration {
   ncclComm_t comm;
-  void* buffer;
-  std::size_t bytes;
+  std::uint64_t id;  // the communicator's (core::Communicator::registerBuffer)
 };
 
 std::mutex handlesMutex;
@@ -73,11 +73,11 @@ HORA_NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
 HORA_NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
               void** handle) {
   return api::guarded("ncclCommRegister", [&] {
-    api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     HORA_CHECK_ARG(buff != nullptr, "buff is NULL");
     HORA_CHECK_ARG(size > 0, "size is 0");
     HORA_CHECK_ARG(handle != nullptr, "handle is NULL");
-    auto* registration = new Registration{comm, buff, size};
+    auto* registration = new Registration{comm, c->registerBuffer(buff, size)};
     remember(registration);
     *handle = registration;
   });
@@ -85,9 +85,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff,
 
 HORA_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
   return api::guarded("ncclCommDeregister", [&] {
-    api::checkComm(comm);
+    api::CommPtr c = api::checkComm(comm);
     auto* registration = static_cast<Registration*>(handle);
     forget(registration, comm, "registration handle");
+    c->deregisterBuffer(registration->id);
     delete registration;
   });
 }

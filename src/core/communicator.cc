@@ -136,6 +136,7 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   const std::size_t slotBytes = transport::shmGeometry(tuning_.shmFifoBytes, sliceBytes).slotBytes;
   if (usesShm) sliceBytes = sliceBytes / slotBytes * slotBytes;
   connectorOptions.shm.sliceBytes = sliceBytes;
+  connectorOptions.userRegistrations = userRegistrations_;
   connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_, kinds,
                                                       connectorOptions);
 

@@ -27,6 +27,7 @@
 #include "core/work.h"
 #include "topology/topology.h"
 #include "transport/connector.h"
+#include "transport/user_registrations.h"
 
 namespace hora::core {
 
@@ -95,6 +96,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int registerWindow(void* buffer, std::size_t bytes);
   void deregisterWindow(int window);
 
+  // ncclCommRegister / Deregister (local, not collective): a buffer that
+  // RDMA connections send from without a copy, registered with their NICs
+  // on first use (transport/user_registrations.h). Returns its id.
+  std::uint64_t registerBuffer(const void* buffer, std::size_t bytes) {
+    return userRegistrations_->add(buffer, bytes);
+  }
+  void deregisterBuffer(std::uint64_t id) { userRegistrations_->remove(id); }
+
   // How many collectives ran on windows without FIFOs (for tests and logs).
   std::uint64_t zeroCopyCollectives() const { return executor_->windowCollectives(); }
 
@@ -148,6 +157,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   WaitMode waitMode_ = WaitMode::Spin;
   std::optional<std::vector<int>> threadCpus_;
   WindowTable windows_;
+  std::shared_ptr<transport::UserRegistrations> userRegistrations_ =
+      std::make_shared<transport::UserRegistrations>();
+  std::map<int, std::uint64_t> windowRegistrations_;  // window -> its id in userRegistrations_
   bool peersShareMemory_ = false;  // every other rank is on this host, through shm
   std::unique_ptr<HostExecutor> executor_;
 

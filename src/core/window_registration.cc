@@ -72,6 +72,8 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
     }
     const bool usable = window.usable;
     const int id = windows_.add(std::move(window));
+    // A window is a registered buffer for the RDMA connections too.
+    windowRegistrations_[id] = userRegistrations_->add(buffer, bytes);
     HORA_LOG(Info, "window ", id, ": ", bytes, " bytes at ", buffer, usable ? ", zero copy" : "",
              !usable && !exported            ? " (not memory from ncclMemAlloc: no zero copy)"
              : !usable && !everyoneShares ? " (not every rank's memory is shareable on one host)"
@@ -88,6 +90,10 @@ void Communicator::deregisterWindow(int window) {
   finalize();
   auto lock = claimExecution("a window deregistration came");
   windows_.remove(window);
+  if (const auto found = windowRegistrations_.find(window); found != windowRegistrations_.end()) {
+    userRegistrations_->remove(found->second);
+    windowRegistrations_.erase(found);
+  }
 }
 
 }  // namespace hora::core

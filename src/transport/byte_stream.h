@@ -29,6 +29,10 @@ class ByteStream {
   virtual pollfd pollEntry(bool sending) const = 0;
   // Throws a Remote error if the peer is known to be gone.
   virtual void checkAlive() {}
+  // How many of the bytes taken last the stream still reads from the
+  // caller's memory (sent without a copy, not yet complete): the caller
+  // may not reuse them yet. A trySendTwo of no bytes moves this on.
+  virtual std::size_t heldBytes() const { return 0; }
 };
 
 // A connected TCP socket as a ByteStream.

@@ -17,6 +17,7 @@
 #include "topology/topology.h"
 #include "transport/connection.h"
 #include "transport/shm/shm_connection.h"
+#include "transport/user_registrations.h"
 
 namespace hora::transport {
 
@@ -26,6 +27,9 @@ using topology::transportName;
 struct ConnectorOptions {
   std::chrono::milliseconds timeout;
   ShmOptions shm;
+  // The communicator's registered buffers (ncclCommRegister), which RDMA
+  // connections send from without a copy; null: none.
+  std::shared_ptr<const UserRegistrations> userRegistrations;
 };
 
 // What both ends of a new connection are given.

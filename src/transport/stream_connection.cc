@@ -15,6 +15,10 @@ StreamSendConnection::StreamSendConnection(std::unique_ptr<ByteStream> stream, s
 
 bool StreamSendConnection::progress() {
   bool moved = false;
+  if (const std::size_t held = stream_->heldBytes(); held > 0) {
+    stream_->trySend(nullptr, 0);  // completions: held bytes become complete
+    moved = stream_->heldBytes() < held;
+  }
   for (;;) {
     // A stamp goes when the stream reaches its operation's start, ahead of
     // the first bytes posted there, or alone.

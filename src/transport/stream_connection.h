@@ -13,6 +13,7 @@
 // the connection's byte counters: those count the executor's bytes only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,10 +42,19 @@ class StreamSendConnection final : public SendConnection {
     queue_.post(static_cast<const char*>(data), bytes);
   }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
-  std::uint64_t completedBytes() const override { return queue_.completed(); }
+  // Bytes the stream still reads from our buffers (sent without a copy)
+  // are not complete: the last heldBytes() it took, counted as if all were
+  // data, so that this errs low, never high.
+  std::uint64_t completedBytes() const override {
+    const std::size_t held = stream_->heldBytes();
+    if (held == 0) return queue_.completed();
+    const std::uint64_t done = queue_.completed() - std::min<std::uint64_t>(held, queue_.completed());
+    completedFloor_ = std::max(completedFloor_, done);
+    return completedFloor_;
+  }
   bool progress() override;
   pollfd pollEntry() const override {
-    if (queue_.empty() && !stampPending()) return {-1, POLLOUT, 0};
+    if (queue_.empty() && !stampPending() && stream_->heldBytes() == 0) return {-1, POLLOUT, 0};
     return stream_->pollEntry(/*sending=*/true);
   }
   const std::string& peerName() const override { return peer_; }
@@ -64,6 +74,7 @@ class StreamSendConnection final : public SendConnection {
   bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
   StampFrame frame_;
   std::size_t frameLeft_ = 0;
+  mutable std::uint64_t completedFloor_ = 0;  // completedBytes() never goes back
 };
 
 class StreamRecvConnection final : public RecvConnection {

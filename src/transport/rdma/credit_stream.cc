@@ -87,7 +87,8 @@ void unpackImmediate(std::uint32_t immediate, std::size_t& slot, std::size_t& by
 // ---------------------------------------------------------------- sender
 
 CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queuePairs, Socket lifeline,
-                                   std::string peerName, const CreditGeometry& geometry, const Deadline& deadline)
+                                   std::string peerName, const CreditGeometry& geometry, const Deadline& deadline,
+                                   std::shared_ptr<const UserRegistrations> registrations)
     : ring_(geometry.slots),
       staging_(geometry.slots * geometry.slotBytes),
       qps_(std::move(queuePairs)),
@@ -95,7 +96,10 @@ CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queue
       peer_(std::move(peerName)),
       geometry_(geometry),
       stagingBusy_(geometry.slots, false),
-      inFlight_(qps_.size(), 0) {
+      inFlight_(qps_.size(), 0),
+      registrations_(std::move(registrations)),
+      heldRegion_(geometry.slots, 0),
+      heldFrom_(geometry.slots, kNotHeld) {
   checkGeometry(geometry);
   HORA_CHECK_ARG(!qps_.empty() && qps_.size() <= kMaxQueuePairsPerConnection, "RDMA: ", qps_.size(),
                  " queue pairs per connection; 1 to ", kMaxQueuePairsPerConnection, " are possible");
@@ -145,13 +149,68 @@ void CreditSendStream::reap() {
         // A write with immediate completes after the write before it: the
         // staging slot both read from is free again.
         if (done[i].operation == Operation::WriteWithImmediate) {
-          stagingBusy_[done[i].id] = false;
+          const std::size_t slot = done[i].id;
+          stagingBusy_[slot] = false;
           --inFlight_[q];
+          if (heldFrom_[slot] != kNotHeld) {
+            heldFrom_[slot] = kNotHeld;
+            --userRegions_[heldRegion_[slot]].writesInFlight;
+          }
         }
       }
       if (n < kMaxCompletions) break;
     }
   }
+}
+
+std::size_t CreditSendStream::heldBytes() const {
+  std::uint64_t oldest = kNotHeld;
+  for (std::uint64_t from : heldFrom_) oldest = std::min(oldest, from);
+  return oldest == kNotHeld ? 0 : static_cast<std::size_t>(accepted_ - oldest);
+}
+
+void CreditSendStream::releaseDeregistered() {
+  const std::uint64_t generation = registrations_->generation();
+  if (generation != registrationsSeen_) {
+    registrationsSeen_ = generation;
+    for (UserRegion& region : userRegions_)
+      if (!region.deregistered && !registrations_->live(region.range.id)) region.deregistered = true;
+  }
+  for (std::size_t r = 0; r < userRegions_.size();) {
+    UserRegion& region = userRegions_[r];
+    if (!region.deregistered || region.writesInFlight > 0) {
+      ++r;
+      continue;
+    }
+    for (std::size_t q = 0; q < qps_.size(); ++q) qps_[q]->deregisterMemory(region.perQueuePair[q]);
+    // Held slots name regions by index: move the last one into this place.
+    const std::size_t last = userRegions_.size() - 1;
+    for (std::size_t slot = 0; slot < heldFrom_.size(); ++slot)
+      if (heldFrom_[slot] != kNotHeld && heldRegion_[slot] == last) heldRegion_[slot] = r;
+    if (r != last) userRegions_[r] = std::move(userRegions_[last]);
+    userRegions_.pop_back();
+  }
+}
+
+CreditSendStream::UserRegion* CreditSendStream::userRegionFor(const char* data, std::size_t bytes) {
+  if (!registrations_) return nullptr;
+  releaseDeregistered();
+  const auto at = reinterpret_cast<std::uintptr_t>(data);
+  for (UserRegion& region : userRegions_) {
+    const auto base = reinterpret_cast<std::uintptr_t>(region.range.base);
+    if (!region.deregistered && at >= base && bytes <= region.range.bytes && at - base <= region.range.bytes - bytes)
+      return &region;
+  }
+  const std::optional<UserRegistrations::Range> range = registrations_->find(data, bytes);
+  if (!range) return nullptr;
+  UserRegion region;
+  region.range = *range;
+  // Registered for remote writes too, as every region here is; the
+  // program's buffer is only ever read by this side's writes.
+  for (auto& qp : qps_) region.perQueuePair.push_back(qp->registerMemory(const_cast<char*>(range->base), range->bytes));
+  ++userRegistrationsMade_;
+  userRegions_.push_back(std::move(region));
+  return &userRegions_.back();
 }
 
 std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstBytes, const void* second,
@@ -168,19 +227,37 @@ std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstByt
   if (granted != nextSequence_ || stagingBusy_[index]) return 0;
   // A send takes two requests on the send queue until its completion.
   if ((inFlight_[q] + 1) * 2 > qps_[q]->sendQueueDepth()) return 0;
-  char* stage = staging_.data() + index * geometry_.slotBytes;
   const std::size_t room = std::min<std::size_t>(credit.bytes, geometry_.slotBytes);
-  const std::size_t fromFirst = std::min(firstBytes, room);
-  const std::size_t fromSecond = std::min(secondBytes, room - fromFirst);
-  std::memcpy(stage, first, fromFirst);
-  if (fromSecond > 0) std::memcpy(stage + fromFirst, second, fromSecond);
-  const std::size_t bytes = fromFirst + fromSecond;
-  qps_[q]->postWrite(stagingRegions_[q], index * geometry_.slotBytes, bytes, {credit.address, credit.key}, index,
-                     /*signaled=*/false);
+  // Without a copy when the slot's bytes all come from one registered
+  // program buffer (the first buffer, or the second when the first is
+  // empty).
+  const char* direct = static_cast<const char*>(firstBytes > 0 ? first : second);
+  const std::size_t directBytes = std::min(firstBytes > 0 ? firstBytes : secondBytes, room);
+  std::size_t bytes = 0;
+  if (UserRegion* region = userRegionFor(direct, directBytes)) {
+    const std::size_t offset = static_cast<std::size_t>(direct - region->range.base);
+    qps_[q]->postWrite(region->perQueuePair[q], offset, directBytes, {credit.address, credit.key}, index,
+                       /*signaled=*/false);
+    bytes = directBytes;
+    heldRegion_[index] = static_cast<std::size_t>(region - userRegions_.data());
+    heldFrom_[index] = accepted_;
+    ++region->writesInFlight;
+    zeroCopyBytes_ += bytes;
+  } else {
+    char* stage = staging_.data() + index * geometry_.slotBytes;
+    const std::size_t fromFirst = std::min(firstBytes, room);
+    const std::size_t fromSecond = std::min(secondBytes, room - fromFirst);
+    std::memcpy(stage, first, fromFirst);
+    if (fromSecond > 0) std::memcpy(stage + fromFirst, second, fromSecond);
+    bytes = fromFirst + fromSecond;
+    qps_[q]->postWrite(stagingRegions_[q], index * geometry_.slotBytes, bytes, {credit.address, credit.key}, index,
+                       /*signaled=*/false);
+  }
   qps_[q]->postWriteWithImmediate(packImmediate(credit.slot, bytes), index);
   stagingBusy_[index] = true;
   ++inFlight_[q];
   ++nextSequence_;
+  accepted_ += bytes;
   return bytes;
 }
 

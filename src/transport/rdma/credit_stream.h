@@ -30,6 +30,16 @@
 // receiver hands bytes out in grant order, which is the order the sender
 // filled the slots in. Credits all travel over queue pair 0.
 //
+// Zero copy: bytes that lie in a buffer the program registered with its
+// communicator (ncclCommRegister; transport/user_registrations.h) go to the
+// granted slot straight from that buffer, registered with each queue pair
+// on first use and kept registered until the program deregisters it (so a
+// steady state registers nothing); other bytes are copied into the
+// sender's registered staging slot first. A slot sent from the program's
+// buffer is held until its write with immediate completes: heldBytes()
+// tells the connection not to count those bytes as sent (the caller may
+// not reuse its buffer yet).
+//
 // The sender never writes where it holds no credit, so a slot is never
 // overwritten before the receiver has drained it, and every write with
 // immediate finds a receive posted (the receiver posts one per slot before
@@ -48,6 +58,7 @@
 #include "base/socket.h"
 #include "transport/byte_stream.h"
 #include "transport/rdma/queue_pair.h"
+#include "transport/user_registrations.h"
 
 namespace hora::transport::rdma {
 
@@ -84,18 +95,40 @@ class CreditSendStream final : public ByteStream {
  public:
   // Sets the pair up over `lifeline` with the peer's CreditRecvStream; the
   // slots take turns over `queuePairs` (one or more).
+  // `registrations`: the program's registered buffers, sent from without
+  // a copy (null: every byte is copied).
   CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queuePairs, Socket lifeline, std::string peerName,
-                   const CreditGeometry& geometry, const Deadline& deadline);
+                   const CreditGeometry& geometry, const Deadline& deadline,
+                   std::shared_ptr<const UserRegistrations> registrations = nullptr);
   std::size_t trySendTwo(const void* first, std::size_t firstBytes, const void* second,
                          std::size_t secondBytes) override;
   std::size_t tryRecvTwo(void*, std::size_t, void*, std::size_t) override { return 0; }
   pollfd pollEntry(bool sending) const override;
   void checkAlive() override;
+  std::size_t heldBytes() const override;
+
+  // Bytes sent straight from registered program buffers, and how many
+  // such buffers were registered with the queue pairs.
+  std::uint64_t zeroCopyBytes() const { return zeroCopyBytes_; }
+  std::uint64_t userRegistrationsMade() const { return userRegistrationsMade_; }
 
  private:
+  // A program buffer registered with every queue pair.
+  struct UserRegion {
+    UserRegistrations::Range range;
+    std::vector<Region> perQueuePair;
+    std::size_t writesInFlight = 0;
+    bool deregistered = false;  // by the program: not used again, released once idle
+  };
   void reap();  // completions: staging slots free again, or an error
   // Reads the receiver's address, connects and says so; true once done.
   bool finishSetup();
+  // The registered program buffer holding [data, data + bytes), registered
+  // with the queue pairs now if it was not yet; null if there is none.
+  UserRegion* userRegionFor(const char* data, std::size_t bytes);
+  // Releases the queue pairs' registrations of buffers the program has
+  // deregistered, once no write from them is in flight.
+  void releaseDeregistered();
 
   // Registered memory is declared before the queue pairs, so that they are
   // destroyed first: until a queue pair is closed, the device may still
@@ -116,6 +149,18 @@ class CreditSendStream final : public ByteStream {
   std::vector<bool> stagingBusy_;
   std::uint64_t nextSequence_ = 1;
   std::vector<std::size_t> inFlight_;  // per queue pair
+  std::shared_ptr<const UserRegistrations> registrations_;
+  std::uint64_t registrationsSeen_ = 0;  // their generation when last looked at
+  std::vector<UserRegion> userRegions_;
+  // Per slot, while its write from a program buffer is in flight: that
+  // buffer's index in userRegions_ and the stream position the slot's
+  // bytes start at; kNotHeld otherwise.
+  static constexpr std::uint64_t kNotHeld = ~std::uint64_t{0};
+  std::vector<std::size_t> heldRegion_;
+  std::vector<std::uint64_t> heldFrom_;
+  std::uint64_t accepted_ = 0;  // stream bytes taken by trySendTwo
+  std::uint64_t zeroCopyBytes_ = 0;
+  std::uint64_t userRegistrationsMade_ = 0;
 };
 
 class CreditRecvStream final : public ByteStream {

@@ -71,7 +71,8 @@ std::unique_ptr<SendConnection> connectSender(ConnectionSetup setup) {
   const std::size_t count = std::max({std::size_t{1}, device->queuePairsPerConnection(), device->rails()});
   for (std::size_t q = 0; q < count; ++q) queuePairs.push_back(device->createQueuePairOn(q % device->rails()));
   auto stream = std::make_unique<CreditSendStream>(std::move(queuePairs), std::move(setup.lifeline), setup.peerName,
-                                                   device->geometry(), setup.deadline);
+                                                   device->geometry(), setup.deadline,
+                                                   setup.options.userRegistrations);
   return std::make_unique<StreamSendConnection>(std::move(stream), std::move(setup.peerName));
 }
 

@@ -69,6 +69,9 @@ class QueuePair {
 
   // Registers [base, base + bytes) for local reads and remote writes.
   virtual Region registerMemory(void* base, std::size_t bytes) = 0;
+  // Ends a registration of registerMemory before the queue pair closes
+  // (which ends them all). No request in flight may still use it.
+  virtual void deregisterMemory(const Region& region) = 0;
 
   // Writes `bytes` at `offset` in `from` to the peer's memory `to`.
   // Unsignaled writes complete silently, with the next signaled request.

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "fake_queue_pair.h"
+#include "stream_pair.h"
 #include "transport/rdma/credit_stream.h"
 
 namespace hora::transport::rdma {
@@ -21,54 +22,8 @@ namespace {
 using testing::FakeFabric;
 using testing::FakeOptions;
 using testing::FakeQueuePair;
-
-struct StreamPair {
-  std::shared_ptr<FakeFabric> fabric;
-  std::unique_ptr<CreditSendStream> sender;
-  std::unique_ptr<CreditRecvStream> receiver;
-  FakeQueuePair* sendQp = nullptr;
-  FakeQueuePair* recvQp = nullptr;
-  int senderLifeline = -1;    // the fds inside the streams' Sockets, to close one end
-  int receiverLifeline = -1;
-};
-
-// A connected pair over a fresh fake device; the lifeline is a socket pair.
-// `extraQueuePairs` more on each side, each slower than the one before (so
-// that their completions come out of order).
-StreamPair connectPair(const CreditGeometry& geometry, const FakeOptions& options = {}, int extraQueuePairs = 0) {
-  auto fabric = std::make_shared<FakeFabric>();
-  int fds[2];
-  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-  auto sendQp = fabric->createQueuePair(options);
-  auto recvQp = fabric->createQueuePair(options);
-  std::vector<std::unique_ptr<QueuePair>> sendQps;
-  int made = 0;
-  QueuePairFactory more = [&, fabric]() -> std::unique_ptr<QueuePair> {
-    FakeOptions slower = options;
-    slower.delaySteps += 3 * (++made);
-    return fabric->createQueuePair(slower);
-  };
-  StreamPair pair;
-  pair.fabric = fabric;
-  pair.sendQp = sendQp.get();
-  pair.recvQp = recvQp.get();
-  pair.senderLifeline = fds[0];
-  pair.receiverLifeline = fds[1];
-  const Deadline deadline = Deadline::after(std::chrono::seconds(10));
-  auto receiving = std::async(std::launch::async, [&] {
-    return std::make_unique<CreditRecvStream>(std::move(recvQp), extraQueuePairs > 0 ? more : QueuePairFactory{},
-                                              Socket(fds[1]), "rank 1", geometry, deadline);
-  });
-  sendQps.push_back(std::move(sendQp));
-  for (int q = 0; q < extraQueuePairs; ++q) {
-    FakeOptions slower = options;
-    slower.delaySteps += 2 * (q + 1);
-    sendQps.push_back(fabric->createQueuePair(slower));
-  }
-  pair.sender = std::make_unique<CreditSendStream>(std::move(sendQps), Socket(fds[0]), "rank 1", geometry, deadline);
-  pair.receiver = receiving.get();
-  return pair;
-}
+using testing::StreamPair;
+using testing::connectPair;
 
 // Streams `total` bytes of a pattern in pieces of random sizes (some sent
 // as two buffers at once) while reading in pieces of other random sizes,

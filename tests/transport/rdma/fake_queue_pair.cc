@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -73,6 +74,25 @@ Region FakeQueuePair::registerMemory(void* base, std::size_t bytes) {
   return {static_cast<char*>(base), bytes, key, key, reinterpret_cast<std::uint64_t>(base)};
 }
 
+void FakeQueuePair::deregisterMemory(const Region& region) {
+  std::lock_guard<std::mutex> lock(fabric_->mutex_);
+  const auto found = std::find(keys_.begin(), keys_.end(), region.localKey);
+  HORA_ENFORCE(found != keys_.end(), "fake device: deregistering memory that was not registered");
+  fabric_->memory_.erase(region.localKey);
+  keys_.erase(found);
+}
+
+std::uint64_t FakeFabric::bytesWrittenFrom(const void* base) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = writtenFrom_.find(base);
+  return found == writtenFrom_.end() ? 0 : found->second;
+}
+
+std::size_t FakeFabric::registrations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return memory_.size();
+}
+
 std::vector<char> FakeQueuePair::address() const {
   std::vector<char> bytes(sizeof(id_));
   std::memcpy(bytes.data(), &id_, sizeof(id_));
@@ -107,6 +127,7 @@ void FakeQueuePair::postWrite(const Region& from, std::size_t offset, std::size_
     return;
   }
   request.source = from.base + offset;
+  fabric_->writtenFrom_[from.base] += bytes;
   if (error_) {
     complete(request, Status::Flushed);
     return;

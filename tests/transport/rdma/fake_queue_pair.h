@@ -47,6 +47,10 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
   std::unique_ptr<FakeQueuePair> createQueuePair(const FakeOptions& options = {});
   // Bytes that one-sided writes have landed through this device.
   std::uint64_t bytesWritten() const { return bytesWritten_.load(); }
+  // Bytes that writes took from memory registered with `base` as its start.
+  std::uint64_t bytesWrittenFrom(const void* base) const;
+  // Registrations in force, of every queue pair.
+  std::size_t registrations() const;
   // Regions whose memory was unmapped while still registered (found when
   // their queue pair closed). Unmapping is what can be seen: memory from
   // mmap, as glibc's malloc gives for blocks above M_MMAP_THRESHOLD.
@@ -59,11 +63,12 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
     std::size_t bytes;
     int owner;  // queue pair id
   };
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::uint64_t, RegisteredMemory> memory_;
   std::map<int, FakeQueuePair*> queuePairs_;
   std::atomic<std::uint64_t> bytesWritten_{0};
   std::atomic<int> releasedWhileRegistered_{0};
+  std::map<const void*, std::uint64_t> writtenFrom_;  // by registered base
   std::uint64_t nextKey_ = 0x1000;
   int nextId_ = 1;
 };
@@ -76,6 +81,7 @@ class FakeQueuePair final : public QueuePair {
   std::size_t sendQueueDepth() const override { return options_.sendQueueDepth; }
   std::size_t receiveQueueDepth() const override { return options_.receiveQueueDepth; }
   Region registerMemory(void* base, std::size_t bytes) override;
+  void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;
   void postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) override;
@@ -144,6 +150,8 @@ class FakeDevice final : public Device {
   // this way and not over TCP.
   int queuePairsCreated() const { return created_.load(); }
   std::uint64_t bytesWritten() const { return fabric_->bytesWritten(); }
+  std::uint64_t bytesWrittenFrom(const void* base) const { return fabric_->bytesWrittenFrom(base); }
+  std::size_t registrations() const { return fabric_->registrations(); }
 
  private:
   std::atomic<int> created_{0};

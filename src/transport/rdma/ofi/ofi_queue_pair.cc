@@ -80,7 +80,8 @@ OfiQueuePair::~OfiQueuePair() {
   if (endpoint_ != nullptr) device_->progress().detach(this);
   // The endpoint first: nothing may complete into what is closed after it.
   if (endpoint_ != nullptr) fi_close(&endpoint_->fid);
-  for (fid_mr* mr : registrations_) fi_close(&mr->fid);
+  for (fid_mr* mr : registrations_)
+    if (mr != nullptr) fi_close(&mr->fid);
   if (addresses_ != nullptr) fi_close(&addresses_->fid);
   if (completions_ != nullptr) fi_close(&completions_->fid);
 }
@@ -110,6 +111,13 @@ Region OfiQueuePair::registerMemory(void* base, std::size_t bytes) {
   // Peers name the region by virtual address, or by offset from its start.
   region.remoteAddress = (mode & FI_MR_VIRT_ADDR) != 0 ? reinterpret_cast<std::uint64_t>(base) : 0;
   return region;
+}
+
+void OfiQueuePair::deregisterMemory(const Region& region) {
+  HORA_ENFORCE(region.localKey < registrations_.size() && registrations_[region.localKey] != nullptr,
+               "ofi: deregistering memory that was not registered");
+  fi_close(&registrations_[region.localKey]->fid);
+  registrations_[region.localKey] = nullptr;
 }
 
 OfiQueuePair::Request* OfiQueuePair::take(Operation operation, std::uint64_t id, bool signaled) {

@@ -51,6 +51,7 @@ class OfiQueuePair final : public QueuePair {
   std::size_t sendQueueDepth() const override { return sendDepth_; }
   std::size_t receiveQueueDepth() const override { return receiveDepth_; }
   Region registerMemory(void* base, std::size_t bytes) override;
+  void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;
   void postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) override;
@@ -104,7 +105,7 @@ class OfiQueuePair final : public QueuePair {
   int waitFd_ = -1;  // the completion queue's, where the provider offers one
   std::size_t sendDepth_ = 0;
   std::size_t receiveDepth_ = 0;
-  std::vector<fid_mr*> registrations_;  // Region::localKey indexes this
+  std::vector<fid_mr*> registrations_;  // Region::localKey indexes this; null once deregistered
   std::vector<std::unique_ptr<Request>> requests_;  // the rank's thread only
   std::vector<Request*> free_;                       // the rank's thread only
   // The rank's thread and the device's progress thread (which may post

@@ -98,6 +98,14 @@ Region VerbsQueuePair::registerMemory(void* base, std::size_t bytes) {
   return Region{static_cast<char*>(base), bytes, region->lkey, region->rkey, reinterpret_cast<std::uintptr_t>(base)};
 }
 
+void VerbsQueuePair::deregisterMemory(const Region& region) {
+  const auto found = std::find_if(regions_.begin(), regions_.end(),
+                                  [&](const ibv_mr* mr) { return mr->lkey == region.localKey; });
+  HORA_ENFORCE(found != regions_.end(), "verbs: deregistering memory that ", what(), " never registered");
+  api_.deregMr(*found);
+  regions_.erase(found);
+}
+
 void VerbsQueuePair::postSend(ibv_send_wr& request, std::uint64_t id, Operation operation, bool signaled) {
   const std::uint64_t sequence = nextSequence_++;
   request.wr_id = sequence;

@@ -47,6 +47,7 @@ class VerbsQueuePair final : public QueuePair {
   std::size_t sendQueueDepth() const override { return sendDepth_; }
   std::size_t receiveQueueDepth() const override { return receiveDepth_; }
   Region registerMemory(void* base, std::size_t bytes) override;
+  void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;
   void postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) override;
