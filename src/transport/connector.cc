@@ -13,6 +13,17 @@
 
 namespace hora::transport {
 
+namespace {
+// In a handler: a peer's failure met while setting up a connection with it
+// (its process gone, its socket closed) names that peer, as the progress
+// engine's errors do, so that the first cause can be told; anything else
+// goes on as it was.
+[[noreturn]] void rethrowNamingPeer(const Error& error, int peer) {
+  if (error.kind() != ErrorKind::Remote || error.failedRank() >= 0) throw;
+  throw Error(error.kind(), error.what(), peer);
+}
+}  // namespace
+
 Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
                      const std::atomic<bool>* abort, std::vector<TransportKind> kinds,
                      const ConnectorOptions& options)
@@ -41,6 +52,14 @@ Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
 
 SendConnection& Connector::sendTo(int peer, bool busy) {
   if (SendConnection* known = sends_.at(peer).get()) return *known;
+  try {
+    return connectTo(peer, busy);
+  } catch (const Error& error) {
+    rethrowNamingPeer(error, peer);
+  }
+}
+
+SendConnection& Connector::connectTo(int peer, bool busy) {
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
   // The listener was up before its address was shared: a refusal means
@@ -115,6 +134,14 @@ Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
 
 RecvConnection& Connector::recvFrom(int peer) {
   if (RecvConnection* known = recvs_.at(peer).get()) return *known;
+  try {
+    return acceptConnectionFrom(peer);
+  } catch (const Error& error) {
+    rethrowNamingPeer(error, peer);
+  }
+}
+
+RecvConnection& Connector::acceptConnectionFrom(int peer) {
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
   Socket socket = acceptFrom(peer, deadline);

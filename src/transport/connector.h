@@ -51,6 +51,9 @@ class Connector {
     std::int32_t kind;
   };
   Socket acceptFrom(int peer, const Deadline& deadline);
+  // The set-up of sendTo and recvFrom, which name the peer in its errors.
+  SendConnection& connectTo(int peer, bool busy);
+  RecvConnection& acceptConnectionFrom(int peer);
 
   bootstrap::Bootstrap& bootstrap_;
   std::uint64_t magic_;
