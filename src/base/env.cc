@@ -1,5 +1,7 @@
 #include "base/env.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdlib>
 #include <utility>
@@ -20,6 +22,19 @@ std::optional<std::string> get(std::initializer_list<const char*> names) {
   auto variable = find(names);
   if (!variable) return std::nullopt;
   return std::move(variable->value);
+}
+
+std::optional<std::vector<std::string>> getList(std::initializer_list<const char*> names) {
+  const std::optional<std::string> text = get(names);
+  if (!text) return std::nullopt;
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= text->size()) {
+    const std::size_t end = std::min(text->find(',', start), text->size());
+    if (end > start) items.push_back(text->substr(start, end - start));
+    start = end + 1;
+  }
+  return items;
 }
 
 namespace {

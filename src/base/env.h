@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hora::env {
 
@@ -19,6 +20,9 @@ struct Variable {
   std::string value;
 };
 std::optional<Variable> find(std::initializer_list<const char*> names);
+
+// A comma-separated list ("a,b,c"), empty items dropped; nullopt when unset.
+std::optional<std::vector<std::string>> getList(std::initializer_list<const char*> names);
 
 // Integer value; a malformed value is an InvalidArgument error naming the variable.
 long long getInt(std::initializer_list<const char*> names, long long fallback);

@@ -29,6 +29,9 @@ class ByteStream {
   virtual pollfd pollEntry(bool sending) const = 0;
   // Throws a Remote error if the peer is known to be gone.
   virtual void checkAlive() {}
+  // Whether the stream may send from the caller's memory without a copy,
+  // fixed for its life: if not, heldBytes() is always 0.
+  virtual bool mayHold() const { return false; }
   // How many of the bytes taken last the stream still reads from the
   // caller's memory (sent without a copy, not yet complete): the caller
   // may not reuse them yet. A trySendTwo of no bytes moves this on.

@@ -11,11 +11,11 @@ namespace hora::transport {
 constexpr std::size_t kMaxBytesPerCall = 1 << 20;
 
 StreamSendConnection::StreamSendConnection(std::unique_ptr<ByteStream> stream, std::string peerName)
-    : stream_(std::move(stream)), peer_(std::move(peerName)) {}
+    : stream_(std::move(stream)), mayHold_(stream_->mayHold()), peer_(std::move(peerName)) {}
 
 bool StreamSendConnection::progress() {
   bool moved = false;
-  if (const std::size_t held = stream_->heldBytes(); held > 0) {
+  if (const std::size_t held = mayHold_ ? stream_->heldBytes() : 0; held > 0) {
     stream_->trySend(nullptr, 0);  // completions: held bytes become complete
     moved = stream_->heldBytes() < held;
   }

@@ -46,6 +46,7 @@ class StreamSendConnection final : public SendConnection {
   // are not complete: the last heldBytes() it took, counted as if all were
   // data, so that this errs low, never high.
   std::uint64_t completedBytes() const override {
+    if (!mayHold_) return queue_.completed();
     const std::size_t held = stream_->heldBytes();
     if (held == 0) return queue_.completed();
     const std::uint64_t done = queue_.completed() - std::min<std::uint64_t>(held, queue_.completed());
@@ -54,7 +55,7 @@ class StreamSendConnection final : public SendConnection {
   }
   bool progress() override;
   pollfd pollEntry() const override {
-    if (queue_.empty() && !stampPending() && stream_->heldBytes() == 0) return {-1, POLLOUT, 0};
+    if (queue_.empty() && !stampPending() && (!mayHold_ || stream_->heldBytes() == 0)) return {-1, POLLOUT, 0};
     return stream_->pollEntry(/*sending=*/true);
   }
   const std::string& peerName() const override { return peer_; }
@@ -65,6 +66,7 @@ class StreamSendConnection final : public SendConnection {
 
  private:
   std::unique_ptr<ByteStream> stream_;
+  bool mayHold_;  // stream_->mayHold(), asked once: the TCP path makes no call for it
   std::string peer_;
   PostedQueue<const char*> queue_;
   // Stamps of operations begun here, in stream order, until their frame is

@@ -23,12 +23,9 @@ void UserRegistrations::remove(std::uint64_t id) {
 
 std::optional<UserRegistrations::Range> UserRegistrations::find(const void* data, std::size_t bytes) const {
   if (count_.load(std::memory_order_acquire) == 0) return std::nullopt;
-  const auto at = reinterpret_cast<std::uintptr_t>(data);
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const Range& range : ranges_) {
-    const auto base = reinterpret_cast<std::uintptr_t>(range.base);
-    if (at >= base && bytes <= range.bytes && at - base <= range.bytes - bytes) return range;
-  }
+  for (const Range& range : ranges_)
+    if (range.holds(data, bytes)) return range;
   return std::nullopt;
 }
 

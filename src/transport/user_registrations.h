@@ -27,6 +27,11 @@ class UserRegistrations {
     std::uint64_t id = 0;  // unique for the communicator's life
     const char* base = nullptr;
     std::size_t bytes = 0;
+    // Whether all of [data, data + length) lies in this range.
+    bool holds(const void* data, std::size_t length) const {
+      const auto at = reinterpret_cast<std::uintptr_t>(data), start = reinterpret_cast<std::uintptr_t>(base);
+      return at >= start && length <= bytes && at - start <= bytes - length;
+    }
   };
 
   // Adds [base, base + bytes) and returns its id.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "base/error.h"
 
@@ -98,8 +99,7 @@ CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queue
       stagingBusy_(geometry.slots, false),
       inFlight_(qps_.size(), 0),
       registrations_(std::move(registrations)),
-      heldRegion_(geometry.slots, 0),
-      heldFrom_(geometry.slots, kNotHeld) {
+      held_(geometry.slots) {
   checkGeometry(geometry);
   HORA_CHECK_ARG(!qps_.empty() && qps_.size() <= kMaxQueuePairsPerConnection, "RDMA: ", qps_.size(),
                  " queue pairs per connection; 1 to ", kMaxQueuePairsPerConnection, " are possible");
@@ -152,9 +152,9 @@ void CreditSendStream::reap() {
           const std::size_t slot = done[i].id;
           stagingBusy_[slot] = false;
           --inFlight_[q];
-          if (heldFrom_[slot] != kNotHeld) {
-            heldFrom_[slot] = kNotHeld;
-            --userRegions_[heldRegion_[slot]].writesInFlight;
+          if (held_[slot].region != nullptr) {
+            --held_[slot].region->writesInFlight;
+            held_[slot].region = nullptr;
           }
         }
       }
@@ -164,9 +164,10 @@ void CreditSendStream::reap() {
 }
 
 std::size_t CreditSendStream::heldBytes() const {
-  std::uint64_t oldest = kNotHeld;
-  for (std::uint64_t from : heldFrom_) oldest = std::min(oldest, from);
-  return oldest == kNotHeld ? 0 : static_cast<std::size_t>(accepted_ - oldest);
+  std::optional<std::uint64_t> oldest;
+  for (const Held& slot : held_)
+    if (slot.region != nullptr && (!oldest || slot.from < *oldest)) oldest = slot.from;
+  return oldest ? static_cast<std::size_t>(accepted_ - *oldest) : 0;
 }
 
 void CreditSendStream::releaseDeregistered() {
@@ -176,31 +177,21 @@ void CreditSendStream::releaseDeregistered() {
     for (UserRegion& region : userRegions_)
       if (!region.deregistered && !registrations_->live(region.range.id)) region.deregistered = true;
   }
-  for (std::size_t r = 0; r < userRegions_.size();) {
-    UserRegion& region = userRegions_[r];
-    if (!region.deregistered || region.writesInFlight > 0) {
-      ++r;
+  for (auto region = userRegions_.begin(); region != userRegions_.end();) {
+    if (!region->deregistered || region->writesInFlight > 0) {
+      ++region;
       continue;
     }
-    for (std::size_t q = 0; q < qps_.size(); ++q) qps_[q]->deregisterMemory(region.perQueuePair[q]);
-    // Held slots name regions by index: move the last one into this place.
-    const std::size_t last = userRegions_.size() - 1;
-    for (std::size_t slot = 0; slot < heldFrom_.size(); ++slot)
-      if (heldFrom_[slot] != kNotHeld && heldRegion_[slot] == last) heldRegion_[slot] = r;
-    if (r != last) userRegions_[r] = std::move(userRegions_[last]);
-    userRegions_.pop_back();
+    for (std::size_t q = 0; q < qps_.size(); ++q) qps_[q]->deregisterMemory(region->perQueuePair[q]);
+    region = userRegions_.erase(region);
   }
 }
 
 CreditSendStream::UserRegion* CreditSendStream::userRegionFor(const char* data, std::size_t bytes) {
   if (!registrations_) return nullptr;
   releaseDeregistered();
-  const auto at = reinterpret_cast<std::uintptr_t>(data);
-  for (UserRegion& region : userRegions_) {
-    const auto base = reinterpret_cast<std::uintptr_t>(region.range.base);
-    if (!region.deregistered && at >= base && bytes <= region.range.bytes && at - base <= region.range.bytes - bytes)
-      return &region;
-  }
+  for (UserRegion& region : userRegions_)
+    if (!region.deregistered && region.range.holds(data, bytes)) return &region;
   const std::optional<UserRegistrations::Range> range = registrations_->find(data, bytes);
   if (!range) return nullptr;
   UserRegion region;
@@ -239,8 +230,7 @@ std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstByt
     qps_[q]->postWrite(region->perQueuePair[q], offset, directBytes, {credit.address, credit.key}, index,
                        /*signaled=*/false);
     bytes = directBytes;
-    heldRegion_[index] = static_cast<std::size_t>(region - userRegions_.data());
-    heldFrom_[index] = accepted_;
+    held_[index] = {region, accepted_};
     ++region->writesInFlight;
     zeroCopyBytes_ += bytes;
   } else {

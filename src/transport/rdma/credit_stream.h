@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -105,6 +106,7 @@ class CreditSendStream final : public ByteStream {
   std::size_t tryRecvTwo(void*, std::size_t, void*, std::size_t) override { return 0; }
   pollfd pollEntry(bool sending) const override;
   void checkAlive() override;
+  bool mayHold() const override { return registrations_ != nullptr; }
   std::size_t heldBytes() const override;
 
   // Bytes sent straight from registered program buffers, and how many
@@ -151,13 +153,14 @@ class CreditSendStream final : public ByteStream {
   std::vector<std::size_t> inFlight_;  // per queue pair
   std::shared_ptr<const UserRegistrations> registrations_;
   std::uint64_t registrationsSeen_ = 0;  // their generation when last looked at
-  std::vector<UserRegion> userRegions_;
+  std::list<UserRegion> userRegions_;  // a list: held slots point into it
   // Per slot, while its write from a program buffer is in flight: that
-  // buffer's index in userRegions_ and the stream position the slot's
-  // bytes start at; kNotHeld otherwise.
-  static constexpr std::uint64_t kNotHeld = ~std::uint64_t{0};
-  std::vector<std::size_t> heldRegion_;
-  std::vector<std::uint64_t> heldFrom_;
+  // buffer, and the stream position the slot's bytes start at.
+  struct Held {
+    UserRegion* region = nullptr;  // null: not held
+    std::uint64_t from = 0;
+  };
+  std::vector<Held> held_;
   std::uint64_t accepted_ = 0;  // stream bytes taken by trySendTwo
   std::uint64_t zeroCopyBytes_ = 0;
   std::uint64_t userRegistrationsMade_ = 0;

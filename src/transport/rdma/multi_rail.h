@@ -43,4 +43,13 @@ class MultiRailDevice final : public Device {
 // MultiRailDevice over them when there are several; null for none.
 std::shared_ptr<Device> combineRails(std::vector<std::shared_ptr<Device>> devices);
 
+// A backend's opening (its first device and further rails) as one device.
+template <typename Rail>
+std::shared_ptr<Device> combineRails(std::shared_ptr<Device> first, const std::vector<std::shared_ptr<Rail>>& more) {
+  if (!first) return nullptr;
+  std::vector<std::shared_ptr<Device>> all{std::move(first)};
+  all.insert(all.end(), more.begin(), more.end());
+  return combineRails(std::move(all));
+}
+
 }  // namespace hora::transport::rdma

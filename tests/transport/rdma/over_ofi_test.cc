@@ -6,8 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -18,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/socket.h"
 #include "every_collective.h"
 #include "nccl.h"
 #include "transport/rdma/credit_stream.h"
@@ -208,15 +207,9 @@ TEST(OfiProgress, PostedBytesArriveWhileTheSenderIsAway) {
 // An interface other than loopback with an IPv4 address, up: a second
 // domain of libfabric's tcp provider beside "lo". Empty if there is none.
 std::string anotherInterface() {
-  ifaddrs* all = nullptr;
-  if (::getifaddrs(&all) != 0) return "";
-  std::string name;
-  for (ifaddrs* entry = all; entry != nullptr && name.empty(); entry = entry->ifa_next)
-    if (entry->ifa_addr != nullptr && entry->ifa_addr->sa_family == AF_INET && (entry->ifa_flags & IFF_UP) != 0 &&
-        (entry->ifa_flags & IFF_LOOPBACK) == 0)
-      name = entry->ifa_name;
-  ::freeifaddrs(all);
-  return name;
+  for (const NetworkInterface& interface : listInterfaces())
+    if (interface.address.family() == AF_INET && interface.name != "lo") return interface.name;
+  return "";
 }
 
 // Multi-rail over libfabric: two domains of the tcp provider (loopback and

@@ -174,24 +174,13 @@ std::string fabricOf(const fi_info& info) {
   return info.fabric_attr->name != nullptr ? info.fabric_attr->name : "";
 }
 
-std::vector<std::string> splitNames(const std::string& text) {
-  std::vector<std::string> names;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    if (end > start) names.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return names;
-}
-
 // The rails besides `first` among the provider's answers `found` (see
 // openOfiDevice): one per wanted domain, in the order wanted.
 std::vector<std::shared_ptr<OfiDevice>> openFurtherRails(const FabricLibrary& library, fi_info* found,
                                                           const fi_info& first,
                                                           const std::vector<std::string>& nearestNics) {
-  const std::optional<std::string> listed = env::get({"HORA_OFI_RAILS"});
-  const std::vector<std::string> wanted = listed ? splitNames(*listed) : nearestNics;
+  const std::optional<std::vector<std::string>> listed = env::getList({"HORA_OFI_RAILS"});
+  const std::vector<std::string>& wanted = listed ? *listed : nearestNics;
   const std::string provider = first.fabric_attr->prov_name;
   std::vector<std::shared_ptr<OfiDevice>> rails;
   std::vector<std::string> taken{domainOf(first)};
@@ -271,10 +260,7 @@ void prepareOfi(bool forced, bool disabled, const std::string& interfaceName,
   installOnce(TransportKind::Ofi, disabled, [&](std::string& why) -> std::shared_ptr<Device> {
     OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced, interfaceName, nearestNics);
     why = opening.why;
-    if (!opening.device) return nullptr;
-    std::vector<std::shared_ptr<Device>> rails{opening.device};
-    rails.insert(rails.end(), opening.moreRails.begin(), opening.moreRails.end());
-    return combineRails(std::move(rails));
+    return combineRails(opening.device, opening.moreRails);
   });
 }
 

@@ -155,10 +155,7 @@ void prepareVerbs(bool disabled, const std::vector<std::string>& preferred, cons
     if (api == nullptr) return nullptr;
     VerbsOpening opening = openVerbsDevice(*api, preferred, rails);
     why = opening.why;
-    if (!opening.device) return nullptr;
-    std::vector<std::shared_ptr<Device>> all{opening.device};
-    all.insert(all.end(), opening.moreRails.begin(), opening.moreRails.end());
-    return combineRails(std::move(all));
+    return combineRails(opening.device, opening.moreRails);
   });
 }
 
