@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What hora can show on a machine with an NVIDIA GPU, in one command: it
-# builds hora with CUDA, runs the GPU test suite, and benchmarks the device
-# reduction against a device-to-device copy. It needs the CUDA toolkit
+# builds hora with CUDA, runs the GPU test suite, benchmarks the device
+# reduction against a device-to-device copy, and the collectives on device
+# buffers with 2, 4 and 8 ranks on the GPU against its memory limit. It needs the CUDA toolkit
 # (nvcc on PATH or in /usr/local/cuda), a C++20 compiler, Python with Meson
 # and ninja (pip is enough), and hwloc and GoogleTest: installed, or as
 # Debian 12 packages in a folder (scripts/gpu-deps.sh downloads them on a
@@ -13,10 +14,9 @@
 # table); the summary is printed last. Exit status: 0 when everything that
 # ran passed, 1 otherwise.
 #
-# Not here yet, because hora does not have it yet: collectives on device
-# buffers (the CUDA executor), hora-perf on device buffers with 1, 2 and 4
-# ranks on one GPU, and the PyTorch smoke test with hora's libnccl.so.2
-# preloaded. The script says so in its summary.
+# Not here yet: ranks in separate processes on one GPU, hora-perf on device
+# buffers, and the PyTorch smoke test with hora's libnccl.so.2 preloaded.
+# The script says so in its summary.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
@@ -62,7 +62,7 @@ fi
 targets=$(python3 - "$build" <<'PY'
 import json, sys
 for t in json.load(open(sys.argv[1] + "/meson-info/intro-targets.json")):
-    if t["name"].startswith("gpu_") or t["name"] in ("hora-bench-reduce-device", "hora-perf", "hora-run", "nccl"):
+    if t["name"].startswith("gpu_") or t["name"] in ("hora-bench-reduce-device", "hora-bench-device-collectives", "hora-perf", "hora-run", "nccl"):
         print(" ".join(f.removeprefix(sys.argv[1] + "/") for f in t["filename"]))
 PY
 )
@@ -74,7 +74,7 @@ fi
 summary+=("build with CUDA: ok ($(($(date +%s) - start)) s)")
 
 # The GPU suite: every test program exits 77 (skipped) without a device.
-if meson test -C "$build" --no-rebuild --suite gpu --print-errorlogs >"$out/gpu-tests.log" 2>&1; then
+if timeout 420 meson test -C "$build" --no-rebuild --suite gpu --print-errorlogs >"$out/gpu-tests.log" 2>&1; then
   summary+=("gpu test suite: $(grep -E '^(Ok|Skipped|Fail):' "$out/gpu-tests.log" | tr -s ' ' | tr '\n' ' ')")
 else
   status=1
@@ -96,10 +96,23 @@ else
   summary+=("reduce-copy bandwidth: FAILED (see $bench)")
 fi
 
-summary+=("collectives on device buffers, hora-perf with 1, 2 and 4 ranks on one GPU, PyTorch with hora as libnccl.so.2: not run, hora has no CUDA executor yet")
+# Collectives on device buffers, 2, 4 and 8 ranks as threads on the GPU
+# (bench/micro/device_collectives_bench.cc).
+for ranks in 2 4 8; do
+  table="$out/device_collectives_${ranks}ranks.txt"
+  if timeout 120 "$build/bench/micro/hora-bench-device-collectives" "$ranks" $((256 << 20)) 20 >"$table" 2>&1; then
+    summary+=("device collectives, $ranks ranks on one GPU: $table")
+  else
+    status=1
+    summary+=("device collectives, $ranks ranks on one GPU: FAILED (see $table)")
+  fi
+done
+
+summary+=("not run here: ranks in separate processes on one GPU, hora-perf on device buffers, PyTorch with hora as libnccl.so.2")
 echo
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 cat "$bench" 2>/dev/null
+cat "$out"/device_collectives_*ranks.txt 2>/dev/null
 echo
 for line in "${summary[@]}"; do echo "gpu-check: $line"; done
 exit $status

@@ -19,11 +19,13 @@ ncclComm* wrapComm(std::shared_ptr<core::Communicator> impl) {
   return comm;
 }
 
+// `device`: the CUDA device to bind (NCCL's current device of the caller).
 ncclComm* makeComm(int nranks, const bootstrap::UniqueId& id, int rank, bool hostRoot,
-                   const ncclConfig_t* config) {
+                   const ncclConfig_t* config, int device = core::CommunicatorConfig::kCallingThreadDevice) {
   (void)config;
   core::CommunicatorConfig settings;
   settings.hostRoot = hostRoot;
+  settings.device = device;
   return wrapComm(std::make_shared<core::Communicator>(id, nranks, rank, settings));
 }
 
@@ -64,6 +66,7 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
   // says ncclInProgress meanwhile, and any other call waits for them).
   core::CommunicatorConfig settings;
   settings.hostRoot = hostRoot;
+  settings.device = core::Communicator::callingThreadDevice();  // the caller's, not the init thread's
   auto* comm = new ncclComm{api::kCommMagic, nullptr, {}};
   comm->pending = std::async(std::launch::async, [id, nranks, rank, settings] {
                     return std::make_shared<core::Communicator>(id, nranks, rank, settings);
@@ -155,7 +158,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
   return api::guarded("ncclCommInitAll", [&] {
     HORA_CHECK_ARG(comms != nullptr, "comms is NULL");
     HORA_CHECK_ARG(ndev >= 1, "ndev must be at least 1, got ", ndev);
-    (void)devlist;  // host ranks: no device to bind
+    // Rank r is bound to devlist[r] (without a list, device r modulo the
+    // number of devices); a device may repeat: several ranks then share one
+    // GPU. Without CUDA, no device.
+    const int devices = core::Communicator::cudaDeviceCount();
     bootstrap::UniqueId id = bootstrap::createLocalUniqueId();
     std::vector<std::thread> threads;
     std::vector<std::exception_ptr> errors(ndev);
@@ -163,7 +169,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
       comms[r] = nullptr;
       threads.emplace_back([&, r] {
         try {
-          comms[r] = makeComm(ndev, id, r, false, nullptr);
+          comms[r] = makeComm(ndev, id, r, false, nullptr, devices == 0 ? -1 : devlist != nullptr ? devlist[r] : r % devices);
         } catch (...) {
           errors[r] = std::current_exception();
         }
@@ -223,8 +229,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) 
 HORA_NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
   return api::guarded("ncclCommCuDevice", [&] {
     HORA_CHECK_ARG(device != nullptr, "device is NULL");
-    api::checkComm(comm);
-    *device = -1;  // a host communicator is bound to no CUDA device
+    *device = api::checkComm(comm)->cudaDevice();  // -1: bound to none (no CUDA here)
   });
 }
 
@@ -247,7 +252,11 @@ HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t
     auto& impl = *held;
     if (impl.aborted()) *asyncError = ncclInvalidUsage;
     else if (!impl.brokenReason().empty()) *asyncError = api::resultOf(impl.brokenKind());
-    else *asyncError = ncclSuccess;
+    else if (auto failed = impl.deviceFailure()) {
+      // A kernel stopped (collectives on device buffers run after their call returned).
+      api::setLastError(strCat("ncclCommGetAsyncError: ", failed->what()));
+      *asyncError = api::resultOf(failed->kind());
+    } else *asyncError = ncclSuccess;
   });
 }
 

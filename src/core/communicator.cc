@@ -13,6 +13,10 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "core/scalar.h"
+#include "hora_config.h"
+#if HORA_HAVE_CUDA
+#include "device/cuda_executor.h"
+#endif
 #include "topology/cpu_affinity.h"
 #include "transport/rdma/device.h"
 #include "transport/rdma/network_devices.h"
@@ -73,6 +77,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
       nranks_(nranks),
       timeout_(config.timeout.count() > 0 ? config.timeout : env::defaultTimeout()),
       tuning_(Tuning::fromEnvironment()) {
+  device_ = config.device == CommunicatorConfig::kCallingThreadDevice ? callingThreadDevice() : config.device;
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
   log::ScopedThreadRank logRank(rank);
@@ -180,11 +185,53 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   const bool singleCopyRing =
       nranks > 1 && std::all_of(readsPrevious.begin(), readsPrevious.end(),
                                 [](std::uint8_t reads) { return reads != 0; });
+  startCudaExecutor(ringRanks, placements[static_cast<std::size_t>(rank)].hostHash, deadline);
   executor_ = std::make_unique<HostExecutor>(
       HostExecutorContext{rank, nranks, *bootstrap_, *connector_, windows_, std::move(ringRanks),
                           singleCopyRing, waitPolicy(), tuning_.checkAgreement},
       tuning_, moveChunkBytes, sliceBytes);
   HORA_LOG(Info, "rank ", rank, ": slice ", sliceBytes, " B");
+}
+
+int Communicator::callingThreadDevice() {
+#if HORA_HAVE_CUDA
+  return device::currentDevice();
+#else
+  return -1;
+#endif
+}
+
+int Communicator::cudaDeviceCount() {
+#if HORA_HAVE_CUDA
+  return device::deviceCount();
+#else
+  return 0;
+#endif
+}
+
+void Communicator::startCudaExecutor(const std::vector<int>& ringRanks, std::uint64_t hostHash,
+                                     const Deadline& deadline) {
+#if HORA_HAVE_CUDA
+  // Only where every rank has a device: the executor's set-up is collective.
+  std::vector<std::int32_t> devices(static_cast<std::size_t>(nranks_));
+  devices[static_cast<std::size_t>(rank_)] = device_;
+  bootstrap_->allGather(devices.data(), sizeof(std::int32_t), deadline);
+  const int without = static_cast<int>(std::count(devices.begin(), devices.end(), -1));
+  if (without != 0) {
+    if (without != nranks_)
+      HORA_LOG(Info, "rank ", rank_, ": ", without, " rank(s) have no CUDA device, so collectives on device "
+               "buffers are not available on this communicator");
+    return;
+  }
+  cudaExecutor_ = std::make_unique<device::CudaExecutor>(
+      device::CudaExecutorContext{rank_, nranks_, ringRanks, hostHash, device_, timeout_, *bootstrap_}, deadline);
+#else
+  (void)ringRanks, (void)hostHash, (void)deadline;
+#endif
+}
+
+std::optional<Error> Communicator::deviceFailure() const {
+  return cudaExecutor_ ? cudaExecutor_->failure() : std::nullopt;
 }
 
 Communicator::~Communicator() {
@@ -435,8 +482,9 @@ void Communicator::failBroken(const Error& failure) {
     }
   }
   // Close our connections so that peers waiting on us fail now rather than
-  // at their deadline.
+  // at their deadline; stop this rank's kernels.
   connector_->shutdown();
+  if (cudaExecutor_) cudaExecutor_->abort();
   throw error;
 }
 
@@ -462,10 +510,11 @@ void Communicator::execute(std::span<const Op> ops) {
     submit(std::vector<Op>(ops.begin(), ops.end()))->wait();
     return;
   }
+  const MemoryKind memory = memoryOf(ops);  // bad buffers: an error, not a broken communicator
   auto lock = claimExecution("a collective or point-to-point call came");
   log::ScopedThreadRank logRank(rank_);
   try {
-    runOps(ops);
+    runOps(ops, memory);
   } catch (const Error& error) {
     failBroken(error);
   }
@@ -473,6 +522,8 @@ void Communicator::execute(std::span<const Op> ops) {
 
 std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops) {
   checkUsable();
+  const MemoryKind memory = memoryOf(ops);
+  for (Op& op : ops) op.memory = memory;
   auto work = std::make_shared<WorkState>();
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
@@ -508,7 +559,7 @@ void Communicator::workerLoop() {
       auto lock = claimExecution("queued work started");
       checkUsable();
       try {
-        runOps(task.ops);
+        runOps(task.ops, task.ops.empty() ? MemoryKind::Host : task.ops.front().memory);
       } catch (const Error& e) {
         failBroken(e);
       }
@@ -555,6 +606,7 @@ void Communicator::abort() {
                                       "ncclCommRevoke)"),
                                rank_));
   if (connector_) connector_->shutdown();
+  if (cudaExecutor_) cudaExecutor_->abort();
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     stopping_ = true;
@@ -608,12 +660,29 @@ kernels::ReduceSpec Communicator::reduceSpecFor(int op, DataType type) const {
 
 // ---------------------------------------------------------------- execution
 
-void Communicator::runOps(std::span<const Op> ops) {
+MemoryKind Communicator::memoryOf(std::span<const Op> ops) const {
+#if HORA_HAVE_CUDA
+  if (device_ < 0 || ops.empty()) return MemoryKind::Host;
+  int onDevice = 0, onHost = 0;
   for (const Op& op : ops)
-    if (op.memory != MemoryKind::Host)
-      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", opKindName(op.kind),
-           " on device memory needs the CUDA executor, which this build does not have");
-  executor_->run(ops);
+    for (const void* buffer : {op.send, static_cast<const void*>(op.recv)})
+      if (buffer != nullptr) ++(device::isDeviceMemory(buffer) ? onDevice : onHost);
+  if (onDevice != 0 && onHost != 0)
+    fail(ErrorKind::InvalidArgument, "rank ", rank_, ": ", opKindName(ops.front().kind),
+         ops.size() > 1 ? " (in a group)" : "",
+         " mixes host and device buffers; a call (or a group) takes one or the other");
+  return onDevice != 0 ? MemoryKind::Device : MemoryKind::Host;
+#else
+  (void)ops;
+  return MemoryKind::Host;
+#endif
+}
+
+void Communicator::runOps(std::span<const Op> ops, MemoryKind memory) {
+  if (memory == MemoryKind::Host) return executor_->run(ops);
+  if (cudaExecutor_) return cudaExecutor_->run(ops);
+  fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", opKindName(ops.front().kind),
+       " on device buffers needs every rank of the communicator to have a CUDA device");
 }
 
 }  // namespace hora::core

@@ -34,6 +34,11 @@ namespace hora::core {
 struct CommunicatorConfig {
   std::chrono::milliseconds timeout{0};  // 0: HORA_TIMEOUT
   bool hostRoot = false;                 // this rank (0) hosts the rendezvous root
+  // The CUDA device the communicator is bound to (ncclCommCuDevice), where
+  // device buffers' collectives run; -1: none. kCallingThreadDevice: the
+  // one current on the thread that constructs the communicator.
+  static constexpr int kCallingThreadDevice = -2;
+  int device = kCallingThreadDevice;
 };
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
@@ -44,6 +49,17 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
+  // The CUDA device this communicator is bound to, -1 if none.
+  int cudaDevice() const { return device_; }
+  // The current CUDA device of the calling thread; -1 where this build or
+  // this machine has no CUDA device.
+  static int callingThreadDevice();
+  // CUDA devices this process sees (0 without CUDA).
+  static int cudaDeviceCount();
+  // What a kernel of this rank reported when it stopped (device buffers'
+  // collectives run asynchronously, so their failures surface here and at
+  // the next call), or nullopt. Cheap enough to poll.
+  std::optional<Error> deviceFailure() const;
   std::chrono::milliseconds timeout() const { return timeout_; }
   const bootstrap::Bootstrap& bootstrap() const { return *bootstrap_; }
 
@@ -114,8 +130,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   kernels::ReduceSpec reduceSpecFor(int op, DataType type) const;
 
  private:
-  // Runs `ops` on the executor that fits their buffers.
-  void runOps(std::span<const Op> ops);
+  // Runs `ops` on the executor for their buffers' `memory`.
+  void runOps(std::span<const Op> ops, MemoryKind memory);
+  // Where `ops`' buffers are; throws for host and device buffers mixed.
+  MemoryKind memoryOf(std::span<const Op> ops) const;
+  // With CUDA and a device on every rank: the CUDA executor (collective).
+  void startCudaExecutor(const std::vector<int>& ringRanks, std::uint64_t hostHash, const Deadline& deadline);
   void checkUsable() const;
   // Init after the rendezvous: the ring, placements, transports.
   void connectAll(const bootstrap::UniqueId& id, const Deadline& deadline);
@@ -162,6 +182,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::map<int, std::uint64_t> windowRegistrations_;  // window -> its id in userRegistrations_
   bool peersShareMemory_ = false;  // every other rank is on this host, through shm
   std::unique_ptr<HostExecutor> executor_;
+  int device_ = -1;
+  std::unique_ptr<Executor> cudaExecutor_;  // device buffers' collectives (with CUDA)
 
   // Execution: the calling thread or the worker, one at a time. Two
   // threads of the program calling into one communicator at once is the

@@ -1,12 +1,14 @@
 // An executor runs plans. The host executor runs them on the calling CPU
-// thread over the transports; a CUDA executor will enqueue them as kernels on
-// the op's stream. Both run the same schedules (algorithms/) through their
+// thread over the transports; the CUDA executor (device/cuda_executor.h)
+// enqueues them as kernels on the op's stream. Both run the same schedules (algorithms/) through their
 // own primitives.
 #pragma once
 
+#include <optional>
 #include <span>
 
 #include "core/op.h"
+#include "hora/error.h"
 
 namespace hora::core {
 
@@ -18,6 +20,11 @@ class Executor {
   // and receives completes, then the collectives in issue order. Throws on
   // failure.
   virtual void run(std::span<const Op> ops) = 0;
+
+  // For executors whose work outlives run() (kernels on a stream): stop it
+  // now, and what stopped it, if anything did (nullopt when nothing failed).
+  virtual void abort() {}
+  virtual std::optional<Error> failure() const { return std::nullopt; }
 };
 
 }  // namespace hora::core

@@ -1,0 +1,12 @@
+#include "device/cuda_check.h"
+
+#include "base/error.h"
+
+namespace hora::device {
+
+void cudaCheck(cudaError_t result, const char* what) {
+  if (result == cudaSuccess) return;
+  fail(ErrorKind::System, what, ": CUDA error ", cudaGetErrorName(result), ": ", cudaGetErrorString(result));
+}
+
+}  // namespace hora::device

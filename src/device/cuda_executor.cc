@@ -1,0 +1,294 @@
+#include "device/cuda_executor.h"
+
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "device/cuda_check.h"
+#include "device/ring_launch.h"
+#include "protocols/fifo_handle.h"
+#include "protocols/status.h"
+
+namespace hora::device {
+namespace {
+
+// Every FIFO: four slots of 128 KiB. A ring step (two slots) then moves
+// while the previous one drains; a piece is large against the block's two
+// barriers and handshake, small enough that a ring fills its pipeline fast.
+constexpr std::uint64_t kSlotBytes = 128 << 10;
+constexpr std::uint64_t kSlotCount = 4;
+constexpr std::uint64_t kFifoAlignment = 4096;
+constexpr int kDefaultMaxChannels = 16;
+
+std::uint64_t fifoStride() {
+  return protocols::roundUpTo(protocols::fifoLayout(kSlotBytes, kSlotCount).totalBytes, kFifoAlignment);
+}
+
+// Makes `device` current for the scope, then restores the caller's.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    cudaCheck(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) cudaCheck(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// What each rank tells the others, first about its GPU, then about its FIFOs.
+struct GpuOffer {
+  std::uint64_t hostHash;
+  std::int64_t pid;
+  std::int32_t device;
+  std::int32_t residentBlocks;  // ring-kernel blocks its GPU keeps resident
+  std::int32_t minChannels;     // NCCL_MIN_NCHANNELS here
+  std::int32_t maxChannels;     // NCCL_MAX_NCHANNELS here
+};
+
+struct FifoOffer {
+  cudaIpcMemHandle_t handle;
+  std::uint64_t base;   // this rank's address of its FIFOs
+  std::int32_t shareable;  // handle is valid
+  std::int32_t padding;
+};
+
+}  // namespace
+
+bool isDeviceMemory(const void* pointer) {
+  if (pointer == nullptr) return false;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    cudaGetLastError();  // a host pointer where CUDA has no device: not an error to keep
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
+int deviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+int currentDevice() {
+  if (deviceCount() == 0) return -1;
+  int device = -1;
+  return cudaGetDevice(&device) == cudaSuccess ? device : -1;
+}
+
+CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline)
+    : ctx_(std::move(context)),
+      timeoutNs_(static_cast<std::uint64_t>(ctx_.timeout.count()) * 1000000ull) {
+  DeviceScope scope(ctx_.device);
+  shape_.nranks = ctx_.nranks;
+  shape_.slotBytes = kSlotBytes;
+  void* mapped = nullptr;
+  cudaCheck(cudaHostAlloc(&mapped, 4096, cudaHostAllocMapped | cudaHostAllocPortable),
+            "allocating the abort flag (cudaHostAlloc)");
+  std::memset(mapped, 0, 4096);
+  abortFlag_ = static_cast<std::uint32_t*>(mapped);
+  failure_ = reinterpret_cast<DeviceFailure*>(static_cast<char*>(mapped) + protocols::kCacheLineBytes);
+  try {
+    cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&failureOnDevice_), failure_, 0),
+              "cudaHostGetDevicePointer");
+    exchangeFifos(deadline);
+  } catch (...) {
+    release();  // a constructor that throws runs no destructor
+    throw;
+  }
+}
+
+void CudaExecutor::exchangeFifos(const Deadline& deadline) {
+  const int n = ctx_.nranks;
+  int pos = 0;
+  for (int p = 0; p < n; ++p)
+    if (ctx_.ringRanks[static_cast<std::size_t>(p)] == ctx_.rank) pos = p;
+  const int next = ctx_.ringRanks[static_cast<std::size_t>((pos + 1) % n)];
+
+  preloadRingKernels();
+  // 1. GPUs: how many channels every rank can run at once.
+  cudaDeviceProp properties{};
+  cudaCheck(cudaGetDeviceProperties(&properties, ctx_.device), "cudaGetDeviceProperties");
+  std::vector<GpuOffer> gpus(static_cast<std::size_t>(n));
+  GpuOffer& mine = gpus[static_cast<std::size_t>(ctx_.rank)];
+  mine.hostHash = ctx_.hostHash;
+  mine.pid = ::getpid();
+  mine.device = ctx_.device;
+  mine.residentBlocks = ringBlocksPerMultiprocessor() * properties.multiProcessorCount;
+  mine.minChannels = static_cast<std::int32_t>(env::getInt({"HORA_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS"}, 1));
+  mine.maxChannels = static_cast<std::int32_t>(
+      env::getInt({"HORA_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS"}, kDefaultMaxChannels));
+  ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);
+  std::map<std::pair<std::uint64_t, int>, int> ranksOnGpu;
+  for (const GpuOffer& g : gpus) ++ranksOnGpu[{g.hostHash, g.device}];
+  int channels = DeviceRing::kMaxChannels;
+  int minChannels = 1;
+  for (const GpuOffer& g : gpus) {
+    const int fit = channelsPerRank(g.residentBlocks, ranksOnGpu[{g.hostHash, g.device}], g.maxChannels);
+    if (fit == 0)
+      fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": ", ranksOnGpu[{g.hostHash, g.device}],
+           " ranks share GPU ", g.device, ", which keeps only ", g.residentBlocks,
+           " blocks of the ring kernel resident: their kernels could not all run at once");
+    channels = std::min(channels, fit);
+    minChannels = std::max(minChannels, static_cast<int>(g.minChannels));
+  }
+  shape_.maxChannels = channels;
+  shape_.minChannels = std::min(minChannels, channels);
+
+  // 2. FIFOs: this rank's, zeroed, and a handle other processes can open.
+  const std::uint64_t stride = fifoStride();
+  cudaCheck(cudaMalloc(&fifos_, stride * static_cast<std::uint64_t>(channels)), "allocating the FIFOs (cudaMalloc)");
+  cudaCheck(cudaMemset(fifos_, 0, stride * static_cast<std::uint64_t>(channels)), "clearing the FIFOs");
+  std::vector<FifoOffer> offers(static_cast<std::size_t>(n));
+  FifoOffer& offer = offers[static_cast<std::size_t>(ctx_.rank)];
+  offer.base = reinterpret_cast<std::uint64_t>(fifos_);
+  offer.shareable = cudaIpcGetMemHandle(&offer.handle, fifos_) == cudaSuccess ? 1 : 0;
+  if (offer.shareable == 0) cudaGetLastError();
+  ctx_.bootstrap.allGather(offers.data(), sizeof(FifoOffer), deadline);
+
+  // 3. The next rank's FIFOs, as this process addresses them.
+  const GpuOffer& nextGpu = gpus[static_cast<std::size_t>(next)];
+  const FifoOffer& nextFifos = offers[static_cast<std::size_t>(next)];
+  char* nextBase = nullptr;
+  if (nextGpu.hostHash != ctx_.hostHash)
+    fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the next rank of the ring (", next,
+         ") is on another host; device buffers between hosts need the network proxy, which hora does not "
+         "have yet");
+  if (nextGpu.device != ctx_.device) {
+    int canAccess = 0;
+    cudaCheck(cudaDeviceCanAccessPeer(&canAccess, ctx_.device, nextGpu.device), "cudaDeviceCanAccessPeer");
+    if (canAccess == 0)
+      fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": GPU ", ctx_.device, " cannot access GPU ",
+           nextGpu.device, " of the next rank (", next,
+           ") directly; staging through host memory is not built yet");
+    const cudaError_t enabled = cudaDeviceEnablePeerAccess(nextGpu.device, 0);
+    if (enabled != cudaErrorPeerAccessAlreadyEnabled) cudaCheck(enabled, "cudaDeviceEnablePeerAccess");
+    cudaGetLastError();
+  }
+  if (nextGpu.pid == ::getpid()) {
+    nextBase = reinterpret_cast<char*>(nextFifos.base);
+  } else {
+    if (nextFifos.shareable == 0)
+      fail(ErrorKind::System, "rank ", ctx_.rank, ": rank ", next,
+           " could not export its FIFOs to other processes (cudaIpcGetMemHandle failed there)");
+    cudaCheck(cudaIpcOpenMemHandle(&peerMapping_, nextFifos.handle, cudaIpcMemLazyEnablePeerAccess),
+              "opening the next rank's FIFOs (cudaIpcOpenMemHandle)");
+    nextBase = static_cast<char*>(peerMapping_);
+  }
+
+  // 4. The ring as the kernels see it.
+  DeviceRing ring{};
+  ring.nranks = n;
+  ring.pos = pos;
+  std::uint32_t* abortOnDevice = nullptr;
+  cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abortOnDevice), abortFlag_, 0),
+            "cudaHostGetDevicePointer");
+  for (int c = 0; c < channels; ++c) {
+    const std::uint64_t at = stride * static_cast<std::uint64_t>(c);
+    ring.channels[c].send = protocols::fifoAt(nextBase + at, kSlotBytes, kSlotCount);
+    ring.channels[c].recv = protocols::fifoAt(static_cast<char*>(fifos_) + at, kSlotBytes, kSlotCount);
+    ring.channels[c].send.abortFlag = abortOnDevice;
+    ring.channels[c].recv.abortFlag = abortOnDevice;
+  }
+  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
+            "cudaMalloc");
+  cudaCheck(cudaMemcpy(ringRanksDevice_, ctx_.ringRanks.data(), sizeof(int) * static_cast<std::size_t>(n),
+                       cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+  ring.ranks = ringRanksDevice_;
+  cudaCheck(cudaMalloc(&ring_, sizeof(DeviceRing)), "cudaMalloc");
+  cudaCheck(cudaMemcpy(ring_, &ring, sizeof(DeviceRing), cudaMemcpyHostToDevice), "cudaMemcpy");
+  HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
+           " channels of ", kRingThreads, " threads, ", ranksOnGpu[{ctx_.hostHash, ctx_.device}],
+           " rank(s) on this GPU; next rank ", next,
+           nextGpu.pid == ::getpid() ? " in this process" : " in another process (CUDA IPC)");
+}
+
+CudaExecutor::~CudaExecutor() { release(); }
+
+void CudaExecutor::release() {
+  // Frees wait for this rank's kernels (cudaFree synchronises the device).
+  int previous = 0;
+  const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != ctx_.device &&
+                        cudaSetDevice(ctx_.device) == cudaSuccess;
+  if (ring_ != nullptr) cudaFree(ring_);
+  if (ringRanksDevice_ != nullptr) cudaFree(ringRanksDevice_);
+  if (peerMapping_ != nullptr) cudaIpcCloseMemHandle(peerMapping_);
+  if (fifos_ != nullptr) cudaFree(fifos_);
+  if (abortFlag_ != nullptr) cudaFreeHost(abortFlag_);
+  ring_ = peerMapping_ = fifos_ = nullptr;
+  ringRanksDevice_ = nullptr;
+  abortFlag_ = nullptr;
+  failure_ = failureOnDevice_ = nullptr;
+  cudaGetLastError();
+  if (switched) cudaSetDevice(previous);
+}
+
+void CudaExecutor::abort() {
+  if (abortFlag_ != nullptr) __atomic_store_n(abortFlag_, 1u, __ATOMIC_RELEASE);
+}
+
+std::optional<Error> CudaExecutor::failure() const {
+  if (failure_ == nullptr) return std::nullopt;
+  const auto status = static_cast<protocols::Status>(__atomic_load_n(&failure_->status, __ATOMIC_ACQUIRE));
+  if (status == protocols::Status::Ok) return std::nullopt;
+  const int peer = failure_->peer;
+  const char* waited = failure_->sending != 0 ? "for room to send to" : "for data from";
+  switch (status) {
+    case protocols::Status::Aborted:
+      return Error(ErrorKind::InvalidUsage,
+                   strCat("rank ", ctx_.rank, ": communicator aborted (ncclCommAbort) while a kernel waited ",
+                          waited, " rank ", peer),
+                   ctx_.rank);
+    case protocols::Status::TimedOut:
+      return Error(ErrorKind::Remote,
+                   strCat("rank ", ctx_.rank, ": a kernel waited ", ctx_.timeout.count(), " ms (HORA_TIMEOUT) ",
+                          waited, " rank ", peer, " on channel ", failure_->channel,
+                          ": that rank stopped, or never made the matching call"),
+                   peer);
+    default:
+      return Error(ErrorKind::InvalidUsage,
+                   strCat("rank ", ctx_.rank, ": collective mismatch with rank ", peer, " on channel ",
+                          failure_->channel,
+                          ": its data came in pieces of another size than this rank's call expects (the ranks "
+                          "disagree on the collective's kind, count or type)"),
+                   peer);
+  }
+}
+
+void CudaExecutor::run(std::span<const core::Op> ops) {
+  DeviceScope scope(ctx_.device);
+  for (const core::Op& op : ops) {
+    if (auto failed = failure()) throw *failed;
+    const DeviceLaunchPlan plan = planDeviceLaunch(op, shape_);
+    if (plan.count == 0) continue;
+    DeviceWork work{};
+    work.ring = static_cast<const DeviceRing*>(ring_);
+    work.schedule = plan.schedule;
+    work.root = op.root;
+    work.in = op.send;
+    work.out = op.recv;
+    work.count = plan.count;
+    work.chunk = plan.chunk;
+    work.align = plan.align;
+    work.timeoutNs = timeoutNs_;
+    work.failure = failureOnDevice_;
+    launchRing(plan.spec, work, plan.channels, static_cast<cudaStream_t>(op.stream));
+  }
+}
+
+}  // namespace hora::device

@@ -1,0 +1,85 @@
+// The CUDA executor: collectives on device buffers, enqueued as ring kernels
+// on the caller's stream. A call returns once its kernel is enqueued; the
+// host never waits for the GPU inside a call, so calls can be captured in
+// CUDA graphs and overlap the program's own kernels.
+//
+// Each rank owns, per channel, the FIFO its previous ring neighbour sends
+// into (protocols/, Simple, in this rank's GPU memory). The ranks exchange
+// them at set-up: a rank of the same process takes the pointer, a rank of
+// another process on the same host opens it through a CUDA IPC handle.
+// Every kernel polls a host-mapped abort flag and a deadline (HORA_TIMEOUT)
+// in each wait, and records why it stopped in a host-mapped failure record
+// that failure() reads without synchronising.
+//
+// Plain C++: the CUDA types stay in cuda_executor.cc.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "base/deadline.h"
+#include "bootstrap/bootstrap.h"
+#include "core/executor.h"
+#include "device/device_plan.h"
+#include "hora/error.h"
+
+namespace hora::device {
+
+struct CudaExecutorContext {
+  int rank;
+  int nranks;
+  std::vector<int> ringRanks;  // user ranks in ring order
+  std::uint64_t hostHash;      // equal on ranks of one host
+  int device;                  // this rank's CUDA device
+  std::chrono::milliseconds timeout;
+  bootstrap::Bootstrap& bootstrap;  // outlives the executor
+};
+
+class CudaExecutor final : public core::Executor {
+ public:
+  // Collective over every rank (two all-gathers through the bootstrap):
+  // allocates this rank's FIFOs and opens its ring neighbour's.
+  CudaExecutor(CudaExecutorContext context, const Deadline& deadline);
+  ~CudaExecutor() override;
+  CudaExecutor(const CudaExecutor&) = delete;
+  CudaExecutor& operator=(const CudaExecutor&) = delete;
+
+  // Enqueues every op (collectives on device buffers) on its stream.
+  void run(std::span<const core::Op> ops) override;
+  // Raises the flag every wait of this rank's kernels polls: they end.
+  void abort() override;
+  // What a kernel of this rank recorded when it stopped, as the error the
+  // communicator reports (naming the peer), or nullopt. Cheap: one load of
+  // host-mapped memory.
+  std::optional<Error> failure() const override;
+  const DeviceShape& shape() const { return shape_; }
+
+ private:
+  void exchangeFifos(const Deadline& deadline);
+  // Frees what was allocated (the destructor, and a constructor that throws).
+  void release();
+
+  CudaExecutorContext ctx_;
+  DeviceShape shape_;
+  std::uint64_t timeoutNs_;
+  void* fifos_ = nullptr;           // this rank's receive FIFOs (device memory)
+  void* peerMapping_ = nullptr;     // the next rank's FIFOs opened by IPC, if any
+  void* ring_ = nullptr;            // the DeviceRing (device memory)
+  int* ringRanksDevice_ = nullptr;  // its ranks (device memory)
+  std::uint32_t* abortFlag_ = nullptr;  // host-mapped
+  DeviceFailure* failure_ = nullptr;    // host-mapped
+  DeviceFailure* failureOnDevice_ = nullptr;  // the same, as kernels address it
+};
+
+// Whether `pointer` is memory a CUDA device owns or manages (false for host
+// memory, including where CUDA has no device).
+bool isDeviceMemory(const void* pointer);
+// The calling thread's current CUDA device, or -1 where CUDA has none.
+int currentDevice();
+// CUDA devices this process sees (0 where CUDA has none).
+int deviceCount();
+
+}  // namespace hora::device

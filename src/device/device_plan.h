@@ -1,0 +1,55 @@
+// How the CUDA executor runs one collective: which ring schedule, with what
+// element type, how many channels (thread blocks) and how large a step.
+// Plain C++ without CUDA, so that every build tests it: the choice must be
+// the same on every rank of a communicator (the ranks' schedules must
+// match), so it reads only the operation and the communicator's shape.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/op.h"
+#include "device/device_work.h"
+#include "kernels/reduce_host.h"
+
+namespace hora::device {
+
+// The communicator's side of the choice, the same on every rank.
+struct DeviceShape {
+  int nranks = 1;
+  // Channels every rank can run at once: the most thread blocks any GPU of
+  // the communicator keeps resident, shared by the ranks on that GPU (all
+  // of their blocks must run together, or a rank waits for a peer that
+  // never gets a multiprocessor). NCCL_MAX_NCHANNELS and NCCL_MIN_NCHANNELS
+  // narrow it.
+  int minChannels = 1;
+  int maxChannels = 1;
+  std::size_t slotBytes = 0;  // of every FIFO slot
+};
+
+struct DeviceLaunchPlan {
+  RingSchedule schedule = RingSchedule::AllReduce;
+  kernels::ReduceSpec spec;  // the copying schedules move bytes: Uint8, Sum
+  std::size_t count = 0;     // elements of spec.type per rank block
+  std::size_t chunk = 1;     // elements per ring step and channel
+  std::size_t align = 1;     // elements
+  int channels = 1;
+};
+
+// Bytes of work that make one more channel worth its launch: below this
+// per channel, a block's fixed costs (two barriers and a handshake per
+// piece) outweigh what it adds.
+inline constexpr std::size_t kBytesPerChannel = 256 << 10;
+
+// The plan for collective `op` (AllReduce, ReduceScatter, AllGather,
+// Broadcast or Reduce). Throws hora::Error(InvalidUsage) for the kinds this
+// executor does not run, naming them.
+DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape);
+
+// The most channels each rank on one GPU may use: `residentBlocks` (blocks
+// of a ring kernel the GPU keeps resident at once) shared by `ranksOnGpu`,
+// capped by `maxWanted` (NCCL_MAX_NCHANNELS) and DeviceRing::kMaxChannels.
+// 0 when not even one block per rank fits (the caller refuses).
+int channelsPerRank(int residentBlocks, int ranksOnGpu, int maxWanted);
+
+}  // namespace hora::device

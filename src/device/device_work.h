@@ -1,0 +1,58 @@
+// What one launch of a ring kernel is given (plain data, copied into the
+// kernel's parameters) and what a kernel leaves behind when it fails. Shared
+// by the CUDA executor (host) and the kernels (device).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "protocols/fifo_handle.h"
+
+namespace hora::device {
+
+// Threads of every ring kernel's block (a channel).
+inline constexpr int kRingThreads = 512;
+
+// A channel is one thread block: it sends to the next rank of the ring
+// through a FIFO in that rank's memory and receives from the previous rank
+// through one in this rank's memory.
+struct DeviceChannel {
+  protocols::FifoHandle send;
+  protocols::FifoHandle recv;
+};
+
+// Set up once per communicator, in device memory: every channel's FIFOs
+// and the ring's order of ranks.
+struct DeviceRing {
+  static constexpr int kMaxChannels = 32;
+  DeviceChannel channels[kMaxChannels];
+  int nranks;
+  int pos;          // this rank's position on the ring
+  const int* ranks; // nranks user ranks in ring order (device memory)
+};
+
+enum class RingSchedule : std::uint32_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+
+// Where a kernel records why it stopped: the first block to fail writes it
+// (host-mapped memory, read by the host without synchronising).
+struct DeviceFailure {
+  std::uint32_t status;  // a protocols::Status, 0 while nothing failed
+  std::int32_t peer;     // the user rank the failed wait was for
+  std::int32_t channel;
+  std::uint32_t sending;  // 1: waiting for room at `peer`; 0: for its data
+};
+
+struct DeviceWork {
+  const DeviceRing* ring;  // device memory
+  RingSchedule schedule;
+  int root;                // user rank (Broadcast, Reduce)
+  const void* in;
+  void* out;
+  std::size_t count;       // elements of the kernel's element type
+  std::size_t chunk;       // elements per ring step and channel
+  std::size_t align;       // elements
+  std::uint64_t timeoutNs; // every wait gives up after this long
+  DeviceFailure* failure;  // host-mapped
+};
+
+}  // namespace hora::device

@@ -1,0 +1,312 @@
+// The ring kernels: the schedules of algorithms/ring.h run by a thread block
+// per channel, over primitives that move elements through the Simple FIFOs
+// of protocols/ in GPU memory. Included by the files that instantiate them
+// for each element type (ring_kernels_*.cu).
+//
+// In each primitive, thread 0 of the block waits (for the previous rank's
+// data, for room at the next rank) and then publishes; every thread moves
+// its share of the piece between those waits; barriers hand the work from
+// one to the other (protocols/device_ordering.h says why a barrier and one
+// thread's acquire or release suffice). A message longer than a slot moves
+// a slot's worth at a time, cut the same way on both sides, so a piece that
+// arrives is forwarded as one piece.
+//
+// A failed wait (abort flag, deadline, a piece of the wrong size) is
+// recorded in the work's failure record and makes every later primitive of
+// the block return at once: the kernel ends, and the host reports it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "algorithms/primitives.h"
+#include "algorithms/ring.h"
+#include "device/device_work.h"
+#include "kernels/dtypes.h"
+#include "kernels/reduce_host.h"
+#include "kernels/reduce_ops.h"
+#include "protocols/device_ordering.h"
+#include "protocols/simple.h"
+
+namespace hora::device {
+
+inline constexpr std::size_t kPackBytes = 16;
+
+// The element arithmetic of one collective: pre, combine and post of
+// kernels/reduce_ops.h, chained in Compute<T> and rounded once, as the host
+// loops do. Steps that are the identity move the bits unchanged.
+template <typename T, typename Combine, typename Pre, typename Post>
+struct ElementMath {
+  Pre pre;
+  Post post;
+  static constexpr bool kPlainPre = std::is_same_v<Pre, kernels::FuncIdentity<T>>;
+  static constexpr bool kPlainPost = std::is_same_v<Post, kernels::FuncIdentity<T>>;
+
+  // kLocal: this rank's input takes part (with pre); kRemote: the received
+  // element does; kPost: the result is final (post applies).
+  template <bool kLocal, bool kRemote, bool kPost>
+  __device__ T operator()(T local, T remote) const {
+    using A = kernels::Arithmetic<T>;
+    if constexpr (!kLocal) {
+      return remote;
+    } else if constexpr (!kRemote) {
+      if constexpr (kPlainPre && (!kPost || kPlainPost)) return local;
+      auto value = pre.apply(A::load(local));
+      if constexpr (kPost) value = post.apply(value);
+      return A::store(value);
+    } else {
+      auto value = Combine::apply(pre.apply(A::load(local)), A::load(remote));
+      if constexpr (kPost) value = post.apply(value);
+      return A::store(value);
+    }
+  }
+};
+
+template <typename T>
+union Pack {
+  uint4 raw;
+  T elements[kPackBytes / sizeof(T)];
+};
+
+__device__ inline bool aligned16(const void* pointer) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % kPackBytes == 0;
+}
+
+// What thread 0 tells the block between the barriers of one piece.
+struct BlockShared {
+  protocols::Status status;
+  const char* received;
+  char* sendSlot;
+};
+
+template <typename T, typename Math>
+class RingPrimitives {
+ public:
+  __device__ RingPrimitives(const DeviceWork& work, const DeviceChannel& channel, BlockShared* shared,
+                            Math math, std::uint64_t deadline)
+      : in_(static_cast<const T*>(work.in)),
+        out_(static_cast<T*>(work.out)),
+        slotBytes_(channel.recv.slotBytes),
+        sender_(channel.send),
+        receiver_(channel.recv),
+        shared_(shared),
+        math_(math),
+        deadline_(deadline),
+        failure_(work.failure) {}
+
+  // The contract of algorithms/primitives.h. Template flags of move():
+  // local input, received data, output written, sent on, post applied.
+  __device__ void send(int to, std::size_t i, std::size_t n) { move<true, false, false, true, false>(-1, to, i, 0, n); }
+  __device__ void recv(int from, std::size_t o, std::size_t n) { move<false, true, true, false, false>(from, -1, 0, o, n); }
+  __device__ void recvReduceSend(int from, int to, std::size_t i, std::size_t n) {
+    move<true, true, false, true, false>(from, to, i, 0, n);
+  }
+  __device__ void recvReduceCopy(int from, std::size_t i, std::size_t o, std::size_t n) {
+    move<true, true, true, false, true>(from, -1, i, o, n);
+  }
+  __device__ void recvReduceCopySend(int from, int to, std::size_t i, std::size_t o, std::size_t n) {
+    move<true, true, true, true, true>(from, to, i, o, n);
+  }
+  __device__ void recvCopySend(int from, int to, std::size_t o, std::size_t n) {
+    move<false, true, true, true, false>(from, to, 0, o, n);
+  }
+  // Only the copying collectives use these, whose math is the identity.
+  __device__ void copySend(int to, std::size_t i, std::size_t o, std::size_t n) {
+    move<true, false, true, true, false>(-1, to, i, o, n);
+  }
+  __device__ void localReduceCopy(std::size_t i, std::size_t o, std::size_t n) {
+    move<true, false, true, false, true>(-1, -1, i, o, n);
+  }
+  __device__ void localCopy(std::size_t i, std::size_t o, std::size_t n) {
+    move<true, false, true, false, false>(-1, -1, i, o, n);
+  }
+  // The direct schedules' fan-in is not run by this executor.
+  __device__ void recvReduceCopyAll(const int*, int, int, std::size_t, std::size_t, std::size_t) { __trap(); }
+
+ private:
+  template <bool kLocal, bool kRemote, bool kOut, bool kSend, bool kPost>
+  __device__ void move(int from, int to, std::size_t i, std::size_t o, std::size_t n) {
+    const T* in = in_ + i;
+    T* out = out_ + o;
+    std::uint64_t left = n * sizeof(T);
+    do {
+      const std::uint64_t piece = left < slotBytes_ ? left : slotBytes_;
+      const bool last = piece == left;
+      if (threadIdx.x == 0 && shared_->status == protocols::Status::Ok) waitPiece<kRemote, kSend>(from, to, piece, last);
+      __syncthreads();
+      if (shared_->status != protocols::Status::Ok) return;  // every thread reads it between the same barriers
+      if constexpr (kRemote || kSend) {
+        moveElements<kLocal, kRemote, kOut, kSend, kPost>(in, reinterpret_cast<const T*>(shared_->received), out,
+                                                          reinterpret_cast<T*>(shared_->sendSlot), piece / sizeof(T));
+      } else {
+        moveElements<kLocal, kRemote, kOut, kSend, kPost>(in, nullptr, out, nullptr, piece / sizeof(T));
+      }
+      __syncthreads();  // the piece is read and written before it goes
+      if (threadIdx.x == 0) {
+        if constexpr (kRemote) receiver_.release();
+        if constexpr (kSend) sender_.publish(piece, last);
+      }
+      const std::size_t elements = piece / sizeof(T);
+      in += elements;
+      out += elements;
+      left -= piece;
+    } while (left != 0);
+  }
+
+  // Thread 0: the received piece (which must be exactly the one expected,
+  // else the ranks disagree on the collective) and room for the next rank.
+  template <bool kRemote, bool kSend>
+  __device__ void waitPiece(int from, int to, std::uint64_t piece, bool last) {
+    using protocols::Status;
+    Status status = Status::Ok;
+    if constexpr (kRemote) {
+      protocols::SimplePiece got{};
+      status = receiver_.waitData(&got, deadline_);
+      if (status == Status::Ok && (got.bytes != piece || got.last != last)) status = Status::Overflow;
+      shared_->received = got.data;
+      if (status != Status::Ok) return fail(status, from, false);
+    }
+    if constexpr (kSend) {
+      status = sender_.waitRoom(&shared_->sendSlot, deadline_);
+      if (status != Status::Ok) return fail(status, to, true);
+    }
+  }
+
+  __device__ void fail(protocols::Status status, int peer, bool sending) {
+    shared_->status = status;
+    if (atomicCAS(&failure_->status, 0u, static_cast<std::uint32_t>(status)) == 0) {
+      failure_->peer = peer;
+      failure_->channel = static_cast<std::int32_t>(blockIdx.x);
+      failure_->sending = sending ? 1 : 0;
+    }
+  }
+
+  // Every thread of the block: its share of `count` elements, 16 bytes at a
+  // time where every buffer allows it (slots always do).
+  template <bool kLocal, bool kRemote, bool kOut, bool kSend, bool kPost>
+  __device__ void moveElements(const T* in, const T* received, T* out, T* slot, std::size_t count) {
+    constexpr std::size_t kPer = kPackBytes / sizeof(T);
+    std::size_t done = 0;
+    if ((!kLocal || aligned16(in)) && (!kOut || aligned16(out))) {
+      const std::size_t packs = count / kPer;
+      for (std::size_t p = threadIdx.x; p < packs; p += blockDim.x) {
+        Pack<T> a, b, result;
+        if constexpr (kLocal) a.raw = reinterpret_cast<const uint4*>(in)[p];
+        if constexpr (kRemote) b.raw = reinterpret_cast<const uint4*>(received)[p];
+#pragma unroll
+        for (std::size_t e = 0; e < kPer; ++e)
+          result.elements[e] = math_.template operator()<kLocal, kRemote, kPost>(a.elements[e], b.elements[e]);
+        if constexpr (kOut) reinterpret_cast<uint4*>(out)[p] = result.raw;
+        if constexpr (kSend) reinterpret_cast<uint4*>(slot)[p] = result.raw;
+      }
+      done = packs * kPer;
+    }
+    for (std::size_t e = done + threadIdx.x; e < count; e += blockDim.x) {
+      const T value = math_.template operator()<kLocal, kRemote, kPost>(kLocal ? in[e] : T{}, kRemote ? received[e] : T{});
+      if constexpr (kOut) out[e] = value;
+      if constexpr (kSend) slot[e] = value;
+    }
+  }
+
+  const T* in_;
+  T* out_;
+  std::uint64_t slotBytes_;
+  protocols::SimpleSender<protocols::DeviceOrdering> sender_;
+  protocols::SimpleReceiver<protocols::DeviceOrdering> receiver_;
+  BlockShared* shared_;
+  Math math_;
+  std::uint64_t deadline_;
+  DeviceFailure* failure_;
+};
+
+template <typename T, typename Math>
+__global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math math) {
+  __shared__ BlockShared shared;
+  __shared__ std::uint64_t deadline;
+  if (threadIdx.x == 0) {
+    shared.status = protocols::Status::Ok;
+    deadline = protocols::DeviceOrdering::now() + work.timeoutNs;
+  }
+  __syncthreads();
+  const DeviceRing& ring = *work.ring;
+  RingPrimitives<T, Math> p(work, ring.channels[blockIdx.x], &shared, math, deadline);
+  const algorithms::Ring order{ring.nranks, ring.pos, ring.ranks};
+  const algorithms::Channel channel{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)};
+  switch (work.schedule) {
+    case RingSchedule::AllReduce:
+      algorithms::ringAllReduce(p, order, channel, work.count, work.chunk, work.align);
+      break;
+    case RingSchedule::ReduceScatter:
+      algorithms::ringReduceScatter(p, order, channel, work.count, work.chunk, work.align);
+      break;
+    case RingSchedule::AllGather:
+      algorithms::ringAllGather(p, order, channel, work.count, work.chunk, work.align);
+      break;
+    case RingSchedule::Broadcast:
+      algorithms::ringBroadcast(p, order, channel, work.root, work.count, work.chunk, work.align);
+      break;
+    case RingSchedule::Reduce:
+      algorithms::ringReduce(p, order, channel, work.root, work.count, work.chunk, work.align);
+      break;
+  }
+}
+
+}  // namespace hora::device
+
+namespace hora::device {
+
+template <typename T, typename Combine, typename Pre, typename Post>
+void launchWith(const DeviceWork& work, int channels, cudaStream_t stream, Pre pre, Post post) {
+  ringKernel<T><<<channels, kRingThreads, 0, stream>>>(work, ElementMath<T, Combine, Pre, Post>{pre, post});
+}
+
+// Loads every kernel of element type T now (ring_launch.h says why).
+template <typename T>
+void preloadRingKernelsAs() {
+  using namespace kernels;
+  using I = FuncIdentity<T>;
+  cudaFuncAttributes attributes{};
+  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, I, I>>);
+  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncProd<T>, I, I>>);
+  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncMax<T>, I, I>>);
+  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncMin<T>, I, I>>);
+  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, FuncPreMul<T>, I>>);
+  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, I, FuncPostDiv<T>>>);
+}
+
+// Blocks of T's pre-multiplying kernel one multiprocessor keeps resident.
+template <typename T>
+int ringBlocksPerMultiprocessorAs() {
+  using namespace kernels;
+  int blocks = 0;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, ringKernel<T, ElementMath<T, FuncSum<T>, FuncPreMul<T>, FuncIdentity<T>>>, kRingThreads, 0);
+  return blocks;
+}
+
+// One kernel per reduction kind of element type T (ring_launch.h).
+template <typename T>
+void launchRingAs(const kernels::ReduceSpec& spec, const DeviceWork& work, int channels, cudaStream_t stream) {
+  using namespace kernels;
+  const FuncIdentity<T> identity;
+  switch (spec.kind) {
+    case ReduceKind::Sum: return launchWith<T, FuncSum<T>>(work, channels, stream, identity, identity);
+    case ReduceKind::Prod: return launchWith<T, FuncProd<T>>(work, channels, stream, identity, identity);
+    case ReduceKind::Max: return launchWith<T, FuncMax<T>>(work, channels, stream, identity, identity);
+    case ReduceKind::Min: return launchWith<T, FuncMin<T>>(work, channels, stream, identity, identity);
+    case ReduceKind::PreMulSum: {
+      T scalar;
+      static_assert(sizeof(T) <= sizeof(spec.scalarBits));
+      std::memcpy(&scalar, &spec.scalarBits, sizeof(T));  // the low bytes (little-endian)
+      return launchWith<T, FuncSum<T>>(work, channels, stream, FuncPreMul<T>(scalar), identity);
+    }
+    case ReduceKind::SumPostDiv:
+      return launchWith<T, FuncSum<T>>(work, channels, stream, identity, FuncPostDiv<T>(spec.scalarBits));
+  }
+}
+
+}  // namespace hora::device

@@ -1,0 +1,408 @@
+// Collectives on device buffers through nccl.h, with several ranks as threads
+// on one GPU (ncclCommInitAll with a device list that repeats the device):
+// every ring collective, element type and reduction against references
+// computed here on the host, in and out of place, unaligned, counts 0, 1,
+// primes and several MiB; then stream order, two communicators at once,
+// CUDA graph capture, abort of a kernel that waits for a peer, a peer that
+// never comes reported by ncclCommGetAsyncError, and bad input.
+//
+// Inputs are small integers (0..3, or 1..2 for products), which every
+// element type holds exactly and whose sums and products do not depend on
+// the order of the reduction, so the references are exact and the
+// comparison is bitwise; integer products wrap as the types do.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/dtypes.h"
+#include "nccl.h"
+
+namespace {
+
+#define CUDA_OK(call)                                                                \
+  do {                                                                               \
+    cudaError_t status_ = (call);                                                    \
+    ASSERT_EQ(status_, cudaSuccess) << #call << ": " << cudaGetErrorString(status_); \
+  } while (0)
+#define NCCL_OK(call)                                                                      \
+  do {                                                                                     \
+    ncclResult_t result_ = (call);                                                         \
+    ASSERT_EQ(result_, ncclSuccess) << #call << ": " << ncclGetErrorString(result_) << ": " \
+                                    << ncclGetLastError(nullptr);                          \
+  } while (0)
+
+const ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,    ncclUint32,
+                                 ncclInt64,   ncclUint64,  ncclFloat16,  ncclFloat32,
+                                 ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+const ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+
+std::size_t sizeOf(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    default: return 8;
+  }
+}
+bool isFloating(ncclDataType_t type) {
+  return type == ncclFloat16 || type == ncclFloat32 || type == ncclFloat64 || type == ncclBfloat16 ||
+         type == ncclFloat8e4m3 || type == ncclFloat8e5m2;
+}
+
+// `value` (an integer, or for a floating Avg a multiple of 1/8) in the
+// element type; integers wrap as the type does.
+void encode(ncclDataType_t type, double value, unsigned char* out) {
+  auto put = [&](auto v) { std::memcpy(out, &v, sizeof(v)); };
+  const auto whole = static_cast<std::int64_t>(value);
+  switch (type) {
+    case ncclInt8: put(static_cast<std::int8_t>(whole)); break;
+    case ncclUint8: put(static_cast<std::uint8_t>(whole)); break;
+    case ncclInt32: put(static_cast<std::int32_t>(whole)); break;
+    case ncclUint32: put(static_cast<std::uint32_t>(whole)); break;
+    case ncclInt64: put(static_cast<std::int64_t>(whole)); break;
+    case ncclUint64: put(static_cast<std::uint64_t>(whole)); break;
+    case ncclFloat16: put(hora::float16(static_cast<float>(value))); break;
+    case ncclFloat32: put(static_cast<float>(value)); break;
+    case ncclFloat64: put(value); break;
+    case ncclBfloat16: put(hora::bfloat16(static_cast<float>(value))); break;
+    case ncclFloat8e4m3: put(hora::fp8_e4m3(static_cast<float>(value))); break;
+    case ncclFloat8e5m2: put(hora::fp8_e5m2(static_cast<float>(value))); break;
+    default: break;
+  }
+}
+
+// Rank r's input element j for reduction `op`.
+double inputValue(ncclRedOp_t op, int rank, std::size_t j) {
+  const auto mix = static_cast<int>((j * 7 + static_cast<std::size_t>(rank) * 3 + j / 5) % 4);
+  if (op == ncclProd) return 1 + mix % 2;
+  if (op == ncclSum || op == ncclAvg) return mix % 2;
+  return mix;
+}
+
+double combine(ncclRedOp_t op, double a, double b) {
+  switch (op) {
+    case ncclProd: return a * b;
+    case ncclMax: return a > b ? a : b;
+    case ncclMin: return a < b ? a : b;
+    default: return a + b;
+  }
+}
+
+// The reduction over every rank of element j, as the type holds it.
+double reduced(ncclRedOp_t op, ncclDataType_t type, int nranks, std::size_t j) {
+  double value = inputValue(op, 0, j);
+  for (int r = 1; r < nranks; ++r) value = combine(op, value, inputValue(op, r, j));
+  if (op == ncclAvg) {
+    if (isFloating(type)) return value / nranks;  // exact: nranks is a power of two here
+    return static_cast<double>(static_cast<std::int64_t>(value) / nranks);
+  }
+  return value;
+}
+
+enum class Kind { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+const char* kindName(Kind kind) {
+  const char* names[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce"};
+  return names[static_cast<int>(kind)];
+}
+
+// One communicator per rank, all on device 0, each with a stream.
+class Ranks {
+ public:
+  explicit Ranks(int n) : comms_(static_cast<std::size_t>(n)), streams_(static_cast<std::size_t>(n)) {
+    std::vector<int> devices(static_cast<std::size_t>(n), 0);
+    EXPECT_EQ(ncclCommInitAll(comms_.data(), n, devices.data()), ncclSuccess) << ncclGetLastError(nullptr);
+    for (auto& stream : streams_) EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  }
+  ~Ranks() {
+    for (auto stream : streams_) cudaStreamDestroy(stream);
+    for (auto comm : comms_)
+      if (comm != nullptr) ncclCommDestroy(comm);
+  }
+  int size() const { return static_cast<int>(comms_.size()); }
+  ncclComm_t comm(int r) const { return comms_[static_cast<std::size_t>(r)]; }
+  cudaStream_t stream(int r) const { return streams_[static_cast<std::size_t>(r)]; }
+  void release(int r) { comms_[static_cast<std::size_t>(r)] = nullptr; }
+
+ private:
+  std::vector<ncclComm_t> comms_;
+  std::vector<cudaStream_t> streams_;
+};
+
+struct Case {
+  Kind kind;
+  ncclDataType_t type;
+  ncclRedOp_t op;
+  std::size_t count;  // per rank: the count argument of the call
+  bool inPlace;
+  std::size_t shift;  // elements by which both buffers start past an allocation's start
+  int root;
+};
+
+std::string describe(const Case& c, int nranks) {
+  return std::string(kindName(c.kind)) + " nranks=" + std::to_string(nranks) + " type=" + std::to_string(c.type) +
+         " op=" + std::to_string(c.op) + " count=" + std::to_string(c.count) + (c.inPlace ? " in-place" : "") +
+         " shift=" + std::to_string(c.shift) + " root=" + std::to_string(c.root);
+}
+
+// Runs `c` on every rank (one group, one thread) and compares every rank's
+// output with the reference, byte for byte.
+void runCase(Ranks& ranks, const Case& c) {
+  const int n = ranks.size();
+  const std::size_t elem = sizeOf(c.type);
+  const bool scattered = c.kind == Kind::ReduceScatter, gathered = c.kind == Kind::AllGather;
+  const std::size_t sendCount = scattered ? c.count * n : c.count;
+  const std::size_t recvCount = gathered ? c.count * n : c.count;
+  const std::size_t span = (std::max(sendCount, recvCount) + c.shift) * elem;
+  const unsigned char kPoison = 0xA5;
+  std::vector<void*> sendBase(n), recvBase(n);
+  std::vector<const void*> send(n);
+  std::vector<void*> recv(n);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(cudaMalloc(&sendBase[r], span + 1), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&recvBase[r], span + 1), cudaSuccess);
+    ASSERT_EQ(cudaMemset(recvBase[r], kPoison, span + 1), cudaSuccess);
+    auto* base = static_cast<unsigned char*>(c.inPlace ? recvBase[r] : sendBase[r]) + c.shift * elem;
+    recv[r] = static_cast<unsigned char*>(recvBase[r]) + c.shift * elem;
+    // In place, NCCL's layouts: all-gather's input is the rank's block of
+    // the output, reduce-scatter's output the rank's block of the input.
+    send[r] = c.inPlace && gathered ? static_cast<unsigned char*>(recv[r]) + r * c.count * elem : base;
+    if (c.inPlace && scattered) recv[r] = base + r * c.count * elem;
+    std::vector<unsigned char> input(sendCount * elem);
+    for (std::size_t j = 0; j < sendCount; ++j) encode(c.type, inputValue(c.op, r, j), &input[j * elem]);
+    ASSERT_EQ(cudaMemcpy(const_cast<void*>(send[r]), input.data(), input.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < n; ++r) {
+    ncclComm_t comm = ranks.comm(r);
+    cudaStream_t stream = ranks.stream(r);
+    ncclResult_t result = ncclSuccess;
+    switch (c.kind) {
+      case Kind::AllReduce: result = ncclAllReduce(send[r], recv[r], c.count, c.type, c.op, comm, stream); break;
+      case Kind::ReduceScatter:
+        result = ncclReduceScatter(send[r], recv[r], c.count, c.type, c.op, comm, stream);
+        break;
+      case Kind::AllGather: result = ncclAllGather(send[r], recv[r], c.count, c.type, comm, stream); break;
+      case Kind::Broadcast: result = ncclBroadcast(send[r], recv[r], c.count, c.type, c.root, comm, stream); break;
+      case Kind::Reduce: result = ncclReduce(send[r], recv[r], c.count, c.type, c.op, c.root, comm, stream); break;
+    }
+    ASSERT_EQ(result, ncclSuccess) << describe(c, n) << ": " << ncclGetLastError(comm);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << describe(c, n) << ": " << ncclGetLastError(nullptr);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(cudaStreamSynchronize(ranks.stream(r)), cudaSuccess);
+  for (int r = 0; r < n; ++r) {
+    ncclResult_t async = ncclInternalError;
+    ASSERT_EQ(ncclCommGetAsyncError(ranks.comm(r), &async), ncclSuccess);
+    ASSERT_EQ(async, ncclSuccess) << describe(c, n) << ": " << ncclGetLastError(ranks.comm(r));
+    if (c.kind == Kind::Reduce && r != c.root) continue;
+    std::vector<unsigned char> got(recvCount * elem), want(recvCount * elem);
+    ASSERT_EQ(cudaMemcpy(got.data(), recv[r], got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (std::size_t j = 0; j < recvCount; ++j) {
+      double value = 0;
+      switch (c.kind) {
+        case Kind::AllReduce: case Kind::Reduce: value = reduced(c.op, c.type, n, j); break;
+        case Kind::ReduceScatter: value = reduced(c.op, c.type, n, r * c.count + j); break;
+        case Kind::AllGather: value = inputValue(c.op, static_cast<int>(j / c.count), j % c.count); break;
+        case Kind::Broadcast: value = inputValue(c.op, c.root, j); break;
+      }
+      encode(c.type, value, &want[j * elem]);
+    }
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0) << describe(c, n) << " rank " << r;
+    if (!c.inPlace) {  // nothing written past the output
+      unsigned char after = 0;
+      ASSERT_EQ(cudaMemcpy(&after, static_cast<unsigned char*>(recv[r]) + got.size(), 1, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      ASSERT_EQ(after, kPoison) << describe(c, n) << " rank " << r << ": wrote past the output";
+    }
+  }
+  for (int r = 0; r < n; ++r) cudaFree(sendBase[r]), cudaFree(recvBase[r]);
+}
+
+// Every kind, type and op on 1, 2, 3, 4 and 8 ranks at odd counts.
+TEST(DeviceCollectives, EveryKindTypeAndReductionMatchesTheReference) {
+  for (int n : {1, 2, 3, 4, 8}) {
+    Ranks ranks(n);
+    for (ncclDataType_t type : kTypes)
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1031}, std::size_t{65537}}) {
+        for (ncclRedOp_t op : kOps) {
+          if (op == ncclAvg && isFloating(type) && (n & (n - 1)) != 0) continue;  // 1/3 is inexact
+          for (Kind kind : {Kind::AllReduce, Kind::ReduceScatter, Kind::Reduce})
+            runCase(ranks, {kind, type, op, count, false, 0, n - 1});
+        }
+        for (Kind kind : {Kind::AllGather, Kind::Broadcast}) runCase(ranks, {kind, type, ncclSum, count, false, 0, n / 2});
+        if (HasFatalFailure()) return;
+      }
+  }
+}
+
+// In place in NCCL's layouts, buffers that start off a 16-byte boundary, and
+// sizes large enough for many channels and loops.
+TEST(DeviceCollectives, InPlaceUnalignedAndLarge) {
+  for (int n : {2, 3, 4}) {
+    Ranks ranks(n);
+    for (Kind kind : {Kind::AllReduce, Kind::ReduceScatter, Kind::AllGather, Kind::Broadcast, Kind::Reduce})
+      for (bool inPlace : {false, true})
+        for (std::size_t shift : {std::size_t{0}, std::size_t{1}, std::size_t{3}})
+          for (std::size_t count : {std::size_t{4099}, std::size_t{(3u << 20) + 5}}) {
+            runCase(ranks, {kind, ncclFloat32, ncclSum, count, inPlace, shift, 1});
+            runCase(ranks, {kind, ncclInt8, ncclMax, count, inPlace, shift, 0});
+            if (HasFatalFailure()) return;
+          }
+  }
+}
+
+__global__ void fill(float* data, std::size_t count, float value) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) data[i] = value;
+}
+
+// A collective enqueued after the program's own kernel on the same stream
+// sees what that kernel wrote; two communicators on two streams each run.
+TEST(DeviceCollectives, StreamOrderAndTwoCommunicators) {
+  const int n = 3;
+  Ranks first(n), second(n);
+  const std::size_t count = 1 << 20;
+  std::vector<float*> a(n), b(n);
+  for (int r = 0; r < n; ++r) {
+    CUDA_OK(cudaMalloc(&a[r], count * sizeof(float)));
+    CUDA_OK(cudaMalloc(&b[r], count * sizeof(float)));
+  }
+  for (int round = 0; round < 5; ++round) {
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      fill<<<64, 256, 0, first.stream(r)>>>(a[r], count, static_cast<float>(r + round));
+      fill<<<64, 256, 0, second.stream(r)>>>(b[r], count, static_cast<float>(2 * r));
+      NCCL_OK(ncclAllReduce(a[r], a[r], count, ncclFloat32, ncclSum, first.comm(r), first.stream(r)));
+      NCCL_OK(ncclAllReduce(b[r], b[r], count, ncclFloat32, ncclMax, second.comm(r), second.stream(r)));
+    }
+    NCCL_OK(ncclGroupEnd());
+    for (int r = 0; r < n; ++r) {
+      CUDA_OK(cudaStreamSynchronize(first.stream(r)));
+      CUDA_OK(cudaStreamSynchronize(second.stream(r)));
+      std::vector<float> gotA(count), gotB(count);
+      CUDA_OK(cudaMemcpy(gotA.data(), a[r], count * sizeof(float), cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(gotB.data(), b[r], count * sizeof(float), cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < count; i += 4099) {
+        ASSERT_EQ(gotA[i], static_cast<float>(0 + 1 + 2 + 3 * round)) << "round " << round << " rank " << r;
+        ASSERT_EQ(gotB[i], 4.0f) << "round " << round << " rank " << r;
+      }
+    }
+  }
+  for (int r = 0; r < n; ++r) cudaFree(a[r]), cudaFree(b[r]);
+}
+
+// Each rank's thread captures its all-reduce into a CUDA graph and replays
+// it 100 times, with new inputs between some replays.
+TEST(DeviceCollectives, GraphCaptureReplays) {
+  const int n = 4;
+  Ranks ranks(n);
+  const std::size_t count = 100003;
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      auto check = [&](bool ok, const std::string& what) {
+        if (!ok && errors[r].empty()) errors[r] = what;
+        return ok;
+      };
+      cudaSetDevice(0);
+      float *in = nullptr, *out = nullptr;
+      cudaMalloc(&in, count * sizeof(float));
+      cudaMalloc(&out, count * sizeof(float));
+      cudaStream_t stream = ranks.stream(r);
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin capture");
+      check(ncclAllReduce(in, out, count, ncclFloat32, ncclSum, ranks.comm(r), stream) == ncclSuccess,
+            std::string("capture: ") + ncclGetLastError(ranks.comm(r)));
+      check(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "end capture");
+      check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+      std::vector<float> input(count), got(count);
+      for (int replay = 0; replay < 100 && errors[r].empty(); ++replay) {
+        // Replay k of every rank pairs with replay k of the others.
+        std::fill(input.begin(), input.end(), static_cast<float>(r + replay % 7));
+        cudaMemcpyAsync(in, input.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream);
+        check(cudaGraphLaunch(exec, stream) == cudaSuccess, "launch");
+        check(cudaStreamSynchronize(stream) == cudaSuccess, "replay " + std::to_string(replay));
+        cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
+        const float want = static_cast<float>(n * (n - 1) / 2 + n * (replay % 7));
+        check(got[0] == want && got[count / 2] == want && got[count - 1] == want,
+              "replay " + std::to_string(replay) + ": got " + std::to_string(got[0]) + ", want " +
+                  std::to_string(want));
+      }
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      cudaFree(in);
+      cudaFree(out);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(errors[r].empty()) << "rank " << r << ": " << errors[r];
+}
+
+// A kernel waiting for a peer that never calls: ncclCommGetAsyncError says
+// nothing is wrong while it waits, ncclCommAbort ends it at once.
+TEST(DeviceCollectives, AbortEndsAKernelWaitingForAPeer) {
+  Ranks ranks(2);
+  float* buffer = nullptr;
+  CUDA_OK(cudaMalloc(&buffer, 4096 * sizeof(float)));
+  NCCL_OK(ncclAllReduce(buffer, buffer, 4096, ncclFloat32, ncclSum, ranks.comm(0), ranks.stream(0)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(cudaStreamQuery(ranks.stream(0)), cudaErrorNotReady);
+  ncclResult_t async = ncclInternalError;
+  NCCL_OK(ncclCommGetAsyncError(ranks.comm(0), &async));
+  EXPECT_EQ(async, ncclSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  NCCL_OK(ncclCommAbort(ranks.comm(0)));
+  ranks.release(0);
+  CUDA_OK(cudaStreamSynchronize(ranks.stream(0)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  cudaFree(buffer);
+}
+
+// A peer that never makes its call: after HORA_TIMEOUT the waiting kernel
+// ends and ncclCommGetAsyncError reports a remote error naming that peer;
+// the next call fails with it.
+TEST(DeviceCollectives, APeerThatNeverComesIsReported) {
+  setenv("HORA_TIMEOUT", "2", 1);
+  Ranks ranks(3);
+  unsetenv("HORA_TIMEOUT");
+  float* buffer = nullptr;
+  CUDA_OK(cudaMalloc(&buffer, 4096 * sizeof(float)));
+  NCCL_OK(ncclAllReduce(buffer, buffer, 4096, ncclFloat32, ncclSum, ranks.comm(0), ranks.stream(0)));
+  CUDA_OK(cudaStreamSynchronize(ranks.stream(0)));  // ends at the deadline
+  ncclResult_t async = ncclSuccess;
+  NCCL_OK(ncclCommGetAsyncError(ranks.comm(0), &async));
+  EXPECT_EQ(async, ncclRemoteError);
+  const std::string message = ncclGetLastError(ranks.comm(0));
+  EXPECT_NE(message.find("HORA_TIMEOUT"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank"), std::string::npos) << message;
+  EXPECT_NE(ncclAllReduce(buffer, buffer, 4096, ncclFloat32, ncclSum, ranks.comm(0), ranks.stream(0)), ncclSuccess);
+  for (int r = 0; r < 3; ++r) {
+    ncclCommAbort(ranks.comm(r));
+    ranks.release(r);
+  }
+  cudaFree(buffer);
+}
+
+TEST(DeviceCollectives, BadInputIsRefusedClearly) {
+  Ranks ranks(2);
+  int device = -1;
+  NCCL_OK(ncclCommCuDevice(ranks.comm(1), &device));
+  EXPECT_EQ(device, 0);
+  float* onDevice = nullptr;
+  CUDA_OK(cudaMalloc(&onDevice, 64 * sizeof(float)));
+  std::vector<float> onHost(64);
+  EXPECT_EQ(ncclAllReduce(onDevice, onHost.data(), 64, ncclFloat32, ncclSum, ranks.comm(0), ranks.stream(0)),
+            ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(ranks.comm(0))).find("mixes host and device"), std::string::npos);
+  cudaFree(onDevice);
+}
+
+}  // namespace

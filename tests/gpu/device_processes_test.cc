@@ -1,0 +1,117 @@
+// Ranks in separate processes on one GPU: each child process (this program
+// again, started with --rank) joins a communicator through nccl.h and
+// all-reduces device buffers; the next rank's FIFOs reach it through CUDA
+// IPC. The parent starts the children before it touches CUDA itself, so
+// they own fresh CUDA state, and checks their exit codes. Processes on one
+// GPU take turns on it (time slices) unless MPS runs, so the sizes are
+// small.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+
+extern char** environ;
+
+namespace {
+
+std::string hexOf(const ncclUniqueId& id) {
+  std::string text;
+  char digits[3];
+  for (char c : id.internal) {
+    std::snprintf(digits, sizeof(digits), "%02x", static_cast<unsigned char>(c));
+    text += digits;
+  }
+  return text;
+}
+
+ncclUniqueId idOf(const std::string& text) {
+  ncclUniqueId id{};
+  for (std::size_t i = 0; i < sizeof(id.internal); ++i)
+    id.internal[i] = static_cast<char>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
+
+// One rank: 0 on success, else a line on stderr and 1.
+int runRank(int rank, int nranks, const ncclUniqueId& id) {
+  auto fail = [&](const char* what, const char* why) {
+    std::fprintf(stderr, "rank %d: %s: %s\n", rank, what, why);
+    return 1;
+  };
+  if (cudaSetDevice(0) != cudaSuccess) return fail("cudaSetDevice", "no device");
+  ncclComm_t comm = nullptr;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return fail("init", ncclGetLastError(nullptr));
+  const std::size_t count = (1 << 18) + 3;
+  std::vector<int> input(count), output(count);
+  for (std::size_t i = 0; i < count; ++i) input[i] = static_cast<int>(i % 1000) * (rank + 1);
+  int* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaMalloc(&buffer, count * sizeof(int));
+  cudaStreamCreate(&stream);
+  for (int round = 0; round < 3; ++round) {
+    cudaMemcpy(buffer, input.data(), count * sizeof(int), cudaMemcpyHostToDevice);
+    if (ncclAllReduce(buffer, buffer, count, ncclInt32, ncclSum, comm, stream) != ncclSuccess)
+      return fail("ncclAllReduce", ncclGetLastError(comm));
+    if (cudaStreamSynchronize(stream) != cudaSuccess) return fail("cudaStreamSynchronize", "failed");
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    if (async != ncclSuccess) return fail("async error", ncclGetLastError(comm));
+    cudaMemcpy(output.data(), buffer, count * sizeof(int), cudaMemcpyDeviceToHost);
+    const int ranksSum = nranks * (nranks + 1) / 2;
+    for (std::size_t i = 0; i < count; ++i)
+      if (output[i] != static_cast<int>(i % 1000) * ranksSum) return fail("result", "wrong element");
+  }
+  ncclCommDestroy(comm);
+  return 0;
+}
+
+TEST(DeviceProcesses, RanksInSeparateProcessesShareOneGpu) {
+  for (int nranks : {2, 3}) {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    std::vector<pid_t> children;
+    for (int rank = 0; rank < nranks; ++rank) {
+      std::string self = "/proc/self/exe", rankArg = std::to_string(rank), sizeArg = std::to_string(nranks),
+                  idArg = hexOf(id);
+      char flag[] = "--rank";
+      char* argv[] = {self.data(), flag, rankArg.data(), sizeArg.data(), idArg.data(), nullptr};
+      pid_t pid = 0;
+      ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, environ), 0);
+      children.push_back(pid);
+    }
+    for (int rank = 0; rank < nranks; ++rank) {
+      int status = 0;
+      ASSERT_EQ(waitpid(children[rank], &status, 0), children[rank]);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << nranks << " ranks: rank " << rank << " failed";
+    }
+  }
+}
+
+}  // namespace
+
+// A child (--rank R N ID) runs its rank; otherwise the tests run, where
+// CUDA sees a device (77, skipped, elsewhere).
+int main(int argc, char** argv) {
+  if (argc == 5 && std::strcmp(argv[1], "--rank") == 0)
+    return runRank(std::atoi(argv[2]), std::atoi(argv[3]), idOf(argv[4]));
+  int devices = 0;
+  // Counting devices in a child keeps the parent free of CUDA state.
+  pid_t probe = fork();
+  if (probe == 0) _exit(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0 ? 0 : 1);
+  int status = 0;
+  waitpid(probe, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::printf("SKIP: no CUDA device here; the GPU tests need one\n");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
