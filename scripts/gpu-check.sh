@@ -14,9 +14,8 @@
 # table); the summary is printed last. Exit status: 0 when everything that
 # ran passed, 1 otherwise.
 #
-# Not here yet: ranks in separate processes on one GPU, hora-perf on device
-# buffers, and the PyTorch smoke test with hora's libnccl.so.2 preloaded.
-# The script says so in its summary.
+# Not here yet: hora-perf on device buffers. The script says so in its
+# summary.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
@@ -108,7 +107,23 @@ for ranks in 2 4 8; do
   fi
 done
 
-summary+=("not run here: ranks in separate processes on one GPU, hora-perf on device buffers, PyTorch with hora as libnccl.so.2")
+# PyTorch's nccl backend on hora's libnccl.so.2, 2 processes on GPU 0
+# (tests/gpu/torch_smoke.py), where python3 imports torch.
+smoke="$out/torch_smoke.txt"
+if python3 -c "import torch, torch.distributed" 2>/dev/null; then
+  if LD_PRELOAD="$build/src/libnccl.so.2" timeout 180 python3 -m torch.distributed.run --nproc_per_node=2 \
+      "$repo/tests/gpu/torch_smoke.py" >"$smoke" 2>&1; then
+    summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): ok")
+  else
+    status=1
+    summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): FAILED (see $smoke)")
+    tail -30 "$smoke"
+  fi
+else
+  summary+=("PyTorch: skipped, python3 cannot import torch")
+fi
+
+summary+=("not run here: hora-perf on device buffers")
 echo
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 cat "$bench" 2>/dev/null

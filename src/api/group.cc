@@ -40,6 +40,15 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
     it->second.push_back(op);
   }
   if (perComm.empty()) return;
+  // Collectives on device buffers only enqueue kernels: every
+  // communicator's part is launched from this thread in turn, as NCCL
+  // launches a group, without waking a worker thread per communicator.
+  bool kernelsOnly = true;
+  for (auto& [comm, commOps] : perComm) kernelsOnly = kernelsOnly && comm->launchesKernels(commOps);
+  if (kernelsOnly) {
+    for (auto& [comm, commOps] : perComm) comm->execute(commOps);
+    return;
+  }
   std::vector<std::shared_ptr<core::WorkState>> works;
   for (std::size_t i = 1; i < perComm.size(); ++i)
     works.push_back(perComm[i].first->submit(std::move(perComm[i].second)));

@@ -69,6 +69,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // first error, as NCCL's async error).
   void execute(std::span<const Op> ops);
   void execute(const Op& op) { execute(std::span<const Op>(&op, 1)); }
+  // Whether `ops` run as kernels on their streams (device buffers), so that
+  // executing them returns without waiting for any peer. Throws for host
+  // and device buffers mixed.
+  bool launchesKernels(std::span<const Op> ops) const { return memoryOf(ops) == MemoryKind::Device; }
   // Queues `ops` for the worker thread; the Work completes when they ran.
   std::shared_ptr<WorkState> submit(std::vector<Op> ops);
 

@@ -25,7 +25,8 @@ namespace {
 constexpr std::uint64_t kSlotBytes = 128 << 10;
 constexpr std::uint64_t kSlotCount = 4;
 constexpr std::uint64_t kFifoAlignment = 4096;
-constexpr int kDefaultMaxChannels = 16;
+// As many as the ring allows; the occupancy check may lower it.
+constexpr int kDefaultMaxChannels = DeviceRing::kMaxChannels;
 
 std::uint64_t fifoStride() {
   return protocols::roundUpTo(protocols::fifoLayout(kSlotBytes, kSlotCount).totalBytes, kFifoAlignment);

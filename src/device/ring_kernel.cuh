@@ -186,22 +186,38 @@ class RingPrimitives {
   }
 
   // Every thread of the block: its share of `count` elements, 16 bytes at a
-  // time where every buffer allows it (slots always do).
+  // time where every buffer allows it (slots always do), kUnroll packs per
+  // thread loaded before any is stored, so that each thread keeps several
+  // loads in flight instead of waiting out one memory latency per pack.
   template <bool kLocal, bool kRemote, bool kOut, bool kSend, bool kPost>
   __device__ void moveElements(const T* in, const T* received, T* out, T* slot, std::size_t count) {
     constexpr std::size_t kPer = kPackBytes / sizeof(T);
+    constexpr int kUnroll = 4;
     std::size_t done = 0;
     if ((!kLocal || aligned16(in)) && (!kOut || aligned16(out))) {
       const std::size_t packs = count / kPer;
-      for (std::size_t p = threadIdx.x; p < packs; p += blockDim.x) {
-        Pack<T> a, b, result;
-        if constexpr (kLocal) a.raw = reinterpret_cast<const uint4*>(in)[p];
-        if constexpr (kRemote) b.raw = reinterpret_cast<const uint4*>(received)[p];
+      const std::size_t step = static_cast<std::size_t>(blockDim.x) * kUnroll;
+      for (std::size_t first = threadIdx.x; first < packs; first += step) {
+        Pack<T> a[kUnroll], b[kUnroll];
 #pragma unroll
-        for (std::size_t e = 0; e < kPer; ++e)
-          result.elements[e] = math_.template operator()<kLocal, kRemote, kPost>(a.elements[e], b.elements[e]);
-        if constexpr (kOut) reinterpret_cast<uint4*>(out)[p] = result.raw;
-        if constexpr (kSend) reinterpret_cast<uint4*>(slot)[p] = result.raw;
+        for (int u = 0; u < kUnroll; ++u) {
+          const std::size_t p = first + static_cast<std::size_t>(u) * blockDim.x;
+          if (p < packs) {
+            if constexpr (kLocal) a[u].raw = reinterpret_cast<const uint4*>(in)[p];
+            if constexpr (kRemote) b[u].raw = reinterpret_cast<const uint4*>(received)[p];
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const std::size_t p = first + static_cast<std::size_t>(u) * blockDim.x;
+          if (p >= packs) break;
+          Pack<T> result;
+#pragma unroll
+          for (std::size_t e = 0; e < kPer; ++e)
+            result.elements[e] = math_.template operator()<kLocal, kRemote, kPost>(a[u].elements[e], b[u].elements[e]);
+          if constexpr (kOut) reinterpret_cast<uint4*>(out)[p] = result.raw;
+          if constexpr (kSend) reinterpret_cast<uint4*>(slot)[p] = result.raw;
+        }
       }
       done = packs * kPer;
     }
