@@ -1,8 +1,10 @@
 // The schedules of algorithms/, compiled by nvcc for the GPU. Each kernel
 // runs one schedule per thread block (a block is a channel) over primitives
 // that only tally what they would move, so that every schedule and the
-// primitives contract compile as device code at build time, long before a
-// CUDA executor launches them with primitives that move bytes.
+// primitives contract compile as device code at build time. The CUDA
+// executor (device/ring_kernel.cuh) runs the ring schedules with primitives
+// that move bytes; the direct, point-to-point and window schedules are
+// compiled here only, until it runs them too.
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -140,15 +140,29 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   int minChannels = 1;
   for (const GpuOffer& g : gpus) {
     const int fit = channelsPerRank(g.residentBlocks, ranksOnGpu[{g.hostHash, g.device}], g.maxChannels);
-    if (fit == 0)
-      fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": ", ranksOnGpu[{g.hostHash, g.device}],
-           " ranks share GPU ", g.device, ", which keeps only ", g.residentBlocks,
-           " blocks of the ring kernel resident: their kernels could not all run at once");
+    if (fit == 0) {
+      // The same verdict on every rank: host buffers still work.
+      unusable_ = strCat(ranksOnGpu[{g.hostHash, g.device}], " ranks share GPU ", g.device,
+                         ", which keeps only ", g.residentBlocks,
+                         " blocks of the ring kernel resident: their kernels could not all run at once");
+      HORA_LOG(Info, "rank ", ctx_.rank, ": no collectives on device buffers: ", unusable_);
+      return;
+    }
     channels = std::min(channels, fit);
     minChannels = std::max(minChannels, static_cast<int>(g.minChannels));
   }
   shape_.maxChannels = channels;
   shape_.minChannels = std::min(minChannels, channels);
+  for (int p = 0; p < n && n > 1; ++p) {
+    const auto& here = gpus[static_cast<std::size_t>(ctx_.ringRanks[static_cast<std::size_t>(p)])];
+    const auto& after = gpus[static_cast<std::size_t>(ctx_.ringRanks[static_cast<std::size_t>((p + 1) % n)])];
+    if (here.hostHash != after.hostHash) {
+      unusable_ = "the ring crosses hosts, and device buffers between hosts need the network proxy, which hora "
+                  "does not have yet";
+      HORA_LOG(Info, "rank ", ctx_.rank, ": no collectives on device buffers: ", unusable_);
+      return;
+    }
+  }
 
   // 2. FIFOs: this rank's, zeroed, and a handle other processes can open.
   const std::uint64_t stride = fifoStride();
@@ -165,10 +179,6 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   const GpuOffer& nextGpu = gpus[static_cast<std::size_t>(next)];
   const FifoOffer& nextFifos = offers[static_cast<std::size_t>(next)];
   char* nextBase = nullptr;
-  if (nextGpu.hostHash != ctx_.hostHash)
-    fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the next rank of the ring (", next,
-         ") is on another host; device buffers between hosts need the network proxy, which hora does not "
-         "have yet");
   if (nextGpu.device != ctx_.device) {
     int canAccess = 0;
     cudaCheck(cudaDeviceCanAccessPeer(&canAccess, ctx_.device, nextGpu.device), "cudaDeviceCanAccessPeer");
@@ -272,6 +282,9 @@ std::optional<Error> CudaExecutor::failure() const {
 }
 
 void CudaExecutor::run(std::span<const core::Op> ops) {
+  if (!unusable_.empty())
+    fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": collectives on device buffers are not available: ",
+         unusable_);
   DeviceScope scope(ctx_.device);
   for (const core::Op& op : ops) {
     if (auto failed = failure()) throw *failed;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/deadline.h"
@@ -64,6 +65,7 @@ class CudaExecutor final : public core::Executor {
 
   CudaExecutorContext ctx_;
   DeviceShape shape_;
+  std::string unusable_;  // why device collectives cannot run here (empty: they can)
   std::uint64_t timeoutNs_;
   void* fifos_ = nullptr;           // this rank's receive FIFOs (device memory)
   void* peerMapping_ = nullptr;     // the next rank's FIFOs opened by IPC, if any

@@ -1,13 +1,15 @@
 // The protocols compiled by nvcc as device code, so that a compile error in
 // simple.h, ll.h or device_ordering.h shows at build time rather than when
-// the CUDA executor first uses them. Each kernel streams `count` messages
-// through one FIFO, one side per kernel, the way that executor will: the
+// an executor first uses them. Each kernel streams `count` messages
+// through one FIFO, one side per kernel, the way the CUDA executor does: the
 // block's thread 0 waits and publishes (Simple) or waits for room and
 // returns credits (LL), every thread of the block copies bytes (Simple) or
 // writes and polls a line of its own (LL), and barriers hand the work from
 // the one to the others (device_ordering.h says why a barrier and one
 // thread's acquire or release suffice). The *Single kernels drive the
-// message calls from one thread instead. Nothing launches them yet.
+// message calls from one thread instead. They are compile checks: the CUDA
+// executor moves Simple pieces from its own kernels
+// (device/ring_kernel.cuh), and nothing launches LL on a GPU yet.
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -1,7 +1,8 @@
 // A FIFO of fixed-size slots in memory that both of its sides can address:
-// a mapping shared by two processes, or (later) GPU memory. FifoHandle is the
-// plain data a thread or a kernel holds to reach it: only pointers and sizes,
-// trivially copyable, so it can be passed by value as a kernel argument.
+// a mapping shared by two processes, or GPU memory (device/cuda_executor.h).
+// FifoHandle is the plain data a thread or a kernel holds to reach it: only
+// pointers and sizes, trivially copyable, so it can be passed by value as a
+// kernel argument.
 //
 // Pointers, not offsets: each process builds its own handle from its own
 // mapping of the block (fifoAt), so the two sides may see the block at
