@@ -8,7 +8,10 @@
 # Debian 12 packages in a folder (scripts/gpu-deps.sh downloads them on a
 # machine with apt), which are unpacked here without installing anything.
 #
-#   scripts/gpu-check.sh [DEBS_DIR]
+#   scripts/gpu-check.sh [--tests-only] [DEBS_DIR]
+#
+# --tests-only builds and runs the GPU test suite alone (no benchmarks, no
+# PyTorch): the quick check after a change.
 #
 # Results go to build-gpu/gpu-check/ (the test log and the benchmark's
 # table); the summary is printed last. Exit status: 0 when everything that
@@ -20,6 +23,8 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
 out="$build/gpu-check"
+testsOnly=0
+if [[ ${1:-} == --tests-only ]]; then testsOnly=1; shift; fi
 debs=${1:-}
 status=0
 summary=()
@@ -58,10 +63,11 @@ if [[ ! -f "$build/build.ninja" ]]; then
 fi
 # Only the programs this script runs (the GPU tests, the device benchmarks,
 # hora-perf and the library hora-run preloads), not the whole tree.
-targets=$(python3 - "$build" <<'PY'
+targets=$(python3 - "$build" "$testsOnly" <<'PY'
 import json, sys
 for t in json.load(open(sys.argv[1] + "/meson-info/intro-targets.json")):
-    if t["name"].startswith("gpu_") or t["name"] in ("hora-bench-reduce-device", "hora-bench-device-collectives", "hora-perf", "hora-run", "nccl"):
+    if t["name"].startswith("gpu_") or (sys.argv[2] == "0" and t["name"] in (
+            "hora-bench-reduce-device", "hora-bench-device-collectives", "hora-perf", "hora-run", "nccl")):
         print(" ".join(f.removeprefix(sys.argv[1] + "/") for f in t["filename"]))
 PY
 )
@@ -81,53 +87,57 @@ else
   tail -40 "$out/gpu-tests.log"
 fi
 
-# The device reduction against cudaMemcpy, device to device
-# (bench/micro/reduce_device_bench.cc).
-bench="$out/reduce_device_bandwidth.txt"
-if "$build/bench/micro/hora-bench-reduce-device" >"$bench" 2>&1; then
-  if grep -qi "no CUDA device" "$bench"; then
-    summary+=("reduce-copy bandwidth: skipped, no GPU")
-  else
-    summary+=("reduce-copy bandwidth: $bench")
-  fi
-else
-  status=1
-  summary+=("reduce-copy bandwidth: FAILED (see $bench)")
-fi
-
-# Collectives on device buffers, 2, 4 and 8 ranks as threads on the GPU
-# (bench/micro/device_collectives_bench.cc).
-for ranks in 2 4 8; do
-  table="$out/device_collectives_${ranks}ranks.txt"
-  if timeout 120 "$build/bench/micro/hora-bench-device-collectives" "$ranks" $((256 << 20)) 20 >"$table" 2>&1; then
-    summary+=("device collectives, $ranks ranks on one GPU: $table")
+if ((testsOnly == 0)); then
+  # The device reduction against cudaMemcpy, device to device
+  # (bench/micro/reduce_device_bench.cc).
+  bench="$out/reduce_device_bandwidth.txt"
+  if "$build/bench/micro/hora-bench-reduce-device" >"$bench" 2>&1; then
+    if grep -qi "no CUDA device" "$bench"; then
+      summary+=("reduce-copy bandwidth: skipped, no GPU")
+    else
+      summary+=("reduce-copy bandwidth: $bench")
+    fi
   else
     status=1
-    summary+=("device collectives, $ranks ranks on one GPU: FAILED (see $table)")
+    summary+=("reduce-copy bandwidth: FAILED (see $bench)")
   fi
-done
 
-# PyTorch's nccl backend on hora's libnccl.so.2, 2 processes on GPU 0
-# (tests/gpu/torch_smoke.py), where python3 imports torch.
-smoke="$out/torch_smoke.txt"
-if python3 -c "import torch, torch.distributed" 2>/dev/null; then
-  if LD_PRELOAD="$build/src/libnccl.so.2" timeout 180 python3 -m torch.distributed.run --nproc_per_node=2 \
-      "$repo/tests/gpu/torch_smoke.py" >"$smoke" 2>&1; then
-    summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): ok")
+  # Collectives on device buffers, 2, 4 and 8 ranks as threads on the GPU
+  # (bench/micro/device_collectives_bench.cc).
+  for ranks in 2 4 8; do
+    table="$out/device_collectives_${ranks}ranks.txt"
+    if timeout 120 "$build/bench/micro/hora-bench-device-collectives" "$ranks" $((256 << 20)) 20 >"$table" 2>&1; then
+      summary+=("device collectives, $ranks ranks on one GPU: $table")
+    else
+      status=1
+      summary+=("device collectives, $ranks ranks on one GPU: FAILED (see $table)")
+    fi
+  done
+
+  # PyTorch's nccl backend on hora's libnccl.so.2, 2 processes on GPU 0
+  # (tests/gpu/torch_smoke.py), where python3 imports torch.
+  smoke="$out/torch_smoke.txt"
+  if python3 -c "import torch, torch.distributed" 2>/dev/null; then
+    if LD_PRELOAD="$build/src/libnccl.so.2" timeout 180 python3 -m torch.distributed.run --nproc_per_node=2 \
+        "$repo/tests/gpu/torch_smoke.py" >"$smoke" 2>&1; then
+      summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): ok")
+    else
+      status=1
+      summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): FAILED (see $smoke)")
+      tail -30 "$smoke"
+    fi
   else
-    status=1
-    summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): FAILED (see $smoke)")
-    tail -30 "$smoke"
+    summary+=("PyTorch: skipped, python3 cannot import torch")
   fi
-else
-  summary+=("PyTorch: skipped, python3 cannot import torch")
 fi
 
-summary+=("not run here: hora-perf on device buffers")
+((testsOnly == 0)) && summary+=("not run here: hora-perf on device buffers")
 echo
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-cat "$bench" 2>/dev/null
-cat "$out"/device_collectives_*ranks.txt 2>/dev/null
+if ((testsOnly == 0)); then
+  cat "$bench" 2>/dev/null
+  cat "$out"/device_collectives_*ranks.txt 2>/dev/null
+fi
 echo
 for line in "${summary[@]}"; do echo "gpu-check: $line"; done
 exit $status

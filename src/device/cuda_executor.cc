@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <random>
 #include <utility>
 
 #include "base/env.h"
@@ -47,10 +48,22 @@ class DeviceScope {
   int previous_ = 0;
 };
 
+// Which process a rank runs in, among those of its host: the pid, and a
+// random number drawn once per process, since processes in different pid
+// namespaces of one host may have the same pid.
+std::uint64_t processIdentity() {
+  static const std::uint64_t identity = [] {
+    std::random_device random;
+    const std::uint64_t drawn = (std::uint64_t{random()} << 32) ^ random();
+    return drawn ^ static_cast<std::uint64_t>(::getpid());
+  }();
+  return identity;
+}
+
 // What each rank tells the others, first about its GPU, then about its FIFOs.
 struct GpuOffer {
   std::uint64_t hostHash;
-  std::int64_t pid;
+  std::uint64_t process;  // processIdentity()
   std::int32_t device;
   std::int32_t residentBlocks;  // ring-kernel blocks its GPU keeps resident
   std::int32_t minChannels;     // NCCL_MIN_NCHANNELS here
@@ -127,7 +140,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   std::vector<GpuOffer> gpus(static_cast<std::size_t>(n));
   GpuOffer& mine = gpus[static_cast<std::size_t>(ctx_.rank)];
   mine.hostHash = ctx_.hostHash;
-  mine.pid = ::getpid();
+  mine.process = processIdentity();
   mine.device = ctx_.device;
   mine.residentBlocks = ringBlocksPerMultiprocessor() * properties.multiProcessorCount;
   mine.minChannels = static_cast<std::int32_t>(env::getInt({"HORA_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS"}, 1));
@@ -190,7 +203,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
     if (enabled != cudaErrorPeerAccessAlreadyEnabled) cudaCheck(enabled, "cudaDeviceEnablePeerAccess");
     cudaGetLastError();
   }
-  if (nextGpu.pid == ::getpid()) {
+  const bool sameProcess = nextGpu.process == processIdentity();
+  if (sameProcess) {
     nextBase = reinterpret_cast<char*>(nextFifos.base);
   } else {
     if (nextFifos.shareable == 0)
@@ -226,7 +240,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
            " channels of ", kRingThreads, " threads, ", ranksOnGpu[{ctx_.hostHash, ctx_.device}],
            " rank(s) on this GPU; next rank ", next,
-           nextGpu.pid == ::getpid() ? " in this process" : " in another process (CUDA IPC)");
+           sameProcess ? " in this process" : " in another process (CUDA IPC)");
 }
 
 CudaExecutor::~CudaExecutor() { release(); }

@@ -114,12 +114,12 @@ class RingPrimitives {
   __device__ void recvCopySend(int from, int to, std::size_t o, std::size_t n) {
     move<false, true, true, true, false>(from, to, 0, o, n);
   }
-  // Only the copying collectives use these, whose math is the identity.
-  __device__ void copySend(int to, std::size_t i, std::size_t o, std::size_t n) {
-    move<true, false, true, true, false>(-1, to, i, o, n);
-  }
   __device__ void localReduceCopy(std::size_t i, std::size_t o, std::size_t n) {
     move<true, false, true, false, true>(-1, -1, i, o, n);
+  }
+  // Only the copying collectives use these two, whose math is the identity.
+  __device__ void copySend(int to, std::size_t i, std::size_t o, std::size_t n) {
+    move<true, false, true, true, false>(-1, to, i, o, n);
   }
   __device__ void localCopy(std::size_t i, std::size_t o, std::size_t n) {
     move<true, false, true, false, false>(-1, -1, i, o, n);
@@ -238,6 +238,10 @@ class RingPrimitives {
   std::uint64_t deadline_;
   DeviceFailure* failure_;
 };
+
+static_assert(algorithms::Primitives<RingPrimitives<
+                  float, ElementMath<float, kernels::FuncSum<float>, kernels::FuncIdentity<float>,
+                                     kernels::FuncIdentity<float>>>>);
 
 template <typename T, typename Math>
 __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math math) {
