@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "algorithms/primitives.h"
 #include "base/host_device.h"
@@ -131,6 +132,22 @@ HORA_HOST_DEVICE void ringReduce(P& p, const Ring& ring, Channel channel, int ro
     else if (hop < n - 1) p.recvReduceSend(prev, next, at, len);
     else p.recvReduceCopy(prev, at, at, len);
   });
+}
+
+// The ring collectives by name, for executors that choose one at run time
+// (the host executor per operation, a CUDA kernel per launch).
+enum class RingCollective : std::uint32_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+
+template <typename P>
+HORA_HOST_DEVICE void runRing(P& p, RingCollective collective, const Ring& ring, Channel channel, int root,
+                              std::size_t count, std::size_t chunk, std::size_t align) {
+  switch (collective) {
+    case RingCollective::AllReduce: return ringAllReduce(p, ring, channel, count, chunk, align);
+    case RingCollective::ReduceScatter: return ringReduceScatter(p, ring, channel, count, chunk, align);
+    case RingCollective::AllGather: return ringAllGather(p, ring, channel, count, chunk, align);
+    case RingCollective::Broadcast: return ringBroadcast(p, ring, channel, root, count, chunk, align);
+    case RingCollective::Reduce: return ringReduce(p, ring, channel, root, count, chunk, align);
+  }
 }
 
 }  // namespace hora::algorithms

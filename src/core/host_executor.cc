@@ -119,24 +119,9 @@ void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorit
     prims.finish();
     return;
   }
-  switch (op.kind) {
-    case OpKind::AllReduce:
-      algorithms::ringAllReduce(prims, ring_, channel, op.count, chunk, align);
-      break;
-    case OpKind::ReduceScatter:
-      algorithms::ringReduceScatter(prims, ring_, channel, op.count, chunk, align);
-      break;
-    case OpKind::AllGather:
-      algorithms::ringAllGather(prims, ring_, channel, op.count, chunk, align);
-      break;
-    case OpKind::Broadcast:
-      algorithms::ringBroadcast(prims, ring_, channel, op.root, op.count, chunk, align);
-      break;
-    case OpKind::Reduce:
-      algorithms::ringReduce(prims, ring_, channel, op.root, op.count, chunk, align);
-      break;
-    default: HORA_ENFORCE(false, "not a collective: ", opKindName(op.kind));
-  }
+  const auto collective = ringCollectiveOf(op.kind);
+  HORA_ENFORCE(collective.has_value(), "not a ring collective: ", opKindName(op.kind));
+  algorithms::runRing(prims, *collective, ring_, channel, op.root, op.count, chunk, align);
   prims.finish();
 }
 

@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "algorithms/ring.h"
 #include "hora/types.h"
 #include "kernels/reduce_host.h"
 
@@ -28,6 +30,18 @@ enum class OpKind {
 enum class MemoryKind { Host, Device };
 
 const char* opKindName(OpKind kind);
+
+// The ring schedule of a collective kind, if it has one.
+inline std::optional<algorithms::RingCollective> ringCollectiveOf(OpKind kind) {
+  switch (kind) {
+    case OpKind::AllReduce: return algorithms::RingCollective::AllReduce;
+    case OpKind::ReduceScatter: return algorithms::RingCollective::ReduceScatter;
+    case OpKind::AllGather: return algorithms::RingCollective::AllGather;
+    case OpKind::Broadcast: return algorithms::RingCollective::Broadcast;
+    case OpKind::Reduce: return algorithms::RingCollective::Reduce;
+    default: return std::nullopt;
+  }
+}
 
 struct Op {
   OpKind kind = OpKind::AllReduce;

@@ -306,7 +306,7 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     if (plan.count == 0) continue;
     DeviceWork work{};
     work.ring = static_cast<const DeviceRing*>(ring_);
-    work.schedule = plan.schedule;
+    work.collective = plan.collective;
     work.root = op.root;
     work.in = op.send;
     work.out = op.recv;

@@ -10,18 +10,14 @@ DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape) 
   DeviceLaunchPlan plan;
   plan.spec = op.reduce;
   plan.count = op.count;
-  bool copies = false;
-  switch (op.kind) {
-    case core::OpKind::AllReduce: plan.schedule = RingSchedule::AllReduce; break;
-    case core::OpKind::ReduceScatter: plan.schedule = RingSchedule::ReduceScatter; break;
-    case core::OpKind::Reduce: plan.schedule = RingSchedule::Reduce; break;
-    case core::OpKind::AllGather: plan.schedule = RingSchedule::AllGather, copies = true; break;
-    case core::OpKind::Broadcast: plan.schedule = RingSchedule::Broadcast, copies = true; break;
-    default:
-      fail(ErrorKind::InvalidUsage, core::opKindName(op.kind),
-           " on device buffers is not supported yet (the CUDA executor runs all-reduce, reduce-scatter, "
-           "all-gather, broadcast and reduce)");
-  }
+  const auto collective = core::ringCollectiveOf(op.kind);
+  if (!collective)
+    fail(ErrorKind::InvalidUsage, core::opKindName(op.kind),
+         " on device buffers is not supported yet (the CUDA executor runs all-reduce, reduce-scatter, "
+         "all-gather, broadcast and reduce)");
+  plan.collective = *collective;
+  const bool copies =
+      *collective == algorithms::RingCollective::AllGather || *collective == algorithms::RingCollective::Broadcast;
   if (copies) {
     // Moving bytes does not depend on the element type: one kernel serves all.
     plan.spec = kernels::ReduceSpec{DataType::Uint8, kernels::ReduceKind::Sum, 0};

@@ -28,7 +28,7 @@ struct DeviceShape {
 };
 
 struct DeviceLaunchPlan {
-  RingSchedule schedule = RingSchedule::AllReduce;
+  algorithms::RingCollective collective = algorithms::RingCollective::AllReduce;
   kernels::ReduceSpec spec;  // the copying schedules move bytes: Uint8, Sum
   std::size_t count = 0;     // elements of spec.type per rank block
   std::size_t chunk = 1;     // elements per ring step and channel

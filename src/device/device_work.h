@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/ring.h"
 #include "protocols/fifo_handle.h"
 
 namespace hora::device {
@@ -31,8 +32,6 @@ struct DeviceRing {
   const int* ranks; // nranks user ranks in ring order (device memory)
 };
 
-enum class RingSchedule : std::uint32_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
-
 // Where a kernel records why it stopped: the first block to fail writes it
 // (host-mapped memory, read by the host without synchronising).
 struct DeviceFailure {
@@ -44,7 +43,7 @@ struct DeviceFailure {
 
 struct DeviceWork {
   const DeviceRing* ring;  // device memory
-  RingSchedule schedule;
+  algorithms::RingCollective collective;
   int root;                // user rank (Broadcast, Reduce)
   const void* in;
   void* out;

@@ -256,23 +256,7 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math
   RingPrimitives<T, Math> p(work, ring.channels[blockIdx.x], &shared, math, deadline);
   const algorithms::Ring order{ring.nranks, ring.pos, ring.ranks};
   const algorithms::Channel channel{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)};
-  switch (work.schedule) {
-    case RingSchedule::AllReduce:
-      algorithms::ringAllReduce(p, order, channel, work.count, work.chunk, work.align);
-      break;
-    case RingSchedule::ReduceScatter:
-      algorithms::ringReduceScatter(p, order, channel, work.count, work.chunk, work.align);
-      break;
-    case RingSchedule::AllGather:
-      algorithms::ringAllGather(p, order, channel, work.count, work.chunk, work.align);
-      break;
-    case RingSchedule::Broadcast:
-      algorithms::ringBroadcast(p, order, channel, work.root, work.count, work.chunk, work.align);
-      break;
-    case RingSchedule::Reduce:
-      algorithms::ringReduce(p, order, channel, work.root, work.count, work.chunk, work.align);
-      break;
-  }
+  algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
 }
 
 }  // namespace hora::device

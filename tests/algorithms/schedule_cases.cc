@@ -75,24 +75,9 @@ Outcome runCase(const Case& c) {
     }
     const int pos = static_cast<int>(std::find(c.order.begin(), c.order.end(), rank) - c.order.begin());
     const algorithms::Ring ring{n, pos, c.order.data()};
-    switch (c.collective) {
-      case Collective::AllReduce:
-        algorithms::ringAllReduce(p, ring, channel, c.count, c.chunk, c.align);
-        break;
-      case Collective::ReduceScatter:
-        algorithms::ringReduceScatter(p, ring, channel, c.count, c.chunk, c.align);
-        break;
-      case Collective::AllGather:
-        algorithms::ringAllGather(p, ring, channel, c.count, c.chunk, c.align);
-        break;
-      case Collective::Broadcast:
-        algorithms::ringBroadcast(p, ring, channel, c.root, c.count, c.chunk, c.align);
-        break;
-      case Collective::Reduce:
-        algorithms::ringReduce(p, ring, channel, c.root, c.count, c.chunk, c.align);
-        break;
-      default: break;
-    }
+    // The ring collectives come first in Collective, in RingCollective's order.
+    algorithms::runRing(p, static_cast<algorithms::RingCollective>(c.collective), ring, channel, c.root, c.count,
+                        c.chunk, c.align);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/ring.h"
 #include "simulator.h"
 
 namespace hora::schedule_test {
@@ -22,6 +23,12 @@ enum class Collective {
   Gather,
   Scatter,
 };
+static_assert(static_cast<int>(Collective::AllReduce) == static_cast<int>(algorithms::RingCollective::AllReduce) &&
+              static_cast<int>(Collective::ReduceScatter) ==
+                  static_cast<int>(algorithms::RingCollective::ReduceScatter) &&
+              static_cast<int>(Collective::AllGather) == static_cast<int>(algorithms::RingCollective::AllGather) &&
+              static_cast<int>(Collective::Broadcast) == static_cast<int>(algorithms::RingCollective::Broadcast) &&
+              static_cast<int>(Collective::Reduce) == static_cast<int>(algorithms::RingCollective::Reduce));
 // The direct schedules (algorithms/direct.h): no chunk, no ring order.
 bool isDirect(Collective collective);
 // The collectives with a root.

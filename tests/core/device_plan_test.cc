@@ -59,9 +59,9 @@ TEST(DevicePlan, CopyingCollectivesMoveBytes) {
     EXPECT_EQ(plan.count, 8008u);
     EXPECT_EQ(plan.align, 64u);
   }
-  EXPECT_EQ(planDeviceLaunch(opOf(core::OpKind::AllGather, 1, DataType::Int8), s).schedule, RingSchedule::AllGather);
-  EXPECT_EQ(planDeviceLaunch(opOf(core::OpKind::Broadcast, 1, DataType::Int8), s).schedule, RingSchedule::Broadcast);
-  EXPECT_EQ(planDeviceLaunch(opOf(core::OpKind::Reduce, 1, DataType::Int8), s).schedule, RingSchedule::Reduce);
+  EXPECT_EQ(planDeviceLaunch(opOf(core::OpKind::AllGather, 1, DataType::Int8), s).collective, algorithms::RingCollective::AllGather);
+  EXPECT_EQ(planDeviceLaunch(opOf(core::OpKind::Broadcast, 1, DataType::Int8), s).collective, algorithms::RingCollective::Broadcast);
+  EXPECT_EQ(planDeviceLaunch(opOf(core::OpKind::Reduce, 1, DataType::Int8), s).collective, algorithms::RingCollective::Reduce);
 }
 
 TEST(DevicePlan, KindsWithoutADeviceScheduleAreRefusedByName) {
