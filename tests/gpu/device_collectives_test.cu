@@ -22,16 +22,12 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_ok.h"
 #include "kernels/dtypes.h"
 #include "nccl.h"
 
 namespace {
 
-#define CUDA_OK(call)                                                                \
-  do {                                                                               \
-    cudaError_t status_ = (call);                                                    \
-    ASSERT_EQ(status_, cudaSuccess) << #call << ": " << cudaGetErrorString(status_); \
-  } while (0)
 #define NCCL_OK(call)                                                                      \
   do {                                                                                     \
     ncclResult_t result_ = (call);                                                         \

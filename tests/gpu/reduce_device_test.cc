@@ -16,17 +16,12 @@
 #include <vector>
 
 #include "hora/communicator.h"
+#include "cuda_ok.h"
 #include "kernels/dtypes.h"
 #include "kernels/reduce_host.h"
 
 namespace hora::kernels {
 namespace {
-
-#define CUDA_OK(call)                                                                \
-  do {                                                                               \
-    cudaError_t status_ = (call);                                                    \
-    ASSERT_EQ(status_, cudaSuccess) << #call << ": " << cudaGetErrorString(status_); \
-  } while (0)
 
 // Small values in the element type, exactly representable in every type.
 template <typename T>
