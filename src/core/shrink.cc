@@ -82,6 +82,7 @@ std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   HORA_LOG(Info, "rank ", rank_, ": shrinking to ", members.size(), " of ", nranks_, " ranks, as rank ", newRank);
   CommunicatorConfig config;
   config.timeout = timeout_;
+  config.device = device_;  // the parent's CUDA device, as in NCCL
   return std::make_shared<Communicator>(id, static_cast<int>(members.size()), newRank, config);
 }
 

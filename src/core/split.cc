@@ -64,6 +64,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   const int newRank = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
   CommunicatorConfig config;
   config.timeout = timeout_;
+  config.device = device_;  // the parent's CUDA device, as in NCCL
   return std::make_shared<Communicator>(bootstrap::decode(idOf(group.front())), static_cast<int>(group.size()),
                                         newRank, config);
 }
