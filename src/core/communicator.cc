@@ -510,7 +510,7 @@ void Communicator::execute(std::span<const Op> ops) {
     submit(std::vector<Op>(ops.begin(), ops.end()))->wait();
     return;
   }
-  const MemoryKind memory = memoryOf(ops);  // bad buffers: an error, not a broken communicator
+  const MemoryKind memory = checkedMemoryOf(ops);  // bad input: an error, not a broken communicator
   auto lock = claimExecution("a collective or point-to-point call came");
   log::ScopedThreadRank logRank(rank_);
   try {
@@ -522,7 +522,7 @@ void Communicator::execute(std::span<const Op> ops) {
 
 std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops) {
   checkUsable();
-  const MemoryKind memory = memoryOf(ops);
+  const MemoryKind memory = checkedMemoryOf(ops);
   for (Op& op : ops) op.memory = memory;
   auto work = std::make_shared<WorkState>();
   {
@@ -678,11 +678,19 @@ MemoryKind Communicator::memoryOf(std::span<const Op> ops) const {
 #endif
 }
 
+MemoryKind Communicator::checkedMemoryOf(std::span<const Op> ops) const {
+  const MemoryKind memory = memoryOf(ops);
+  if (memory != MemoryKind::Device) return memory;
+  if (!cudaExecutor_)
+    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", opKindName(ops.front().kind),
+         " on device buffers needs every rank of the communicator to have a CUDA device");
+  cudaExecutor_->check(ops);
+  return memory;
+}
+
 void Communicator::runOps(std::span<const Op> ops, MemoryKind memory) {
   if (memory == MemoryKind::Host) return executor_->run(ops);
-  if (cudaExecutor_) return cudaExecutor_->run(ops);
-  fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", opKindName(ops.front().kind),
-       " on device buffers needs every rank of the communicator to have a CUDA device");
+  cudaExecutor_->run(ops);  // checkedMemoryOf made sure there is one
 }
 
 }  // namespace hora::core

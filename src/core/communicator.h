@@ -72,7 +72,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Whether `ops` run as kernels on their streams (device buffers), so that
   // executing them returns without waiting for any peer. Throws for host
   // and device buffers mixed.
-  bool launchesKernels(std::span<const Op> ops) const { return memoryOf(ops) == MemoryKind::Device; }
+  bool launchesKernels(std::span<const Op> ops) const { return checkedMemoryOf(ops) == MemoryKind::Device; }
   // Queues `ops` for the worker thread; the Work completes when they ran.
   std::shared_ptr<WorkState> submit(std::vector<Op> ops);
 
@@ -138,6 +138,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void runOps(std::span<const Op> ops, MemoryKind memory);
   // Where `ops`' buffers are; throws for host and device buffers mixed.
   MemoryKind memoryOf(std::span<const Op> ops) const;
+  // memoryOf, and for device buffers the CUDA executor's checks: what a
+  // call cannot do fails it before it runs, leaving the communicator usable.
+  MemoryKind checkedMemoryOf(std::span<const Op> ops) const;
   // With CUDA and a device on every rank: the CUDA executor (collective).
   void startCudaExecutor(const std::vector<int>& ringRanks, std::uint64_t hostHash, const Deadline& deadline);
   void checkUsable() const;

@@ -21,6 +21,10 @@ class Executor {
   // failure.
   virtual void run(std::span<const Op> ops) = 0;
 
+  // Throws for ops this executor cannot run (an argument or usage error that
+  // leaves the communicator usable), before any of them runs.
+  virtual void check(std::span<const Op> ops) const { (void)ops; }
+
   // For executors whose work outlives run() (kernels on a stream): stop it
   // now, and what stopped it, if anything did (nullopt when nothing failed).
   virtual void abort() {}

@@ -149,6 +149,9 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);
   std::map<std::pair<std::uint64_t, int>, int> ranksOnGpu;
   for (const GpuOffer& g : gpus) ++ranksOnGpu[{g.hostHash, g.device}];
+  int inThisProcess = 0;
+  for (const GpuOffer& g : gpus) inThisProcess += g.process == mine.process && g.device == mine.device ? 1 : 0;
+  gpuSharedInProcess_ = inThisProcess > 1;
   int channels = DeviceRing::kMaxChannels;
   int minChannels = 1;
   for (const GpuOffer& g : gpus) {
@@ -295,10 +298,24 @@ std::optional<Error> CudaExecutor::failure() const {
   }
 }
 
-void CudaExecutor::run(std::span<const core::Op> ops) {
+void CudaExecutor::check(std::span<const core::Op> ops) const {
   if (!unusable_.empty())
     fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": collectives on device buffers are not available: ",
          unusable_);
+  for (const core::Op& op : ops) {
+    planDeviceLaunch(op, shape_);  // throws for kinds without a device schedule
+    // The legacy default stream waits for every other blocking stream of the
+    // process and they for it: the kernels of ranks sharing this GPU here
+    // could not run at once, and would wait for each other until the deadline.
+    if (gpuSharedInProcess_ && (op.stream == nullptr || op.stream == cudaStreamLegacy))
+      fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": ", core::opKindName(op.kind),
+           " on the legacy default stream (stream 0), while other ranks of this process share GPU ", ctx_.device,
+           ": their kernels must run at the same time, which that stream forbids; give each rank a stream of "
+           "its own (cudaStreamCreateWithFlags with cudaStreamNonBlocking)");
+  }
+}
+
+void CudaExecutor::run(std::span<const core::Op> ops) {
   DeviceScope scope(ctx_.device);
   for (const core::Op& op : ops) {
     if (auto failed = failure()) throw *failed;

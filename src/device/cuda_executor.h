@@ -48,6 +48,10 @@ class CudaExecutor final : public core::Executor {
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
 
+  // Refuses what cannot run here: kinds without a device schedule, device
+  // collectives this communicator cannot run, and the legacy default stream
+  // where ranks of this process share the GPU.
+  void check(std::span<const core::Op> ops) const override;
   // Enqueues every op (collectives on device buffers) on its stream.
   void run(std::span<const core::Op> ops) override;
   // Raises the flag every wait of this rank's kernels polls: they end.
@@ -66,6 +70,7 @@ class CudaExecutor final : public core::Executor {
   CudaExecutorContext ctx_;
   DeviceShape shape_;
   std::string unusable_;  // why device collectives cannot run here (empty: they can)
+  bool gpuSharedInProcess_ = false;  // another rank of this process uses this GPU
   std::uint64_t timeoutNs_;
   void* fifos_ = nullptr;           // this rank's receive FIFOs (device memory)
   void* peerMapping_ = nullptr;     // the next rank's FIFOs opened by IPC, if any

@@ -398,6 +398,10 @@ TEST(DeviceCollectives, BadInputIsRefusedClearly) {
   EXPECT_EQ(ncclAllReduce(onDevice, onHost.data(), 64, ncclFloat32, ncclSum, ranks.comm(0), ranks.stream(0)),
             ncclInvalidArgument);
   EXPECT_NE(std::string(ncclGetLastError(ranks.comm(0))).find("mixes host and device"), std::string::npos);
+  // Ranks of one process sharing the GPU cannot use the legacy default
+  // stream: their kernels would be serialised and wait for each other.
+  EXPECT_EQ(ncclAllReduce(onDevice, onDevice, 64, ncclFloat32, ncclSum, ranks.comm(0), nullptr), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(ranks.comm(0))).find("legacy default stream"), std::string::npos);
   cudaFree(onDevice);
 }
 
