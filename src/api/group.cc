@@ -1,5 +1,6 @@
 #include "api/group.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -43,18 +44,18 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
   // Collectives on device buffers only enqueue kernels: every
   // communicator's part is launched from this thread in turn, as NCCL
   // launches a group, without waking a worker thread per communicator.
-  bool kernelsOnly = true;
-  for (auto& [comm, commOps] : perComm) kernelsOnly = kernelsOnly && comm->launchesKernels(commOps);
-  if (kernelsOnly) {
-    for (auto& [comm, commOps] : perComm) comm->execute(commOps);
+  std::vector<core::MemoryKind> memory;
+  for (auto& [comm, commOps] : perComm) memory.push_back(comm->checkedMemoryOf(commOps));
+  if (std::all_of(memory.begin(), memory.end(), [](core::MemoryKind m) { return m == core::MemoryKind::Device; })) {
+    for (std::size_t i = 0; i < perComm.size(); ++i) perComm[i].first->execute(perComm[i].second, memory[i]);
     return;
   }
   std::vector<std::shared_ptr<core::WorkState>> works;
   for (std::size_t i = 1; i < perComm.size(); ++i)
-    works.push_back(perComm[i].first->submit(std::move(perComm[i].second)));
+    works.push_back(perComm[i].first->submit(std::move(perComm[i].second), memory[i]));
   std::exception_ptr first;
   try {
-    perComm[0].first->execute(perComm[0].second);
+    perComm[0].first->execute(perComm[0].second, memory[0]);
   } catch (...) {
     first = std::current_exception();
   }

@@ -162,6 +162,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
     // number of devices); a device may repeat: several ranks then share one
     // GPU. Without CUDA, no device.
     const int devices = core::Communicator::cudaDeviceCount();
+    auto deviceOf = [&](int r) {
+      if (devices == 0) return -1;
+      return devlist != nullptr ? devlist[r] : r % devices;
+    };
     bootstrap::UniqueId id = bootstrap::createLocalUniqueId();
     std::vector<std::thread> threads;
     std::vector<std::exception_ptr> errors(ndev);
@@ -169,7 +173,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
       comms[r] = nullptr;
       threads.emplace_back([&, r] {
         try {
-          comms[r] = makeComm(ndev, id, r, false, nullptr, devices == 0 ? -1 : devlist != nullptr ? devlist[r] : r % devices);
+          comms[r] = makeComm(ndev, id, r, false, nullptr, deviceOf(r));
         } catch (...) {
           errors[r] = std::current_exception();
         }

@@ -503,14 +503,13 @@ int Communicator::brokenRank() const {
   return brokenRank_;
 }
 
-void Communicator::execute(std::span<const Op> ops) {
+void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
   checkUsable();
   // Keep submission order: behind asynchronous work still queued.
   if (queuedTasks_.load(std::memory_order_acquire) != 0) {
-    submit(std::vector<Op>(ops.begin(), ops.end()))->wait();
+    submit(std::vector<Op>(ops.begin(), ops.end()), memory)->wait();
     return;
   }
-  const MemoryKind memory = checkedMemoryOf(ops);  // bad input: an error, not a broken communicator
   auto lock = claimExecution("a collective or point-to-point call came");
   log::ScopedThreadRank logRank(rank_);
   try {
@@ -520,9 +519,8 @@ void Communicator::execute(std::span<const Op> ops) {
   }
 }
 
-std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops) {
+std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops, MemoryKind memory) {
   checkUsable();
-  const MemoryKind memory = checkedMemoryOf(ops);
   for (Op& op : ops) op.memory = memory;
   auto work = std::make_shared<WorkState>();
   {

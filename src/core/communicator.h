@@ -67,14 +67,21 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // calling thread, after anything already submitted. Throws on failure; a
   // failure leaves the communicator broken (every later call fails with the
   // first error, as NCCL's async error).
-  void execute(std::span<const Op> ops);
+  void execute(std::span<const Op> ops) { execute(ops, checkedMemoryOf(ops)); }
   void execute(const Op& op) { execute(std::span<const Op>(&op, 1)); }
-  // Whether `ops` run as kernels on their streams (device buffers), so that
-  // executing them returns without waiting for any peer. Throws for host
-  // and device buffers mixed.
-  bool launchesKernels(std::span<const Op> ops) const { return checkedMemoryOf(ops) == MemoryKind::Device; }
   // Queues `ops` for the worker thread; the Work completes when they ran.
-  std::shared_ptr<WorkState> submit(std::vector<Op> ops);
+  std::shared_ptr<WorkState> submit(std::vector<Op> ops) {
+    const MemoryKind memory = checkedMemoryOf(ops);
+    return submit(std::move(ops), memory);
+  }
+  // Where `ops`' buffers are (device buffers run as kernels on their
+  // streams: executing them returns without waiting for any peer), with the
+  // checks that fail a call before it runs, leaving the communicator usable:
+  // host and device buffers mixed, and what the CUDA executor refuses.
+  MemoryKind checkedMemoryOf(std::span<const Op> ops) const;
+  // execute and submit for `ops` whose checkedMemoryOf is `memory`.
+  void execute(std::span<const Op> ops, MemoryKind memory);
+  std::shared_ptr<WorkState> submit(std::vector<Op> ops, MemoryKind memory);
 
   void barrier();
   // ncclCommSplit, collective over every rank of this communicator (after
@@ -138,9 +145,6 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void runOps(std::span<const Op> ops, MemoryKind memory);
   // Where `ops`' buffers are; throws for host and device buffers mixed.
   MemoryKind memoryOf(std::span<const Op> ops) const;
-  // memoryOf, and for device buffers the CUDA executor's checks: what a
-  // call cannot do fails it before it runs, leaving the communicator usable.
-  MemoryKind checkedMemoryOf(std::span<const Op> ops) const;
   // With CUDA and a device on every rank: the CUDA executor (collective).
   void startCudaExecutor(const std::vector<int>& ringRanks, std::uint64_t hostHash, const Deadline& deadline);
   void checkUsable() const;

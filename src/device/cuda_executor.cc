@@ -77,6 +77,39 @@ struct FifoOffer {
   std::int32_t padding;
 };
 
+// The channels every rank uses, decided alike on every rank from what all
+// ranks offered; or why device collectives cannot run on this communicator.
+struct ChannelAgreement {
+  int minChannels = 1;
+  int maxChannels = DeviceRing::kMaxChannels;
+  std::string unusable;
+};
+
+ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::vector<int>& ringRanks) {
+  ChannelAgreement agreed;
+  std::map<std::pair<std::uint64_t, int>, int> ranksOnGpu;
+  for (const GpuOffer& g : gpus) ++ranksOnGpu[{g.hostHash, g.device}];
+  for (const GpuOffer& g : gpus) {
+    const int sharing = ranksOnGpu[{g.hostHash, g.device}];
+    const int fit = channelsPerRank(g.residentBlocks, sharing, g.maxChannels);
+    if (fit == 0) {
+      agreed.unusable = strCat(sharing, " ranks share GPU ", g.device, ", which keeps only ", g.residentBlocks,
+                               " blocks of the ring kernel resident: their kernels could not all run at once");
+      return agreed;
+    }
+    agreed.maxChannels = std::min(agreed.maxChannels, fit);
+    agreed.minChannels = std::max(agreed.minChannels, static_cast<int>(g.minChannels));
+  }
+  agreed.minChannels = std::min(agreed.minChannels, agreed.maxChannels);
+  const std::size_t n = ringRanks.size();
+  for (std::size_t p = 0; p < n; ++p)
+    if (gpus[static_cast<std::size_t>(ringRanks[p])].hostHash !=
+        gpus[static_cast<std::size_t>(ringRanks[(p + 1) % n])].hostHash)
+      agreed.unusable = "the ring crosses hosts, and device buffers between hosts need the network proxy, which "
+                        "hora does not have yet";
+  return agreed;
+}
+
 }  // namespace
 
 bool isDeviceMemory(const void* pointer) {
@@ -147,38 +180,18 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   mine.maxChannels = static_cast<std::int32_t>(
       env::getInt({"HORA_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS"}, kDefaultMaxChannels));
   ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);
-  std::map<std::pair<std::uint64_t, int>, int> ranksOnGpu;
-  for (const GpuOffer& g : gpus) ++ranksOnGpu[{g.hostHash, g.device}];
+  const ChannelAgreement agreed = agreeOnChannels(gpus, ctx_.ringRanks);
+  if (!agreed.unusable.empty()) {
+    unusable_ = agreed.unusable;  // the same verdict on every rank: host buffers still work
+    HORA_LOG(Info, "rank ", ctx_.rank, ": no collectives on device buffers: ", unusable_);
+    return;
+  }
+  const int channels = agreed.maxChannels;
+  shape_.maxChannels = channels;
+  shape_.minChannels = agreed.minChannels;
   int inThisProcess = 0;
   for (const GpuOffer& g : gpus) inThisProcess += g.process == mine.process && g.device == mine.device ? 1 : 0;
   gpuSharedInProcess_ = inThisProcess > 1;
-  int channels = DeviceRing::kMaxChannels;
-  int minChannels = 1;
-  for (const GpuOffer& g : gpus) {
-    const int fit = channelsPerRank(g.residentBlocks, ranksOnGpu[{g.hostHash, g.device}], g.maxChannels);
-    if (fit == 0) {
-      // The same verdict on every rank: host buffers still work.
-      unusable_ = strCat(ranksOnGpu[{g.hostHash, g.device}], " ranks share GPU ", g.device,
-                         ", which keeps only ", g.residentBlocks,
-                         " blocks of the ring kernel resident: their kernels could not all run at once");
-      HORA_LOG(Info, "rank ", ctx_.rank, ": no collectives on device buffers: ", unusable_);
-      return;
-    }
-    channels = std::min(channels, fit);
-    minChannels = std::max(minChannels, static_cast<int>(g.minChannels));
-  }
-  shape_.maxChannels = channels;
-  shape_.minChannels = std::min(minChannels, channels);
-  for (int p = 0; p < n && n > 1; ++p) {
-    const auto& here = gpus[static_cast<std::size_t>(ctx_.ringRanks[static_cast<std::size_t>(p)])];
-    const auto& after = gpus[static_cast<std::size_t>(ctx_.ringRanks[static_cast<std::size_t>((p + 1) % n)])];
-    if (here.hostHash != after.hostHash) {
-      unusable_ = "the ring crosses hosts, and device buffers between hosts need the network proxy, which hora "
-                  "does not have yet";
-      HORA_LOG(Info, "rank ", ctx_.rank, ": no collectives on device buffers: ", unusable_);
-      return;
-    }
-  }
 
   // 2. FIFOs: this rank's, zeroed, and a handle other processes can open.
   const std::uint64_t stride = fifoStride();
@@ -241,8 +254,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   cudaCheck(cudaMalloc(&ring_, sizeof(DeviceRing)), "cudaMalloc");
   cudaCheck(cudaMemcpy(ring_, &ring, sizeof(DeviceRing), cudaMemcpyHostToDevice), "cudaMemcpy");
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
-           " channels of ", kRingThreads, " threads, ", ranksOnGpu[{ctx_.hostHash, ctx_.device}],
-           " rank(s) on this GPU; next rank ", next,
+           " channels of ", kRingThreads, " threads, ", inThisProcess,
+           " rank(s) of this process on this GPU; next rank ", next,
            sameProcess ? " in this process" : " in another process (CUDA IPC)");
 }
 

@@ -60,7 +60,6 @@ class CudaExecutor final : public core::Executor {
   // communicator reports (naming the peer), or nullopt. Cheap: one load of
   // host-mapped memory.
   std::optional<Error> failure() const override;
-  const DeviceShape& shape() const { return shape_; }
 
  private:
   void exchangeFifos(const Deadline& deadline);

@@ -314,3 +314,10 @@ void launchRingAs(const kernels::ReduceSpec& spec, const DeviceWork& work, int c
 }
 
 }  // namespace hora::device
+
+// Instantiates the entry points of ring_launch.h for element type T, in the
+// one file that compiles T's kernels (ring_kernels_*.cu).
+#define HORA_RING_KERNELS_OF(T)                                                                        \
+  template void launchRingAs<T>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t); \
+  template void preloadRingKernelsAs<T>();                                                             \
+  template int ringBlocksPerMultiprocessorAs<T>();

@@ -3,10 +3,6 @@
 #include "device/ring_launch.h"
 
 namespace hora::device {
-template void launchRingAs<float16>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t);
-template void launchRingAs<bfloat16>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t);
-template void preloadRingKernelsAs<float16>();
-template void preloadRingKernelsAs<bfloat16>();
-template int ringBlocksPerMultiprocessorAs<float16>();
-template int ringBlocksPerMultiprocessorAs<bfloat16>();
+HORA_RING_KERNELS_OF(float16)
+HORA_RING_KERNELS_OF(bfloat16)
 }  // namespace hora::device

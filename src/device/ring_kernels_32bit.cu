@@ -3,13 +3,7 @@
 #include "device/ring_launch.h"
 
 namespace hora::device {
-template void launchRingAs<std::int32_t>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t);
-template void launchRingAs<std::uint32_t>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t);
-template void launchRingAs<float>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t);
-template void preloadRingKernelsAs<std::int32_t>();
-template void preloadRingKernelsAs<std::uint32_t>();
-template void preloadRingKernelsAs<float>();
-template int ringBlocksPerMultiprocessorAs<std::int32_t>();
-template int ringBlocksPerMultiprocessorAs<std::uint32_t>();
-template int ringBlocksPerMultiprocessorAs<float>();
+HORA_RING_KERNELS_OF(std::int32_t)
+HORA_RING_KERNELS_OF(std::uint32_t)
+HORA_RING_KERNELS_OF(float)
 }  // namespace hora::device

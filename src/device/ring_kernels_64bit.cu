@@ -3,13 +3,7 @@
 #include "device/ring_launch.h"
 
 namespace hora::device {
-template void launchRingAs<std::int64_t>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t);
-template void launchRingAs<std::uint64_t>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t);
-template void launchRingAs<double>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t);
-template void preloadRingKernelsAs<std::int64_t>();
-template void preloadRingKernelsAs<std::uint64_t>();
-template void preloadRingKernelsAs<double>();
-template int ringBlocksPerMultiprocessorAs<std::int64_t>();
-template int ringBlocksPerMultiprocessorAs<std::uint64_t>();
-template int ringBlocksPerMultiprocessorAs<double>();
+HORA_RING_KERNELS_OF(std::int64_t)
+HORA_RING_KERNELS_OF(std::uint64_t)
+HORA_RING_KERNELS_OF(double)
 }  // namespace hora::device
