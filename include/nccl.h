@@ -24,8 +24,22 @@
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 
-/* The CUDA stream type, declared without the CUDA headers. Repeating the
- * typedef is legal in C11 and C++, so including cuda_runtime.h as well is fine. */
+/* Like NVIDIA's nccl.h, this header brings in the CUDA runtime and its
+ * half, bfloat16 and fp8 types where the CUDA headers are on the include
+ * path: programs written for NCCL rely on it (nccl-tests uses `half`
+ * without including cuda_fp16.h). Without them, or with
+ * HORA_NCCL_WITHOUT_CUDA_HEADERS defined (hora's own build), it declares
+ * only the stream type; repeating that typedef is legal in C11 and C++. */
+#if defined(__has_include) && !defined(HORA_NCCL_WITHOUT_CUDA_HEADERS)
+#if __has_include(<cuda_runtime.h>)
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#if defined(__cplusplus) && __has_include(<cuda_fp8.h>)
+#include <cuda_fp8.h>
+#endif
+#endif
+#endif
 typedef struct CUstream_st* cudaStream_t;
 
 #ifdef __cplusplus

@@ -3,6 +3,9 @@
 # one process per rank (default 2 ranks; ranks of one host talk through
 # shared memory), with results checked against reference values. Usage: scripts/bench.sh [nranks] [maxbytes]
 set -euo pipefail
+# Host buffers, even where a GPU is usable: this is the host path, against
+# which Gloo and Open MPI are compared (scripts/gpu-check.sh measures the GPU).
+export HORA_PERF_MEMORY=host
 cd "$(dirname "$0")/.."
 build_dir=${HORA_BUILD_DIR:-build}
 nranks=${1:-2}

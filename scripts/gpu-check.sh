@@ -1,38 +1,58 @@
 #!/usr/bin/env bash
 # What hora can show on a machine with an NVIDIA GPU, in one command: it
 # builds hora with CUDA, runs the GPU test suite, benchmarks the device
-# reduction against a device-to-device copy, and the collectives on device
-# buffers with 2, 4 and 8 ranks on the GPU against its memory limit. It needs the CUDA toolkit
-# (nvcc on PATH or in /usr/local/cuda), a C++20 compiler, Python with Meson
-# and ninja (pip is enough), and hwloc and GoogleTest: installed, or as
-# Debian 12 packages in a folder (scripts/gpu-deps.sh downloads them on a
-# machine with apt), which are unpacked here without installing anything.
+# reduction against a device-to-device copy, runs hora-perf for every ring
+# collective on device buffers with 1, 2 and 4 ranks on GPU 0, the
+# collectives with 2, 4 and 8 ranks against the GPU's memory limit, NVIDIA's
+# nccl-tests on hora (and on NVIDIA's NCCL beside it, where PyTorch brought
+# one) when their source is given, and a PyTorch smoke test where python3
+# imports torch.
 #
-#   scripts/gpu-check.sh [--tests-only] [DEBS_DIR]
+#   scripts/gpu-check.sh [--tests-only] [--nccl-tests SRC] [--results DIR] [DEBS_DIR]
 #
-# --tests-only builds and runs the GPU test suite alone (no benchmarks, no
-# PyTorch): the quick check after a change.
+# --tests-only     build and run the GPU test suite alone: the quick check
+#                  after a change.
+# --nccl-tests SRC the source of NVIDIA's nccl-tests, tag v2.16.9 (the last
+#                  that builds against a 2.28 nccl.h without the device
+#                  API). It is built against hora's nccl.h and its *_perf
+#                  programs run on one rank, on hora's libnccl.so.2 and on
+#                  NVIDIA's (found in PyTorch's site-packages, or named by
+#                  NVIDIA_NCCL_LIB_DIR).
+# --results DIR    where the logs, tables and summary go (default
+#                  build-gpu/gpu-check).
+# DEBS_DIR         hwloc and GoogleTest as Debian 12 packages, unpacked here
+#                  without installing anything (scripts/gpu-deps.sh
+#                  downloads them on a machine with apt). Without it they
+#                  must be installed.
 #
-# Results go to build-gpu/gpu-check/ (the test log and the benchmark's
-# table); the summary is printed last. Exit status: 0 when everything that
-# ran passed, 1 otherwise.
-#
-# Not here yet: hora-perf on device buffers. The script says so in its
-# summary.
+# It needs the CUDA toolkit (nvcc on PATH or in /usr/local/cuda), a C++20
+# compiler and Python with Meson and ninja (pip is enough). The summary is
+# printed last and written to summary.txt. Exit status: 0 when everything
+# that ran passed, 1 otherwise.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$repo/build-gpu"
 out="$build/gpu-check"
 testsOnly=0
-if [[ ${1:-} == --tests-only ]]; then testsOnly=1; shift; fi
-debs=${1:-}
+ncclTests=""
+debs=""
+while (($#)); do
+  case $1 in
+    --tests-only) testsOnly=1 ;;
+    --nccl-tests) ncclTests=$(cd "$2" && pwd) || exit 2; shift ;;
+    --results) out=$2; shift ;;
+    -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
+    *) debs=$1 ;;
+  esac
+  shift
+done
 status=0
 summary=()
 note() { echo "gpu-check: $*"; }
 
 command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 command -v nvcc >/dev/null || { note "nvcc not found (PATH, /usr/local/cuda/bin)"; exit 1; }
-mkdir -p "$out"
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 
 # Dependencies from .deb files: unpacked into build-gpu/deps, their
 # pkg-config files pointed there, their libraries on LD_LIBRARY_PATH.
@@ -61,6 +81,9 @@ if [[ ! -f "$build/build.ninja" ]]; then
   meson setup "$build" "$repo" --buildtype=release -Dcuda=enabled -Dibverbs=disabled -Dofi=disabled \
     -Dtorch=disabled >"$out/setup.log" 2>&1 || { note "meson setup failed:"; tail -30 "$out/setup.log"; exit 1; }
 fi
+# Brings the build files (and Meson's list of targets read below) up to date
+# with the sources' meson.build files.
+ninja -C "$build" build.ninja >"$out/setup.log" 2>&1 || { note "meson reconfigure failed:"; tail -30 "$out/setup.log"; exit 1; }
 # Only the programs this script runs (the GPU tests, the device benchmarks,
 # hora-perf and the library hora-run preloads), not the whole tree.
 targets=$(python3 - "$build" "$testsOnly" <<'PY'
@@ -79,7 +102,7 @@ fi
 summary+=("build with CUDA: ok ($(($(date +%s) - start)) s)")
 
 # The GPU suite: every test program exits 77 (skipped) without a device.
-if timeout 420 meson test -C "$build" --no-rebuild --suite gpu --print-errorlogs >"$out/gpu-tests.log" 2>&1; then
+if timeout 300 meson test -C "$build" --no-rebuild --suite gpu --print-errorlogs >"$out/gpu-tests.log" 2>&1; then
   summary+=("gpu test suite: $(grep -E '^(Ok|Skipped|Fail):' "$out/gpu-tests.log" | tr -s ' ' | tr '\n' ' ')")
 else
   status=1
@@ -92,27 +115,85 @@ if ((testsOnly == 0)); then
   # (bench/micro/reduce_device_bench.cc).
   bench="$out/reduce_device_bandwidth.txt"
   if "$build/bench/micro/hora-bench-reduce-device" >"$bench" 2>&1; then
-    if grep -qi "no CUDA device" "$bench"; then
-      summary+=("reduce-copy bandwidth: skipped, no GPU")
-    else
-      summary+=("reduce-copy bandwidth: $bench")
-    fi
+    summary+=("reduce-copy bandwidth: $bench")
   else
     status=1
     summary+=("reduce-copy bandwidth: FAILED (see $bench)")
   fi
 
-  # Collectives on device buffers, 2, 4 and 8 ranks as threads on the GPU
-  # (bench/micro/device_collectives_bench.cc).
+  # hora-perf on device buffers, every ring collective, 1, 2 and 4 ranks as
+  # threads on GPU 0 (HORA_PERF_DEVICE), every result checked.
+  perfLogs=()
+  for collective in all_reduce reduce_scatter all_gather broadcast reduce; do
+    for ranks in 1 2 4; do
+      log="$out/hora-perf_${collective}_${ranks}ranks.txt"
+      perfLogs+=("hora-perf $collective, $ranks rank(s)=$log")
+      HORA_PERF_DEVICE=0 HORA_TIMEOUT=20 timeout 60 "$build/bench/perf/hora-perf" "$collective" -b 16 -e 256M -f 8 \
+        -t "$ranks" >"$log" 2>&1
+      rc=$?
+      if ((rc != 0)); then
+        status=1
+        summary+=("hora-perf $collective, $ranks rank(s) on one GPU: FAILED, exit $rc (see $log)")
+        ((rc == 124)) && break  # timed out: more ranks would too
+      fi
+    done
+  done
+
+  # Collectives on device buffers, 2, 4 and 8 ranks as threads on the GPU,
+  # beside the limit the GPU's memory sets (bench/micro/device_collectives_bench.cc).
   for ranks in 2 4 8; do
     table="$out/device_collectives_${ranks}ranks.txt"
-    if timeout 120 "$build/bench/micro/hora-bench-device-collectives" "$ranks" $((256 << 20)) 20 >"$table" 2>&1; then
-      summary+=("device collectives, $ranks ranks on one GPU: $table")
+    if HORA_TIMEOUT=20 timeout 60 "$build/bench/micro/hora-bench-device-collectives" "$ranks" $((256 << 20)) 20 >"$table" 2>&1; then
+      summary+=("device collectives against the memory limit, $ranks ranks on one GPU: $table")
     else
       status=1
-      summary+=("device collectives, $ranks ranks on one GPU: FAILED (see $table)")
+      summary+=("device collectives against the memory limit, $ranks ranks on one GPU: FAILED (see $table)")
     fi
   done
+
+  # NVIDIA's nccl-tests, built against hora's nccl.h, on hora's
+  # libnccl.so.2 and, beside it, on NVIDIA's: one rank on GPU 0.
+  ncclLogs=()
+  if [[ -n "$ncclTests" ]]; then
+    home="$build/nccl-home"
+    rm -rf "$home" && mkdir -p "$home/lib"
+    ln -s "$repo/include" "$home/include"
+    ln -s "$build/src/libnccl.so.2" "$home/lib/libnccl.so"
+    testsBuild="$build/nccl-tests"
+    cuda=$(dirname "$(dirname "$(command -v nvcc)")")
+    if make -C "$ncclTests/src" -j"$(nproc)" NCCL_HOME="$home" CUDA_HOME="$cuda" BUILDDIR="$testsBuild" \
+        NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$out/nccl-tests-build.log" 2>&1; then
+      nvidiaLib=${NVIDIA_NCCL_LIB_DIR:-$(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+for root in site.getsitepackages() + [site.getusersitepackages()]:
+    for found in glob.glob(os.path.join(root, "nvidia", "**", "libnccl.so.2"), recursive=True):
+        print(os.path.dirname(found)); raise SystemExit
+PY
+)}
+      libraries=("hora=$build/src")
+      [[ -n "$nvidiaLib" ]] && libraries+=("nvidia=$nvidiaLib")
+      for collective in all_reduce reduce_scatter all_gather broadcast reduce; do
+        for entry in "${libraries[@]}"; do
+          library=${entry%%=*}
+          log="$out/nccl-tests_${collective}_${library}.txt"
+          ncclLogs+=("nccl-tests ${collective}_perf on $library=$log")
+          path="${entry#*=}:$cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+          # Which libnccl.so.2 the dynamic loader chose, then the run.
+          { LD_LIBRARY_PATH=$path LD_TRACE_LOADED_OBJECTS=1 "$testsBuild/${collective}_perf" | grep libnccl
+            LD_LIBRARY_PATH=$path NCCL_TESTS_DEVICE=0 HORA_TIMEOUT=20 timeout 60 "$testsBuild/${collective}_perf" \
+              -b 16 -e 256M -f 8 -g 1; } >"$log" 2>&1 \
+            || { status=1; summary+=("nccl-tests ${collective}_perf on $library: FAILED (see $log)"); }
+        done
+      done
+      [[ -z "$nvidiaLib" ]] && summary+=("nccl-tests on NVIDIA's NCCL: skipped, no libnccl.so.2 in PyTorch's packages")
+    else
+      status=1
+      summary+=("nccl-tests build against hora's nccl.h: FAILED (see $out/nccl-tests-build.log)")
+      tail -20 "$out/nccl-tests-build.log"
+    fi
+  else
+    summary+=("nccl-tests: skipped (give their source with --nccl-tests SRC)")
+  fi
 
   # PyTorch's nccl backend on hora's libnccl.so.2, 2 processes on GPU 0
   # (tests/gpu/torch_smoke.py), where python3 imports torch.
@@ -131,13 +212,16 @@ if ((testsOnly == 0)); then
   fi
 fi
 
-((testsOnly == 0)) && summary+=("not run here: hora-perf on device buffers")
-echo
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-if ((testsOnly == 0)); then
-  cat "$bench" 2>/dev/null
-  cat "$out"/device_collectives_*ranks.txt 2>/dev/null
-fi
-echo
-for line in "${summary[@]}"; do echo "gpu-check: $line"; done
+{
+  echo
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  if ((testsOnly == 0)); then
+    cat "$bench" 2>/dev/null
+    cat "$out"/device_collectives_*ranks.txt 2>/dev/null
+    echo
+    python3 "$repo/scripts/perf-summary.py" "${perfLogs[@]}" "${ncclLogs[@]}"
+  fi
+  echo
+  for line in "${summary[@]}"; do echo "gpu-check: $line"; done
+} | tee "$out/summary.txt"
 exit $status

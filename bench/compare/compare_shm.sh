@@ -82,6 +82,9 @@ build_program "$out/core_to_core" "$src/core_to_core.cc" g++ -O2 -pthread
 mpirun_default=(mpirun --allow-run-as-root --oversubscribe -np 2)
 hora_perf="$builddir/bench/perf/hora-perf"
 hora_run="$builddir/tools/hora-run/hora-run"
+# Host memory is what is compared here: hide any GPU, so that hora-perf's
+# buffers and ncclMemAlloc (-R 2) are host memory.
+export CUDA_VISIBLE_DEVICES=""
 have_hora=1
 [[ -x $hora_perf && -x $hora_run ]] || have_hora=0
 

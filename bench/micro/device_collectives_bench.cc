@@ -12,6 +12,11 @@
 // Times are host wall clock over `iterations` back-to-back calls of every
 // rank (one group per call) after warm-up, divided by `iterations`: each
 // call's launch cost is in the figure, as in nccl-tests without graphs.
+//
+// Last, where a small call's time goes: an 8-byte all-reduce called call by
+// call, the same replayed from CUDA graphs (one per rank holding 100 calls,
+// so the host's launch cost is paid once per 100 calls), and an 8-byte
+// cudaMemsetAsync on every rank's stream (the cost of one launch per rank).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -63,6 +68,52 @@ double copyBandwidth(void* a, void* b, std::size_t bytes) {
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 10;
   return 2.0 * static_cast<double>(bytes) / seconds;
+}
+
+// Seconds per round of `round` over `rounds` rounds, after one untimed.
+template <typename Round>
+double secondsPerRound(int rounds, Round round) {
+  round();
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < rounds; ++i) round();
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / rounds;
+}
+
+void smallCallCosts(const std::vector<ncclComm_t>& comms, const std::vector<cudaStream_t>& streams,
+                    const std::vector<void*>& send, const std::vector<void*>& recv) {
+  const int n = static_cast<int>(comms.size());
+  const int callsPerGraph = 100;
+  auto allReduce8 = [&] {
+    check(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < n; ++r)
+      check(ncclAllReduce(send[r], recv[r], 2, ncclFloat32, ncclSum, comms[r], streams[r]), "ncclAllReduce");
+    check(ncclGroupEnd(), "ncclGroupEnd");
+  };
+  const double direct = secondsPerRound(1000, allReduce8);
+
+  std::vector<cudaGraphExec_t> graphs(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r)
+    check(cudaStreamBeginCapture(streams[r], cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  for (int i = 0; i < callsPerGraph; ++i) allReduce8();
+  for (int r = 0; r < n; ++r) {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(streams[r], &graph), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&graphs[r], graph, 0), "cudaGraphInstantiate");
+    cudaGraphDestroy(graph);
+  }
+  const double replayed = secondsPerRound(20, [&] {
+    for (int r = 0; r < n; ++r) check(cudaGraphLaunch(graphs[r], streams[r]), "cudaGraphLaunch");
+  }) / callsPerGraph;
+  for (cudaGraphExec_t graph : graphs) cudaGraphExecDestroy(graph);
+
+  const double launches = secondsPerRound(1000, [&] {
+    for (int r = 0; r < n; ++r) check(cudaMemsetAsync(recv[r], 0, 8, streams[r]), "cudaMemsetAsync");
+  });
+  std::printf("# 8-byte all-reduce, %d rank(s): %.1f us per call; %.1f us per call replayed from CUDA graphs; "
+              "one 8-byte cudaMemsetAsync per rank: %.1f us\n",
+              n, direct * 1e6, replayed * 1e6, launches * 1e6);
 }
 
 }  // namespace
@@ -135,6 +186,7 @@ int main(int argc, char** argv) {
                   algbw * model.busFactor, n > 1 ? limit : 0.0);
     }
   }
+  smallCallCosts(comms, streams, send, recv);
   for (int r = 0; r < n; ++r) {
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comms[r], &async);

@@ -30,17 +30,36 @@ void print(std::FILE* out, const std::string& text) {
   std::fflush(out);
 }
 
+void complete(const BenchmarkThread& thread) {
+  if (thread.complete) thread.complete();
+}
+
 // Times options.iters calls after options.warmupIters untimed ones, and
-// combines the per-thread time across ranks.
+// combines the per-thread time across ranks. With -z 1 each call is waited
+// for before the next is launched; otherwise only the last.
 double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool inPlace) {
   const Options& options = *thread.options;
   for (int i = 0; i < options.warmupIters; ++i) thread.launch(plan, inPlace);
+  complete(thread);
   // Start together, so no rank's time includes waiting for a late peer.
   thread.sync->barrier(thread.participant);
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < options.iters; ++i) thread.launch(plan, inPlace);
+  for (int i = 0; i < options.iters; ++i) {
+    thread.launch(plan, inPlace);
+    if (options.blocking) complete(thread);
+  }
+  complete(thread);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return thread.sync->combineSeconds(thread.participant, elapsed.count() / options.iters, options.average);
+}
+
+// Writes every driven rank's inputs for repetition `rep` into its buffers.
+void prepareAll(const BenchmarkThread& thread, const StepPlan& plan, const ValueModel& values, bool inPlace,
+                int rep) {
+  for (const LocalRank& local : thread.ranks) {
+    prepareInputs(plan, values, local.rank, inPlace, local.buffers, rep);
+    if (local.upload) local.upload();
+  }
 }
 
 // Runs options.checkIters checked iterations; the number of wrong elements
@@ -49,11 +68,11 @@ long long checkIterations(const BenchmarkThread& thread, const StepPlan& plan, c
                           bool inPlace) {
   long long wrong = 0;
   for (int rep = 0; rep < thread.options->checkIters; ++rep) {
-    for (const LocalRank& local : thread.ranks) {
-      prepareInputs(plan, values, local.rank, inPlace, local.buffers, rep);
-    }
+    prepareAll(thread, plan, values, inPlace, rep);
     thread.launch(plan, inPlace);
+    complete(thread);
     for (const LocalRank& local : thread.ranks) {
+      if (local.download) local.download();
       wrong += countWrongElements(plan, values, local.rank, inPlace, local.buffers, rep);
     }
   }
@@ -64,9 +83,7 @@ PlaceResult measure(const BenchmarkThread& thread, const StepPlan& plan, bool in
   const ValueModel values(plan.type, plan.op, plan.nranks);
   // Time on well-formed data: garbage could hold NaNs or subnormals, which
   // make host arithmetic slower than real data would.
-  for (const LocalRank& local : thread.ranks) {
-    prepareInputs(plan, values, local.rank, inPlace, local.buffers, 0);
-  }
+  prepareAll(thread, plan, values, inPlace, 0);
   PlaceResult result;
   result.seconds = timeIterations(thread, plan, inPlace);
   const std::size_t bytes = plan.sizing.bytes(dataTypeInfo(plan.type).size);

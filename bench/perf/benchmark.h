@@ -20,11 +20,16 @@ std::vector<StepPlan> planSteps(const Options& options, int nranks);
 
 struct LocalRank {
   int rank = 0;
-  RankBuffers buffers;
+  RankBuffers buffers;  // where inputs are written and results read
+  // Where the collective's buffers are device memory: copy `buffers` to
+  // them before a checked call, and back after. Empty for host memory.
+  std::function<void()> upload;
+  std::function<void()> download;
 };
 
 // Runs the collective once for every rank in `ranks` of the thread (one
-// NCCL group when there are several) and returns when results are in place.
+// NCCL group when there are several). On host memory it returns when the
+// results are in place; on device memory once the calls are enqueued.
 using LaunchFunction = std::function<void(const StepPlan& plan, bool inPlace)>;
 
 struct BenchmarkThread {
@@ -34,6 +39,10 @@ struct BenchmarkThread {
   std::vector<LocalRank> ranks;  // the ranks this thread drives
   RankSync* sync = nullptr;
   LaunchFunction launch;
+  // Returns when every call launched so far has completed (device memory:
+  // the ranks' streams have run, as nccl-tests waits after its timed
+  // loop). Empty when `launch` itself returns on completion.
+  std::function<void()> complete;
   std::FILE* out = nullptr;  // set on the one thread that prints the table
 };
 

@@ -5,40 +5,37 @@
 namespace hora::perf {
 namespace {
 
-// Host buffers: the library runs the collective on its own threads and
-// needs no stream.
-constexpr cudaStream_t kNoStream = nullptr;
-
 void issue(const StepPlan& plan, bool inPlace, const NcclRank& local) {
   const CallPointers call = callPointers(plan, local.rank, inPlace, local.buffers);
   const std::size_t count = plan.sizing.paramCount;
   const ncclRedOp_t op = plan.op.value_or(ncclSum);
   const int n = plan.nranks;
+  cudaStream_t stream = local.stream;
   switch (plan.collective) {
     case Collective::AllReduce:
-      return checkNccl(ncclAllReduce(call.send, call.recv, count, plan.type, op, local.comm, kNoStream),
+      return checkNccl(ncclAllReduce(call.send, call.recv, count, plan.type, op, local.comm, stream),
                        "ncclAllReduce", local.rank, local.comm);
     case Collective::ReduceScatter:
-      return checkNccl(ncclReduceScatter(call.send, call.recv, count, plan.type, op, local.comm, kNoStream),
+      return checkNccl(ncclReduceScatter(call.send, call.recv, count, plan.type, op, local.comm, stream),
                        "ncclReduceScatter", local.rank, local.comm);
     case Collective::AllGather:
-      return checkNccl(ncclAllGather(call.send, call.recv, count, plan.type, local.comm, kNoStream),
+      return checkNccl(ncclAllGather(call.send, call.recv, count, plan.type, local.comm, stream),
                        "ncclAllGather", local.rank, local.comm);
     case Collective::Broadcast:
       return checkNccl(
-          ncclBroadcast(call.send, call.recv, count, plan.type, plan.root, local.comm, kNoStream),
+          ncclBroadcast(call.send, call.recv, count, plan.type, plan.root, local.comm, stream),
           "ncclBroadcast", local.rank, local.comm);
     case Collective::Reduce:
       return checkNccl(
-          ncclReduce(call.send, call.recv, count, plan.type, op, plan.root, local.comm, kNoStream),
+          ncclReduce(call.send, call.recv, count, plan.type, op, plan.root, local.comm, stream),
           "ncclReduce", local.rank, local.comm);
     case Collective::SendRecv:
-      checkNccl(ncclSend(call.send, count, plan.type, (local.rank + 1) % n, local.comm, kNoStream),
+      checkNccl(ncclSend(call.send, count, plan.type, (local.rank + 1) % n, local.comm, stream),
                 "ncclSend", local.rank, local.comm);
-      return checkNccl(ncclRecv(call.recv, count, plan.type, (local.rank - 1 + n) % n, local.comm, kNoStream),
+      return checkNccl(ncclRecv(call.recv, count, plan.type, (local.rank - 1 + n) % n, local.comm, stream),
                        "ncclRecv", local.rank, local.comm);
     case Collective::AlltoAll:
-      return checkNccl(ncclAlltoAll(call.send, call.recv, count, plan.type, local.comm, kNoStream),
+      return checkNccl(ncclAlltoAll(call.send, call.recv, count, plan.type, local.comm, stream),
                        "ncclAlltoAll", local.rank, local.comm);
   }
 }

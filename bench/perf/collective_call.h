@@ -12,12 +12,16 @@ struct NcclRank {
   int rank = 0;
   ncclComm_t comm = nullptr;
   RankBuffers buffers;
+  // The rank's stream for device buffers; none for host buffers, whose
+  // collectives the library runs on its own threads.
+  cudaStream_t stream = nullptr;
 };
 
 // Issues the collective of `plan` for each rank in `ranks`, inside one
 // ncclGroupStart/End when there are several ranks (or for sendrecv, whose
-// send and receive must be grouped), and returns when it completed. On
-// failure, reports the rank and the error and ends the process.
+// send and receive must be grouped). On host buffers it returns when the
+// collective completed; on device buffers once it is enqueued. On failure,
+// reports the rank and the error and ends the process.
 void launchCollective(const StepPlan& plan, bool inPlace, std::span<const NcclRank> ranks);
 
 }  // namespace hora::perf

@@ -1,4 +1,5 @@
-// hora-perf: nccl-tests' bandwidth benchmark for hora, on host memory.
+// hora-perf: nccl-tests' bandwidth benchmark for hora, on device buffers
+// where a GPU is usable and on host memory otherwise.
 //
 //   hora-perf all_reduce -b 8 -e 128M -f 2 -t 4         4 ranks as threads
 //   hora-run -n 4 hora-perf all_reduce -b 8 -e 128M -f 2  4 ranks as processes
@@ -10,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "device_memory.h"
 #include "launch_environment.h"
 #include "options.h"
+#include "rank_placement.h"
 #include "run_modes.h"
 
 namespace {
@@ -24,13 +27,15 @@ int main(int argc, char** argv) {
   using namespace hora::perf;
   Options options;
   std::optional<ProcessRank> process;
+  RankPlacement placement;
   try {
     options = parseOptions(std::vector<std::string>(argv + 1, argv + argc), argc > 0 ? argv[0] : "hora-perf");
     if (options.showHelp) {
       std::fputs(usageText().c_str(), stdout);
       return 0;
     }
-    process = processRankFromEnvironment([](const char* name) { return std::getenv(name); });
+    const EnvironmentLookup environment = [](const char* name) { return std::getenv(name); };
+    process = processRankFromEnvironment(environment);
     if (process && options.ranksInProcess() != 1) {
       throw UsageError("under hora-run each process is one rank, so -t and -g must be 1 (got -t " +
                        std::to_string(options.threads) + " -g " + std::to_string(options.ranksPerThread) +
@@ -41,9 +46,16 @@ int main(int argc, char** argv) {
       throw UsageError("-r/--root " + std::to_string(*options.root) + " is not a rank: there are " +
                        std::to_string(nranks) + " ranks (0 to " + std::to_string(nranks - 1) + ")");
     }
+    const int devices = device::count();
+    placement = placeRanks(options.ranksInProcess(), process ? process->localRank : 0, devices, environment);
+    if (!placement.onDevice() && devices > 0 && options.registration != Registration::None) {
+      throw UsageError("-R " + std::to_string(static_cast<int>(options.registration)) +
+                       " with host buffers: where a GPU is usable ncclMemAlloc returns device memory (hide the "
+                       "GPUs with CUDA_VISIBLE_DEVICES= to register host memory)");
+    }
   } catch (const UsageError& error) {
     std::fprintf(stderr, "hora-perf: %s\nRun 'hora-perf -h' for usage.\n", error.what());
     return kUsageExitStatus;
   }
-  return process ? runAsProcessRank(options, *process) : runRanksAsThreads(options);
+  return process ? runAsProcessRank(options, *process, placement) : runRanksAsThreads(options, placement);
 }

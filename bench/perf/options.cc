@@ -242,7 +242,8 @@ std::string usageText() {
   return R"(Usage: hora-perf <collective> [options]
 
 Measures the time and bandwidth of one NCCL collective over a range of message
-sizes, on host memory, and checks every result.
+sizes, and checks every result. Buffers are device memory where a CUDA GPU
+is usable (as nccl-tests), host memory otherwise.
 
 Collectives: all_reduce reduce_scatter all_gather broadcast reduce sendrecv
              alltoall (nccl-tests' names such as all_reduce_perf work too)
@@ -269,10 +270,10 @@ Measurement:
                           (default 1)
   -a, --average M         time reported across ranks: 0 rank 0, 1 mean,
                           2 min, 3 max (default 1)
-  -z, --blocking 0|1      accepted for nccl-tests compatibility; host
-                          collectives always return complete
+  -z, --blocking 0|1      1: wait for each call to complete before the next
+                          (host collectives always return complete)
 Buffers:
-  -R, --local_register R  0: plain host memory (default); 1: ncclMemAlloc
+  -R, --local_register R  0: plain memory (default); 1: ncclMemAlloc
                           and ncclCommRegister; 2: ncclMemAlloc and
                           ncclCommWindowRegister (symmetric windows: ranks
                           of one host then work in each other's buffers)
@@ -281,6 +282,15 @@ Buffers:
                           columns: the least and greatest time of each
                           place over the K sweeps (default 1)
   -h, --help              print this text
+
+Environment:
+  HORA_PERF_MEMORY=host|device  host buffers even with a GPU, or insist on
+                          device buffers
+  HORA_PERF_DEVICE=N      every rank of this process on GPU N (hora lets
+                          ranks share a GPU)
+  NCCL_TESTS_DEVICE=N     as in nccl-tests: rank i of this process on GPU N+i
+  Otherwise rank i of the process is on GPU (local rank x ranks + i) modulo
+  the number of GPUs.
 
 Exit status: 0 when every result was right, 1 when a result was wrong or an
 NCCL call failed, 2 for a command line hora-perf cannot run.

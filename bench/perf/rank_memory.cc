@@ -2,39 +2,78 @@
 
 #include <string>
 
+#include "device_memory.h"
 #include "nccl_failure.h"
 
 namespace hora::perf {
 namespace {
-std::size_t plainBytes(std::size_t bytes, Registration mode) {
-  return mode == Registration::None ? bytes : 0;
+// Host buffers are needed for plain host memory and as device mirrors; not
+// for registered host memory, which ncclMemAlloc provides.
+std::size_t hostBytes(std::size_t bytes, Registration mode, bool onDevice) {
+  return mode == Registration::None || onDevice ? bytes : 0;
 }
 }  // namespace
 
-RankMemory::RankMemory(std::size_t bytes, Registration mode, int rank)
+RankMemory::RankMemory(std::size_t bytes, Registration mode, int rank, std::optional<int> device)
     : mode_(mode),
       rank_(rank),
+      device_(device),
       bytes_(bytes > 0 ? bytes : 1),
-      plainSend_(plainBytes(bytes_, mode)),
-      plainRecv_(plainBytes(bytes_, mode)) {
-  if (mode_ == Registration::None) {
-    send_ = plainSend_.data();
-    recv_ = plainRecv_.data();
-  } else {
+      hostSend_(hostBytes(bytes_, mode, device.has_value())),
+      hostRecv_(hostBytes(bytes_, mode, device.has_value())) {
+  if (device_) {
+    device::use(*device_, rank_);
+    stream_ = device::createStream(rank_);
+  }
+  if (mode_ != Registration::None) {
+    // With a current device, ncclMemAlloc returns memory on it.
     checkNccl(ncclMemAlloc(&send_, bytes_), "ncclMemAlloc", rank_, nullptr);
     checkNccl(ncclMemAlloc(&recv_, bytes_), "ncclMemAlloc", rank_, nullptr);
+  } else if (device_) {
+    send_ = device::allocate(bytes_, rank_);
+    recv_ = device::allocate(bytes_, rank_);
+  } else {
+    send_ = hostSend_.data();
+    recv_ = hostRecv_.data();
   }
-  if (send_ == nullptr || recv_ == nullptr) {
+  const RankBuffers view = hostView();
+  if (send_ == nullptr || recv_ == nullptr || view.send == nullptr || view.recv == nullptr) {
     const std::string message = "rank " + std::to_string(rank_) + ": cannot allocate 2 x " +
-                                std::to_string(bytes_) + " bytes of host buffers (-e is too large)";
+                                std::to_string(bytes_) + " bytes of buffers (-e is too large)";
     failAndExit(message.c_str());
   }
 }
 
 RankMemory::~RankMemory() {
-  if (mode_ == Registration::None) return;
-  ncclMemFree(send_);
-  ncclMemFree(recv_);
+  if (mode_ != Registration::None) {
+    ncclMemFree(send_);
+    ncclMemFree(recv_);
+  } else if (device_) {
+    device::release(send_);
+    device::release(recv_);
+  }
+  device::destroyStream(stream_);
+}
+
+RankBuffers RankMemory::hostView() const {
+  if (device_) return {hostSend_.data(), hostRecv_.data()};
+  return buffers();
+}
+
+void RankMemory::upload() const {
+  if (!device_) return;
+  device::copyToDevice(send_, hostSend_.data(), bytes_, rank_);
+  device::copyToDevice(recv_, hostRecv_.data(), bytes_, rank_);
+}
+
+void RankMemory::download() const {
+  if (!device_) return;
+  device::copyToHost(hostSend_.data(), send_, bytes_, rank_);
+  device::copyToHost(hostRecv_.data(), recv_, bytes_, rank_);
+}
+
+void RankMemory::complete() const {
+  if (device_) device::synchronize(stream_, rank_);
 }
 
 void RankMemory::registerWith(ncclComm_t comm) {

@@ -36,8 +36,10 @@ std::string optionsLine(const Options& options) {
       options.warmupIters, options.iters, options.checkIters > 0 ? 1 : 0);
 }
 
-std::string rankLine(int rank, long pid, const std::string& host) {
-  return format("#  Rank %2d Group  0 Pid %6ld on %10s device  host\n", rank, pid, host.c_str());
+std::string rankLine(int rank, long pid, const std::string& host, int device, const std::string& deviceName) {
+  if (device < 0) return format("#  Rank %2d Group  0 Pid %6ld on %10s device  host\n", rank, pid, host.c_str());
+  return format("#  Rank %2d Group  0 Pid %6ld on %10s device %2d %s\n", rank, pid, host.c_str(), device,
+                deviceName.c_str());
 }
 
 std::string tableHeader(int sweeps) {

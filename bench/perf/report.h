@@ -13,8 +13,11 @@ namespace hora::perf {
 // "# nThread 1 nGpus 1 minBytes 8 maxBytes ... validation: 1 graph: 0"
 std::string optionsLine(const Options& options);
 
-// "#  Rank  0 Group  0 Pid   1234 on   hostname device  host"
-std::string rankLine(int rank, long pid, const std::string& host);
+// "#  Rank  0 Group  0 Pid   1234 on   hostname device  host", or with
+// a GPU, as nccl-tests: "... device  0 [0000:19:00] NVIDIA H100".
+// `device` is -1 for host memory; `deviceName` then goes unused.
+std::string rankLine(int rank, long pid, const std::string& host, int device = -1,
+                     const std::string& deviceName = "");
 
 // The three header lines of the table; with sweeps > 1, the spread columns
 // (spreadColumns) follow the in-place block.

@@ -12,6 +12,7 @@
 
 #include "benchmark.h"
 #include "collective_call.h"
+#include "device_memory.h"
 #include "nccl_failure.h"
 #include "nccl_rank_sync.h"
 #include "rank_memory.h"
@@ -40,12 +41,42 @@ std::string runHeader(const Options& options) {
          optionsLine(options) + "#\n# Using devices\n";
 }
 
+std::optional<int> deviceOf(const RankPlacement& placement, int index) {
+  if (!placement.onDevice()) return std::nullopt;
+  return placement.devices[static_cast<std::size_t>(index)];
+}
+
+std::string rankLineOf(int rank, std::optional<int> device) {
+  if (!device) return rankLine(rank, static_cast<long>(getpid()), hostName());
+  return rankLine(rank, static_cast<long>(getpid()), hostName(), *device, device::describe(*device));
+}
+
 // Both buffers of every rank hold the largest measurement: no effective
 // size exceeds the largest requested one.
-RankBuffers allocateBuffers(std::vector<std::unique_ptr<RankMemory>>& owner, const Options& options,
-                            int rank) {
-  owner.push_back(std::make_unique<RankMemory>(options.sizes.maxBytes, options.registration, rank));
-  return owner.back()->buffers();
+NcclRank allocateRank(std::vector<std::unique_ptr<RankMemory>>& owner, const Options& options, int rank,
+                      ncclComm_t comm, std::optional<int> device) {
+  owner.push_back(std::make_unique<RankMemory>(options.sizes.maxBytes, options.registration, rank, device));
+  return {rank, comm, owner.back()->buffers(), owner.back()->stream()};
+}
+
+// The benchmark's view of a rank: where it writes inputs and reads results,
+// and, for device memory, the copies between there and the buffers.
+LocalRank localRankOf(int rank, const RankMemory* memory) {
+  LocalRank local{rank, memory->hostView(), {}, {}};
+  if (memory->onDevice()) {
+    local.upload = [memory] { memory->upload(); };
+    local.download = [memory] { memory->download(); };
+  }
+  return local;
+}
+
+// Waits for the device calls of `memory`'s ranks; empty for host memory,
+// whose calls return complete.
+std::function<void()> completionOf(std::vector<const RankMemory*> memory) {
+  if (memory.empty() || !memory.front()->onDevice()) return {};
+  return [memory] {
+    for (const RankMemory* rank : memory) rank->complete();
+  };
 }
 
 int finish(const BenchmarkTotals& totals, bool printer) {
@@ -58,21 +89,24 @@ int finish(const BenchmarkTotals& totals, bool printer) {
 
 }  // namespace
 
-int runRanksAsThreads(const Options& options) {
+int runRanksAsThreads(const Options& options, const RankPlacement& placement) {
   const int nranks = options.ranksInProcess();
   std::vector<ncclComm_t> comms(static_cast<std::size_t>(nranks));
-  checkNccl(ncclCommInitAll(comms.data(), nranks, nullptr), "ncclCommInitAll", -1, nullptr);
+  // With device buffers rank r's communicator is bound to its device.
+  std::vector<int> devices = placement.devices;
+  checkNccl(ncclCommInitAll(comms.data(), nranks, devices.empty() ? nullptr : devices.data()),
+            "ncclCommInitAll", -1, nullptr);
 
   std::string header = runHeader(options);
-  const std::string host = hostName();
-  for (int rank = 0; rank < nranks; ++rank) header += rankLine(rank, static_cast<long>(getpid()), host);
+  for (int rank = 0; rank < nranks; ++rank) header += rankLineOf(rank, deviceOf(placement, rank));
   std::fputs((header + "#\n" + tableHeader(options.sweeps)).c_str(), stdout);
   std::fflush(stdout);
 
   std::vector<std::unique_ptr<RankMemory>> memory;
   std::vector<NcclRank> ranks;
   for (int rank = 0; rank < nranks; ++rank) {
-    ranks.push_back({rank, comms[static_cast<std::size_t>(rank)], allocateBuffers(memory, options, rank)});
+    ranks.push_back(
+        allocateRank(memory, options, rank, comms[static_cast<std::size_t>(rank)], deviceOf(placement, rank)));
   }
 
   // Window registration is collective: every rank registers at once.
@@ -95,9 +129,14 @@ int runRanksAsThreads(const Options& options) {
     thread.options = &options;
     thread.nranks = nranks;
     thread.participant = t;
-    for (const NcclRank& rank : driven) thread.ranks.push_back({rank.rank, rank.buffers});
+    std::vector<const RankMemory*> drivenMemory;
+    for (const NcclRank& rank : driven) {
+      drivenMemory.push_back(memory[static_cast<std::size_t>(rank.rank)].get());
+      thread.ranks.push_back(localRankOf(rank.rank, drivenMemory.back()));
+    }
     thread.sync = &sync;
     thread.launch = [driven](const StepPlan& plan, bool inPlace) { launchCollective(plan, inPlace, driven); };
+    thread.complete = completionOf(drivenMemory);
     thread.out = t == 0 ? stdout : nullptr;
     threads.emplace_back(
         [thread, &totals, t] { totals[static_cast<std::size_t>(t)] = runBenchmark(thread); });
@@ -116,7 +155,7 @@ int runRanksAsThreads(const Options& options) {
   return finish(totals.front(), true);
 }
 
-int runAsProcessRank(const Options& options, const ProcessRank& process) {
+int runAsProcessRank(const Options& options, const ProcessRank& process, const RankPlacement& placement) {
   // Every rank derives the same unique id from rank 0's address, so no
   // out-of-band exchange is needed; rank 0 listens there. Without a master
   // port the user's HORA_COMM_ID or NCCL_COMM_ID names the address already.
@@ -126,6 +165,9 @@ int runAsProcessRank(const Options& options, const ProcessRank& process) {
   }
   ncclUniqueId id;
   checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId", process.rank, nullptr);
+  // The communicator binds to the device current at init, as NCCL's does.
+  const std::optional<int> device = deviceOf(placement, 0);
+  if (device) device::use(*device, process.rank);
   ncclComm_t comm = nullptr;
   checkNccl(ncclCommInitRank(&comm, process.worldSize, id, process.rank), "ncclCommInitRank", process.rank,
             nullptr);
@@ -134,7 +176,7 @@ int runAsProcessRank(const Options& options, const ProcessRank& process) {
   constexpr std::size_t kRecordBytes = 160;
   std::vector<char> records(kRecordBytes * static_cast<std::size_t>(process.worldSize));
   std::vector<char> mine(kRecordBytes);
-  const std::string line = rankLine(process.rank, static_cast<long>(getpid()), hostName());
+  const std::string line = rankLineOf(process.rank, device);
   std::strncpy(mine.data(), line.c_str(), kRecordBytes - 1);
   checkNccl(ncclAllGather(mine.data(), records.data(), kRecordBytes, ncclChar, comm, nullptr),
             "ncclAllGather (rank list)", process.rank, comm);
@@ -150,17 +192,18 @@ int runAsProcessRank(const Options& options, const ProcessRank& process) {
   }
 
   std::vector<std::unique_ptr<RankMemory>> memory;
-  const NcclRank self{process.rank, comm, allocateBuffers(memory, options, process.rank)};
+  const NcclRank self = allocateRank(memory, options, process.rank, comm, device);
   memory.back()->registerWith(comm);
   NcclRankSync sync(comm, process.rank, process.worldSize);
   BenchmarkThread thread;
   thread.options = &options;
   thread.nranks = process.worldSize;
-  thread.ranks.push_back({self.rank, self.buffers});
+  thread.ranks.push_back(localRankOf(self.rank, memory.back().get()));
   thread.sync = &sync;
   thread.launch = [&self](const StepPlan& plan, bool inPlace) {
     launchCollective(plan, inPlace, std::span<const NcclRank>(&self, 1));
   };
+  thread.complete = completionOf({memory.back().get()});
   thread.out = printer ? stdout : nullptr;
   const BenchmarkTotals totals = runBenchmark(thread);
 

@@ -5,14 +5,17 @@
 
 #include "launch_environment.h"
 #include "options.h"
+#include "rank_placement.h"
 
 namespace hora::perf {
 
 // All options.ranksInProcess() ranks in this process: ncclCommInitAll, then
 // options.threads threads, each driving options.ranksPerThread ranks.
-int runRanksAsThreads(const Options& options);
+// `placement` gives rank r's device, or none for host buffers.
+int runRanksAsThreads(const Options& options, const RankPlacement& placement);
 
-// This process is one rank of a job started by hora-run.
-int runAsProcessRank(const Options& options, const ProcessRank& process);
+// This process is one rank of a job started by hora-run; `placement` holds
+// its one device, or none.
+int runAsProcessRank(const Options& options, const ProcessRank& process, const RankPlacement& placement);
 
 }  // namespace hora::perf

@@ -1,7 +1,10 @@
-// Memory and registration entry points of nccl.h, for host memory.
+// Memory and registration entry points of nccl.h.
 //
-//   ncclMemAlloc / ncclMemFree       host memory other ranks of this host can
-//                                    map (transport/shm/shared_memory.h)
+//   ncclMemAlloc / ncclMemFree       memory on the calling thread's CUDA
+//                                    device, as NCCL's, where there is one
+//                                    (device/device_memory.h); otherwise host
+//                                    memory other ranks of this host can map
+//                                    (transport/shm/shared_memory.h)
 //   ncclCommWindowRegister / ...     collective; all-reduces whose buffers
 //                                    lie in windows on every rank run without
 //                                    FIFOs (core/zero_copy.cc)
@@ -15,7 +18,11 @@
 #include <unordered_set>
 
 #include "api/nccl_api.h"
+#include "hora_config.h"
 #include "transport/peer_memory.h"
+#if HORA_HAVE_CUDA
+#include "device/device_memory.h"
+#endif
 
 using namespace hora;
 
@@ -60,13 +67,23 @@ void forget(const Handle* handle, ncclComm_t comm, const char* what) {
 HORA_NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
   return api::guarded("ncclMemAlloc", [&] {
     HORA_CHECK_ARG(ptr != nullptr, "ptr is NULL");
+#if HORA_HAVE_CUDA
+    if (device::currentDevice() >= 0) {
+      *ptr = device::allocateDeviceMemory(size);
+      return;
+    }
+#endif
     *ptr = transport::hostPeerMemory().allocate(size);
   });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
   return api::guarded("ncclMemFree", [&] {
-    if (ptr != nullptr) transport::hostPeerMemory().free(ptr);
+    if (ptr == nullptr) return;
+#if HORA_HAVE_CUDA
+    if (device::isDeviceMemory(ptr)) return device::freeDeviceMemory(ptr);
+#endif
+    transport::hostPeerMemory().free(ptr);
   });
 }
 

@@ -112,31 +112,6 @@ ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::v
 
 }  // namespace
 
-bool isDeviceMemory(const void* pointer) {
-  if (pointer == nullptr) return false;
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
-    cudaGetLastError();  // a host pointer where CUDA has no device: not an error to keep
-    return false;
-  }
-  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
-}
-
-int deviceCount() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return count;
-}
-
-int currentDevice() {
-  if (deviceCount() == 0) return -1;
-  int device = -1;
-  return cudaGetDevice(&device) == cudaSuccess ? device : -1;
-}
-
 CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline)
     : ctx_(std::move(context)),
       timeoutNs_(static_cast<std::uint64_t>(ctx_.timeout.count()) * 1000000ull) {

@@ -24,6 +24,7 @@
 #include "base/deadline.h"
 #include "bootstrap/bootstrap.h"
 #include "core/executor.h"
+#include "device/device_memory.h"
 #include "device/device_plan.h"
 #include "hora/error.h"
 
@@ -79,13 +80,5 @@ class CudaExecutor final : public core::Executor {
   DeviceFailure* failure_ = nullptr;    // host-mapped
   DeviceFailure* failureOnDevice_ = nullptr;  // the same, as kernels address it
 };
-
-// Whether `pointer` is memory a CUDA device owns or manages (false for host
-// memory, including where CUDA has no device).
-bool isDeviceMemory(const void* pointer);
-// The calling thread's current CUDA device, or -1 where CUDA has none.
-int currentDevice();
-// CUDA devices this process sees (0 where CUDA has none).
-int deviceCount();
 
 }  // namespace hora::device

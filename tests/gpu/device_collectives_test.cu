@@ -3,7 +3,7 @@
 // every ring collective, element type and reduction against references
 // computed here on the host, in and out of place, unaligned, counts 0, 1,
 // primes and several MiB; then stream order, two communicators at once,
-// CUDA graph capture, abort of a kernel that waits for a peer, a peer that
+// CUDA graph capture, ncclMemAlloc memory in windows, abort of a kernel that waits for a peer, a peer that
 // never comes reported by ncclCommGetAsyncError, and bad input.
 //
 // Inputs are small integers (0..3, or 1..2 for products), which every
@@ -340,6 +340,58 @@ TEST(DeviceCollectives, GraphCaptureReplays) {
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < n; ++r) EXPECT_TRUE(errors[r].empty()) << "rank " << r << ": " << errors[r];
+}
+
+// With a current device ncclMemAlloc returns device memory, as NCCL's; it
+// can be registered (ncclCommRegister, and the collective
+// ncclCommWindowRegister) and collectives on it are right.
+TEST(DeviceCollectives, MemAllocWindowsOnDevice) {
+  const int n = 2;
+  const std::size_t count = (1 << 20) + 3;
+  Ranks ranks(n);
+  CUDA_OK(cudaSetDevice(0));
+  std::vector<float*> buffers(n);
+  for (int r = 0; r < n; ++r) {
+    NCCL_OK(ncclMemAlloc(reinterpret_cast<void**>(&buffers[r]), count * sizeof(float)));
+    cudaPointerAttributes attributes{};
+    CUDA_OK(cudaPointerGetAttributes(&attributes, buffers[r]));
+    EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
+    std::vector<float> input(count, static_cast<float>(r + 1));
+    CUDA_OK(cudaMemcpy(buffers[r], input.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  std::vector<ncclWindow_t> windows(n);
+  std::vector<void*> handles(n);
+  std::vector<std::thread> threads;
+  std::vector<ncclResult_t> results(n, ncclInternalError);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      results[r] = ncclCommWindowRegister(ranks.comm(r), buffers[r], count * sizeof(float), &windows[r],
+                                          NCCL_WIN_COLL_SYMMETRIC);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(results[r], ncclSuccess) << ncclGetLastError(ranks.comm(r));
+    NCCL_OK(ncclCommRegister(ranks.comm(r), buffers[r], count * sizeof(float), &handles[r]));
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; ++r)
+    NCCL_OK(ncclAllReduce(buffers[r], buffers[r], count, ncclFloat32, ncclSum, ranks.comm(r), ranks.stream(r)));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < n; ++r) {
+    CUDA_OK(cudaStreamSynchronize(ranks.stream(r)));
+    std::vector<float> got(count);
+    CUDA_OK(cudaMemcpy(got.data(), buffers[r], count * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(std::count(got.begin(), got.end(), 3.0f), static_cast<std::ptrdiff_t>(count)) << "rank " << r;
+    NCCL_OK(ncclCommDeregister(ranks.comm(r), handles[r]));
+  }
+  threads.clear();
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] { results[r] = ncclCommWindowDeregister(ranks.comm(r), windows[r]); });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(results[r], ncclSuccess) << ncclGetLastError(ranks.comm(r));
+    NCCL_OK(ncclMemFree(buffers[r]));
+  }
 }
 
 // A kernel waiting for a peer that never calls: ncclCommGetAsyncError says

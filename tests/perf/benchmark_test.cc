@@ -71,7 +71,7 @@ BenchmarkTotals runSingleThread(const Options& options, int nranks, std::FILE* o
   BenchmarkThread thread;
   thread.options = &options;
   thread.nranks = nranks;
-  for (int r = 0; r < nranks; ++r) thread.ranks.push_back({r, job.buffers[static_cast<std::size_t>(r)]});
+  for (int r = 0; r < nranks; ++r) thread.ranks.push_back({r, job.buffers[static_cast<std::size_t>(r)], {}, {}});
   thread.sync = &sync;
   thread.launch = [&](const StepPlan& plan, bool inPlace) {
     runOnHost(plan, inPlace, job.buffers);
@@ -176,7 +176,7 @@ TEST(Benchmark, RefusedInPlaceFormsAreNeverCalled) {
   BenchmarkThread thread;
   thread.options = &options;
   thread.nranks = 2;
-  thread.ranks = {{0, job.buffers[0]}, {1, job.buffers[1]}};
+  thread.ranks = {{0, job.buffers[0], {}, {}}, {1, job.buffers[1], {}, {}}};
   thread.sync = &sync;
   int outOfPlaceCalls = 0;
   thread.launch = [&](const StepPlan& plan, bool inPlace) {
@@ -238,7 +238,7 @@ TEST(Benchmark, ThreadsCombineTheirCounts) {
     thread.participant = t;
     for (int i = 0; i < kPerThread; ++i) {
       const int rank = t * kPerThread + i;
-      thread.ranks.push_back({rank, job.buffers[static_cast<std::size_t>(rank)]});
+      thread.ranks.push_back({rank, job.buffers[static_cast<std::size_t>(rank)], {}, {}});
     }
     thread.sync = &sync;
     thread.launch = [&, t](const StepPlan& plan, bool inPlace) {

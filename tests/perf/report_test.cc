@@ -75,6 +75,8 @@ TEST(Report, Summary) {
 
 TEST(Report, RankAndOptionsLines) {
   EXPECT_EQ(rankLine(3, 4242, "node1"), "#  Rank  3 Group  0 Pid   4242 on      node1 device  host\n");
+  EXPECT_EQ(rankLine(1, 77, "gpu-node", 2, "[0000:19:00] NVIDIA H100"),
+            "#  Rank  1 Group  0 Pid     77 on   gpu-node device  2 [0000:19:00] NVIDIA H100\n");
   Options options;
   options.sizes = {8, 1 << 20, 4, 0};
   options.threads = 3;

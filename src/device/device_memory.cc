@@ -1,0 +1,45 @@
+#include "device/device_memory.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "device/cuda_check.h"
+
+namespace hora::device {
+
+bool isDeviceMemory(const void* pointer) {
+  if (pointer == nullptr) return false;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    cudaGetLastError();  // a host pointer where CUDA has no device: not an error to keep
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
+int deviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+int currentDevice() {
+  if (deviceCount() == 0) return -1;
+  int device = -1;
+  return cudaGetDevice(&device) == cudaSuccess ? device : -1;
+}
+
+void* allocateDeviceMemory(std::size_t bytes) {
+  void* memory = nullptr;
+  const std::string what = "allocating " + std::to_string(bytes) + " bytes of device memory (cudaMalloc)";
+  cudaCheck(cudaMalloc(&memory, bytes), what.c_str());
+  return memory;
+}
+
+void freeDeviceMemory(void* memory) { cudaCheck(cudaFree(memory), "freeing device memory (cudaFree)"); }
+
+}  // namespace hora::device

@@ -1,0 +1,25 @@
+// What the rest of the library asks the CUDA runtime about memory and
+// devices: where a pointer lives, which device is current, and device
+// memory for ncclMemAlloc. Built with CUDA only; callers guard with
+// HORA_HAVE_CUDA.
+#pragma once
+
+#include <cstddef>
+
+namespace hora::device {
+
+// Whether `pointer` is memory a CUDA device owns or manages (false for host
+// memory, including where CUDA has no device).
+bool isDeviceMemory(const void* pointer);
+// The calling thread's current CUDA device, or -1 where CUDA has none.
+int currentDevice();
+// CUDA devices this process sees (0 where CUDA has none).
+int deviceCount();
+
+// `bytes` of memory on the current device, which other processes can open
+// by CUDA IPC (cudaMalloc memory is). Throws hora::Error naming the size
+// and CUDA's reason when the device has no room.
+void* allocateDeviceMemory(std::size_t bytes);
+void freeDeviceMemory(void* memory);
+
+}  // namespace hora::device
