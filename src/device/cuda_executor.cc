@@ -309,6 +309,13 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     if (auto failed = failure()) throw *failed;
     const DeviceLaunchPlan plan = planDeviceLaunch(op, shape_);
     if (plan.count == 0) continue;
+    if (plan.copyOnly) {
+      if (op.send != op.recv)
+        cudaCheck(cudaMemcpyAsync(op.recv, op.send, op.bytes, cudaMemcpyDeviceToDevice,
+                                  static_cast<cudaStream_t>(op.stream)),
+                  "copying a one-rank collective's input to its output (cudaMemcpyAsync)");
+      continue;
+    }
     DeviceWork work{};
     work.ring = static_cast<const DeviceRing*>(ring_);
     work.collective = plan.collective;

@@ -16,6 +16,7 @@ DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape) 
          " on device buffers is not supported yet (the CUDA executor runs all-reduce, reduce-scatter, "
          "all-gather, broadcast and reduce)");
   plan.collective = *collective;
+  plan.copyOnly = shape.nranks == 1 && op.reduce.kind != kernels::ReduceKind::PreMulSum;
   const bool copies =
       *collective == algorithms::RingCollective::AllGather || *collective == algorithms::RingCollective::Broadcast;
   if (copies) {

@@ -34,6 +34,12 @@ struct DeviceLaunchPlan {
   std::size_t chunk = 1;     // elements per ring step and channel
   std::size_t align = 1;     // elements
   int channels = 1;
+  // One rank whose result is its input unchanged (every reduction but a
+  // pre-multiplied sum; an average divides by 1): no kernel, but a
+  // device-to-device copy, or nothing in place, as NCCL does. The copy
+  // engine moves it at the memory's full bandwidth, a ring kernel's few
+  // blocks at half that.
+  bool copyOnly = false;
 };
 
 // Bytes of work that make one more channel worth its launch: below this

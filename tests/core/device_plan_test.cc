@@ -64,6 +64,21 @@ TEST(DevicePlan, CopyingCollectivesMoveBytes) {
   EXPECT_EQ(planDeviceLaunch(opOf(core::OpKind::Reduce, 1, DataType::Int8), s).collective, algorithms::RingCollective::Reduce);
 }
 
+TEST(DevicePlan, OneRankCopiesUnlessItPreMultiplies) {
+  for (core::OpKind kind : {core::OpKind::AllReduce, core::OpKind::ReduceScatter, core::OpKind::AllGather,
+                            core::OpKind::Broadcast, core::OpKind::Reduce}) {
+    EXPECT_TRUE(planDeviceLaunch(opOf(kind, 1000, DataType::Float32), shape(1, 1, 32)).copyOnly);
+    EXPECT_FALSE(planDeviceLaunch(opOf(kind, 1000, DataType::Float32), shape(2, 1, 32)).copyOnly);
+  }
+  core::Op average = opOf(core::OpKind::AllReduce, 1000, DataType::Int32);
+  average.reduce.kind = kernels::ReduceKind::SumPostDiv;
+  average.reduce.scalarBits = 1;
+  EXPECT_TRUE(planDeviceLaunch(average, shape(1, 1, 32)).copyOnly);
+  core::Op scaled = opOf(core::OpKind::AllReduce, 1000, DataType::Float32);
+  scaled.reduce.kind = kernels::ReduceKind::PreMulSum;
+  EXPECT_FALSE(planDeviceLaunch(scaled, shape(1, 1, 32)).copyOnly);
+}
+
 TEST(DevicePlan, KindsWithoutADeviceScheduleAreRefusedByName) {
   const DeviceShape s = shape(2, 1, 8);
   for (core::OpKind kind : {core::OpKind::AllToAll, core::OpKind::Gather, core::OpKind::Scatter, core::OpKind::Send,

@@ -242,7 +242,7 @@ TEST(DeviceCollectives, EveryKindTypeAndReductionMatchesTheReference) {
 // In place in NCCL's layouts, buffers that start off a 16-byte boundary, and
 // sizes large enough for many channels and loops.
 TEST(DeviceCollectives, InPlaceUnalignedAndLarge) {
-  for (int n : {2, 3, 4}) {
+  for (int n : {1, 2, 3, 4}) {
     Ranks ranks(n);
     for (Kind kind : {Kind::AllReduce, Kind::ReduceScatter, Kind::AllGather, Kind::Broadcast, Kind::Reduce})
       for (bool inPlace : {false, true})
@@ -252,6 +252,45 @@ TEST(DeviceCollectives, InPlaceUnalignedAndLarge) {
             runCase(ranks, {kind, ncclInt8, ncclMax, count, inPlace, shift, 0});
             if (HasFatalFailure()) return;
           }
+  }
+}
+
+// ncclRedOpCreatePreMulSum: every input is multiplied by the scalar before
+// the sum, in and out of place; with one rank too, where the other
+// reductions are a plain copy but this one is not.
+TEST(DeviceCollectives, PreMulSumScalesEveryInput) {
+  const std::size_t count = 4099;
+  for (int n : {1, 2, 3}) {
+    Ranks ranks(n);
+    for (bool inPlace : {false, true}) {
+      std::vector<float*> in(n), out(n);
+      std::vector<ncclRedOp_t> ops(n);
+      const float scalar = 2.0f;
+      for (int r = 0; r < n; ++r) {
+        CUDA_OK(cudaMalloc(&in[r], count * sizeof(float)));
+        out[r] = in[r];
+        if (!inPlace) CUDA_OK(cudaMalloc(&out[r], count * sizeof(float)));
+        std::vector<float> input(count, static_cast<float>(r + 1));
+        CUDA_OK(cudaMemcpy(in[r], input.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+        NCCL_OK(ncclRedOpCreatePreMulSum(&ops[r], const_cast<float*>(&scalar), ncclFloat32, ncclScalarHostImmediate,
+                                         ranks.comm(r)));
+      }
+      NCCL_OK(ncclGroupStart());
+      for (int r = 0; r < n; ++r)
+        NCCL_OK(ncclAllReduce(in[r], out[r], count, ncclFloat32, ops[r], ranks.comm(r), ranks.stream(r)));
+      NCCL_OK(ncclGroupEnd());
+      const float want = static_cast<float>(n * (n + 1));  // 2 x (1 + ... + n)
+      for (int r = 0; r < n; ++r) {
+        CUDA_OK(cudaStreamSynchronize(ranks.stream(r)));
+        std::vector<float> got(count);
+        CUDA_OK(cudaMemcpy(got.data(), out[r], count * sizeof(float), cudaMemcpyDeviceToHost));
+        EXPECT_EQ(std::count(got.begin(), got.end(), want), static_cast<std::ptrdiff_t>(count))
+            << n << " ranks, rank " << r << (inPlace ? " in place" : "") << ": got " << got[0];
+        NCCL_OK(ncclRedOpDestroy(ops[r], ranks.comm(r)));
+        if (!inPlace) cudaFree(out[r]);
+        cudaFree(in[r]);
+      }
+    }
   }
 }
 
