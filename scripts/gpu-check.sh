@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What hora can show on a machine with an NVIDIA GPU, in one command: it
 # builds hora with CUDA, runs the GPU test suite, benchmarks the device
-# reduction against a device-to-device copy, runs hora-perf for every ring
+# reduction against a device-to-device copy, runs hora-perf for every
 # collective on device buffers with 1, 2 and 4 ranks on GPU 0, the
 # collectives with 2, 4 and 8 ranks against the GPU's memory limit, NVIDIA's
 # nccl-tests on hora (and on NVIDIA's NCCL beside it, where PyTorch brought
@@ -121,10 +121,10 @@ if ((testsOnly == 0)); then
     summary+=("reduce-copy bandwidth: FAILED (see $bench)")
   fi
 
-  # hora-perf on device buffers, every ring collective, 1, 2 and 4 ranks as
+  # hora-perf on device buffers, every collective, 1, 2 and 4 ranks as
   # threads on GPU 0 (HORA_PERF_DEVICE), every result checked.
   perfLogs=()
-  for collective in all_reduce reduce_scatter all_gather broadcast reduce; do
+  for collective in all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall; do
     for ranks in 1 2 4; do
       log="$out/hora-perf_${collective}_${ranks}ranks.txt"
       perfLogs+=("hora-perf $collective, $ranks rank(s)=$log")
@@ -172,7 +172,7 @@ PY
 )}
       libraries=("hora=$build/src")
       [[ -n "$nvidiaLib" ]] && libraries+=("nvidia=$nvidiaLib")
-      for collective in all_reduce reduce_scatter all_gather broadcast reduce; do
+      for collective in all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall gather scatter; do
         for entry in "${libraries[@]}"; do
           library=${entry%%=*}
           log="$out/nccl-tests_${collective}_${library}.txt"

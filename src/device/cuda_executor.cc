@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "device/cuda_check.h"
+#include "device/peer_launch.h"
 #include "device/ring_launch.h"
 #include "protocols/fifo_handle.h"
 #include "protocols/status.h"
@@ -79,6 +80,36 @@ struct FifoOffer {
 
 // The channels every rank uses, decided alike on every rank from what all
 // ranks offered; or why device collectives cannot run on this communicator.
+// `peer`'s FIFO memory as this process addresses it: its pointer within
+// this process, or its allocation opened by CUDA IPC (added to `mappings`),
+// after enabling access to its GPU. Null, with *why set, where this GPU
+// cannot reach the peer's or its process could not export the memory.
+char* mapPeerFifos(int device, int peer, const GpuOffer& gpu, const FifoOffer& offer, std::vector<void*>& mappings,
+                   std::string* why) {
+  if (gpu.device != device) {
+    int canAccess = 0;
+    cudaCheck(cudaDeviceCanAccessPeer(&canAccess, device, gpu.device), "cudaDeviceCanAccessPeer");
+    if (canAccess == 0) {
+      *why = strCat("GPU ", device, " cannot access GPU ", gpu.device, " of rank ", peer,
+                    " directly; staging through host memory is not built yet");
+      return nullptr;
+    }
+    const cudaError_t enabled = cudaDeviceEnablePeerAccess(gpu.device, 0);
+    if (enabled != cudaErrorPeerAccessAlreadyEnabled) cudaCheck(enabled, "cudaDeviceEnablePeerAccess");
+    cudaGetLastError();
+  }
+  if (gpu.process == processIdentity()) return reinterpret_cast<char*>(offer.base);
+  if (offer.shareable == 0) {
+    *why = strCat("rank ", peer, " could not export its FIFOs to other processes (cudaIpcGetMemHandle failed there)");
+    return nullptr;
+  }
+  void* mapping = nullptr;
+  cudaCheck(cudaIpcOpenMemHandle(&mapping, offer.handle, cudaIpcMemLazyEnablePeerAccess),
+            "opening a peer's FIFOs (cudaIpcOpenMemHandle)");
+  mappings.push_back(mapping);
+  return static_cast<char*>(mapping);
+}
+
 struct ChannelAgreement {
   int minChannels = 1;
   int maxChannels = DeviceRing::kMaxChannels;
@@ -169,9 +200,12 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   gpuSharedInProcess_ = inThisProcess > 1;
 
   // 2. FIFOs: this rank's, zeroed, and a handle other processes can open.
+  // The ring's receive FIFOs (one per channel), then one per sending rank
+  // for point-to-point work.
   const std::uint64_t stride = fifoStride();
-  cudaCheck(cudaMalloc(&fifos_, stride * static_cast<std::uint64_t>(channels)), "allocating the FIFOs (cudaMalloc)");
-  cudaCheck(cudaMemset(fifos_, 0, stride * static_cast<std::uint64_t>(channels)), "clearing the FIFOs");
+  const std::uint64_t fifoCount = static_cast<std::uint64_t>(channels + n);
+  cudaCheck(cudaMalloc(&fifos_, stride * fifoCount), "allocating the FIFOs (cudaMalloc)");
+  cudaCheck(cudaMemset(fifos_, 0, stride * fifoCount), "clearing the FIFOs");
   std::vector<FifoOffer> offers(static_cast<std::size_t>(n));
   FifoOffer& offer = offers[static_cast<std::size_t>(ctx_.rank)];
   offer.base = reinterpret_cast<std::uint64_t>(fifos_);
@@ -179,46 +213,55 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   if (offer.shareable == 0) cudaGetLastError();
   ctx_.bootstrap.allGather(offers.data(), sizeof(FifoOffer), deadline);
 
-  // 3. The next rank's FIFOs, as this process addresses them.
-  const GpuOffer& nextGpu = gpus[static_cast<std::size_t>(next)];
-  const FifoOffer& nextFifos = offers[static_cast<std::size_t>(next)];
-  char* nextBase = nullptr;
-  if (nextGpu.device != ctx_.device) {
-    int canAccess = 0;
-    cudaCheck(cudaDeviceCanAccessPeer(&canAccess, ctx_.device, nextGpu.device), "cudaDeviceCanAccessPeer");
-    if (canAccess == 0)
-      fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": GPU ", ctx_.device, " cannot access GPU ",
-           nextGpu.device, " of the next rank (", next,
-           ") directly; staging through host memory is not built yet");
-    const cudaError_t enabled = cudaDeviceEnablePeerAccess(nextGpu.device, 0);
-    if (enabled != cudaErrorPeerAccessAlreadyEnabled) cudaCheck(enabled, "cudaDeviceEnablePeerAccess");
-    cudaGetLastError();
+  // 3. Every rank's FIFOs, as this process addresses them. The ring needs
+  // the next rank's; a peer this rank cannot reach only rules out
+  // point-to-point work on device buffers.
+  std::vector<char*> bases(static_cast<std::size_t>(n), nullptr);
+  for (int peer = 0; peer < n; ++peer) {
+    std::string why;
+    bases[static_cast<std::size_t>(peer)] =
+        peer == ctx_.rank ? static_cast<char*>(fifos_)
+                          : mapPeerFifos(ctx_.device, peer, gpus[static_cast<std::size_t>(peer)],
+                                         offers[static_cast<std::size_t>(peer)], peerMappings_, &why);
+    if (bases[static_cast<std::size_t>(peer)] == nullptr) {
+      if (peer == next) fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the next rank of the ring: ", why);
+      if (peersUnusable_.empty()) peersUnusable_ = why;
+    }
   }
-  const bool sameProcess = nextGpu.process == processIdentity();
-  if (sameProcess) {
-    nextBase = reinterpret_cast<char*>(nextFifos.base);
-  } else {
-    if (nextFifos.shareable == 0)
-      fail(ErrorKind::System, "rank ", ctx_.rank, ": rank ", next,
-           " could not export its FIFOs to other processes (cudaIpcGetMemHandle failed there)");
-    cudaCheck(cudaIpcOpenMemHandle(&peerMapping_, nextFifos.handle, cudaIpcMemLazyEnablePeerAccess),
-              "opening the next rank's FIFOs (cudaIpcOpenMemHandle)");
-    nextBase = static_cast<char*>(peerMapping_);
-  }
-
-  // 4. The ring as the kernels see it.
-  DeviceRing ring{};
-  ring.nranks = n;
-  ring.pos = pos;
+  const bool sameProcess = gpus[static_cast<std::size_t>(next)].process == processIdentity();
   std::uint32_t* abortOnDevice = nullptr;
   cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abortOnDevice), abortFlag_, 0),
             "cudaHostGetDevicePointer");
+  auto fifo = [&](char* base, std::uint64_t index) {
+    protocols::FifoHandle handle = protocols::fifoAt(base + stride * index, kSlotBytes, kSlotCount);
+    handle.abortFlag = abortOnDevice;
+    return handle;
+  };
+
+  // 4. Point-to-point: the FIFO for this rank in every peer's memory, and
+  // every peer's in this rank's.
+  std::vector<DeviceChannel> peerChannels(static_cast<std::size_t>(n));
+  for (int peer = 0; peer < n; ++peer) {
+    char* base = bases[static_cast<std::size_t>(peer)];
+    if (base == nullptr) continue;
+    peerChannels[static_cast<std::size_t>(peer)].send = fifo(base, static_cast<std::uint64_t>(channels + ctx_.rank));
+    peerChannels[static_cast<std::size_t>(peer)].recv =
+        fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(channels + peer));
+  }
+  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&peerChannels_), sizeof(DeviceChannel) * peerChannels.size()),
+            "cudaMalloc");
+  cudaCheck(cudaMemcpy(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size(),
+                       cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+  preloadPeerKernel();
+
+  // 5. The ring as the kernels see it.
+  DeviceRing ring{};
+  ring.nranks = n;
+  ring.pos = pos;
   for (int c = 0; c < channels; ++c) {
-    const std::uint64_t at = stride * static_cast<std::uint64_t>(c);
-    ring.channels[c].send = protocols::fifoAt(nextBase + at, kSlotBytes, kSlotCount);
-    ring.channels[c].recv = protocols::fifoAt(static_cast<char*>(fifos_) + at, kSlotBytes, kSlotCount);
-    ring.channels[c].send.abortFlag = abortOnDevice;
-    ring.channels[c].recv.abortFlag = abortOnDevice;
+    ring.channels[c].send = fifo(bases[static_cast<std::size_t>(next)], static_cast<std::uint64_t>(c));
+    ring.channels[c].recv = fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(c));
   }
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
             "cudaMalloc");
@@ -243,10 +286,13 @@ void CudaExecutor::release() {
                         cudaSetDevice(ctx_.device) == cudaSuccess;
   if (ring_ != nullptr) cudaFree(ring_);
   if (ringRanksDevice_ != nullptr) cudaFree(ringRanksDevice_);
-  if (peerMapping_ != nullptr) cudaIpcCloseMemHandle(peerMapping_);
+  for (void* mapping : peerMappings_) cudaIpcCloseMemHandle(mapping);
+  peerMappings_.clear();
+  if (peerChannels_ != nullptr) cudaFree(peerChannels_);
+  peerChannels_ = nullptr;
   if (fifos_ != nullptr) cudaFree(fifos_);
   if (abortFlag_ != nullptr) cudaFreeHost(abortFlag_);
-  ring_ = peerMapping_ = fifos_ = nullptr;
+  ring_ = fifos_ = nullptr;
   ringRanksDevice_ = nullptr;
   abortFlag_ = nullptr;
   failure_ = failureOnDevice_ = nullptr;
@@ -290,8 +336,19 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
   if (!unusable_.empty())
     fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": collectives on device buffers are not available: ",
          unusable_);
+  bool peerWork = false;
   for (const core::Op& op : ops) {
-    planDeviceLaunch(op, shape_);  // throws for kinds without a device schedule
+    if (isPeerKind(op.kind)) {
+      peerWork = true;
+      if (!peersUnusable_.empty())
+        fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": ", core::opKindName(op.kind),
+             " on device buffers is not available: ", peersUnusable_);
+      if (op.stream != peerStream(ops))
+        fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the sends and receives of one group on device buffers "
+             "take one stream per communicator; this group gives ", core::opKindName(op.kind), " another");
+    } else {
+      planDeviceLaunch(op, shape_);  // throws for kinds without a device schedule
+    }
     // The legacy default stream waits for every other blocking stream of the
     // process and they for it: the kernels of ranks sharing this GPU here
     // could not run at once, and would wait for each other until the deadline.
@@ -301,12 +358,40 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
            ": their kernels must run at the same time, which that stream forbids; give each rank a stream of "
            "its own (cudaStreamCreateWithFlags with cudaStreamNonBlocking)");
   }
+  if (peerWork) planPeerLaunch(ops, ctx_.rank, ctx_.nranks, shape_.maxChannels);  // throws what it cannot run
+}
+
+void* CudaExecutor::peerStream(std::span<const core::Op> ops) {
+  for (const core::Op& op : ops)
+    if (isPeerKind(op.kind)) return op.stream;
+  return nullptr;
+}
+
+void CudaExecutor::runPeers(std::span<const core::Op> ops) {
+  const DevicePeerPlan plan = planPeerLaunch(ops, ctx_.rank, ctx_.nranks, shape_.maxChannels);
+  auto* stream = static_cast<cudaStream_t>(peerStream(ops));
+  for (const DevicePeerPlan::SelfCopy& copy : plan.copies)
+    cudaCheck(cudaMemcpyAsync(copy.to, copy.from, copy.bytes, cudaMemcpyDeviceToDevice, stream),
+              "copying a send to this rank into its receive (cudaMemcpyAsync)");
+  if (plan.transfers.empty()) return;
+  DevicePeerWork work{};
+  work.peers = peerChannels_;
+  std::copy(plan.transfers.begin(), plan.transfers.end(), work.ops);
+  work.count = static_cast<int>(plan.transfers.size());
+  work.timeoutNs = timeoutNs_;
+  work.failure = failureOnDevice_;
+  launchPeers(work, stream);
 }
 
 void CudaExecutor::run(std::span<const core::Op> ops) {
   DeviceScope scope(ctx_.device);
+  bool peerWork = false;
   for (const core::Op& op : ops) {
     if (auto failed = failure()) throw *failed;
+    if (isPeerKind(op.kind)) {
+      peerWork = true;  // all of the group's at once, below
+      continue;
+    }
     const DeviceLaunchPlan plan = planDeviceLaunch(op, shape_);
     if (plan.count == 0) continue;
     if (plan.copyOnly) {
@@ -329,6 +414,7 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     work.failure = failureOnDevice_;
     launchRing(plan.spec, work, plan.channels, static_cast<cudaStream_t>(op.stream));
   }
+  if (peerWork) runPeers(ops);
 }
 
 }  // namespace hora::device

@@ -43,17 +43,20 @@ struct CudaExecutorContext {
 class CudaExecutor final : public core::Executor {
  public:
   // Collective over every rank (two all-gathers through the bootstrap):
-  // allocates this rank's FIFOs and opens its ring neighbour's.
+  // allocates this rank's FIFOs and opens every peer's (the ring uses the
+  // next rank's; point-to-point work all of them).
   CudaExecutor(CudaExecutorContext context, const Deadline& deadline);
   ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
 
   // Refuses what cannot run here: kinds without a device schedule, device
-  // collectives this communicator cannot run, and the legacy default stream
-  // where ranks of this process share the GPU.
+  // collectives this communicator cannot run, point-to-point work the
+  // kernel cannot run (planPeerLaunch says what), and the legacy default
+  // stream where ranks of this process share the GPU.
   void check(std::span<const core::Op> ops) const override;
-  // Enqueues every op (collectives on device buffers) on its stream.
+  // Enqueues every op on its stream: a ring kernel per collective, and one
+  // point-to-point kernel for all of the sends and receives.
   void run(std::span<const core::Op> ops) override;
   // Raises the flag every wait of this rank's kernels polls: they end.
   void abort() override;
@@ -64,6 +67,11 @@ class CudaExecutor final : public core::Executor {
 
  private:
   void exchangeFifos(const Deadline& deadline);
+  // The group's sends and receives (ops of peer kinds) in one launch, and
+  // the copies of its sends to this rank.
+  void runPeers(std::span<const core::Op> ops);
+  // The stream of the first op of a peer kind (all must share it).
+  static void* peerStream(std::span<const core::Op> ops);
   // Frees what was allocated (the destructor, and a constructor that throws).
   void release();
 
@@ -73,7 +81,9 @@ class CudaExecutor final : public core::Executor {
   bool gpuSharedInProcess_ = false;  // another rank of this process uses this GPU
   std::uint64_t timeoutNs_;
   void* fifos_ = nullptr;           // this rank's receive FIFOs (device memory)
-  void* peerMapping_ = nullptr;     // the next rank's FIFOs opened by IPC, if any
+  std::vector<void*> peerMappings_;  // peers' FIFOs opened by CUDA IPC
+  DeviceChannel* peerChannels_ = nullptr;  // per rank, for point-to-point work (device memory)
+  std::string peersUnusable_;  // why point-to-point work on device buffers cannot run here (empty: it can)
   void* ring_ = nullptr;            // the DeviceRing (device memory)
   int* ringRanksDevice_ = nullptr;  // its ranks (device memory)
   std::uint32_t* abortFlag_ = nullptr;  // host-mapped

@@ -1,6 +1,7 @@
 #include "device/device_plan.h"
 
 #include <algorithm>
+#include <set>
 
 #include "base/error.h"
 
@@ -37,6 +38,99 @@ DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape) 
   plan.channels = static_cast<int>(std::clamp<std::size_t>(wanted, static_cast<std::size_t>(shape.minChannels),
                                                            static_cast<std::size_t>(shape.maxChannels)));
   return plan;
+}
+
+bool isPeerKind(core::OpKind kind) {
+  using core::OpKind;
+  return kind == OpKind::Send || kind == OpKind::Recv || kind == OpKind::AllToAll || kind == OpKind::Gather ||
+         kind == OpKind::Scatter;
+}
+
+namespace {
+
+// Collects one rank's transfers, pairing its sends to itself with its
+// receives from itself.
+class PeerPlanner {
+ public:
+  PeerPlanner(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
+
+  void send(const void* in, std::size_t bytes, int peer) { add(in, nullptr, bytes, peer, true); }
+  void recv(void* out, std::size_t bytes, int peer) { add(nullptr, out, bytes, peer, false); }
+
+  DevicePeerPlan finish(int maxBlocks) {
+    if (selfSends_.size() != selfRecvs_.size())
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ",
+               selfSends_.size(), " send(s) to itself and ", selfRecvs_.size(),
+               " receive(s) from itself in one group; each send to itself needs a receive");
+    for (std::size_t i = 0; i < selfSends_.size(); ++i) {
+      if (selfSends_[i].bytes != selfRecvs_[i].bytes)
+        fail(ErrorKind::InvalidUsage, "rank ", rank_, ": a send of ", selfSends_[i].bytes,
+             " bytes to itself meets a receive of ", selfRecvs_[i].bytes, " bytes");
+      if (selfSends_[i].bytes != 0)
+        plan_.copies.push_back({selfSends_[i].in, selfRecvs_[i].out, selfSends_[i].bytes});
+    }
+    const int limit = std::min(maxBlocks, DevicePeerWork::kMaxOps);
+    if (static_cast<int>(plan_.transfers.size()) > limit)
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": one group gives this rank ", plan_.transfers.size(),
+           " sends and receives on device buffers; the CUDA executor runs at most ", limit,
+           " at once (one thread block each, all resident together)");
+    return std::move(plan_);
+  }
+
+ private:
+  void add(const void* in, void* out, std::size_t bytes, int peer, bool sending) {
+    HORA_CHECK_ARG(peer >= 0 && peer < nranks_, "rank ", rank_, ": peer ", peer, " is not a rank (0 to ",
+                   nranks_ - 1, ")");
+    if (peer == rank_) {
+      (sending ? selfSends_ : selfRecvs_).push_back(DevicePeerOp{in, out, bytes, peer, sending ? 1 : 0});
+      return;
+    }
+    if (!(sending ? sendPeers_ : recvPeers_).insert(peer).second)
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": two ", sending ? "sends to" : "receives from", " rank ",
+           peer, " in one group on device buffers; the CUDA executor runs one of each per peer and group");
+    if (bytes != 0) plan_.transfers.push_back(DevicePeerOp{in, out, bytes, peer, sending ? 1 : 0});
+  }
+
+  int rank_;
+  int nranks_;
+  DevicePeerPlan plan_;
+  std::vector<DevicePeerOp> selfSends_, selfRecvs_;
+  std::set<int> sendPeers_, recvPeers_;
+};
+
+}  // namespace
+
+DevicePeerPlan planPeerLaunch(std::span<const core::Op> ops, int rank, int nranks, int maxBlocks) {
+  using core::OpKind;
+  PeerPlanner planner(rank, nranks);
+  const auto block = [](const void* base, std::size_t bytes, int peer) {
+    return static_cast<const char*>(base) + bytes * static_cast<std::size_t>(peer);
+  };
+  for (const core::Op& op : ops) {
+    const std::size_t bytes = op.bytes;
+    switch (op.kind) {
+      case OpKind::Send: planner.send(op.send, bytes, op.peer); break;
+      case OpKind::Recv: planner.recv(op.recv, bytes, op.peer); break;
+      case OpKind::AllToAll:
+        for (int peer = 0; peer < nranks; ++peer) {
+          planner.send(block(op.send, bytes, peer), bytes, peer);
+          planner.recv(const_cast<char*>(block(op.recv, bytes, peer)), bytes, peer);
+        }
+        break;
+      case OpKind::Gather:
+        planner.send(op.send, bytes, op.root);
+        if (rank == op.root)
+          for (int peer = 0; peer < nranks; ++peer) planner.recv(const_cast<char*>(block(op.recv, bytes, peer)), bytes, peer);
+        break;
+      case OpKind::Scatter:
+        if (rank == op.root)
+          for (int peer = 0; peer < nranks; ++peer) planner.send(block(op.send, bytes, peer), bytes, peer);
+        planner.recv(op.recv, bytes, op.root);
+        break;
+      default: break;
+    }
+  }
+  return planner.finish(maxBlocks);
 }
 
 int channelsPerRank(int residentBlocks, int ranksOnGpu, int maxWanted) {

@@ -1,12 +1,16 @@
 // How the CUDA executor runs one collective: which ring schedule, with what
-// element type, how many channels (thread blocks) and how large a step.
+// element type, how many channels (thread blocks) and how large a step; and
+// how it runs a group's point-to-point work: which sends and receives, and
+// which copies a rank makes to itself.
 // Plain C++ without CUDA, so that every build tests it: the choice must be
 // the same on every rank of a communicator (the ranks' schedules must
 // match), so it reads only the operation and the communicator's shape.
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/op.h"
 #include "device/device_work.h"
@@ -46,6 +50,30 @@ struct DeviceLaunchPlan {
 // per channel, a block's fixed costs (two barriers and a handshake per
 // piece) outweigh what it adds.
 inline constexpr std::size_t kBytesPerChannel = 256 << 10;
+
+// Kinds the point-to-point kernel runs: Send, Recv, AllToAll, Gather, Scatter.
+bool isPeerKind(core::OpKind kind);
+
+// A group's point-to-point work on one rank.
+struct DevicePeerPlan {
+  std::vector<DevicePeerOp> transfers;  // one thread block each
+  struct SelfCopy {
+    const void* from;
+    void* to;
+    std::size_t bytes;
+  };
+  std::vector<SelfCopy> copies;  // a rank's sends to itself, paired with its receives
+};
+
+// The sends and receives of the peer-kind ops among `ops` (the others are
+// skipped) on `rank` of `nranks`, with all-to-all, gather and scatter cut
+// into them. Zero-byte transfers are left out. Throws hora::Error
+// (InvalidUsage) for what the kernel cannot run, saying why: two sends to
+// one peer, or two receives from one, in one group (their pieces would
+// interleave in one FIFO); a send to itself without a receive of the same
+// size; more transfers than `maxBlocks` (the blocks every rank can keep
+// resident at once) or DevicePeerWork::kMaxOps.
+DevicePeerPlan planPeerLaunch(std::span<const core::Op> ops, int rank, int nranks, int maxBlocks);
 
 // The plan for collective `op` (AllReduce, ReduceScatter, AllGather,
 // Broadcast or Reduce). Throws hora::Error(InvalidUsage) for the kinds this

@@ -1,4 +1,4 @@
-// What one launch of a ring kernel is given (plain data, copied into the
+// What one launch of a ring kernel or of the point-to-point kernel is given (plain data, copied into the
 // kernel's parameters) and what a kernel leaves behind when it fails. Shared
 // by the CUDA executor (host) and the kernels (device).
 #pragma once
@@ -51,6 +51,32 @@ struct DeviceWork {
   std::size_t chunk;       // elements per ring step and channel
   std::size_t align;       // elements
   std::uint64_t timeoutNs; // every wait gives up after this long
+  DeviceFailure* failure;  // host-mapped
+};
+
+// One send or receive of a point-to-point launch, run by one thread block:
+// `bytes` from `in` to `peer`, or from `peer` into `out`.
+struct DevicePeerOp {
+  const void* in;
+  void* out;
+  std::uint64_t bytes;
+  std::int32_t peer;     // user rank
+  std::int32_t sending;  // 1: a send; 0: a receive
+};
+
+// Every send and receive one group gives this rank (ncclSend, ncclRecv, and
+// all-to-all, gather and scatter cut into them), launched together: a rank
+// whose send waits for room at a peer must also be receiving from that peer,
+// or two ranks could wait for each other.
+struct DevicePeerWork {
+  // Kernel parameters must fit in 4 KiB.
+  static constexpr int kMaxOps = 64;
+  // Per user rank (device memory): send is that rank's FIFO for data from
+  // this one, recv this rank's FIFO for data from that one.
+  const DeviceChannel* peers;
+  DevicePeerOp ops[kMaxOps];
+  int count;
+  std::uint64_t timeoutNs;
   DeviceFailure* failure;  // host-mapped
 };
 

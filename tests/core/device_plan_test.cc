@@ -79,6 +79,88 @@ TEST(DevicePlan, OneRankCopiesUnlessItPreMultiplies) {
   EXPECT_FALSE(planDeviceLaunch(scaled, shape(1, 1, 32)).copyOnly);
 }
 
+core::Op peerOp(core::OpKind kind, const void* send, void* recv, std::size_t bytes, int peerOrRoot) {
+  core::Op op = core::makeOp(kind, send, recv, bytes, DataType::Uint8);
+  (kind == core::OpKind::Send || kind == core::OpKind::Recv ? op.peer : op.root) = peerOrRoot;
+  return op;
+}
+
+TEST(DevicePeerPlan, AllToAllIsASendAndAReceivePerPeerAndACopyToItself) {
+  static char send[400], recv[400];
+  const core::Op op = peerOp(core::OpKind::AllToAll, send, recv, 100, -1);
+  const DevicePeerPlan plan = planPeerLaunch(std::span(&op, 1), 1, 4, 32);
+  ASSERT_EQ(plan.transfers.size(), 6u);
+  for (const DevicePeerOp& t : plan.transfers) {
+    EXPECT_NE(t.peer, 1);
+    EXPECT_EQ(t.bytes, 100u);
+    if (t.sending != 0) EXPECT_EQ(t.in, send + 100 * t.peer);
+    else EXPECT_EQ(t.out, recv + 100 * t.peer);
+  }
+  ASSERT_EQ(plan.copies.size(), 1u);
+  EXPECT_EQ(plan.copies[0].from, send + 100);
+  EXPECT_EQ(plan.copies[0].to, recv + 100);
+  EXPECT_EQ(plan.copies[0].bytes, 100u);
+}
+
+TEST(DevicePeerPlan, GatherAndScatterMoveBlocksThroughTheRoot) {
+  static char send[300], recv[300];
+  const core::Op gather = peerOp(core::OpKind::Gather, send, recv, 100, 2);
+  const DevicePeerPlan atRoot = planPeerLaunch(std::span(&gather, 1), 2, 3, 32);
+  EXPECT_EQ(atRoot.transfers.size(), 2u);  // a receive from each other rank
+  for (const DevicePeerOp& t : atRoot.transfers) EXPECT_EQ(t.sending, 0);
+  ASSERT_EQ(atRoot.copies.size(), 1u);
+  EXPECT_EQ(atRoot.copies[0].to, recv + 200);
+  const DevicePeerPlan offRoot = planPeerLaunch(std::span(&gather, 1), 0, 3, 32);
+  ASSERT_EQ(offRoot.transfers.size(), 1u);
+  EXPECT_EQ(offRoot.transfers[0].peer, 2);
+  EXPECT_EQ(offRoot.transfers[0].sending, 1);
+  EXPECT_TRUE(offRoot.copies.empty());
+
+  const core::Op scatter = peerOp(core::OpKind::Scatter, send, recv, 100, 0);
+  const DevicePeerPlan fromRoot = planPeerLaunch(std::span(&scatter, 1), 0, 3, 32);
+  EXPECT_EQ(fromRoot.transfers.size(), 2u);
+  for (const DevicePeerOp& t : fromRoot.transfers) EXPECT_EQ(t.in, send + 100 * t.peer);
+  const DevicePeerPlan toOther = planPeerLaunch(std::span(&scatter, 1), 1, 3, 32);
+  ASSERT_EQ(toOther.transfers.size(), 1u);
+  EXPECT_EQ(toOther.transfers[0].peer, 0);
+  EXPECT_EQ(toOther.transfers[0].out, recv);
+}
+
+TEST(DevicePeerPlan, CollectivesInTheGroupAreLeftOutAndEmptyTransfersSkipped) {
+  static char buffer[64];
+  const core::Op ops[] = {peerOp(core::OpKind::Send, buffer, nullptr, 64, 0),
+                          peerOp(core::OpKind::Recv, nullptr, buffer, 0, 0),
+                          opOf(core::OpKind::AllReduce, 16, DataType::Float32)};
+  const DevicePeerPlan plan = planPeerLaunch(ops, 1, 2, 32);
+  ASSERT_EQ(plan.transfers.size(), 1u);
+  EXPECT_EQ(plan.transfers[0].sending, 1);
+}
+
+TEST(DevicePeerPlan, WhatTheKernelCannotRunIsRefused) {
+  static char buffer[64];
+  auto refusal = [](std::span<const core::Op> ops, int maxBlocks) -> std::string {
+    try {
+      planPeerLaunch(ops, 0, 4, maxBlocks);
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidUsage);
+      return error.what();
+    }
+    return "";
+  };
+  const core::Op twice[] = {peerOp(core::OpKind::Send, buffer, nullptr, 8, 1),
+                            peerOp(core::OpKind::Send, buffer, nullptr, 8, 1)};
+  EXPECT_NE(refusal(twice, 32).find("two sends to rank 1"), std::string::npos);
+  const core::Op lonely[] = {peerOp(core::OpKind::Send, buffer, nullptr, 8, 0)};
+  EXPECT_NE(refusal(lonely, 32).find("send(s) to itself"), std::string::npos);
+  const core::Op unequal[] = {peerOp(core::OpKind::Send, buffer, nullptr, 8, 0),
+                              peerOp(core::OpKind::Recv, nullptr, buffer, 16, 0)};
+  EXPECT_NE(refusal(unequal, 32).find("meets a receive of 16 bytes"), std::string::npos);
+  const core::Op all = peerOp(core::OpKind::AllToAll, buffer, buffer, 8, -1);
+  EXPECT_NE(refusal(std::span(&all, 1), 5).find("at most 5"), std::string::npos);  // 6 transfers
+  const core::Op stranger[] = {peerOp(core::OpKind::Send, buffer, nullptr, 8, 4)};
+  EXPECT_THROW(planPeerLaunch(stranger, 0, 4, 32), Error);
+}
+
 TEST(DevicePlan, KindsWithoutADeviceScheduleAreRefusedByName) {
   const DeviceShape s = shape(2, 1, 8);
   for (core::OpKind kind : {core::OpKind::AllToAll, core::OpKind::Gather, core::OpKind::Scatter, core::OpKind::Send,

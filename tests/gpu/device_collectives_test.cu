@@ -23,17 +23,11 @@
 #include <vector>
 
 #include "cuda_ok.h"
+#include "device_ranks.h"
 #include "kernels/dtypes.h"
 #include "nccl.h"
 
 namespace {
-
-#define NCCL_OK(call)                                                                      \
-  do {                                                                                     \
-    ncclResult_t result_ = (call);                                                         \
-    ASSERT_EQ(result_, ncclSuccess) << #call << ": " << ncclGetErrorString(result_) << ": " \
-                                    << ncclGetLastError(nullptr);                          \
-  } while (0)
 
 const ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,    ncclUint32,
                                  ncclInt64,   ncclUint64,  ncclFloat16,  ncclFloat32,
@@ -108,29 +102,6 @@ const char* kindName(Kind kind) {
   const char* names[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce"};
   return names[static_cast<int>(kind)];
 }
-
-// One communicator per rank, all on device 0, each with a stream.
-class Ranks {
- public:
-  explicit Ranks(int n) : comms_(static_cast<std::size_t>(n)), streams_(static_cast<std::size_t>(n)) {
-    std::vector<int> devices(static_cast<std::size_t>(n), 0);
-    EXPECT_EQ(ncclCommInitAll(comms_.data(), n, devices.data()), ncclSuccess) << ncclGetLastError(nullptr);
-    for (auto& stream : streams_) EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  }
-  ~Ranks() {
-    for (auto stream : streams_) cudaStreamDestroy(stream);
-    for (auto comm : comms_)
-      if (comm != nullptr) ncclCommDestroy(comm);
-  }
-  int size() const { return static_cast<int>(comms_.size()); }
-  ncclComm_t comm(int r) const { return comms_[static_cast<std::size_t>(r)]; }
-  cudaStream_t stream(int r) const { return streams_[static_cast<std::size_t>(r)]; }
-  void release(int r) { comms_[static_cast<std::size_t>(r)] = nullptr; }
-
- private:
-  std::vector<ncclComm_t> comms_;
-  std::vector<cudaStream_t> streams_;
-};
 
 struct Case {
   Kind kind;

@@ -1,0 +1,51 @@
+// The point-to-point kernel: block b moves ops[b], a send into the peer's
+// FIFO for this rank or a receive from this rank's FIFO for the peer, with
+// the ring kernels' primitives (ring_kernel.cuh) on bytes. Sends and
+// receives with one peer use two FIFOs, so they never wait for each other;
+// the waits poll the abort flag and the deadline as the ring kernels' do.
+#include <cstdint>
+
+#include "device/cuda_check.h"
+#include "device/peer_launch.h"
+#include "device/ring_kernel.cuh"
+
+namespace hora::device {
+namespace {
+
+using ByteCopy = ElementMath<std::uint8_t, kernels::FuncSum<std::uint8_t>, kernels::FuncIdentity<std::uint8_t>,
+                             kernels::FuncIdentity<std::uint8_t>>;
+
+__global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) {
+  __shared__ BlockShared shared;
+  __shared__ std::uint64_t deadline;
+  if (threadIdx.x == 0) {
+    shared.status = protocols::Status::Ok;
+    deadline = protocols::DeviceOrdering::now() + work.timeoutNs;
+  }
+  __syncthreads();
+  const DevicePeerOp& op = work.ops[blockIdx.x];
+  DeviceWork view{};
+  view.in = op.in;
+  view.out = op.out;
+  view.failure = work.failure;
+  RingPrimitives<std::uint8_t, ByteCopy> p(view, work.peers[op.peer], &shared, ByteCopy{}, deadline);
+  if (op.sending != 0) {
+    p.send(op.peer, 0, op.bytes);
+  } else {
+    p.recv(op.peer, 0, op.bytes);
+  }
+}
+
+}  // namespace
+
+void launchPeers(const DevicePeerWork& work, CUstream_st* stream) {
+  peerKernel<<<work.count, kRingThreads, 0, stream>>>(work);
+  cudaCheck(cudaGetLastError(), "launching the point-to-point kernel");
+}
+
+void preloadPeerKernel() {
+  cudaFuncAttributes attributes{};
+  cudaCheck(cudaFuncGetAttributes(&attributes, peerKernel), "loading the point-to-point kernel");
+}
+
+}  // namespace hora::device
