@@ -207,6 +207,17 @@ PY
       summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): FAILED (see $smoke)")
       tail -30 "$smoke"
     fi
+    # Point-to-point calls (tests/gpu/torch_p2p.py), separately, so that a
+    # failure there leaves the collectives' verdict above standing.
+    p2p="$out/torch_p2p.txt"
+    if LD_PRELOAD="$build/src/libnccl.so.2" timeout 180 python3 -m torch.distributed.run --nproc_per_node=2 \
+        "$repo/tests/gpu/torch_p2p.py" >"$p2p" 2>&1; then
+      summary+=("PyTorch point-to-point (send/recv, all_to_all, gather, scatter on hora): ok")
+    else
+      status=1
+      summary+=("PyTorch point-to-point (send/recv, all_to_all, gather, scatter on hora): FAILED (see $p2p)")
+      tail -30 "$p2p"
+    fi
   else
     summary+=("PyTorch: skipped, python3 cannot import torch")
   fi

@@ -6,9 +6,13 @@
 //   ... overlap other work ...
 //   work->wait();   // throws hora::Error naming the failed rank/peer on failure
 //
-// Buffers are host memory. Collectives on one communicator run in the order
-// they were issued, on every rank; the caller must issue them in the same
-// order on all ranks (as with NCCL, Gloo and MPI).
+// Buffers are host memory, or, in builds with CUDA, memory on the GPU that
+// was current when the communicator was created. A call on device buffers
+// runs on the communicator's own CUDA stream and has completed on the GPU
+// when it returns or its Work finishes; work that writes its inputs must be
+// complete before the call (synchronise its stream). Collectives on one
+// communicator run in the order they were issued, on every rank; the caller
+// must issue them in the same order on all ranks (as with NCCL, Gloo and MPI).
 #pragma once
 
 #include <array>

@@ -124,7 +124,7 @@ core::Op allReduceOp(core::Communicator& c, const void* send, void* recv, std::s
   api::checkedBytes(count, type, 1);
   api::checkBuffer(send, count, "send");
   api::checkBuffer(recv, count, "recv");
-  core::Op o = core::makeOp(core::OpKind::AllReduce, send, recv, count, type);
+  core::Op o = core::makeApiOp(core::OpKind::AllReduce, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   return o;
 }
@@ -135,7 +135,7 @@ core::Op broadcastOp(core::Communicator& c, const void* send, void* recv, std::s
   api::checkRoot(root, c.nranks());
   if (c.rank() == root) api::checkBuffer(send, count, "send (at the root)");
   api::checkBuffer(recv, count, "recv");
-  core::Op o = core::makeOp(core::OpKind::Broadcast, send, recv, count, type);
+  core::Op o = core::makeApiOp(core::OpKind::Broadcast, send, recv, count, type);
   o.root = root;
   return o;
 }
@@ -147,7 +147,7 @@ core::Op reduceOp(core::Communicator& c, const void* send, void* recv, std::size
   api::checkRoot(root, c.nranks());
   api::checkBuffer(send, count, "send");
   if (c.rank() == root) api::checkBuffer(recv, count, "recv (at the root)");
-  core::Op o = core::makeOp(core::OpKind::Reduce, send, recv, count, type);
+  core::Op o = core::makeApiOp(core::OpKind::Reduce, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   o.root = root;
   return o;
@@ -159,7 +159,7 @@ core::Op reduceScatterOp(core::Communicator& c, const void* send, void* recv, st
   api::checkedBytes(count, type, c.nranks());
   api::checkBuffer(send, count, "send");
   api::checkBuffer(recv, count, "recv");
-  core::Op o = core::makeOp(core::OpKind::ReduceScatter, send, recv, count, type);
+  core::Op o = core::makeApiOp(core::OpKind::ReduceScatter, send, recv, count, type);
   o.reduce = c.reduceSpecFor(static_cast<int>(op), type);
   return o;
 }
@@ -169,7 +169,7 @@ core::Op allGatherOp(core::Communicator& c, const void* send, void* recv, std::s
   api::checkedBytes(count, type, c.nranks());
   api::checkBuffer(send, count, "send");
   api::checkBuffer(recv, count, "recv");
-  return core::makeOp(core::OpKind::AllGather, send, recv, count, type);
+  return core::makeApiOp(core::OpKind::AllGather, send, recv, count, type);
 }
 core::Op p2pOp(core::Communicator& c, core::OpKind kind, const void* send, void* recv,
                std::size_t count, DataType type, int peer) {
@@ -177,7 +177,7 @@ core::Op p2pOp(core::Communicator& c, core::OpKind kind, const void* send, void*
   api::checkedBytes(count, type, 1);
   api::checkPeer(peer, c.nranks());
   api::checkBuffer(kind == core::OpKind::Send ? send : recv, count, "buf");
-  core::Op o = makeOp(kind, send, recv, count, type);
+  core::Op o = core::makeApiOp(kind, send, recv, count, type);
   o.peer = peer;
   return o;
 }

@@ -14,7 +14,7 @@ core::Op blockOp(core::Communicator& c, core::OpKind kind, const void* send, voi
                  std::size_t count, DataType type) {
   api::checkType(static_cast<int>(type), "data type");
   api::checkedBytes(count, type, c.nranks());
-  return core::makeOp(kind, send, recv, count, type);
+  return core::makeApiOp(kind, send, recv, count, type);
 }
 
 core::Op rootedOp(core::Communicator& c, core::OpKind kind, const void* send, void* recv,
@@ -65,7 +65,7 @@ WorkPtr Communicator::exchangeAsync(const std::vector<Transfer>& transfers, Data
     api::checkPeer(t.peer, impl_->nranks());
     api::checkBuffer(t.buffer, t.count, "buffer");
     const bool sending = t.direction == Transfer::Direction::Send;
-    core::Op o = core::makeOp(sending ? core::OpKind::Send : core::OpKind::Recv,
+    core::Op o = core::makeApiOp(sending ? core::OpKind::Send : core::OpKind::Recv,
                               sending ? t.buffer : nullptr, sending ? nullptr : t.buffer, t.count,
                               type);
     o.peer = t.peer;

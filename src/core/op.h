@@ -59,6 +59,11 @@ struct Op {
   // The caller's CUDA stream (cudaStream_t), kept for the device executor;
   // host work ignores it.
   void* stream = nullptr;
+  // The C++ API's calls: on device buffers they run on the communicator's
+  // own stream and complete (return, or finish their Work) once the GPU has
+  // run them, as host calls do. nccl.h calls only enqueue on the caller's
+  // stream.
+  bool completeOnReturn = false;
 
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };
@@ -108,6 +113,14 @@ inline Op makeOp(OpKind kind, const void* send, void* recv, std::size_t count, D
   op.bytes = count * dataTypeSize(type);
   op.type = type;
   op.reduce.type = type;
+  return op;
+}
+
+// An op of hora's C++ API: it completes before its call returns, or its
+// Work finishes (completeOnReturn).
+inline Op makeApiOp(OpKind kind, const void* send, void* recv, std::size_t count, DataType type) {
+  Op op = makeOp(kind, send, recv, count, type);
+  op.completeOnReturn = true;
   return op;
 }
 

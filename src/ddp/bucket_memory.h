@@ -1,8 +1,8 @@
-// The operations the Reducer performs on bucket memory, per kind of memory.
-// Host memory is implemented here; device memory plugs in as another
-// BucketMemory (allocation, zeroing and copies done by the device) without
-// changing the Reducer. Arithmetic on gradients happens inside collectives
-// and hooks, never here.
+// The operations the Reducer performs on bucket memory, per kind of memory:
+// host memory, and device memory in builds with CUDA (allocation, zeroing
+// and copies done by the device, complete when they return). The Reducer
+// does not change with the kind. Arithmetic on gradients happens inside
+// collectives and hooks, never here.
 #pragma once
 
 #include <cstddef>

@@ -158,6 +158,9 @@ CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline
   try {
     cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&failureOnDevice_), failure_, 0),
               "cudaHostGetDevicePointer");
+    cudaStream_t own = nullptr;
+    cudaCheck(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "creating the communicator's stream");
+    ownStream_ = own;
     exchangeFifos(deadline);
   } catch (...) {
     release();  // a constructor that throws runs no destructor
@@ -292,6 +295,8 @@ void CudaExecutor::release() {
   peerChannels_ = nullptr;
   if (fifos_ != nullptr) cudaFree(fifos_);
   if (abortFlag_ != nullptr) cudaFreeHost(abortFlag_);
+  if (ownStream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
+  ownStream_ = nullptr;
   ring_ = fifos_ = nullptr;
   ringRanksDevice_ = nullptr;
   abortFlag_ = nullptr;
@@ -343,7 +348,7 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
       if (!peersUnusable_.empty())
         fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": ", core::opKindName(op.kind),
              " on device buffers is not available: ", peersUnusable_);
-      if (op.stream != peerStream(ops))
+      if (streamOf(op) != peerStream(ops))
         fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the sends and receives of one group on device buffers "
              "take one stream per communicator; this group gives ", core::opKindName(op.kind), " another");
     } else {
@@ -352,7 +357,8 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
     // The legacy default stream waits for every other blocking stream of the
     // process and they for it: the kernels of ranks sharing this GPU here
     // could not run at once, and would wait for each other until the deadline.
-    if (gpuSharedInProcess_ && (op.stream == nullptr || op.stream == cudaStreamLegacy))
+    const void* stream = streamOf(op);
+    if (gpuSharedInProcess_ && (stream == nullptr || stream == cudaStreamLegacy))
       fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": ", core::opKindName(op.kind),
            " on the legacy default stream (stream 0), while other ranks of this process share GPU ", ctx_.device,
            ": their kernels must run at the same time, which that stream forbids; give each rank a stream of "
@@ -361,9 +367,13 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
   if (peerWork) planPeerLaunch(ops, ctx_.rank, ctx_.nranks, shape_.maxChannels);  // throws what it cannot run
 }
 
-void* CudaExecutor::peerStream(std::span<const core::Op> ops) {
+void* CudaExecutor::streamOf(const core::Op& op) const {
+  return op.completeOnReturn && op.stream == nullptr ? ownStream_ : op.stream;
+}
+
+void* CudaExecutor::peerStream(std::span<const core::Op> ops) const {
   for (const core::Op& op : ops)
-    if (isPeerKind(op.kind)) return op.stream;
+    if (isPeerKind(op.kind)) return streamOf(op);
   return nullptr;
 }
 
@@ -394,10 +404,10 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     }
     const DeviceLaunchPlan plan = planDeviceLaunch(op, shape_);
     if (plan.count == 0) continue;
+    auto* stream = static_cast<cudaStream_t>(streamOf(op));
     if (plan.copyOnly) {
       if (op.send != op.recv)
-        cudaCheck(cudaMemcpyAsync(op.recv, op.send, op.bytes, cudaMemcpyDeviceToDevice,
-                                  static_cast<cudaStream_t>(op.stream)),
+        cudaCheck(cudaMemcpyAsync(op.recv, op.send, op.bytes, cudaMemcpyDeviceToDevice, stream),
                   "copying a one-rank collective's input to its output (cudaMemcpyAsync)");
       continue;
     }
@@ -412,9 +422,15 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     work.align = plan.align;
     work.timeoutNs = timeoutNs_;
     work.failure = failureOnDevice_;
-    launchRing(plan.spec, work, plan.channels, static_cast<cudaStream_t>(op.stream));
+    launchRing(plan.spec, work, plan.channels, stream);
   }
   if (peerWork) runPeers(ops);
+  // The C++ API's calls: the host waits for the device (core::Op).
+  if (std::any_of(ops.begin(), ops.end(), [](const core::Op& op) { return op.completeOnReturn; })) {
+    cudaCheck(cudaStreamSynchronize(static_cast<cudaStream_t>(ownStream_)),
+              "waiting for the communicator's stream (cudaStreamSynchronize)");
+    if (auto failed = failure()) throw *failed;
+  }
 }
 
 }  // namespace hora::device

@@ -70,8 +70,11 @@ class CudaExecutor final : public core::Executor {
   // The group's sends and receives (ops of peer kinds) in one launch, and
   // the copies of its sends to this rank.
   void runPeers(std::span<const core::Op> ops);
+  // Where `op` runs: the caller's stream, or the communicator's own for
+  // the C++ API's calls without one (core::Op::completeOnReturn).
+  void* streamOf(const core::Op& op) const;
   // The stream of the first op of a peer kind (all must share it).
-  static void* peerStream(std::span<const core::Op> ops);
+  void* peerStream(std::span<const core::Op> ops) const;
   // Frees what was allocated (the destructor, and a constructor that throws).
   void release();
 
@@ -86,6 +89,7 @@ class CudaExecutor final : public core::Executor {
   std::string peersUnusable_;  // why point-to-point work on device buffers cannot run here (empty: it can)
   void* ring_ = nullptr;            // the DeviceRing (device memory)
   int* ringRanksDevice_ = nullptr;  // its ranks (device memory)
+  void* ownStream_ = nullptr;  // cudaStream_t for the C++ API's calls (non-blocking)
   std::uint32_t* abortFlag_ = nullptr;  // host-mapped
   DeviceFailure* failure_ = nullptr;    // host-mapped
   DeviceFailure* failureOnDevice_ = nullptr;  // the same, as kernels address it

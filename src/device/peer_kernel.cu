@@ -18,11 +18,7 @@ using ByteCopy = ElementMath<std::uint8_t, kernels::FuncSum<std::uint8_t>, kerne
 __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) {
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
-  if (threadIdx.x == 0) {
-    shared.status = protocols::Status::Ok;
-    deadline = protocols::DeviceOrdering::now() + work.timeoutNs;
-  }
-  __syncthreads();
+  beginWaitingBlock(&shared, &deadline, work.timeoutNs);
   const DevicePeerOp& op = work.ops[blockIdx.x];
   DeviceWork view{};
   view.in = op.in;

@@ -243,15 +243,23 @@ static_assert(algorithms::Primitives<RingPrimitives<
                   float, ElementMath<float, kernels::FuncSum<float>, kernels::FuncIdentity<float>,
                                      kernels::FuncIdentity<float>>>>);
 
+// The start of every block of a kernel that waits on FIFOs: thread 0 clears
+// the block's status and sets its deadline, and every thread returns once
+// both are visible. `shared` and `deadline` are the kernel's __shared__
+// variables.
+__device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* deadline, std::uint64_t timeoutNs) {
+  if (threadIdx.x == 0) {
+    shared->status = protocols::Status::Ok;
+    *deadline = protocols::DeviceOrdering::now() + timeoutNs;
+  }
+  __syncthreads();
+}
+
 template <typename T, typename Math>
 __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math math) {
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
-  if (threadIdx.x == 0) {
-    shared.status = protocols::Status::Ok;
-    deadline = protocols::DeviceOrdering::now() + work.timeoutNs;
-  }
-  __syncthreads();
+  beginWaitingBlock(&shared, &deadline, work.timeoutNs);
   const DeviceRing& ring = *work.ring;
   RingPrimitives<T, Math> p(work, ring.channels[blockIdx.x], &shared, math, deadline);
   const algorithms::Ring order{ring.nranks, ring.pos, ring.ranks};

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "hora/ddp/reducer.h"
@@ -54,6 +55,23 @@ std::vector<Parameter> floatParameters(std::vector<std::vector<float>>& storage)
   for (std::size_t i = 0; i < storage.size(); ++i)
     parameters.emplace_back(std::string("w").append(std::to_string(i)), std::span<float>(storage[i]));
   return parameters;
+}
+
+// Device buckets where the process sees no CUDA device (the host suites
+// hide GPUs) or the build has no CUDA: refused at construction, saying so.
+TEST(Reducer, DeviceParametersWithoutADeviceAreRefused) {
+  auto world = InProcessWorld::create(1);
+  std::vector<float> values(16);
+  std::vector<Parameter> parameters{
+      Parameter("w", values.data(), values.size(), DataType::Float32, MemoryKind::Device)};
+  try {
+    Reducer reducer(world->group(0), parameters);
+    FAIL() << "a Reducer with device parameters was built without a CUDA device";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidUsage);
+    EXPECT_NE(std::string(error.what()).find("gradient buckets in device memory"), std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(Reducer, GradientsAreViewsIntoBuckets) {

@@ -233,10 +233,12 @@ class HoraRunSignalTest : public ::testing::TestWithParam<std::pair<int, std::st
 
 TEST_P(HoraRunSignalTest, ForwardsTheSignalToEveryRank) {
   const auto& [signal_number, trap_name] = GetParam();
-  // Each rank traps the signal, says so, and exits 0; its background sleep
-  // keeps it busy until then and is stopped by the trap.
-  std::string script = "trap 'echo \"rank $RANK got " + trap_name + "\"; kill $sleeper; exit 0' " + trap_name +
-                       "; sleep 60 >/dev/null 2>&1 & sleeper=$!; echo ready; wait";
+  // Each rank traps the signal, says so, and exits 0. It waits in short
+  // sleeps, after each of which the shell runs a pending trap: a signal that
+  // comes between "ready" and a long `wait` could otherwise go unhandled
+  // until that wait ends.
+  std::string script = "trap 'echo \"rank $RANK got " + trap_name + "\"; exit 0' " + trap_name +
+                       "; echo ready; while :; do sleep 0.1; done";
   LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c", script});
   ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s)) << "the ranks never became ready";
   ASSERT_EQ(::kill(launcher.pid(), signal_number), 0);

@@ -14,8 +14,9 @@
 namespace hora::ddp {
 
 // Where gradient memory lives. Buckets never mix kinds: a bucket is one flat
-// buffer handed to one collective. (Device memory joins with the CUDA work.)
-enum class MemoryKind : int { Host = 0 };
+// buffer handed to one collective. Device: CUDA memory on the communicator's
+// GPU (builds with CUDA; reducer.h says what the caller must do).
+enum class MemoryKind : int { Host = 0, Device = 1 };
 
 // What bucketing needs to know about a parameter.
 struct ParameterShape {

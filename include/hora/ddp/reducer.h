@@ -29,6 +29,11 @@
 // A Reducer is driven from one thread. Collectives are issued on the
 // communicator it was given; do not issue other collectives on it between the
 // first markReady() of a step and finish().
+//
+// Parameters in CUDA memory (MemoryKind::Device) get buckets in device
+// memory: gradient views are device pointers, a gradient's writes must be
+// complete on the device when it is marked ready, and after finish() the
+// averaged gradients are complete on the device (docs/ddp.md).
 #pragma once
 
 #include <cstddef>
