@@ -195,29 +195,25 @@ PY
     summary+=("nccl-tests: skipped (give their source with --nccl-tests SRC)")
   fi
 
-  # PyTorch's nccl backend on hora's libnccl.so.2, 2 processes on GPU 0
-  # (tests/gpu/torch_smoke.py), where python3 imports torch.
-  smoke="$out/torch_smoke.txt"
+  # PyTorch's nccl backend on hora's libnccl.so.2, 2 processes on GPU 0,
+  # where python3 imports torch: the collectives and a DDP step
+  # (tests/gpu/torch_smoke.py), then, separately so that a failure there
+  # leaves the first verdict standing, the point-to-point calls
+  # (tests/gpu/torch_p2p.py).
+  torchCheck() {  # torchCheck SCRIPT LABEL
+    local log="$out/${1%.py}.txt"
+    if LD_PRELOAD="$build/src/libnccl.so.2" timeout 180 python3 -m torch.distributed.run --nproc_per_node=2 \
+        "$repo/tests/gpu/$1" >"$log" 2>&1; then
+      summary+=("PyTorch $2 on hora, 2 processes on one GPU: ok")
+    else
+      status=1
+      summary+=("PyTorch $2 on hora, 2 processes on one GPU: FAILED (see $log)")
+      tail -30 "$log"
+    fi
+  }
   if python3 -c "import torch, torch.distributed" 2>/dev/null; then
-    if LD_PRELOAD="$build/src/libnccl.so.2" timeout 180 python3 -m torch.distributed.run --nproc_per_node=2 \
-        "$repo/tests/gpu/torch_smoke.py" >"$smoke" 2>&1; then
-      summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): ok")
-    else
-      status=1
-      summary+=("PyTorch (nccl backend on hora, 2 processes on one GPU): FAILED (see $smoke)")
-      tail -30 "$smoke"
-    fi
-    # Point-to-point calls (tests/gpu/torch_p2p.py), separately, so that a
-    # failure there leaves the collectives' verdict above standing.
-    p2p="$out/torch_p2p.txt"
-    if LD_PRELOAD="$build/src/libnccl.so.2" timeout 180 python3 -m torch.distributed.run --nproc_per_node=2 \
-        "$repo/tests/gpu/torch_p2p.py" >"$p2p" 2>&1; then
-      summary+=("PyTorch point-to-point (send/recv, all_to_all, gather, scatter on hora): ok")
-    else
-      status=1
-      summary+=("PyTorch point-to-point (send/recv, all_to_all, gather, scatter on hora): FAILED (see $p2p)")
-      tail -30 "$p2p"
-    fi
+    torchCheck torch_smoke.py "(nccl backend: collectives and a DDP step)"
+    torchCheck torch_p2p.py "point-to-point (send/recv, all_to_all, gather, scatter)"
   else
     summary+=("PyTorch: skipped, python3 cannot import torch")
   fi

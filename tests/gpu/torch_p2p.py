@@ -7,25 +7,14 @@ against values computed here. Run it with torchrun:
 
 It fails unless the process really loaded hora's library.
 """
-import os
-import sys
-
 import torch
 import torch.distributed as dist
 
-
-def loaded_nccl():
-    with open("/proc/self/maps") as maps:
-        return sorted({os.path.realpath(line.split()[-1]) for line in maps if "libnccl.so" in line})
+from torch_on_hora import finish, run, start
 
 
 def main():
-    torch.cuda.set_device(0)
-    device = torch.device("cuda", 0)
-    dist.init_process_group("nccl", device_id=device)
-    rank, world = dist.get_rank(), dist.get_world_size()
-    expected = os.path.realpath(os.environ.get("LD_PRELOAD", ""))
-    assert expected in loaded_nccl(), f"hora's libnccl.so.2 is not loaded: {loaded_nccl()}"
+    rank, world, device = start()
     after, before = (rank + 1) % world, (rank - 1) % world
     n = (1 << 20) + 3
 
@@ -64,15 +53,8 @@ def main():
     dist.scatter(piece, pieces, src=0)
     assert torch.all(piece == 10 * rank), "scatter"
 
-    dist.barrier()
-    torch.cuda.synchronize()
-    dist.destroy_process_group()
-    print(f"rank {rank}: send/recv, batch_isend_irecv, all_to_all_single, gather and scatter on hora: ok", flush=True)
+    finish(rank, "send/recv, batch_isend_irecv, all_to_all_single, gather and scatter")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as error:
-        print(f"FAILED: {error}", file=sys.stderr, flush=True)
-        sys.exit(1)
+    run(main)

@@ -8,26 +8,14 @@ values computed here. Run it with torchrun:
 
 It fails unless the process really loaded hora's library.
 """
-import os
-import sys
-
 import torch
 import torch.distributed as dist
 
-
-def loaded_nccl():
-    with open("/proc/self/maps") as maps:
-        return sorted({line.split()[-1] for line in maps if "libnccl.so" in line})
+from torch_on_hora import finish, run, start
 
 
 def main():
-    expected = os.path.realpath(os.environ.get("LD_PRELOAD", ""))
-    libraries = [os.path.realpath(path) for path in loaded_nccl()]
-    torch.cuda.set_device(0)
-    device = torch.device("cuda", 0)
-    dist.init_process_group("nccl", device_id=device)
-    rank, world = dist.get_rank(), dist.get_world_size()
-    assert expected in libraries, f"hora's libnccl.so.2 is not loaded: {libraries}"
+    rank, world, device = start()
 
     n = (1 << 20) + 7
     x = torch.full((n,), float(rank + 1), device=device)
@@ -60,15 +48,8 @@ def main():
     assert torch.allclose(model.weight.grad, torch.full_like(model.weight.grad, want)), "DDP gradient"
     assert torch.allclose(model.bias.grad, torch.full_like(model.bias.grad, 4.0)), "DDP bias gradient"
 
-    dist.barrier()
-    torch.cuda.synchronize()
-    dist.destroy_process_group()
-    print(f"rank {rank}: all_reduce, broadcast, all_gather, reduce_scatter and a DDP step on hora: ok", flush=True)
+    finish(rank, "all_reduce, broadcast, all_gather, reduce_scatter and a DDP step")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except AssertionError as error:
-        print(f"FAILED: {error}", file=sys.stderr, flush=True)
-        sys.exit(1)
+    run(main)
