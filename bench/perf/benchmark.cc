@@ -53,12 +53,16 @@ double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool 
   return thread.sync->combineSeconds(thread.participant, elapsed.count() / options.iters, options.average);
 }
 
+// Bytes of either buffer a step uses, in place offsets included: nccl-tests'
+// size, the larger buffer's.
+std::size_t stepBytes(const StepPlan& plan) { return plan.sizing.bytes(dataTypeInfo(plan.type).size); }
+
 // Writes every driven rank's inputs for repetition `rep` into its buffers.
 void prepareAll(const BenchmarkThread& thread, const StepPlan& plan, const ValueModel& values, bool inPlace,
                 int rep) {
   for (const LocalRank& local : thread.ranks) {
     prepareInputs(plan, values, local.rank, inPlace, local.buffers, rep);
-    if (local.upload) local.upload();
+    if (local.upload) local.upload(stepBytes(plan));
   }
 }
 
@@ -72,7 +76,7 @@ long long checkIterations(const BenchmarkThread& thread, const StepPlan& plan, c
     thread.launch(plan, inPlace);
     complete(thread);
     for (const LocalRank& local : thread.ranks) {
-      if (local.download) local.download();
+      if (local.download) local.download(stepBytes(plan));
       wrong += countWrongElements(plan, values, local.rank, inPlace, local.buffers, rep);
     }
   }

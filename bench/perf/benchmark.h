@@ -21,10 +21,11 @@ std::vector<StepPlan> planSteps(const Options& options, int nranks);
 struct LocalRank {
   int rank = 0;
   RankBuffers buffers;  // where inputs are written and results read
-  // Where the collective's buffers are device memory: copy `buffers` to
-  // them before a checked call, and back after. Empty for host memory.
-  std::function<void()> upload;
-  std::function<void()> download;
+  // Where the collective's buffers are device memory: copy the first
+  // `bytes` of `buffers` to them before a checked call, and back after.
+  // Empty for host memory.
+  std::function<void(std::size_t bytes)> upload;
+  std::function<void(std::size_t bytes)> download;
 };
 
 // Runs the collective once for every rank in `ranks` of the thread (one

@@ -1,5 +1,6 @@
 #include "rank_memory.h"
 
+#include <algorithm>
 #include <string>
 
 #include "device_memory.h"
@@ -60,16 +61,18 @@ RankBuffers RankMemory::hostView() const {
   return buffers();
 }
 
-void RankMemory::upload() const {
+void RankMemory::upload(std::size_t bytes) const {
   if (!device_) return;
-  device::copyToDevice(send_, hostSend_.data(), bytes_, rank_);
-  device::copyToDevice(recv_, hostRecv_.data(), bytes_, rank_);
+  bytes = std::min(bytes, bytes_);
+  device::copyToDevice(send_, hostSend_.data(), bytes, rank_);
+  device::copyToDevice(recv_, hostRecv_.data(), bytes, rank_);
 }
 
-void RankMemory::download() const {
+void RankMemory::download(std::size_t bytes) const {
   if (!device_) return;
-  device::copyToHost(hostSend_.data(), send_, bytes_, rank_);
-  device::copyToHost(hostRecv_.data(), recv_, bytes_, rank_);
+  bytes = std::min(bytes, bytes_);
+  device::copyToHost(hostSend_.data(), send_, bytes, rank_);
+  device::copyToHost(hostRecv_.data(), recv_, bytes, rank_);
 }
 
 void RankMemory::complete() const {

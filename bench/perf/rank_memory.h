@@ -36,10 +36,10 @@ class RankMemory {
   cudaStream_t stream() const { return stream_; }
   bool onDevice() const { return device_.has_value(); }
 
-  // Device memory: copies the host view to the buffers, or back. Host
-  // memory: nothing.
-  void upload() const;
-  void download() const;
+  // Device memory: copies the first `bytes` of the host view to the
+  // buffers, or back (at most their size). Host memory: nothing.
+  void upload(std::size_t bytes) const;
+  void download(std::size_t bytes) const;
   // Returns when the collectives enqueued on stream() have run.
   void complete() const;
 

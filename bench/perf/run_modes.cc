@@ -64,8 +64,8 @@ NcclRank allocateRank(std::vector<std::unique_ptr<RankMemory>>& owner, const Opt
 LocalRank localRankOf(int rank, const RankMemory* memory) {
   LocalRank local{rank, memory->hostView(), {}, {}};
   if (memory->onDevice()) {
-    local.upload = [memory] { memory->upload(); };
-    local.download = [memory] { memory->download(); };
+    local.upload = [memory](std::size_t bytes) { memory->upload(bytes); };
+    local.download = [memory](std::size_t bytes) { memory->download(bytes); };
   }
   return local;
 }
