@@ -88,11 +88,10 @@ BucketMemory& bucketMemoryFor(MemoryKind kind) {
     return device;
   }
 #endif
-  throw Error(ErrorKind::InvalidUsage,
-              std::string(kind == MemoryKind::Device ? "gradient buckets in device memory"
-                                                     : "gradient buckets in memory kind " +
-                                                           std::to_string(static_cast<int>(kind))) +
-                  ": not supported by this build (host memory only: built without CUDA)");
+  const std::string where =
+      kind == MemoryKind::Device ? "device memory" : "memory kind " + std::to_string(static_cast<int>(kind));
+  throw Error(ErrorKind::InvalidUsage, "gradient buckets in " + where +
+                                           ": not supported by this build (host memory only: built without CUDA)");
 }
 
 }  // namespace hora::ddp

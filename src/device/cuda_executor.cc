@@ -78,8 +78,6 @@ struct FifoOffer {
   std::int32_t padding;
 };
 
-// The channels every rank uses, decided alike on every rank from what all
-// ranks offered; or why device collectives cannot run on this communicator.
 // `peer`'s FIFO memory as this process addresses it: its pointer within
 // this process, or its allocation opened by CUDA IPC (added to `mappings`),
 // after enabling access to its GPU. Null, with *why set, where this GPU
@@ -110,6 +108,8 @@ char* mapPeerFifos(int device, int peer, const GpuOffer& gpu, const FifoOffer& o
   return static_cast<char*>(mapping);
 }
 
+// The channels every rank uses, decided alike on every rank from what all
+// ranks offered; or why device collectives cannot run on this communicator.
 struct ChannelAgreement {
   int minChannels = 1;
   int maxChannels = DeviceRing::kMaxChannels;
@@ -342,13 +342,14 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
     fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": collectives on device buffers are not available: ",
          unusable_);
   bool peerWork = false;
+  const void* groupPeerStream = peerStream(ops);
   for (const core::Op& op : ops) {
     if (isPeerKind(op.kind)) {
       peerWork = true;
       if (!peersUnusable_.empty())
         fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": ", core::opKindName(op.kind),
              " on device buffers is not available: ", peersUnusable_);
-      if (streamOf(op) != peerStream(ops))
+      if (streamOf(op) != groupPeerStream)
         fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the sends and receives of one group on device buffers "
              "take one stream per communicator; this group gives ", core::opKindName(op.kind), " another");
     } else {

@@ -1,7 +1,7 @@
 #include "device/device_plan.h"
 
 #include <algorithm>
-#include <set>
+#include <vector>
 
 #include "base/error.h"
 
@@ -52,16 +52,17 @@ namespace {
 // receives from itself.
 class PeerPlanner {
  public:
-  PeerPlanner(int rank, int nranks) : rank_(rank), nranks_(nranks) {}
+  PeerPlanner(int rank, int nranks)
+      : rank_(rank), nranks_(nranks), sendsTo_(static_cast<std::size_t>(nranks)),
+        receivesFrom_(static_cast<std::size_t>(nranks)) {}
 
   void send(const void* in, std::size_t bytes, int peer) { add(in, nullptr, bytes, peer, true); }
   void recv(void* out, std::size_t bytes, int peer) { add(nullptr, out, bytes, peer, false); }
 
   DevicePeerPlan finish(int maxBlocks) {
     if (selfSends_.size() != selfRecvs_.size())
-      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ",
-               selfSends_.size(), " send(s) to itself and ", selfRecvs_.size(),
-               " receive(s) from itself in one group; each send to itself needs a receive");
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", selfSends_.size(), " send(s) to itself and ",
+           selfRecvs_.size(), " receive(s) from itself in one group; each send to itself needs a receive");
     for (std::size_t i = 0; i < selfSends_.size(); ++i) {
       if (selfSends_[i].bytes != selfRecvs_[i].bytes)
         fail(ErrorKind::InvalidUsage, "rank ", rank_, ": a send of ", selfSends_[i].bytes,
@@ -85,9 +86,11 @@ class PeerPlanner {
       (sending ? selfSends_ : selfRecvs_).push_back(DevicePeerOp{in, out, bytes, peer, sending ? 1 : 0});
       return;
     }
-    if (!(sending ? sendPeers_ : recvPeers_).insert(peer).second)
+    char& seen = (sending ? sendsTo_ : receivesFrom_)[static_cast<std::size_t>(peer)];
+    if (seen != 0)
       fail(ErrorKind::InvalidUsage, "rank ", rank_, ": two ", sending ? "sends to" : "receives from", " rank ",
            peer, " in one group on device buffers; the CUDA executor runs one of each per peer and group");
+    seen = 1;
     if (bytes != 0) plan_.transfers.push_back(DevicePeerOp{in, out, bytes, peer, sending ? 1 : 0});
   }
 
@@ -95,7 +98,8 @@ class PeerPlanner {
   int nranks_;
   DevicePeerPlan plan_;
   std::vector<DevicePeerOp> selfSends_, selfRecvs_;
-  std::set<int> sendPeers_, recvPeers_;
+  // Per rank: whether this group already sends to it, receives from it.
+  std::vector<char> sendsTo_, receivesFrom_;
 };
 
 }  // namespace
