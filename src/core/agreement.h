@@ -44,13 +44,15 @@ struct OpDescriptor {
   bool isMessage() const { return kind == OpKind::Send; }
 };
 
-inline bool reducingKind(OpKind kind) {
-  return kind == OpKind::AllReduce || kind == OpKind::ReduceScatter || kind == OpKind::Reduce;
-}
-inline bool rootedKind(OpKind kind) {
-  return kind == OpKind::Broadcast || kind == OpKind::Reduce || kind == OpKind::Gather ||
-         kind == OpKind::Scatter;
-}
+// Which kinds use a reduction and a root: bit sets over OpKind, so that
+// stamping a collective tests a bit instead of comparing kinds.
+constexpr unsigned kindBit(OpKind kind) { return 1u << static_cast<unsigned>(kind); }
+inline constexpr unsigned kReducingKinds =
+    kindBit(OpKind::AllReduce) | kindBit(OpKind::ReduceScatter) | kindBit(OpKind::Reduce);
+inline constexpr unsigned kRootedKinds = kindBit(OpKind::Broadcast) | kindBit(OpKind::Reduce) |
+                                         kindBit(OpKind::Gather) | kindBit(OpKind::Scatter);
+inline bool reducingKind(OpKind kind) { return (kReducingKinds & kindBit(kind)) != 0; }
+inline bool rootedKind(OpKind kind) { return (kRootedKinds & kindBit(kind)) != 0; }
 
 // The descriptor of collective `op`, call number `sequence` on `rank`.
 inline OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, int rank) {
@@ -80,18 +82,33 @@ inline OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence,
 // Word 2 of a stamp: kind, type, reduction and root (+1, so that none is 0).
 inline constexpr int kStampTypeShift = 8, kStampReductionShift = 16, kStampRootShift = 32;
 
-// Inline, with the descriptors above: the executor stamps every operation,
-// and the stamp of one should cost a few instructions.
-inline transport::OpStamp toStamp(const OpDescriptor& d) {
+// The stamp of one operation. Inline: the executor stamps every
+// operation, and the stamp of one should cost a few instructions.
+inline transport::OpStamp makeStamp(std::uint64_t sequence, std::uint64_t count, OpKind kind,
+                                    DataType type, kernels::ReduceKind reduction, int root,
+                                    int rank) {
   transport::OpStamp stamp;
-  stamp.words[0] = d.sequence;
-  stamp.words[1] = d.count;
-  stamp.words[2] = static_cast<std::uint64_t>(d.kind) |
-                   static_cast<std::uint64_t>(d.type) << kStampTypeShift |
-                   static_cast<std::uint64_t>(d.reduction) << kStampReductionShift |
-                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.root + 1)) << kStampRootShift;
-  stamp.words[3] = static_cast<std::uint32_t>(d.rank);
+  stamp.words[0] = sequence;
+  stamp.words[1] = count;
+  stamp.words[2] = static_cast<std::uint64_t>(kind) |
+                   static_cast<std::uint64_t>(type) << kStampTypeShift |
+                   static_cast<std::uint64_t>(reduction) << kStampReductionShift |
+                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(root + 1)) << kStampRootShift;
+  stamp.words[3] = static_cast<std::uint32_t>(rank);
   return stamp.seal();
+}
+
+inline transport::OpStamp toStamp(const OpDescriptor& d) {
+  return makeStamp(d.sequence, d.count, d.kind, d.type, d.reduction, d.root, d.rank);
+}
+
+// The stamp of collective `op`, call number `sequence` on `rank`: that of
+// its collectiveDescriptor(), made without the descriptor, as every
+// checked collective makes one.
+inline transport::OpStamp collectiveStamp(const Op& op, std::uint64_t sequence, int rank) {
+  return makeStamp(sequence, op.count, op.kind, op.type,
+                   reducingKind(op.kind) ? op.reduce.kind : kernels::ReduceKind::Sum,
+                   rootedKind(op.kind) ? op.root : -1, rank);
 }
 
 OpDescriptor fromStamp(const transport::OpStamp& stamp);

@@ -31,6 +31,8 @@ HostExecutor::HostExecutor(HostExecutorContext context, const Tuning& tuning,
   for (int p = 0; p < ctx_.nranks; ++p)
     if (ctx_.ringRanks[p] == ctx_.rank) ring_.pos = p;
   ring_.ranks = ctx_.ringRanks.data();
+  ringNext_ = ring_.next();
+  ringPrev_ = ring_.prev();
   std::iota(rankOrder_.begin(), rankOrder_.end(), 0);
 }
 
@@ -67,7 +69,7 @@ void HostExecutor::runCollective(const Op& op) {
   // Counted before anything can fail, so that every rank numbers its calls
   // alike whatever became of earlier ones.
   current_ = {&op, ++collectives_};
-  if (ctx_.checkAgreement) collectiveStamp_ = toStamp(collectiveDescriptor(op, current_.sequence, ctx_.rank));
+  if (ctx_.checkAgreement) collectiveStamp_ = collectiveStamp(op, current_.sequence, ctx_.rank);
   checkBufferOverlap(op, ctx_.rank, ctx_.nranks);
   const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.anyUsable()};
   const Plan plan = planner_.plan(op, shape);
@@ -97,7 +99,7 @@ void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorit
   // in every collective, whatever its schedule: so every rank checks one,
   // also where the schedule gives it no data (a broadcast's root, every
   // rank of a zero-count call).
-  if (options.stamp != nullptr && ctx_.nranks > 1) prims.stampRing(ring_.next(), ring_.prev());
+  if (options.stamp != nullptr && ctx_.nranks > 1) prims.stampRing(ringNext_, ringPrev_);
   // The host executor runs one channel per rank: its thread is the channel.
   const algorithms::Channel channel{0, 1};
   const std::size_t chunk = plan.chunkElems, align = plan.alignElems;

@@ -61,6 +61,9 @@ class HostExecutor final : public Executor {
 
   HostExecutorContext ctx_;
   algorithms::Ring ring_;
+  // The ring's neighbours of this rank, which every checked collective
+  // stamps (fixed for the communicator's life, so found once).
+  int ringNext_ = -1, ringPrev_ = -1;
   std::vector<int> rankOrder_;  // 0, 1, ..., n-1 (direct schedules)
   Planner planner_;  // holds the tuning record
   ProgressEngine engine_;

@@ -1,9 +1,12 @@
 // The stamps a connection holds in stream order (op_stamp.h), each with
-// the stream position `from` where its operation begins: usually one at a
-// time, pushed and popped once per operation, and asked on every poll
-// whether the oldest is due. So the storage is reused (no allocation per
-// operation) and the oldest one's position is kept in one word: the check
-// a poll makes is a load and a compare.
+// the stream position `from` where its operation begins. A collective
+// holds at most one per connection (pushed when the operation begins,
+// popped when its first bytes leave or arrive), and every poll asks
+// whether it is due; only a group of several messages to one peer queues
+// more. So the oldest lives in the queue object itself and the rest in
+// reused storage: pushing and popping the one stamp of a collective
+// copies it once and touches no index, and the check a poll makes is a
+// load and a compare of the oldest one's position.
 #pragma once
 
 #include <cstddef>
@@ -14,32 +17,42 @@
 
 namespace hora::transport {
 
-template <typename T>  // T has a std::uint64_t `from`
+template <typename T>  // T has a std::uint64_t `from`, never kNone
 class StampQueue {
  public:
   static constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
 
-  bool empty() const { return items_.empty(); }
-  std::size_t size() const { return items_.size(); }
+  bool empty() const { return frontFrom_ == kNone; }
+  std::size_t size() const { return empty() ? 0 : 1 + rest_.size(); }
   // Where the oldest stamp's operation begins; kNone when there is none.
   std::uint64_t frontFrom() const { return frontFrom_; }
-  T& front() { return items_.front(); }
-  const T& front() const { return items_.front(); }
-  T& back() { return items_.back(); }
-  const T& back() const { return items_.back(); }
+  T& front() { return front_; }
+  const T& front() const { return front_; }
+  T& back() { return rest_.empty() ? front_ : rest_.back(); }
+  const T& back() const { return rest_.empty() ? front_ : rest_.back(); }
 
   void push_back(const T& item) {
-    if (items_.empty()) frontFrom_ = item.from;
-    items_.push_back(item);
+    if (empty()) {
+      front_ = item;
+      frontFrom_ = item.from;
+      return;
+    }
+    rest_.push_back(item);
   }
   void pop_front() {
-    items_.pop_front();
-    frontFrom_ = items_.empty() ? kNone : items_.front().from;
+    if (rest_.empty()) {
+      frontFrom_ = kNone;
+      return;
+    }
+    front_ = rest_.front();
+    rest_.pop_front();
+    frontFrom_ = front_.from;
   }
 
  private:
-  ReusedQueue<T> items_;
+  T front_{};
   std::uint64_t frontFrom_ = kNone;
+  ReusedQueue<T> rest_;
 };
 
 }  // namespace hora::transport
