@@ -221,6 +221,33 @@ add_2t=$(figures_of add_2t memory "${memory_files[@]}" | spread)
 c2c_latency=$(figures_of latency core-to-core "${c2c_files[@]}" | spread)
 c2c_copy=$(figures_of copy core-to-core "${c2c_files[@]}" | spread)
 
+# model_busbw <collective> <copy rate>: the busbw a collective of 2 ranks
+# would reach if it were bound by memory traffic alone, moving only the
+# bytes no algorithm can avoid: each rank reads its input once and writes
+# its output once, while what passes between the ranks stays in the caches
+# (the size is S, as in nccl-tests):
+#   all_reduce      each rank reads S and writes S;
+#   all_gather      each reads S/n (its part) and writes S;
+#   reduce_scatter  each reads S and writes S/n;
+#   broadcast       the root reads S, every other rank writes S.
+# All ranks together move that much at the rate two threads copying at
+# once drive: C bytes copied a second (mem_bandwidth's copy_2t) is 2C of
+# reads and writes. The time is total bytes / 2C, and busbw follows with
+# nccl-tests' factor. The ratio hora/model then says how close a run comes
+# to what the memory allows (above 1 where part of the buffers stay in
+# the caches between operations, at sizes the last-level cache holds).
+model_busbw() {
+  awk -v c="$2" -v kind="$1" -v n=2 'BEGIN {
+    if (c == "") exit
+    if (kind == "all_reduce") { bytes = 2 * n; factor = 2 * (n - 1) / n }
+    else if (kind == "all_gather" || kind == "reduce_scatter") { bytes = 1 + n; factor = (n - 1) / n }
+    else if (kind == "broadcast") { bytes = n; factor = 1 }
+    else exit
+    # bytes: the traffic of all ranks in units of S; time = bytes S / 2C.
+    printf "%.4g", factor * 2 * c / bytes
+  }'
+}
+
 # stats <tool> <table> <size> <field>: the spread over the launches.
 stats() { columns_of "$3" "$4" "$results/$1-$2"-r*.txt | spread; }
 sizes_of() { sizes_in "$results"/{hora,horawin,mpi}-"$1"-r*.txt; }  # sizes_of <table>
@@ -229,19 +256,22 @@ sizes_of() { sizes_in "$results"/{hora,horawin,mpi}-"$1"-r*.txt; }  # sizes_of <
 # spread and the ratios of the medians.
 bandwidth_table() {
   local field=$1 collective size hora win mpi
-  printf '%-14s %10s  %-22s %-22s %-22s %8s %8s %8s\n' collective size hora hora-win mpi \
-    hora/mpi win/mpi hora/mem
+  printf '%-14s %10s  %-22s %-22s %-22s %8s %8s %8s %8s\n' collective size hora hora-win mpi \
+    hora/mpi win/mpi hora/mem hora/mod
   for collective in "${collectives[@]}"; do
+    local model
+    model=$(model_busbw "$collective" "$(median_of "$copy_2t")")
     while read -r size; do
       [[ -n $size ]] || continue
       hora=$(stats hora "$collective" "$size" "$field")
       win=$(stats horawin "$collective" "$size" "$field")
       mpi=$(stats mpi "$collective" "$size" "$field")
-      printf '%-14s %10s  %-22s %-22s %-22s %8s %8s %8s\n' "$collective" "$size" \
+      printf '%-14s %10s  %-22s %-22s %-22s %8s %8s %8s %8s\n' "$collective" "$size" \
         "$(show_spread "$hora")" "$(show_spread "$win")" "$(show_spread "$mpi")" \
         "$(ratio "$(median_of "$hora")" "$(median_of "$mpi")")" \
         "$(ratio "$(median_of "$win")" "$(median_of "$mpi")")" \
-        "$(ratio "$(median_of "$hora")" "$(median_of "$copy_2t")")"
+        "$(ratio "$(median_of "$hora")" "$(median_of "$copy_2t")")" \
+        "$(ratio "$(median_of "$hora")" "$model")"
     done <<<"$(sizes_of "$collective")"
   done
 }
@@ -271,7 +301,10 @@ echo "# Summary: busbw in GB/s (nccl-tests' factors), in place, median [min-max]
 echo "# hora-win = hora on windows (hora-perf -R 2: ncclMemAlloc buffers registered with"
 echo "# ncclCommWindowRegister; the ranks read and write each other's buffers directly), against"
 echo "# the same Open MPI launches (its buffers are plain). Ratios are of the medians; above 1:"
-echo "# hora is faster. mem = memcpy with both threads copying at once, median."
+echo "# hora is faster. mem = memcpy with both threads copying at once, median. mod = the"
+echo "# memory-traffic model (each rank reads its input and writes its output once, at the"
+echo "# rate of mem): busbw all_reduce $(show "$(model_busbw all_reduce "$(median_of "$copy_2t")")"),"
+echo "# all_gather and reduce_scatter $(show "$(model_busbw all_gather "$(median_of "$copy_2t")")"), broadcast $(show "$(model_busbw broadcast "$(median_of "$copy_2t")")") GB/s."
 bandwidth_table 12
 echo
 echo "# Out of place, the same. MPI_Bcast has one buffer (nccl's in-place form), so Open MPI's"
