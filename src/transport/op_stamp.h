@@ -32,12 +32,14 @@ struct OpStamp {
   std::uint64_t check = 0;
 
   OpStamp& seal() {
-    std::uint64_t h = 0x9e3779b97f4a7c15ull;  // a multiply-xor mix
-    for (std::size_t w = 0; w < kAgreedStampWords; ++w) {
-      h ^= words[w];
-      h *= 0xbf58476d1ce4e5b9ull;
-      h ^= h >> 31;
-    }
+    // A multiply-xor mix. The two products are independent, so the chain a
+    // stamp waits for before its operation's first slot can leave is two
+    // multiplications long; the last fold brings the high bits, where
+    // the products differ most, down into the 30 kept.
+    static_assert(kAgreedStampWords == 3, "seal() mixes three words");
+    std::uint64_t h = words[0] ^ words[1] * 0x9e3779b97f4a7c15ull ^ words[2] * 0xc2b2ae3d27d4eb4full;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 33;
     check = h & ((std::uint64_t{1} << 30) - 1);
     return *this;
   }

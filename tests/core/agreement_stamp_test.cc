@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <set>
 
 #include "core/agreement.h"
 
@@ -77,6 +78,27 @@ TEST(AgreementStamp, UnusedFieldsDoNotMatterUsedOnesDo) {
     EXPECT_NE(stampOf(a, 0).check, stampOf(otherCount, 0).check);
     EXPECT_NE(collectiveStamp(a, 5, 0).check, collectiveStamp(a, 6, 0).check);  // a skipped call
   }
+}
+
+TEST(AgreementStamp, NearbyCallsHaveDifferentChecks) {
+  // Over shared memory only the 30-bit check travels with the first slot:
+  // calls a rank may confuse (the next call, a count off by one, another
+  // kind, type or root) must not share one. A fixed grid of such stamps,
+  // so this either always passes or always fails.
+  std::set<std::uint64_t> checks;
+  std::size_t stamps = 0;
+  const std::uint64_t counts[] = {0, 1, 2, 3, 7, 8, 1000, 1001, 1u << 20, (1u << 20) + 1};
+  for (std::uint64_t sequence = 1; sequence <= 40; ++sequence)
+    for (std::uint64_t count : counts)
+      for (OpKind kind : {OpKind::AllReduce, OpKind::Broadcast, OpKind::AllGather})
+        for (int root : {0, 1}) {
+          if (!rootedKind(kind) && root != 0) continue;
+          Op op = collective(kind, root, kernels::ReduceKind::Sum);
+          op.count = count;
+          checks.insert(collectiveStamp(op, sequence, 0).check);
+          ++stamps;
+        }
+  EXPECT_EQ(checks.size(), stamps);
 }
 
 }  // namespace
