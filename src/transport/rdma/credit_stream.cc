@@ -304,6 +304,7 @@ bool CreditRecvStream::finishSetup() {
 }
 
 void CreditRecvStream::grant(std::size_t slot) {
+  if (failed_) return;  // the sender's end is gone: nothing more will come
   const std::size_t index = (nextGrant_ - 1) % geometry_.slots;
   const std::size_t q = (nextGrant_ - 1) % qps_.size();
   // The receive first: the sender's write with immediate may follow at once.
@@ -326,7 +327,12 @@ void CreditRecvStream::reap() {
     for (;;) {
       const std::size_t n = qp->poll(done, kMaxCompletions);
       for (std::size_t i = 0; i < n; ++i) {
-        if (done[i].status != Status::Success) failCompletion(done[i], peer_);
+        if (done[i].status != Status::Success) {
+          // Deferred (see failed_): a failed grant, or a receive flushed
+          // after it, hands out no bytes; the slots before it still do.
+          if (!failed_) failed_ = done[i];
+          continue;
+        }
         if (done[i].operation != Operation::Receive) continue;  // a grant went out
         std::size_t slot = 0, bytes = 0;
         unpackImmediate(done[i].immediate, slot, bytes);
@@ -370,6 +376,9 @@ std::size_t CreditRecvStream::tryRecvTwo(void* first, std::size_t firstBytes, vo
   };
   moved += fill(static_cast<char*>(first), firstBytes);
   if (moved == firstBytes && second != nullptr) moved += fill(static_cast<char*>(second), secondBytes);
+  // Bytes wanted, none here, and the sender can no longer be given a slot
+  // to send them in: now the failure is the stream's error.
+  if (moved == 0 && firstBytes + secondBytes > 0 && failed_) failCompletion(*failed_, peer_);
   return moved;
 }
 

@@ -45,6 +45,9 @@
 // immediate finds a receive posted (the receiver posts one per slot before
 // it grants it). The TCP connection that set the pair up stays open as the
 // lifeline: when it closes, the peer is gone, and the error names it.
+// A sender that has finished may close its end before the receiver's last
+// grants reach it: a receiver's failed completion is an error only once it
+// needs bytes that did not come.
 #pragma once
 
 #include <atomic>
@@ -53,6 +56,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -204,6 +208,15 @@ class CreditRecvStream final : public ByteStream {
     std::size_t read;
   };
   std::deque<Filled> filled_;
+  // The first completion that failed, if one did. A sender may finish and
+  // close its end (ncclCommDestroy) while this side still drains the last
+  // slots it filled; the grant that follows a drained slot then fails (over
+  // libfabric's tcp provider at once, with EPIPE), and on a verbs-like
+  // device the receives posted after it are flushed. None of that is an
+  // error until the stream needs bytes that are not there: slots filled
+  // before the failure are still handed out. From then on no slot is
+  // granted again.
+  std::optional<Completion> failed_;
 };
 
 }  // namespace hora::transport::rdma
