@@ -144,7 +144,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
   engine.progressAll();
   for (int peer = 0; peer < ctx_.nranks; ++peer) {
     if (peer == ctx_.rank) continue;
-    auto& connection = ctx_.connector.recvFrom(peer);
+    auto& connection = ctx_.connector.recvFrom(peer, engine.progressWhileWaiting());
     engine.add(&connection);
     connection.beginMessage(planner_.protocolFor(bytes));
     if (stamp != nullptr) connection.beginOperation(*stamp);
@@ -214,7 +214,7 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     HostPrimitives prims = messagePrimitives(*op, stamp);
     prims.attachLinks(-1, op->peer);
     algorithms::recvMessage(prims, op->peer, channel, op->bytes, 64);
-    received.push_back(&ctx_.connector.recvFrom(op->peer));
+    received.push_back(&ctx_.connector.recvFrom(op->peer, engine.progressWhileWaiting()));
   }
   engine.drain("exchanging point-to-point messages");
   engine.waitUntil(

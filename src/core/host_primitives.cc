@@ -88,7 +88,7 @@ OutLink& HostPrimitives::to(int peer) {
 InLink& HostPrimitives::from(int peer) {
   InLink& link = links_.in[peer];
   if (link.connection != nullptr) return link;
-  link.connection = attach(connector_.recvFrom(peer));
+  link.connection = attach(connector_.recvFrom(peer, engine_.progressWhileWaiting()));
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
   return link;
 }
@@ -425,6 +425,15 @@ void HostPrimitives::finish() {
   if (stamp_ != nullptr) {
     if (ringNext_ >= 0 && links_.out[ringNext_].connection == nullptr) to(ringNext_);
     if (ringPrev_ >= 0 && links_.in[ringPrev_].connection == nullptr) from(ringPrev_);
+  }
+  // Usually the last receive completed everything: then one look at each
+  // connection ends the operation, with or without stamps (not so when a
+  // receiver still reads this rank's buffers).
+  if (!describedAny_ && engine_.settled()) {
+    if (streaming_) kernels::streamingFence();
+    return;
+  }
+  if (stamp_ != nullptr) {
     // Stamps first: a peer may wait for ours before it sends what we wait
     // for. Stamps no bytes carried leave alone now; those due from peers
     // that sent us nothing are checked once they come. Usually every stamp

@@ -54,6 +54,14 @@ void ProgressEngine::drain(const char* what) {
       what);
 }
 
+bool ProgressEngine::settled() const {
+  for (const auto* s : sends_)
+    if (s->stampPending() || s->completedBytes() != s->postedBytes()) return false;
+  for (const auto* r : recvs_)
+    if (r->stampsOutstanding() != 0 || r->completedBytes() != r->postedBytes()) return false;
+  return true;
+}
+
 void ProgressEngine::failStalled(const char* what) {
   // Name the peers we are still waiting on; if that is one rank, it is the
   // one that failed (stopped, hung, or cut off).

@@ -12,6 +12,7 @@
 
 #include "core/wait_mode.h"
 #include "transport/connection.h"
+#include "transport/connector.h"
 
 namespace hora::core {
 
@@ -37,6 +38,11 @@ class ProgressEngine {
 
   // Progresses all connections once; true if any byte moved.
   bool progressAll();
+  // progressAll(), for the connector to run while it waits for a peer to
+  // open a connection this operation is about to use.
+  transport::WhileWaiting progressWhileWaiting() {
+    return {[](void* engine) { static_cast<ProgressEngine*>(engine)->progressAll(); }, this};
+  }
 
   // Progresses until done() is true. `what` describes the wait for errors.
   template <typename Done>
@@ -47,6 +53,10 @@ class ProgressEngine {
 
   // Waits until every posted send has left and every posted receive arrived.
   void drain(const char* what);
+  // That is so already, and no connection holds a stamp still to send or
+  // to check: what an operation's end waits for, looked at without
+  // progressing anything (the usual case after its last receive).
+  bool settled() const;
 
   // The connections added since the last reset.
   const std::vector<transport::SendConnection*>& sends() const { return sends_; }

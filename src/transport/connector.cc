@@ -81,7 +81,7 @@ SendConnection& Connector::connectTo(int peer, bool busy) {
   return *(sends_[peer] = std::move(connection));
 }
 
-Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
+Socket Connector::acceptFrom(int peer, const Deadline& deadline, WhileWaiting whileWaiting) {
   const std::string name = bootstrap_.describe(peer);
   const std::string waiting = strCat("waiting for ", name, " to connect");
   const pid_t pid = bootstrap_.peers()[peer].pid;
@@ -96,6 +96,7 @@ Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
   // its bootstrap listener refuses)?
   Deadline nextLook = Deadline::after(bootstrap::kLookForDeadPeers);
   auto stillAlive = [&] {
+    if (whileWaiting.run != nullptr) whileWaiting.run(whileWaiting.context);
     if (!goneAndDrained && nextLook.expired()) {
       nextLook = Deadline::after(bootstrap::kLookForDeadPeers);
       if (auto notice = bootstrap_.noticeWithin(std::chrono::milliseconds(0))) throw *notice;
@@ -132,19 +133,19 @@ Socket Connector::acceptFrom(int peer, const Deadline& deadline) {
   return socket;
 }
 
-RecvConnection& Connector::recvFrom(int peer) {
+RecvConnection& Connector::recvFrom(int peer, WhileWaiting whileWaiting) {
   if (RecvConnection* known = recvs_.at(peer).get()) return *known;
   try {
-    return acceptConnectionFrom(peer);
+    return acceptConnectionFrom(peer, whileWaiting);
   } catch (const Error& error) {
     rethrowNamingPeer(error, peer);
   }
 }
 
-RecvConnection& Connector::acceptConnectionFrom(int peer) {
+RecvConnection& Connector::acceptConnectionFrom(int peer, WhileWaiting whileWaiting) {
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
-  Socket socket = acceptFrom(peer, deadline);
+  Socket socket = acceptFrom(peer, deadline, whileWaiting);
   {
     std::lock_guard<std::mutex> lock(socketsMutex_);
     socketFds_.push_back(socket.fd());

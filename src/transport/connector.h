@@ -27,6 +27,19 @@
 
 namespace hora::transport {
 
+// What a rank does while recvFrom() waits for a peer to connect: the
+// executor progresses the connections its operation already uses. Ranks
+// that disagree on a call can use different links; over a transport whose
+// bytes move only while the sender progresses (the RDMA credit protocol),
+// a rank blocked here would otherwise hold back the data (and the stamp)
+// its peer waits for, and both would wait for the deadline instead of
+// reporting the mismatch. A plain pointer pair: passing one costs nothing
+// on the path where the connection already exists.
+struct WhileWaiting {
+  void (*run)(void* context) = nullptr;
+  void* context = nullptr;
+};
+
 class Connector {
  public:
   // Collective over the communicator: exchanges listener addresses.
@@ -37,7 +50,7 @@ class Connector {
 
   // `busy`: the connection will carry most of the traffic (ConnectionSetup).
   SendConnection& sendTo(int peer, bool busy = false);
-  RecvConnection& recvFrom(int peer);
+  RecvConnection& recvFrom(int peer, WhileWaiting whileWaiting = {});
   TransportKind kindOf(int peer) const { return kinds_[peer]; }
 
   // Shuts every socket down: peers blocked on this rank see EOF at once.
@@ -50,10 +63,10 @@ class Connector {
     std::int32_t rank;
     std::int32_t kind;
   };
-  Socket acceptFrom(int peer, const Deadline& deadline);
+  Socket acceptFrom(int peer, const Deadline& deadline, WhileWaiting whileWaiting);
   // The set-up of sendTo and recvFrom, which name the peer in its errors.
   SendConnection& connectTo(int peer, bool busy);
-  RecvConnection& acceptConnectionFrom(int peer);
+  RecvConnection& acceptConnectionFrom(int peer, WhileWaiting whileWaiting);
 
   bootstrap::Bootstrap& bootstrap_;
   std::uint64_t magic_;
