@@ -222,7 +222,8 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
         for (transport::SendConnection* connection : sent)
           if (connection->stampPending()) return false;
         for (transport::RecvConnection* connection : received)
-          if (!connection->stampChecked()) return false;
+          if (!ProgressEngine::onConnection(*connection, [&] { return connection->stampChecked(); }))
+            return false;
         return true;
       },
       "exchanging point-to-point messages");

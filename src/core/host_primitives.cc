@@ -120,7 +120,7 @@ void HostPrimitives::describe(transport::SendConnection& to, const char* data, s
   std::span<char> room = waitRoom(to, sizeof(BufferDescription), sizeof(BufferDescription));
   const BufferDescription description{reinterpret_cast<std::uint64_t>(data), bytes};
   std::memcpy(room.data(), &description, sizeof(description));
-  to.commitWritten(sizeof(description));
+  ProgressEngine::onConnection(to, [&] { to.commitWritten(sizeof(description)); });
   describedAny_ = true;
 }
 
@@ -134,7 +134,7 @@ void HostPrimitives::copyDescribed(transport::RecvConnection& from, char* dst, s
          bytes, " were expected");
   from.readPeerMemory(dst, description.address, bytes);
   // Consuming the description tells the sender its buffer has been read.
-  from.consumeRead(sizeof(description));
+  ProgressEngine::onConnection(from, [&] { from.consumeRead(sizeof(description)); });
 }
 
 void HostPrimitives::copyOut(char* dst, const char* src, std::size_t bytes) {
@@ -145,7 +145,8 @@ void HostPrimitives::copyOut(char* dst, const char* src, std::size_t bytes) {
 std::span<char> HostPrimitives::waitRoom(transport::SendConnection& to, std::size_t minBytes,
                                          std::size_t maxBytes) {
   std::span<char> room;
-  engine_.waitUntil([&] { return (room = to.writable(maxBytes)).size() >= minBytes; },
+  auto roomThere = [&] { return (room = to.writable(maxBytes)).size() >= minBytes; };
+  engine_.waitUntil([&] { return ProgressEngine::onConnection(to, roomThere); },
                     "waiting for room in a peer's buffer");
   return room;
 }
@@ -154,7 +155,8 @@ std::span<const char> HostPrimitives::waitData(transport::RecvConnection& from,
                                                std::size_t minBytes) {
   flushStamps();
   std::span<const char> data;
-  engine_.waitUntil([&] { return (data = from.readable()).size() >= minBytes; },
+  auto dataThere = [&] { return (data = from.readable()).size() >= minBytes; };
+  engine_.waitUntil([&] { return ProgressEngine::onConnection(from, dataThere); },
                     "receiving from a peer");
   return data;
 }
@@ -226,7 +228,7 @@ void HostPrimitives::recv(int peer, std::size_t outOffset, std::size_t count) {
     std::span<const char> data = waitData(connection, 1);
     const std::size_t n = std::min(data.size(), total - done);
     copyOut(dst + done, data.data(), n);
-    connection.consumeRead(n);
+    ProgressEngine::onConnection(connection, [&] { connection.consumeRead(n); });
     done += n;
   }
 }
@@ -286,9 +288,9 @@ void HostPrimitives::recvReduceInPlace(transport::RecvConnection& from,
       kernels::reduceHostUnchecked(spec_, target, local, data.data(), n, finalize);
       if (to != nullptr) to->post(target, bytes);
     }
-    if (sendInPlace) to->commitWritten(bytes);
+    if (sendInPlace) ProgressEngine::onConnection(*to, [&] { to->commitWritten(bytes); });
     else if (viaSlot) sendFromSlot(*to, slotIndex, bytes);
-    from.consumeRead(bytes);
+    ProgressEngine::onConnection(from, [&] { from.consumeRead(bytes); });
     done += n;
   }
 }
@@ -335,9 +337,9 @@ void HostPrimitives::recvCopySend(int fromPeer, int toPeer, std::size_t outOffse
       std::span<const char> data = waitData(source, 1);
       const std::size_t n = std::min({want, room.size(), data.size()});
       std::memcpy(room.data(), data.data(), n);
-      target.commitWritten(n);
+      ProgressEngine::onConnection(target, [&] { target.commitWritten(n); });
       copyOut(dst + done, data.data(), n);
-      source.consumeRead(n);
+      ProgressEngine::onConnection(source, [&] { source.consumeRead(n); });
       done += n;
     }
     return;
@@ -426,9 +428,12 @@ void HostPrimitives::finish() {
     if (ringNext_ >= 0 && links_.out[ringNext_].connection == nullptr) to(ringNext_);
     if (ringPrev_ >= 0 && links_.in[ringPrev_].connection == nullptr) from(ringPrev_);
   }
-  // Usually the last receive completed everything: then one look at each
-  // connection ends the operation, with or without stamps (not so when a
+  // Usually the last receive completed everything: then one progress pass
+  // (which a transport with manual progress needs to push its last writes
+  // out before this rank may return and exit) and one look at each
+  // connection end the operation, with or without stamps (not so when a
   // receiver still reads this rank's buffers).
+  engine_.progressAll();
   if (!describedAny_ && engine_.settled()) {
     if (streaming_) kernels::streamingFence();
     return;
@@ -442,7 +447,9 @@ void HostPrimitives::finish() {
       for (transport::SendConnection* connection : engine_.sends())
         if (connection->stampPending()) return false;
       for (transport::RecvConnection* connection : engine_.recvs())
-        if (connection->stampsOutstanding() != 0 && !connection->stampChecked()) return false;
+        if (connection->stampsOutstanding() != 0 &&
+            !ProgressEngine::onConnection(*connection, [&] { return connection->stampChecked(); }))
+          return false;
       return true;
     };
     if (!stampsDone()) {

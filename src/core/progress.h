@@ -58,6 +58,21 @@ class ProgressEngine {
   // progressing anything (the usual case after its last receive).
   bool settled() const;
 
+  // Rethrows the error being handled, naming `connection`'s peer as the
+  // rank that failed where it is a peer's failure that names nobody yet.
+  [[noreturn]] static void blamePeerOf(const transport::Connection& connection);
+  // f(), a call on `connection` made outside progressAll() (a wait's test
+  // of what has arrived, or of room): its errors name the peer as
+  // progressAll()'s do, so that the rank that failed first is found.
+  template <typename F>
+  static auto onConnection(const transport::Connection& connection, F f) {
+    try {
+      return f();
+    } catch (const Error&) {
+      blamePeerOf(connection);
+    }
+  }
+
   // The connections added since the last reset.
   const std::vector<transport::SendConnection*>& sends() const { return sends_; }
   const std::vector<transport::RecvConnection*>& recvs() const { return recvs_; }
@@ -66,9 +81,6 @@ class ProgressEngine {
   template <typename F>
   void waitLoop(F done, const char* what);
   [[noreturn]] void failStalled(const char* what);
-  // Rethrows the error being handled, naming `connection`'s peer as the
-  // rank that failed where it is a peer's failure that names nobody yet.
-  [[noreturn]] static void blamePeerOf(const transport::Connection& connection);
 
   WaitPolicy policy_;
   std::vector<transport::SendConnection*> sends_;
