@@ -19,17 +19,21 @@ struct Item {
   bool alone = false;
 };
 
+// Checks the oldest and newest against the reference model, then pops one
+// from each.
+void expectAndPopFront(StampQueue<Item>& queue, std::deque<Item>& model) {
+  ASSERT_FALSE(queue.empty());
+  ASSERT_EQ(queue.size(), model.size());
+  EXPECT_EQ(queue.frontFrom(), model.front().from);
+  EXPECT_EQ(queue.front().tag, model.front().tag);
+  EXPECT_EQ(queue.back().tag, model.back().tag);
+  queue.pop_front();
+  model.pop_front();
+}
+
 // Pops everything, checking it against the reference model.
 void expectSame(StampQueue<Item>& queue, std::deque<Item>& model) {
-  while (!model.empty()) {
-    ASSERT_FALSE(queue.empty());
-    ASSERT_EQ(queue.size(), model.size());
-    EXPECT_EQ(queue.frontFrom(), model.front().from);
-    EXPECT_EQ(queue.front().tag, model.front().tag);
-    EXPECT_EQ(queue.back().tag, model.back().tag);
-    queue.pop_front();
-    model.pop_front();
-  }
+  while (!model.empty()) expectAndPopFront(queue, model);
   EXPECT_TRUE(queue.empty());
   EXPECT_EQ(queue.size(), 0u);
   EXPECT_EQ(queue.frontFrom(), StampQueue<Item>::kNone);
@@ -72,12 +76,7 @@ TEST(StampQueue, KeepsStreamOrderAcrossManyAndInterleavedPushes) {
   // while newer ones arrive.
   for (int round = 0; round < 300; ++round) {
     if (round % 3 != 2) push();
-    ASSERT_EQ(queue.size(), model.size());
-    EXPECT_EQ(queue.frontFrom(), model.front().from);
-    EXPECT_EQ(queue.front().tag, model.front().tag);
-    EXPECT_EQ(queue.back().tag, model.back().tag);
-    queue.pop_front();
-    model.pop_front();
+    expectAndPopFront(queue, model);
   }
   expectSame(queue, model);
   // Used again after emptying.
