@@ -82,33 +82,24 @@ inline OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence,
 // Word 2 of a stamp: kind, type, reduction and root (+1, so that none is 0).
 inline constexpr int kStampTypeShift = 8, kStampReductionShift = 16, kStampRootShift = 32;
 
-// The stamp of one operation. Inline: the executor stamps every
-// operation, and the stamp of one should cost a few instructions.
-inline transport::OpStamp makeStamp(std::uint64_t sequence, std::uint64_t count, OpKind kind,
-                                    DataType type, kernels::ReduceKind reduction, int root,
-                                    int rank) {
+// Inline, with the descriptors above: the executor stamps every operation,
+// and the stamp of one should cost a few instructions.
+inline transport::OpStamp toStamp(const OpDescriptor& d) {
   transport::OpStamp stamp;
-  stamp.words[0] = sequence;
-  stamp.words[1] = count;
-  stamp.words[2] = static_cast<std::uint64_t>(kind) |
-                   static_cast<std::uint64_t>(type) << kStampTypeShift |
-                   static_cast<std::uint64_t>(reduction) << kStampReductionShift |
-                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(root + 1)) << kStampRootShift;
-  stamp.words[3] = static_cast<std::uint32_t>(rank);
+  stamp.words[0] = d.sequence;
+  stamp.words[1] = d.count;
+  stamp.words[2] = static_cast<std::uint64_t>(d.kind) |
+                   static_cast<std::uint64_t>(d.type) << kStampTypeShift |
+                   static_cast<std::uint64_t>(d.reduction) << kStampReductionShift |
+                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.root + 1)) << kStampRootShift;
+  stamp.words[3] = static_cast<std::uint32_t>(d.rank);
   return stamp.seal();
 }
 
-inline transport::OpStamp toStamp(const OpDescriptor& d) {
-  return makeStamp(d.sequence, d.count, d.kind, d.type, d.reduction, d.root, d.rank);
-}
-
-// The stamp of collective `op`, call number `sequence` on `rank`: that of
-// its collectiveDescriptor(), made without the descriptor, as every
-// checked collective makes one.
+// The stamp of collective `op`, call number `sequence` on `rank` (inlined,
+// the descriptor is never built in memory).
 inline transport::OpStamp collectiveStamp(const Op& op, std::uint64_t sequence, int rank) {
-  return makeStamp(sequence, op.count, op.kind, op.type,
-                   reducingKind(op.kind) ? op.reduce.kind : kernels::ReduceKind::Sum,
-                   rootedKind(op.kind) ? op.root : -1, rank);
+  return toStamp(collectiveDescriptor(op, sequence, rank));
 }
 
 OpDescriptor fromStamp(const transport::OpStamp& stamp);

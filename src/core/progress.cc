@@ -43,22 +43,14 @@ bool ProgressEngine::progressAll() {
 }
 
 void ProgressEngine::drain(const char* what) {
-  waitUntil(
-      [&] {
-        for (auto* s : sends_)
-          if (s->completedBytes() != s->postedBytes()) return false;
-        for (auto* r : recvs_)
-          if (r->completedBytes() != r->postedBytes()) return false;
-        return true;
-      },
-      what);
+  waitUntil([&] { return allMoved(/*andStamps=*/false); }, what);
 }
 
-bool ProgressEngine::settled() const {
+bool ProgressEngine::allMoved(bool andStamps) const {
   for (const auto* s : sends_)
-    if (s->stampPending() || s->completedBytes() != s->postedBytes()) return false;
+    if ((andStamps && s->stampPending()) || s->completedBytes() != s->postedBytes()) return false;
   for (const auto* r : recvs_)
-    if (r->stampsOutstanding() != 0 || r->completedBytes() != r->postedBytes()) return false;
+    if ((andStamps && r->stampsOutstanding() != 0) || r->completedBytes() != r->postedBytes()) return false;
   return true;
 }
 

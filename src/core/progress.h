@@ -56,7 +56,7 @@ class ProgressEngine {
   // That is so already, and no connection holds a stamp still to send or
   // to check: what an operation's end waits for, looked at without
   // progressing anything (the usual case after its last receive).
-  bool settled() const;
+  bool settled() const { return allMoved(/*andStamps=*/true); }
 
   // Rethrows the error being handled, naming `connection`'s peer as the
   // rank that failed where it is a peer's failure that names nobody yet.
@@ -81,6 +81,9 @@ class ProgressEngine {
   template <typename F>
   void waitLoop(F done, const char* what);
   [[noreturn]] void failStalled(const char* what);
+  // Every posted byte has moved (and, `andStamps`, every stamp has left or
+  // been checked): drain()'s goal and settled().
+  bool allMoved(bool andStamps) const;
 
   WaitPolicy policy_;
   std::vector<transport::SendConnection*> sends_;
