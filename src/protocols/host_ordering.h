@@ -17,6 +17,12 @@
 //    (an aligned 8-byte access is single-copy atomic on x86-64 and AArch64).
 //    Relaxed is enough: a line's data and its flag travel in the same atomic
 //    word, so a reader that sees the flag sees that store's data too.
+//  - fenceRelease / fenceAcquire: for a side that hands over on two FIFOs
+//    at once (transport/shm: Simple slots and LL lines, one stream). The
+//    sender's release fence before its LL lines, and the receiver's
+//    acquire fence after it saw one of them, make every Simple slot the
+//    sender published before those lines visible to the receiver: whether
+//    one is there then tells which FIFO the stream went on first.
 //  - loadFlag / storeFlag: the abort flag. It guards no data, so relaxed;
 //    it only has to become visible eventually, which any store does.
 //  - relax(spins): the hint inside a polling loop; spins counts the polls so
@@ -45,6 +51,9 @@ struct HostOrdering {
 
   static std::uint64_t loadLine(const std::uint64_t* line) { return __atomic_load_n(line, __ATOMIC_RELAXED); }
   static void storeLine(std::uint64_t* line, std::uint64_t v) { __atomic_store_n(line, v, __ATOMIC_RELAXED); }
+
+  static void fenceRelease() { __atomic_thread_fence(__ATOMIC_RELEASE); }
+  static void fenceAcquire() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 
   static std::uint32_t loadFlag(const std::uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
   static void storeFlag(std::uint32_t* p, std::uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }

@@ -22,6 +22,17 @@
 // ceil(bytes / 4) data lines, the last one padded with zeros: a zero-byte
 // message is the header alone, and the receiver needs no size in advance.
 //
+// Stamps: a message that begins an operation may carry the operation's
+// stamp, as a Simple slot can (simple.h; the executor's agreement check,
+// core/agreement.h). Its header then has kLLStamped set, the line after it
+// holds the stamp's 30-bit check, and after the data come the stamp's
+// kStampWords words, two lines each (low half first). The check sits next
+// to the header, so comparing it costs the receiver no transfer of its
+// own; the receiver reads the stamp lines only to word a mismatch, and
+// otherwise returns them unread (sendStamped() writes the whole message
+// in one go, so the lines it returns are written, or about to be, by a
+// sender that will not touch them again before its next message).
+//
 // Credits: the receiver release-stores tail = lines consumed at the end of
 // each slot (i + 1 a multiple of slotBytes / 8) and of each message; the
 // sender acquire-loads tail and writes line i only once i < tail + L. The
@@ -54,6 +65,10 @@ namespace hora::protocols {
 
 inline constexpr std::uint64_t kLLLineBytes = 8;
 inline constexpr std::uint64_t kLLDataBytes = 4;
+// In a header line: the message carries a stamp. The size is the rest, so
+// a message has less than 2 GiB.
+inline constexpr std::uint32_t kLLStamped = std::uint32_t{1} << 31;
+inline constexpr std::uint64_t kLLMaxMessageBytes = kLLStamped - 1;
 
 HORA_HOST_DEVICE constexpr std::uint64_t llLines(const FifoHandle& fifo) {
   return fifo.slotCount * fifo.slotBytes / kLLLineBytes;
@@ -70,6 +85,15 @@ HORA_HOST_DEVICE constexpr std::uint64_t llPack(std::uint32_t data, std::uint32_
 // Lines a message of `bytes` bytes takes: a header and its data.
 HORA_HOST_DEVICE constexpr std::uint64_t llMessageLines(std::uint64_t bytes) {
   return 1 + (bytes + kLLDataBytes - 1) / kLLDataBytes;
+}
+// A stamped message: the header, the check, the data, then the stamp.
+inline constexpr std::uint64_t kLLCheckLine = 1;
+HORA_HOST_DEVICE constexpr std::uint64_t llStampedDataLine() { return kLLCheckLine + 1; }
+HORA_HOST_DEVICE constexpr std::uint64_t llStampLine(std::uint64_t bytes) {
+  return llMessageLines(bytes) + 1;
+}
+HORA_HOST_DEVICE constexpr std::uint64_t llStampedMessageLines(std::uint64_t bytes) {
+  return llStampLine(bytes) + 2 * kStampWords;
 }
 
 // Word j (from 0) of a message's data: bytes 4j.. of src, zero-padded.
@@ -118,11 +142,38 @@ class LLSender {
   }
   HORA_HOST_DEVICE void advance(std::uint64_t count) { sent_ += count; }
 
-  // Sends one message of `bytes` bytes (zero allowed; less than 4 GiB).
+  // Sends one message of `bytes` bytes (zero allowed; at most
+  // kLLMaxMessageBytes).
   HORA_HOST_DEVICE Status send(const void* src, std::size_t bytes, std::uint64_t deadline) {
-    if (bytes > 0xffffffffu) return Status::Overflow;
+    if (bytes > kLLMaxMessageBytes) return Status::Overflow;
     const char* from = static_cast<const char*>(src);
-    const std::uint64_t total = llMessageLines(bytes);
+    return sendLines(llMessageLines(bytes), deadline, [&](std::uint64_t j) {
+      return j == 0 ? static_cast<std::uint32_t>(bytes) : llWord(from, bytes, j - 1);
+    });
+  }
+  // send() of a message that begins an operation: `stamp` (kStampWords
+  // words) and its 30-bit `check` go with it (the format above).
+  HORA_HOST_DEVICE Status sendStamped(const void* src, std::size_t bytes, const std::uint64_t* stamp,
+                                      std::uint32_t check, std::uint64_t deadline) {
+    if (bytes > kLLMaxMessageBytes) return Status::Overflow;
+    const char* from = static_cast<const char*>(src);
+    const std::uint64_t stampLine = llStampLine(bytes);
+    return sendLines(llStampedMessageLines(bytes), deadline, [&](std::uint64_t j) -> std::uint32_t {
+      if (j == 0) return static_cast<std::uint32_t>(bytes) | kLLStamped;
+      if (j == kLLCheckLine) return check;
+      if (j < stampLine) return llWord(from, bytes, j - llStampedDataLine());
+      const std::uint64_t half = j - stampLine;
+      return static_cast<std::uint32_t>(stamp[half / 2] >> (half % 2 * 32));
+    });
+  }
+
+  HORA_HOST_DEVICE std::uint64_t sentLines() const { return sent_; }
+
+ private:
+  // Writes lines [0, total) of a message, line j holding wordOf(j), in
+  // pieces that never cross a slot's end.
+  template <class WordOf>
+  HORA_HOST_DEVICE Status sendLines(std::uint64_t total, std::uint64_t deadline, const WordOf& wordOf) {
     const std::uint64_t perSlot = llLinesPerSlot(fifo_);
     for (std::uint64_t done = 0; done < total;) {
       // Up to the end of the slot the next line falls in.
@@ -130,20 +181,13 @@ class LLSender {
       const std::uint64_t count = total - done < toSlotEnd ? total - done : toSlotEnd;
       const Status status = waitRoom(count, deadline);
       if (status != Status::Ok) return status;
-      for (std::uint64_t k = 0; k < count; ++k) {
-        const std::uint64_t j = done + k;  // line j of the message
-        writeLine(k, j == 0 ? static_cast<std::uint32_t>(bytes) : llWord(from, bytes, j - 1));
-      }
+      for (std::uint64_t k = 0; k < count; ++k) writeLine(k, wordOf(done + k));
       advance(count);
       done += count;
     }
     Ordering::storeRelaxed(fifo_.head, sent_);
     return Status::Ok;
   }
-
-  HORA_HOST_DEVICE std::uint64_t sentLines() const { return sent_; }
-
- private:
   HORA_HOST_DEVICE bool hasRoom(std::uint64_t count) const { return sent_ + count - knownTail_ <= lines_; }
   HORA_HOST_DEVICE std::uint64_t* lineAt(std::uint64_t line) const {
     return reinterpret_cast<std::uint64_t*>(fifo_.slots) + line % lines_;
@@ -198,6 +242,8 @@ class LLReceiver {
 
   // Receives one message into dst (capacity bytes); *bytes is its size. A
   // larger message is still consumed whole, its excess dropped: Overflow.
+  // Streams without stamps only: a stamped message is read line by line
+  // by a receiver that expects stamps (transport/shm).
   HORA_HOST_DEVICE Status recv(void* dst, std::size_t capacity, std::size_t* bytes, std::uint64_t deadline) {
     char* to = static_cast<char*>(dst);
     std::uint32_t size = 0;

@@ -26,6 +26,8 @@ class StampQueue {
   std::size_t size() const { return empty() ? 0 : 1 + rest_.size(); }
   // Where the oldest stamp's operation begins; kNone when there is none.
   std::uint64_t frontFrom() const { return frontFrom_; }
+  // Where the second oldest's operation begins; kNone when there is none.
+  std::uint64_t nextFrom() const { return rest_.empty() ? kNone : rest_.front().from; }
   T& front() { return front_; }
   const T& front() const { return front_; }
   T& back() { return rest_.empty() ? front_ : rest_.back(); }

@@ -3,7 +3,7 @@
 // one rank skipped, a receive smaller than its send) must all fail with
 // ncclInvalidUsage, each naming the field and both values, within a few
 // seconds, and none may return success; each case runs over shared memory
-// and over TCP, some also on windows. tests/api/agreement_process_test.cc
+// (also with small messages by LL) and over TCP, some also on windows. tests/api/agreement_process_test.cc
 // runs the same disagreements between processes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -33,12 +33,21 @@ using RankCall = std::function<ncclResult_t(int rank, ncclComm_t comm)>;
 class Agreement : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    ::setenv("HORA_TRANSPORT", GetParam(), 1);
+    const std::string transport = GetParam();
+    if (transport == "shm-ll") {
+      // Messages of up to 4 KiB by LL: the two ends of a disagreement then
+      // often expect its first bytes on different FIFOs.
+      ::setenv("HORA_TRANSPORT", "shm", 1);
+      ::setenv("HORA_LL_MAX_BYTES", "4096", 1);
+    } else {
+      ::setenv("HORA_TRANSPORT", transport.c_str(), 1);
+    }
     ::setenv("HORA_OFI_PROVIDER", "tcp", 1);  // for ofi: libfabric's tcp provider
     ::setenv("HORA_TIMEOUT", "5", 1);
   }
   void TearDown() override {
     ::unsetenv("HORA_TRANSPORT");
+    ::unsetenv("HORA_LL_MAX_BYTES");
     ::unsetenv("HORA_TIMEOUT");
   }
 
@@ -84,9 +93,9 @@ MATCHER_P(SaysOneOf, texts, "") {
 }
 
 #if HORA_HAVE_OFI
-INSTANTIATE_TEST_SUITE_P(Transports, Agreement, ::testing::Values("shm", "tcp", "ofi"));
+INSTANTIATE_TEST_SUITE_P(Transports, Agreement, ::testing::Values("shm", "shm-ll", "tcp", "ofi"));
 #else
-INSTANTIATE_TEST_SUITE_P(Transports, Agreement, ::testing::Values("shm", "tcp"));
+INSTANTIATE_TEST_SUITE_P(Transports, Agreement, ::testing::Values("shm", "shm-ll", "tcp"));
 #endif
 
 // An all-reduce in place of `count` floats on each rank.

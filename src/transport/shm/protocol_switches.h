@@ -34,6 +34,13 @@ class ProtocolSwitches {
     return switches_.empty() || switches_.front().position > position ? ShmRoute::Simple
                                                                       : switches_.front().route;
   }
+  // The route of the first byte at or after `position` that travels
+  // (padding is always followed by a switch back to a route).
+  ShmRoute movingAt(std::uint64_t position) {
+    const ShmRoute route = at(position);
+    if (route != ShmRoute::Skip) return route;
+    return switches_.size() > 1 ? switches_[1].route : ShmRoute::Simple;
+  }
   // The route of bytes posted from now on.
   ShmRoute latest() const { return switches_.empty() ? ShmRoute::Simple : switches_.back().route; }
 

@@ -139,8 +139,8 @@ ShmSendConnection::ShmSendConnection(ShmSegment segment, Socket lifeline, std::s
       llStaging_(kShmLLMaxBytes + kMaxStreamAlignment),
       llOut_(alignedStart(llStaging_)) {}
 
-bool ShmSendConnection::publishStampsAlone(bool andRiding) {
-  while (stampDue() && (andRiding || stamps_.front().alone)) {
+bool ShmSendConnection::publishStampsAlone() {
+  while (stampDue() && stamps_.front().alone) {
     char* slot = nullptr;
     if (!simple_.tryRoom(&slot)) return false;
     simple_.publishStamped(0, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
@@ -160,18 +160,36 @@ void ShmSendConnection::publishSimple(std::size_t bytes) {
   --stampsOutstanding_;
 }
 
+std::uint64_t ShmSendConnection::llLinesFor(std::size_t bytes) const {
+  return stampDue() ? protocols::llStampedMessageLines(bytes) : protocols::llMessageLines(bytes);
+}
+
+bool ShmSendConnection::sendLL(const char* data, std::size_t bytes) {
+  if (!ll_.tryRoom(llLinesFor(bytes))) return false;
+  // Simple slots published before these lines are visible to a receiver
+  // that saw one of the lines (host_ordering.h).
+  HostOrdering::fenceRelease();
+  // The sends cannot wait: the room is there.
+  if (!stampDue()) {
+    ll_.send(data, bytes, protocols::kNoDeadline);
+    return true;
+  }
+  const OpStamp& stamp = stamps_.front().stamp;
+  ll_.sendStamped(data, bytes, stamp.words.data(), static_cast<std::uint32_t>(stamp.check),
+                  protocols::kNoDeadline);
+  stamps_.pop_front();
+  --stampsOutstanding_;
+  return true;
+}
+
 std::size_t ShmSendConnection::moveOut(const char* data, std::size_t bytes) {
   const ShmRoute route = routes_.at(queue_.completed());
   if (route == ShmRoute::Skip) return bytes;
-  // Stamps that cannot ride with this piece's slot leave first, alone.
-  if (stampDue() && (stamps_.front().alone || route == ShmRoute::LL) &&
-      !publishStampsAlone(route == ShmRoute::LL))
-    return 0;
+  // Stamps of operations that sent nothing leave first, alone.
+  if (stampDue() && stamps_.front().alone && !publishStampsAlone()) return 0;
   if (route == ShmRoute::LL) {
     const std::size_t n = std::min(bytes, kShmLLMaxBytes);
-    if (!ll_.tryRoom(protocols::llMessageLines(n))) return 0;
-    ll_.send(data, n, protocols::kNoDeadline);  // cannot wait: the room is there
-    return n;
+    return sendLL(data, n) ? n : 0;
   }
   char* slot = nullptr;
   if (!simple_.tryRoom(&slot)) return 0;
@@ -186,7 +204,7 @@ bool ShmSendConnection::progress() {
   bool moved = queue_.drain([&](const char* data, std::size_t bytes) { return moveOut(data, bytes); });
   if (queue_.empty() && stampDue()) {
     const std::size_t before = stamps_.size();
-    publishStampsAlone(false);
+    publishStampsAlone();
     moved |= stamps_.size() != before;
   }
   return moved;
@@ -195,16 +213,15 @@ bool ShmSendConnection::progress() {
 std::span<char> ShmSendConnection::writable(std::size_t maxBytes) {
   if (!queue_.empty()) return {};  // posted bytes go first
   writableRoute_ = routes_.latest();
-  // Stamps that will not ride in the slot written here leave first.
-  if (stampDue() && (stamps_.front().alone || writableRoute_ == ShmRoute::LL) &&
-      !publishStampsAlone(writableRoute_ == ShmRoute::LL)) {
+  // Stamps of operations that sent nothing leave first, alone.
+  if (stampDue() && stamps_.front().alone && !publishStampsAlone()) {
     wantsRoom_ = true;
     return {};
   }
   std::span<char> room;
   if (writableRoute_ == ShmRoute::LL) {
     const std::size_t bytes = std::min(maxBytes, kShmLLMaxBytes);
-    if (ll_.tryRoom(protocols::llMessageLines(bytes))) room = {llOut_, bytes};
+    if (ll_.tryRoom(llLinesFor(bytes))) room = {llOut_, bytes};
   } else {
     char* slot = nullptr;
     if (simple_.tryRoom(&slot)) room = {slot, std::min<std::size_t>(maxBytes, header_->geometry.slotBytes)};
@@ -220,7 +237,8 @@ void ShmSendConnection::commitWritten(std::size_t bytes) {
   if (bytes == 0) return;
   if (writableRoute_ == ShmRoute::LL) {
     HORA_ENFORCE(bytes <= kShmLLMaxBytes, "committing more than writable() gave to ", peer_);
-    ll_.send(llOut_, bytes, protocols::kNoDeadline);  // writable() found the room
+    const bool sent = sendLL(llOut_, bytes);  // writable() found the room
+    HORA_ENFORCE(sent, "the LL room writable() found for ", peer_, " is gone");
   } else {
     HORA_ENFORCE(bytes <= header_->geometry.slotBytes, "committing more than writable() gave to ",
                  peer_);
@@ -319,33 +337,62 @@ std::span<const char> ShmRecvConnection::simpleArrived() {
     if (!simple_.tryData(&slot_)) return {};
     // checkDueStamp() took any slot that begins an operation due here.
     if (slot_.stamped) [[unlikely]]
-      failStamp(false);
+      failStamp(false, simpleSlotStamp());
     holdingSlot_ = true;
     slotRead_ = 0;
   }
   return {slot_.data + slotRead_, slot_.bytes - slotRead_};
 }
 
-void ShmRecvConnection::failStamp(bool due) {
-  std::optional<OpStamp> arrived;
-  if (slot_.stamped) {
-    arrived.emplace();
-    std::copy_n(slot_.stamp, kOpStampWords, arrived->words.begin());
-  }
+std::optional<OpStamp> ShmRecvConnection::simpleSlotStamp() const {
+  if (!slot_.stamped) return std::nullopt;
+  OpStamp stamp;
+  std::copy_n(slot_.stamp, kOpStampWords, stamp.words.begin());
+  return stamp;
+}
+
+void ShmRecvConnection::failStamp(bool due, std::optional<OpStamp> arrived) {
   throw StampMismatch(peer_, due ? std::optional<OpStamp>(expected_.front().stamp) : std::nullopt, arrived);
 }
 
-bool ShmRecvConnection::checkDueStamp() {
-  // The operation's first slot: nothing before it is left to read, unless
-  // the peer sent more bytes of the previous operation than this rank took.
-  if (holdingSlot_) [[unlikely]] {
-    slot_.stamped = false;
-    failStamp(true);
+bool ShmRecvConnection::failLLMessage(std::uint32_t header, bool due) {
+  if ((header & protocols::kLLStamped) == 0) failStamp(due, std::nullopt);
+  const std::uint64_t first = protocols::llStampLine(header & ~protocols::kLLStamped);
+  OpStamp stamp;
+  for (std::uint64_t half = 0; half < 2 * kOpStampWords; ++half) {
+    std::uint32_t word = 0;
+    if (!ll_.tryLine(first + half, &word)) return false;
+    stamp.words[half / 2] |= static_cast<std::uint64_t>(word) << (half % 2 * 32);
   }
-  if (!simple_.tryData(&slot_)) return false;
+  failStamp(due, stamp);
+}
+
+ShmRoute ShmRecvConnection::nextByteRoute() {
+  return queue_.empty() ? ShmRoute::Simple : routes_.movingAt(queue_.completed());
+}
+
+bool ShmRecvConnection::checkDueStamp(ShmRoute route) {
+  // The operation's first bytes: nothing before them is left to read, unless
+  // the peer sent more bytes of the previous operation than this rank took.
+  if (holdingSlot_ || llLinesSeen_ != 0 || llInboxRead_ < llInboxBytes_) [[unlikely]]
+    failStamp(true, std::nullopt);
+  return route == ShmRoute::LL ? checkDueStampOnLL() : checkDueStampOnSimple();
+}
+
+bool ShmRecvConnection::checkDueStampOnSimple() {
+  if (!simple_.tryData(&slot_)) {
+    // Nothing on Simple. An LL message already there, with still nothing
+    // on Simple once the fence has made visible every slot the sender
+    // published before that message, means the peer's operation began on
+    // LL: it is another operation.
+    std::uint32_t header = 0;
+    if (!ll_.tryLine(0, &header)) return false;
+    HostOrdering::fenceAcquire();
+    if (!simple_.tryData(&slot_)) return failLLMessage(header, true);
+  }
   // The check in the size word, not the board: no line more to load.
   if (!slot_.stamped || slot_.check != expected_.front().stamp.check) [[unlikely]]
-    failStamp(true);
+    failStamp(true, simpleSlotStamp());
   expected_.pop_front();
   --stampsOutstanding_;
   if (slot_.bytes == 0) {
@@ -357,7 +404,29 @@ bool ShmRecvConnection::checkDueStamp() {
   return true;
 }
 
-bool ShmRecvConnection::stampChecked() { return checkDueStamps() && expected_.empty(); }
+bool ShmRecvConnection::checkDueStampOnLL() {
+  std::uint32_t header = 0;
+  if (!ll_.tryLine(0, &header)) {
+    // Nothing on LL. A Simple slot already there, with still nothing on LL
+    // (the acquire that found the slot made visible every line the sender
+    // wrote before it), means the peer's operation began on Simple.
+    if (!simple_.tryData(&slot_)) return false;
+    if (!ll_.tryLine(0, &header)) failStamp(true, simpleSlotStamp());
+  }
+  // The check in the line after the header, which came with it.
+  std::uint32_t check = 0;
+  if ((header & protocols::kLLStamped) == 0) [[unlikely]]
+    failStamp(true, std::nullopt);
+  if (!ll_.tryLine(protocols::kLLCheckLine, &check)) return false;
+  if (check != expected_.front().stamp.check) [[unlikely]]
+    return failLLMessage(header, true);
+  expected_.pop_front();
+  --stampsOutstanding_;
+  llStampChecked_ = true;
+  return true;
+}
+
+bool ShmRecvConnection::stampChecked() { return checkDueStamps(nextByteRoute()) && expected_.empty(); }
 
 std::span<const char> ShmRecvConnection::llArrived() {
   if (llInboxRead_ < llInboxBytes_) return {llInbox_ + llInboxRead_, llInboxBytes_ - llInboxRead_};
@@ -366,18 +435,28 @@ std::span<const char> ShmRecvConnection::llArrived() {
   std::uint32_t word = 0;
   if (llLinesSeen_ == 0) {
     if (!ll_.tryLine(0, &word)) return {};
-    if (word == 0 || word > kShmLLMaxBytes)
-      fail(ErrorKind::Internal, "an LL message of ", word, " bytes from ", peer_);
-    llInboxBytes_ = word;
-    llInboxRead_ = word;  // nothing readable until it is all there
-    llLinesSeen_ = 1;
+    const bool stamped = (word & protocols::kLLStamped) != 0;
+    if (stamped && !llStampChecked_) [[unlikely]] {
+      failLLMessage(word, false);  // a stamp where none is due
+      return {};                   // (once all of it has come)
+    }
+    llStampChecked_ = false;
+    const std::uint32_t bytes = word & ~protocols::kLLStamped;
+    if (bytes == 0 || bytes > kShmLLMaxBytes)
+      fail(ErrorKind::Internal, "an LL message of ", bytes, " bytes from ", peer_);
+    llInboxBytes_ = bytes;
+    llInboxRead_ = bytes;  // nothing readable until it is all there
+    llDataLine_ = stamped ? protocols::llStampedDataLine() : 1;
+    llLinesSeen_ = llDataLine_;
   }
-  const std::uint64_t lines = protocols::llMessageLines(llInboxBytes_);
-  for (; llLinesSeen_ < lines; ++llLinesSeen_) {
+  const std::uint64_t dataEnd = llDataLine_ + (llInboxBytes_ + protocols::kLLDataBytes - 1) / protocols::kLLDataBytes;
+  for (; llLinesSeen_ < dataEnd; ++llLinesSeen_) {
     if (!ll_.tryLine(llLinesSeen_, &word)) return {};
-    std::memcpy(llInbox_ + (llLinesSeen_ - 1) * protocols::kLLDataBytes, &word, sizeof(word));
+    std::memcpy(llInbox_ + (llLinesSeen_ - llDataLine_) * protocols::kLLDataBytes, &word, sizeof(word));
   }
-  ll_.consume(lines);
+  // A stamp after the data, already checked, goes back unread.
+  ll_.consume(llDataLine_ == 1 ? protocols::llMessageLines(llInboxBytes_)
+                               : protocols::llStampedMessageLines(llInboxBytes_));
   llLinesSeen_ = 0;
   llInboxRead_ = 0;
   return {llInbox_, llInboxBytes_};
@@ -385,7 +464,7 @@ std::span<const char> ShmRecvConnection::llArrived() {
 
 std::span<const char> ShmRecvConnection::arrived(ShmRoute route) {
   // Not a byte of an operation before its stamp has been checked.
-  if (stampDue() && !checkDueStamps()) return {};
+  if (stampDue() && !checkDueStamps(route)) return {};
   switch (route) {
     case ShmRoute::Simple: return simpleArrived();
     case ShmRoute::LL: return llArrived();
@@ -466,12 +545,12 @@ void ShmRecvConnection::beginOperation(const OpStamp& stamp) {
 }
 
 void ShmRecvConnection::checkAlive() {
-  // Bytes still in a FIFO are ours to read, whatever became of the sender.
-  if (stampDue()) {
-    if (checkDueStamp()) return;
-  } else if (!simpleArrived().empty() || !llArrived().empty() || llLinesSeen_ != 0) {
+  // Bytes or stamps still in a FIFO are ours to read, whatever became of
+  // the sender (whether they agree is for the reads to find).
+  std::uint32_t header = 0;
+  if (holdingSlot_ || llInboxRead_ < llInboxBytes_ || llLinesSeen_ != 0 || simple_.tryData(&slot_) ||
+      ll_.tryLine(0, &header))
     return;
-  }
   checkLifeline(lifeline_, peer_);
 }
 

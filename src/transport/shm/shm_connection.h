@@ -18,18 +18,21 @@
 // ends (protocol_switches.h); streams that never call it use Simple. Alignment
 // padding moves nowhere: both ends count it and skip it.
 //
-// An operation's stamp (op_stamp.h) always travels with a Simple slot
-// (protocols/simple.h): a 30-bit check of it in the slot's size word and
-// the stamp itself on the FIFO's stamps board. It goes with the
-// operation's first slot when its first bytes go by Simple, which costs
-// nothing (the receiver loads the size word anyway), or in an empty slot
-// of its own ahead of LL bytes or when the operation sends nothing. The
-// receiver compares the check with its own stamp's when it takes the first
-// slot at or after the operation's start, before any byte of the operation
-// leaves the FIFO, and reads the board only to word a mismatch; a stamped
-// slot where none is due (the peer began another operation while this rank
-// expected more bytes), or an unstamped one where one is, is a mismatch
-// too.
+// An operation's stamp (op_stamp.h) travels with the operation's first
+// bytes, on the FIFO that carries them, at no cost of a transfer: in a
+// Simple slot, a 30-bit check of it in the slot's size word and the stamp
+// itself on the FIFO's stamps board (protocols/simple.h); in an LL
+// message, the check in the line after the header and the stamp after the
+// data (protocols/ll.h). An operation that sends nothing here sends its
+// stamp alone, in an empty Simple slot. The receiver compares the check
+// with its own stamp's before any byte of the operation leaves the FIFO,
+// and reads the full stamp only to word a mismatch. It looks for the stamp
+// where its own operation's first byte comes from (Simple when it
+// receives nothing); if the stream went on on the other FIFO instead
+// (HostOrdering's fences say which came first), the peer runs another
+// operation. So is a stamped slot or message where none is due (the peer
+// began another operation while this rank expected more bytes), or an
+// unstamped one where one is.
 //
 // The sender's bytes count as sent once they are in a FIFO and the
 // receiver has mapped it: from then on no buffer of the caller's is
@@ -140,12 +143,16 @@ class ShmSendConnection final : public SendConnection {
   std::size_t moveOut(const char* data, std::size_t bytes);
   // The oldest stamp is due: the stream has reached its operation's start.
   bool stampDue() const { return stamps_.frontFrom() <= queue_.completed(); }
-  // Publishes the due stamps that must leave alone (or, `andRiding`, any
-  // due stamp), each in an empty Simple slot; false while a slot it needs
-  // is not free.
-  bool publishStampsAlone(bool andRiding);
+  // Publishes the due stamps that must leave alone, each in an empty
+  // Simple slot; false while a slot it needs is not free.
+  bool publishStampsAlone();
   // Publishes a Simple slot of `bytes`, with the stamp if one is due.
   void publishSimple(std::size_t bytes);
+  // LL lines a message of `bytes` takes here (with the stamp if one is due).
+  std::uint64_t llLinesFor(std::size_t bytes) const;
+  // Sends `bytes` as one LL message, with the stamp if one is due; false
+  // (nothing sent) while the FIFO has no room for it.
+  bool sendLL(const char* data, std::size_t bytes);
   // Reads the receiver's answer once it is there (non-blocking).
   void collectAck();
 
@@ -207,16 +214,31 @@ class ShmRecvConnection final : public RecvConnection {
   std::span<const char> arrived(ShmRoute route);
   // A stamp is expected at or before the next byte of the stream.
   bool stampDue() const { return expected_.frontFrom() <= queue_.completed(); }
-  // Takes the Simple slot that must carry the due stamp and checks it;
-  // false while it has not come. A slot holding only the stamp is released.
-  bool checkDueStamp();
-  // Throws the mismatch the slot taken shows: its stamp (if any, from the
-  // board) against the one `due` here (or none).
-  [[noreturn, gnu::cold, gnu::noinline]] void failStamp(bool due);
-  // Checks every stamp due by now; false while one has not come.
-  bool checkDueStamps() {
+  // The route of this rank's next byte, or Simple when it has no receive
+  // posted (the stamp of an operation that receives nothing here comes
+  // alone, in an empty Simple slot).
+  ShmRoute nextByteRoute();
+  // Checks the due stamp, which must come on `route`; false while it has
+  // not come. A Simple slot holding only the stamp is released.
+  bool checkDueStamp(ShmRoute route);
+  bool checkDueStampOnSimple();
+  bool checkDueStampOnLL();
+  // Throws the mismatch of a stamp `arrived` (none: bytes came without
+  // one) against the one due here (`due`) or none.
+  [[noreturn, gnu::cold, gnu::noinline]] void failStamp(bool due, std::optional<OpStamp> arrived);
+  // The stamp of the Simple slot described in slot_, if it has one.
+  std::optional<OpStamp> simpleSlotStamp() const;
+  // Throws the mismatch the LL message with `header` at the stream's next
+  // line shows (due: against the due stamp); false while the stamp it
+  // carries has not all come.
+  bool failLLMessage(std::uint32_t header, bool due);
+  // Checks every stamp due by now, the last one coming with this rank's
+  // next byte, on `next`; false while one has not come. An operation that
+  // another began at the same byte received nothing here: its stamp came
+  // alone.
+  bool checkDueStamps(ShmRoute next) {
     while (stampDue())
-      if (!checkDueStamp()) return false;
+      if (!checkDueStamp(expected_.nextFrom() <= queue_.completed() ? ShmRoute::Simple : next)) return false;
     return true;
   }
   void release(ShmRoute route, std::size_t bytes);
@@ -243,6 +265,8 @@ class ShmRecvConnection final : public RecvConnection {
   std::size_t llInboxBytes_ = 0;     // its size
   std::size_t llInboxRead_ = 0;      // its bytes consumed
   std::uint64_t llLinesSeen_ = 0;    // of the message now arriving (0: none)
+  std::uint64_t llDataLine_ = 0;     // its first data line
+  bool llStampChecked_ = false;      // the next message's stamp is checked
   pid_t senderPid_;
   bool senderIsUs_;
   bool readsSender_;
