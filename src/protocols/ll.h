@@ -24,14 +24,17 @@
 //
 // Stamps: a message that begins an operation may carry the operation's
 // stamp, as a Simple slot can (simple.h; the executor's agreement check,
-// core/agreement.h). Its header then has kLLStamped set, the line after it
-// holds the stamp's 30-bit check, and after the data come the stamp's
-// kStampWords words, two lines each (low half first). The check sits next
-// to the header, so comparing it costs the receiver no transfer of its
-// own; the receiver reads the stamp lines only to word a mismatch, and
-// otherwise returns them unread (sendStamped() writes the whole message
-// in one go, so the lines it returns are written, or about to be, by a
-// sender that will not touch them again before its next message).
+// core/agreement.h). Its header then has kLLStamped set and the line after
+// it holds the stamp's 30-bit check: the receiver reads the two together,
+// so comparing the check costs no transfer of its own. The full stamp goes
+// to the FIFO's stamps board, in the entry of the message's number among
+// the stream's stamped messages (modulo llStampEntries), which both sides
+// count; the receiver reads it only to word a mismatch. It is intact while
+// its message is unconsumed: the sender reuses an entry only once the
+// message that last used it has been consumed (tryStampRoom). The board
+// is written before the message's lines, with a release fence between, so
+// a receiver that saw the lines and then fences (acquire) reads the entry
+// whole.
 //
 // Credits: the receiver release-stores tail = lines consumed at the end of
 // each slot (i + 1 a multiple of slotBytes / 8) and of each message; the
@@ -79,6 +82,32 @@ HORA_HOST_DEVICE constexpr std::uint64_t llLinesPerSlot(const FifoHandle& fifo) 
 HORA_HOST_DEVICE constexpr std::uint32_t llFlag(std::uint64_t line, std::uint64_t ringLines) {
   return static_cast<std::uint32_t>(line / ringLines + 1);
 }
+// llFlag and the line's index in the ring, as a reader and writer of
+// every line computes them: with a mask and a shift for a ring of a power
+// of two lines (every FIFO hora sets up), which costs a cycle where a
+// 64-bit division costs tens, on both sides of every line; with a
+// division otherwise.
+class LLRing {
+ public:
+  HORA_HOST_DEVICE explicit LLRing(std::uint64_t lines) : lines_(lines), mask_(lines - 1) {
+    if ((lines & mask_) == 0)
+      while ((std::uint64_t{1} << shift_) != lines) ++shift_;
+    else shift_ = -1;
+  }
+  HORA_HOST_DEVICE std::uint64_t lines() const { return lines_; }
+  HORA_HOST_DEVICE std::uint64_t index(std::uint64_t line) const {
+    return shift_ >= 0 ? line & mask_ : line % lines_;
+  }
+  HORA_HOST_DEVICE std::uint32_t flag(std::uint64_t line) const {
+    return static_cast<std::uint32_t>((shift_ >= 0 ? line >> shift_ : line / lines_) + 1);
+  }
+
+ private:
+  std::uint64_t lines_;
+  std::uint64_t mask_;
+  int shift_ = 0;  // log2(lines), or -1
+};
+
 HORA_HOST_DEVICE constexpr std::uint64_t llPack(std::uint32_t data, std::uint32_t flag) {
   return (static_cast<std::uint64_t>(flag) << 32) | data;
 }
@@ -86,14 +115,16 @@ HORA_HOST_DEVICE constexpr std::uint64_t llPack(std::uint32_t data, std::uint32_
 HORA_HOST_DEVICE constexpr std::uint64_t llMessageLines(std::uint64_t bytes) {
   return 1 + (bytes + kLLDataBytes - 1) / kLLDataBytes;
 }
-// A stamped message: the header, the check, the data, then the stamp.
+// A stamped message: the header, the check, then the data.
 inline constexpr std::uint64_t kLLCheckLine = 1;
-HORA_HOST_DEVICE constexpr std::uint64_t llStampedDataLine() { return kLLCheckLine + 1; }
-HORA_HOST_DEVICE constexpr std::uint64_t llStampLine(std::uint64_t bytes) {
+inline constexpr std::uint64_t kLLStampedDataLine = 2;
+HORA_HOST_DEVICE constexpr std::uint64_t llStampedMessageLines(std::uint64_t bytes) {
   return llMessageLines(bytes) + 1;
 }
-HORA_HOST_DEVICE constexpr std::uint64_t llStampedMessageLines(std::uint64_t bytes) {
-  return llStampLine(bytes) + 2 * kStampWords;
+// Entries of the stamps board a stream of stamped messages uses.
+inline constexpr std::uint64_t kLLMaxStampEntries = 16;
+HORA_HOST_DEVICE constexpr std::uint64_t llStampEntries(const FifoHandle& fifo) {
+  return fifo.slotCount < kLLMaxStampEntries ? fifo.slotCount : kLLMaxStampEntries;
 }
 
 // Word j (from 0) of a message's data: bytes 4j.. of src, zero-padded.
@@ -111,7 +142,7 @@ class LLSender {
   // Resumes the stream where the FIFO's head says (0 for a new FIFO).
   HORA_HOST_DEVICE explicit LLSender(const FifoHandle& fifo)
       : fifo_(fifo),
-        lines_(llLines(fifo)),
+        ring_(llLines(fifo)),
         sent_(Ordering::loadRelaxed(fifo.head)),
         knownTail_(Ordering::loadAcquire(fifo.tail)) {}
 
@@ -138,7 +169,7 @@ class LLSender {
   // Writes `data` as line sent + k, with that line's flag.
   HORA_HOST_DEVICE void writeLine(std::uint64_t k, std::uint32_t data) {
     const std::uint64_t line = sent_ + k;
-    Ordering::storeLine(lineAt(line), llPack(data, llFlag(line, lines_)));
+    Ordering::storeLine(lineAt(line), llPack(data, ring_.flag(line)));
   }
   HORA_HOST_DEVICE void advance(std::uint64_t count) { sent_ += count; }
 
@@ -151,19 +182,30 @@ class LLSender {
       return j == 0 ? static_cast<std::uint32_t>(bytes) : llWord(from, bytes, j - 1);
     });
   }
-  // send() of a message that begins an operation: `stamp` (kStampWords
-  // words) and its 30-bit `check` go with it (the format above).
-  HORA_HOST_DEVICE Status sendStamped(const void* src, std::size_t bytes, const std::uint64_t* stamp,
-                                      std::uint32_t check, std::uint64_t deadline) {
-    if (bytes > kLLMaxMessageBytes) return Status::Overflow;
+  // Without waiting: whether a stamped message of `lines` lines may be
+  // sent now (room for it, and its board entry free).
+  HORA_HOST_DEVICE bool tryStampRoom(std::uint64_t lines) {
+    if (!tryRoom(lines)) return false;
+    const std::uint64_t reusable = stampEnds_[stampEntry_];
+    if (knownTail_ >= reusable) return true;
+    knownTail_ = Ordering::loadAcquire(fifo_.tail);
+    return knownTail_ >= reusable;
+  }
+  // send() of a message that begins an operation, which tryStampRoom
+  // found room for: `stamp` (kStampWords words) goes to the board, its
+  // 30-bit `check` with the message. Host only (a release fence).
+  HORA_HOST_DEVICE void sendStamped(const void* src, std::size_t bytes, const std::uint64_t* stamp,
+                                    std::uint32_t check) {
+    std::uint64_t* entry = fifo_.stamps + stampEntry_ * kStampWords;
+    for (std::uint64_t w = 0; w < kStampWords; ++w) entry[w] = stamp[w];
+    Ordering::fenceRelease();
+    stampEnds_[stampEntry_] = sent_ + llStampedMessageLines(bytes);
+    stampEntry_ = stampEntry_ + 1 == llStampEntries(fifo_) ? 0 : stampEntry_ + 1;
     const char* from = static_cast<const char*>(src);
-    const std::uint64_t stampLine = llStampLine(bytes);
-    return sendLines(llStampedMessageLines(bytes), deadline, [&](std::uint64_t j) -> std::uint32_t {
+    sendLines(llStampedMessageLines(bytes), kNoDeadline, [&](std::uint64_t j) -> std::uint32_t {
       if (j == 0) return static_cast<std::uint32_t>(bytes) | kLLStamped;
       if (j == kLLCheckLine) return check;
-      if (j < stampLine) return llWord(from, bytes, j - llStampedDataLine());
-      const std::uint64_t half = j - stampLine;
-      return static_cast<std::uint32_t>(stamp[half / 2] >> (half % 2 * 32));
+      return llWord(from, bytes, j - kLLStampedDataLine);
     });
   }
 
@@ -188,15 +230,19 @@ class LLSender {
     Ordering::storeRelaxed(fifo_.head, sent_);
     return Status::Ok;
   }
-  HORA_HOST_DEVICE bool hasRoom(std::uint64_t count) const { return sent_ + count - knownTail_ <= lines_; }
+  HORA_HOST_DEVICE bool hasRoom(std::uint64_t count) const { return sent_ + count - knownTail_ <= ring_.lines(); }
   HORA_HOST_DEVICE std::uint64_t* lineAt(std::uint64_t line) const {
-    return reinterpret_cast<std::uint64_t*>(fifo_.slots) + line % lines_;
+    return reinterpret_cast<std::uint64_t*>(fifo_.slots) + ring_.index(line);
   }
 
   FifoHandle fifo_;
-  std::uint64_t lines_;      // L, lines in the ring
+  LLRing ring_;              // L, lines in the ring
   std::uint64_t sent_;       // lines written
   std::uint64_t knownTail_;  // *fifo_.tail as last loaded
+  // Stamps: the next board entry, and where the message that last used
+  // each entry ends (free once the tail has passed it).
+  std::uint64_t stampEntry_ = 0;
+  std::uint64_t stampEnds_[kLLMaxStampEntries] = {};
 };
 
 template <class Ordering>
@@ -204,22 +250,22 @@ class LLReceiver {
  public:
   // Resumes the stream where the FIFO's tail says (0 for a new FIFO).
   HORA_HOST_DEVICE explicit LLReceiver(const FifoHandle& fifo)
-      : fifo_(fifo), lines_(llLines(fifo)), received_(Ordering::loadRelaxed(fifo.tail)) {}
+      : fifo_(fifo), ring_(llLines(fifo)), received_(Ordering::loadRelaxed(fifo.tail)) {}
 
   // Without waiting: whether line received + k has arrived, and if so *data.
   HORA_HOST_DEVICE bool tryLine(std::uint64_t k, std::uint32_t* data) const {
     const std::uint64_t line = received_ + k;
     const std::uint64_t value =
-        Ordering::loadLine(reinterpret_cast<const std::uint64_t*>(fifo_.slots) + line % lines_);
-    if (static_cast<std::uint32_t>(value >> 32) != llFlag(line, lines_)) return false;
+        Ordering::loadLine(reinterpret_cast<const std::uint64_t*>(fifo_.slots) + ring_.index(line));
+    if (static_cast<std::uint32_t>(value >> 32) != ring_.flag(line)) return false;
     *data = static_cast<std::uint32_t>(value);
     return true;
   }
   // Waits for line received + k to arrive; *data is its 4 bytes.
   HORA_HOST_DEVICE Status waitLine(std::uint64_t k, std::uint32_t* data, std::uint64_t deadline) {
     const std::uint64_t line = received_ + k;
-    const std::uint64_t* at = reinterpret_cast<const std::uint64_t*>(fifo_.slots) + line % lines_;
-    const std::uint32_t flag = llFlag(line, lines_);
+    const std::uint64_t* at = reinterpret_cast<const std::uint64_t*>(fifo_.slots) + ring_.index(line);
+    const std::uint32_t flag = ring_.flag(line);
     std::uint64_t value = Ordering::loadLine(at);
     if (static_cast<std::uint32_t>(value >> 32) != flag) {
       const Status status = spinUntil<Ordering>(
@@ -270,6 +316,11 @@ class LLReceiver {
   }
 
   HORA_HOST_DEVICE std::uint64_t receivedLines() const { return received_; }
+  // The board entry of stamped message number `number` (from 0) of the
+  // stream: kStampWords words, intact while that message is unconsumed.
+  HORA_HOST_DEVICE const std::uint64_t* stampEntry(std::uint64_t number) const {
+    return fifo_.stamps + number % llStampEntries(fifo_) * kStampWords;
+  }
 
  private:
   // Past one line; at the end of a slot, its lines go back as credits.
@@ -279,7 +330,7 @@ class LLReceiver {
   }
 
   FifoHandle fifo_;
-  std::uint64_t lines_;     // L, lines in the ring
+  LLRing ring_;             // L, lines in the ring
   std::uint64_t received_;  // lines consumed
 };
 

@@ -130,6 +130,29 @@ TEST_F(ShmStampsTest, ManyOperationsInFlightOnBothFifos) {
   }
 }
 
+TEST_F(ShmStampsTest, StampedLLMessagesWaitForAFreeBoardEntry) {
+  // LL keeps full stamps on a board of a few entries (protocols/ll.h): a
+  // sender ahead of its receiver by that many stamped messages waits, so
+  // that the entry of a message not yet read is never overwritten, and a
+  // mismatch found late is still worded with the sender's own stamp.
+  constexpr std::size_t kOps = 60, kEntries = 16, kOdd = 33;
+  connectAndSettle();
+  const std::uint64_t start = sender->postedBytes();
+  std::vector<OpStamp> stamps;
+  for (std::size_t i = 0; i < kOps; ++i) {
+    stamps.push_back(stampOf(++calls_, kLL));
+    send(stamps.back(), kLL);
+  }
+  for (int pass = 0; pass < 3; ++pass) sender->progress();
+  EXPECT_EQ(sender->completedBytes() - start, kEntries * kLL) << "as many stamped messages as entries";
+  for (std::size_t i = 0; i < kOps; ++i) expect(i == kOdd ? stampOf(999, kLL) : stamps[i], kLL);
+  const std::optional<StampMismatch> mismatch = mismatchSoon();
+  ASSERT_TRUE(mismatch.has_value()) << "no mismatch reported";
+  expectStamp(mismatch->expected(), stampOf(999, kLL), "expected");
+  expectStamp(mismatch->arrived(), stamps[kOdd], "arrived");
+  EXPECT_EQ(receiver->completedBytes() - start, kOdd * kLL) << "every operation before it was read";
+}
+
 TEST_F(ShmStampsTest, AnotherOperationOnTheSameFifoIsCaughtWithBothStamps) {
   for (std::size_t bytes : {kLL, kSimple}) {
     SCOPED_TRACE(::testing::Message() << bytes << " bytes");

@@ -160,23 +160,22 @@ void ShmSendConnection::publishSimple(std::size_t bytes) {
   --stampsOutstanding_;
 }
 
-std::uint64_t ShmSendConnection::llLinesFor(std::size_t bytes) const {
-  return stampDue() ? protocols::llStampedMessageLines(bytes) : protocols::llMessageLines(bytes);
+bool ShmSendConnection::llRoomFor(std::size_t bytes) {
+  return stampDue() ? ll_.tryStampRoom(protocols::llStampedMessageLines(bytes))
+                    : ll_.tryRoom(protocols::llMessageLines(bytes));
 }
 
 bool ShmSendConnection::sendLL(const char* data, std::size_t bytes) {
-  if (!ll_.tryRoom(llLinesFor(bytes))) return false;
+  if (!llRoomFor(bytes)) return false;
   // Simple slots published before these lines are visible to a receiver
-  // that saw one of the lines (host_ordering.h).
-  HostOrdering::fenceRelease();
-  // The sends cannot wait: the room is there.
+  // that saw one of the lines (host_ordering.h); sendStamped fences too.
   if (!stampDue()) {
-    ll_.send(data, bytes, protocols::kNoDeadline);
+    HostOrdering::fenceRelease();
+    ll_.send(data, bytes, protocols::kNoDeadline);  // cannot wait: the room is there
     return true;
   }
   const OpStamp& stamp = stamps_.front().stamp;
-  ll_.sendStamped(data, bytes, stamp.words.data(), static_cast<std::uint32_t>(stamp.check),
-                  protocols::kNoDeadline);
+  ll_.sendStamped(data, bytes, stamp.words.data(), static_cast<std::uint32_t>(stamp.check));
   stamps_.pop_front();
   --stampsOutstanding_;
   return true;
@@ -221,7 +220,7 @@ std::span<char> ShmSendConnection::writable(std::size_t maxBytes) {
   std::span<char> room;
   if (writableRoute_ == ShmRoute::LL) {
     const std::size_t bytes = std::min(maxBytes, kShmLLMaxBytes);
-    if (ll_.tryRoom(llLinesFor(bytes))) room = {llOut_, bytes};
+    if (llRoomFor(bytes)) room = {llOut_, bytes};
   } else {
     char* slot = nullptr;
     if (simple_.tryRoom(&slot)) room = {slot, std::min<std::size_t>(maxBytes, header_->geometry.slotBytes)};
@@ -355,15 +354,12 @@ void ShmRecvConnection::failStamp(bool due, std::optional<OpStamp> arrived) {
   throw StampMismatch(peer_, due ? std::optional<OpStamp>(expected_.front().stamp) : std::nullopt, arrived);
 }
 
-bool ShmRecvConnection::failLLMessage(std::uint32_t header, bool due) {
+void ShmRecvConnection::failLLMessage(std::uint32_t header, bool due) {
   if ((header & protocols::kLLStamped) == 0) failStamp(due, std::nullopt);
-  const std::uint64_t first = protocols::llStampLine(header & ~protocols::kLLStamped);
+  // The board entry was written before the lines seen (ll.h).
+  HostOrdering::fenceAcquire();
   OpStamp stamp;
-  for (std::uint64_t half = 0; half < 2 * kOpStampWords; ++half) {
-    std::uint32_t word = 0;
-    if (!ll_.tryLine(first + half, &word)) return false;
-    stamp.words[half / 2] |= static_cast<std::uint64_t>(word) << (half % 2 * 32);
-  }
+  std::copy_n(ll_.stampEntry(llStampsTaken_), kOpStampWords, stamp.words.begin());
   failStamp(due, stamp);
 }
 
@@ -388,7 +384,7 @@ bool ShmRecvConnection::checkDueStampOnSimple() {
     std::uint32_t header = 0;
     if (!ll_.tryLine(0, &header)) return false;
     HostOrdering::fenceAcquire();
-    if (!simple_.tryData(&slot_)) return failLLMessage(header, true);
+    if (!simple_.tryData(&slot_)) failLLMessage(header, true);
   }
   // The check in the size word, not the board: no line more to load.
   if (!slot_.stamped || slot_.check != expected_.front().stamp.check) [[unlikely]]
@@ -419,7 +415,7 @@ bool ShmRecvConnection::checkDueStampOnLL() {
     failStamp(true, std::nullopt);
   if (!ll_.tryLine(protocols::kLLCheckLine, &check)) return false;
   if (check != expected_.front().stamp.check) [[unlikely]]
-    return failLLMessage(header, true);
+    failLLMessage(header, true);
   expected_.pop_front();
   --stampsOutstanding_;
   llStampChecked_ = true;
@@ -436,17 +432,15 @@ std::span<const char> ShmRecvConnection::llArrived() {
   if (llLinesSeen_ == 0) {
     if (!ll_.tryLine(0, &word)) return {};
     const bool stamped = (word & protocols::kLLStamped) != 0;
-    if (stamped && !llStampChecked_) [[unlikely]] {
+    if (stamped && !llStampChecked_) [[unlikely]]
       failLLMessage(word, false);  // a stamp where none is due
-      return {};                   // (once all of it has come)
-    }
     llStampChecked_ = false;
     const std::uint32_t bytes = word & ~protocols::kLLStamped;
     if (bytes == 0 || bytes > kShmLLMaxBytes)
       fail(ErrorKind::Internal, "an LL message of ", bytes, " bytes from ", peer_);
     llInboxBytes_ = bytes;
     llInboxRead_ = bytes;  // nothing readable until it is all there
-    llDataLine_ = stamped ? protocols::llStampedDataLine() : 1;
+    llDataLine_ = stamped ? protocols::kLLStampedDataLine : 1;
     llLinesSeen_ = llDataLine_;
   }
   const std::uint64_t dataEnd = llDataLine_ + (llInboxBytes_ + protocols::kLLDataBytes - 1) / protocols::kLLDataBytes;
@@ -454,9 +448,12 @@ std::span<const char> ShmRecvConnection::llArrived() {
     if (!ll_.tryLine(llLinesSeen_, &word)) return {};
     std::memcpy(llInbox_ + (llLinesSeen_ - llDataLine_) * protocols::kLLDataBytes, &word, sizeof(word));
   }
-  // A stamp after the data, already checked, goes back unread.
-  ll_.consume(llDataLine_ == 1 ? protocols::llMessageLines(llInboxBytes_)
-                               : protocols::llStampedMessageLines(llInboxBytes_));
+  if (llDataLine_ == 1) {
+    ll_.consume(protocols::llMessageLines(llInboxBytes_));
+  } else {
+    ll_.consume(protocols::llStampedMessageLines(llInboxBytes_));
+    ++llStampsTaken_;
+  }
   llLinesSeen_ = 0;
   llInboxRead_ = 0;
   return {llInbox_, llInboxBytes_};

@@ -22,8 +22,8 @@
 // bytes, on the FIFO that carries them, at no cost of a transfer: in a
 // Simple slot, a 30-bit check of it in the slot's size word and the stamp
 // itself on the FIFO's stamps board (protocols/simple.h); in an LL
-// message, the check in the line after the header and the stamp after the
-// data (protocols/ll.h). An operation that sends nothing here sends its
+// message, the check in the line after the header and the stamp on the LL
+// FIFO's board (protocols/ll.h). An operation that sends nothing here sends its
 // stamp alone, in an empty Simple slot. The receiver compares the check
 // with its own stamp's before any byte of the operation leaves the FIFO,
 // and reads the full stamp only to word a mismatch. It looks for the stamp
@@ -148,8 +148,9 @@ class ShmSendConnection final : public SendConnection {
   bool publishStampsAlone();
   // Publishes a Simple slot of `bytes`, with the stamp if one is due.
   void publishSimple(std::size_t bytes);
-  // LL lines a message of `bytes` takes here (with the stamp if one is due).
-  std::uint64_t llLinesFor(std::size_t bytes) const;
+  // Whether the LL FIFO has room for a message of `bytes` now (with the
+  // stamp if one is due).
+  bool llRoomFor(std::size_t bytes);
   // Sends `bytes` as one LL message, with the stamp if one is due; false
   // (nothing sent) while the FIFO has no room for it.
   bool sendLL(const char* data, std::size_t bytes);
@@ -229,9 +230,8 @@ class ShmRecvConnection final : public RecvConnection {
   // The stamp of the Simple slot described in slot_, if it has one.
   std::optional<OpStamp> simpleSlotStamp() const;
   // Throws the mismatch the LL message with `header` at the stream's next
-  // line shows (due: against the due stamp); false while the stamp it
-  // carries has not all come.
-  bool failLLMessage(std::uint32_t header, bool due);
+  // line shows (due: against the due stamp).
+  [[noreturn, gnu::cold, gnu::noinline]] void failLLMessage(std::uint32_t header, bool due);
   // Checks every stamp due by now, the last one coming with this rank's
   // next byte, on `next`; false while one has not come. An operation that
   // another began at the same byte received nothing here: its stamp came
@@ -267,6 +267,7 @@ class ShmRecvConnection final : public RecvConnection {
   std::uint64_t llLinesSeen_ = 0;    // of the message now arriving (0: none)
   std::uint64_t llDataLine_ = 0;     // its first data line
   bool llStampChecked_ = false;      // the next message's stamp is checked
+  std::uint64_t llStampsTaken_ = 0;  // stamped LL messages consumed
   pid_t senderPid_;
   bool senderIsUs_;
   bool readsSender_;

@@ -9,7 +9,7 @@ constexpr std::uint64_t kMaxSlotBytes = 64 << 10;
 constexpr std::uint64_t kMinSlotBytes = 64;
 constexpr std::uint64_t kMinSlots = 8;
 // LL: a ring of 64 KiB (8192 lines), room for several of the largest LL
-// messages (kShmLLMaxBytes / 4 + 1 lines each, 10 more with a stamp) in
+// messages (kShmLLMaxBytes / 4 + 1 lines each, one more with a stamp) in
 // flight.
 constexpr std::uint64_t kLLSlotBytes = 4 << 10;
 constexpr std::uint64_t kLLSlotCount = 16;
