@@ -70,6 +70,7 @@ OutLink& HostPrimitives::to(int peer) {
   OutLink& link = links_.out[peer];
   if (link.connection != nullptr) return link;
   link.connection = attach(connector_.sendTo(peer));
+  if (peer == ringNext_) ringNext_ = -1;
   if (stamp_ != nullptr) stampsToFlush_ = true;
   if (singleCopy_) {
     // Both ends of a connection decide alike: the receiver from its own
@@ -89,6 +90,7 @@ InLink& HostPrimitives::from(int peer) {
   InLink& link = links_.in[peer];
   if (link.connection != nullptr) return link;
   link.connection = attach(connector_.recvFrom(peer, engine_.progressWhileWaiting()));
+  if (peer == ringPrev_) ringPrev_ = -1;
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
   return link;
 }
@@ -101,7 +103,7 @@ void HostPrimitives::attachLinks(int toPeer, int fromPeer) {
 void HostPrimitives::flushStampsNow() {
   // One pass per newly attached link is enough: a stamp left pending by it
   // rides on bytes already posted or being written.
-  if (ringNext_ >= 0 && links_.out[ringNext_].connection == nullptr) to(ringNext_);
+  if (ringNext_ >= 0) to(ringNext_);
   stampsToFlush_ = false;
   // The engine holds exactly the connections this operation uses.
   for (transport::SendConnection* connection : engine_.sends())
@@ -424,10 +426,9 @@ void HostPrimitives::recvReduceCopyAll(const int* order, int nranks, int self,
 }
 
 void HostPrimitives::finish() {
-  if (stamp_ != nullptr) {
-    if (ringNext_ >= 0 && links_.out[ringNext_].connection == nullptr) to(ringNext_);
-    if (ringPrev_ >= 0 && links_.in[ringPrev_].connection == nullptr) from(ringPrev_);
-  }
+  // The ring's links a checked collective stamps but did not use.
+  if (ringNext_ >= 0) to(ringNext_);
+  if (ringPrev_ >= 0) from(ringPrev_);
   // Usually the last receive completed everything: then one progress pass
   // (which a transport with manual progress needs to push its last writes
   // out before this rank may return and exit) and one look at each

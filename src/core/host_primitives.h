@@ -188,7 +188,8 @@ class HostPrimitives {
   protocols::Protocol protocol_;
   const transport::OpStamp* stamp_;
   bool stampsToFlush_ = false;  // a stamped send link was attached since the last flush
-  int ringNext_ = -1, ringPrev_ = -1;  // stampRing
+  // stampRing's links while the schedule has not used them (-1 then).
+  int ringNext_ = -1, ringPrev_ = -1;
   bool describedAny_ = false;
   StagingPool& staging_;
   int nextSlot_ = 0;

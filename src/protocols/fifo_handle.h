@@ -21,8 +21,9 @@
 //            bytes, flags and, on a slot that begins an operation, a
 //            30-bit check of the operation's stamp (simple.h)
 //   slots    slotCount * slotBytes, starting on a 128-byte boundary
-//   stamps   kStampWords u64 per slot, written by the sender (Simple only):
-//            the full stamps, read by a receiver only to word a mismatch
+//   stamps   kStampWords u64 per slot, written by the sender: the full
+//            stamps (Simple: the slot's; LL: a stamped message's, ll.h),
+//            read by a receiver only to word a mismatch
 //
 // What head and tail count depends on the protocol (simple.h, ll.h).
 #pragma once
@@ -42,7 +43,7 @@ struct FifoHandle {
   std::uint64_t* head;       // the sender's progress
   std::uint64_t* tail;       // the receiver's progress (its credits to the sender)
   std::uint64_t* sizes;      // slotCount entries: bytes in each slot (Simple)
-  std::uint64_t* stamps;     // slotCount * kStampWords: the stamps board (Simple)
+  std::uint64_t* stamps;     // slotCount * kStampWords: the stamps board
   std::uint32_t* abortFlag;  // nonzero: every wait on this FIFO gives up
 };
 

@@ -18,12 +18,10 @@
 // (kStampWords words; the executor's agreement check, core/agreement.h).
 // Its size word then holds kStamped and a 30-bit check of the stamp (made
 // by the caller, transport/op_stamp.h), which the receiver compares with
-// the check of the stamp it expects: no line is added to the handover, the size word is loaded
-// anyway. The full stamp goes to the stamps board, in the entry of its
-// number among the stamps of the stream (modulo slotCount), which both
-// sides count; a receiver reads it only to word a mismatch. It is intact
-// while the stamped slot is unreleased: the sender cannot publish
-// slotCount more stamps before that slot is released.
+// the check of the stamp it expects: no line is added to the handover, the
+// size word is loaded anyway. The full stamp goes to the stamps board, in
+// the slot's own entry; a receiver reads it only to word a mismatch. It is
+// intact while the slot is unreleased, as the slot's bytes are.
 //
 // Why these orderings suffice: the release of head is after the slot's bytes
 // and its size (and stamp) were written, and the receiver reads them only after its
@@ -135,8 +133,7 @@ class SimpleSender {
   // words) goes to the board, `check` (30 bits of it) with the size.
   HORA_HOST_DEVICE void publishStamped(std::uint64_t bytes, const std::uint64_t* stamp,
                                        std::uint64_t check) {
-    std::uint64_t* entry = fifo_.stamps + stampEntry_ * kStampWords;
-    stampEntry_ = nextIndex(stampEntry_, fifo_.slotCount);
+    std::uint64_t* entry = fifo_.stamps + headSlot_ * kStampWords;
     for (std::uint64_t w = 0; w < kStampWords; ++w) entry[w] = stamp[w];
     fifo_.sizes[headSlot_] = bytes | kLastPiece | kStamped | check << kStampCheckShift;
     advanceHead();
@@ -173,7 +170,6 @@ class SimpleSender {
   std::uint64_t head_;            // slots published: the value of *fifo_.head
   std::uint64_t knownTail_;       // *fifo_.tail as last loaded
   std::uint64_t headSlot_;        // head_ % slotCount
-  std::uint64_t stampEntry_ = 0;  // stamped slots published, modulo slotCount
 };
 
 template <class Ordering>
@@ -214,7 +210,6 @@ class SimpleReceiver {
 
   // Gives the slot waitData described back to the sender.
   HORA_HOST_DEVICE void release() {
-    if (describedStamped_) stampEntry_ = nextIndex(stampEntry_, fifo_.slotCount);
     ++tail_;
     tailSlot_ = nextIndex(tailSlot_, fifo_.slotCount);
     Ordering::storeRelease(fifo_.tail, tail_);
@@ -253,16 +248,13 @@ class SimpleReceiver {
     piece->last = (size & kLastPiece) != 0;
     piece->stamped = (size & kStamped) != 0;
     piece->check = size >> kStampCheckShift & kStampCheckMask;
-    piece->stamp = fifo_.stamps + stampEntry_ * kStampWords;
-    describedStamped_ = piece->stamped;
+    piece->stamp = fifo_.stamps + tailSlot_ * kStampWords;
   }
 
   FifoHandle fifo_;
   std::uint64_t tail_;            // slots released: the value of *fifo_.tail
   std::uint64_t knownHead_;       // *fifo_.head as last loaded
   std::uint64_t tailSlot_;        // tail_ % slotCount
-  std::uint64_t stampEntry_ = 0;  // stamped slots released, modulo slotCount
-  bool describedStamped_ = false;  // the slot last described is stamped
 };
 
 }  // namespace hora::protocols
