@@ -144,6 +144,10 @@ TrialResult runTrial(const TrialPlan& plan) {
     const int code = failed ? std::stoi(rank.value("error_result")) : 0;
     if (failed && faultNs >= 0 && !rank.value("error_ns").empty())
       result.faultToErrorMs.push_back(static_cast<double>(std::stoll(rank.value("error_ns")) - faultNs) / 1e6);
+    if (failed)
+      result.errors.push_back((result.faultToErrorMs.empty() ? std::string("-")
+                                                            : std::to_string(result.faultToErrorMs.back())) +
+                              " ms: " + errorText);
     switch (plan.category) {
       case Category::Kill:
       case Category::Stop:

@@ -18,6 +18,7 @@ struct TrialResult {
   int unreported = 0;       // ranks that should have failed but succeeded, or failed when they should not
   std::vector<double> faultToErrorMs;  // per survivor that reported an error
   std::vector<std::string> problems;   // one line per finding, for the log
+  std::vector<std::string> errors;     // each survivor's error: "<ms after the fault> ms: <text>"
 
   bool clean() const { return !hang && wrong == 0 && crashes == 0 && misnamed == 0 && unreported == 0; }
 };
