@@ -52,6 +52,14 @@ class ShmStampsTest : public ShmConnectionTest {
     if (bytes > 0) receiver->post(in_.back().data(), bytes);
     return in_.back();
   }
+  // A new connected pair in place of the one before (a test that tries
+  // several cases, each on a stream of its own).
+  void freshPair() {
+    sender.reset();
+    receiver.reset();
+    SetUp();
+    connectAndSettle();
+  }
   // Both ends of operations that agree, one after the other, each checked
   // and its bytes intact.
   void agreeOn(const std::vector<std::size_t>& sizes) {
@@ -156,8 +164,7 @@ TEST_F(ShmStampsTest, StampedLLMessagesWaitForAFreeBoardEntry) {
 TEST_F(ShmStampsTest, AnotherOperationOnTheSameFifoIsCaughtWithBothStamps) {
   for (std::size_t bytes : {kLL, kSimple}) {
     SCOPED_TRACE(::testing::Message() << bytes << " bytes");
-    SetUp();
-    connectAndSettle();
+    freshPair();
     agreeOn({kLL, kSimple});
     const OpStamp theirs = stampOf(calls_ + 1, bytes), mine = stampOf(calls_ + 2, bytes);
     send(theirs, bytes);
@@ -168,8 +175,6 @@ TEST_F(ShmStampsTest, AnotherOperationOnTheSameFifoIsCaughtWithBothStamps) {
     expectStamp(mismatch->arrived(), theirs, "arrived");
     EXPECT_EQ(mismatch->peer(), kSenderName);
     EXPECT_TRUE(untouched(in.data(), bytes)) << "bytes of the other operation landed";
-    sender.reset();
-    receiver.reset();
   }
 }
 
@@ -183,8 +188,7 @@ TEST_F(ShmStampsTest, AnOperationThatStartedOnTheOtherFifoIsCaught) {
   for (const Case c : {Case{kLL, kSimple}, Case{kSimple, kLL}, Case{0, kLL}, Case{kLL, 0}, Case{0, kSimple},
                        Case{kSimple, 0}}) {
     SCOPED_TRACE(::testing::Message() << "sent " << c.sent << " bytes, expected " << c.expected);
-    SetUp();
-    connectAndSettle();
+    freshPair();
     agreeOn({kSimple, kLL});
     const OpStamp theirs = stampOf(calls_ + 1, c.sent), mine = stampOf(calls_ + 1, c.expected);
     send(theirs, c.sent);
@@ -196,8 +200,6 @@ TEST_F(ShmStampsTest, AnOperationThatStartedOnTheOtherFifoIsCaught) {
     if (c.expected > 0 && c.sent > 0) {
       EXPECT_TRUE(untouched(in.data(), c.expected)) << "the peer's bytes landed";
     }
-    sender.reset();
-    receiver.reset();
   }
 }
 
@@ -207,8 +209,7 @@ TEST_F(ShmStampsTest, AStampWhereMoreBytesWereExpectedIsCaught) {
   // due, on either FIFO.
   for (std::size_t bytes : {kLL, kSimple}) {
     SCOPED_TRACE(::testing::Message() << bytes << " bytes");
-    SetUp();
-    connectAndSettle();
+    freshPair();
     const OpStamp first = stampOf(1, bytes), second = stampOf(2, bytes);
     send(first, bytes);
     send(second, bytes);
@@ -218,8 +219,6 @@ TEST_F(ShmStampsTest, AStampWhereMoreBytesWereExpectedIsCaught) {
     EXPECT_FALSE(mismatch->expected().has_value()) << "nothing was due";
     expectStamp(mismatch->arrived(), second, "arrived");
     EXPECT_TRUE(untouched(in.data() + bytes, bytes)) << "the next operation's bytes landed";
-    sender.reset();
-    receiver.reset();
   }
 }
 
@@ -227,8 +226,7 @@ TEST_F(ShmStampsTest, BytesWithoutAStampWhereOneIsDueAreCaught) {
   // The sender runs with the check off (no stamp), the receiver with it on.
   for (std::size_t bytes : {kLL, kSimple}) {
     SCOPED_TRACE(::testing::Message() << bytes << " bytes");
-    SetUp();
-    connectAndSettle();
+    freshPair();
     std::vector<char> out = patternBytes(bytes, sender->postedBytes());
     sender->beginMessage(protocolFor(bytes));
     sender->post(out.data(), bytes);
@@ -238,8 +236,6 @@ TEST_F(ShmStampsTest, BytesWithoutAStampWhereOneIsDueAreCaught) {
     ASSERT_TRUE(mismatch.has_value()) << "no mismatch reported";
     expectStamp(mismatch->expected(), mine, "expected");
     EXPECT_FALSE(mismatch->arrived().has_value()) << "no stamp came";
-    sender.reset();
-    receiver.reset();
   }
 }
 
