@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two "hosts" on one machine: two network namespaces joined by a veth pair,
 # each running two ranks under hora-run, four ranks in all. Checks that
-#   - every collective gives the right result across the hosts,
+#   - every collective gives the right result across the hosts (also with
+#     small messages by LL, where shared memory and TCP meet in one ring),
 #   - hora picks the veth interface by itself (the master address is on its
 #     subnet; HORA_SOCKET_IFNAME is unset),
 #   - ranks of one host talk through shared memory and ranks of different
@@ -252,6 +253,27 @@ if ((job_status != 0 || failures != 0)); then
   show_logs check
   echo "FAIL: the two-host job did not pass (see the logs above)"
   exit 1
+fi
+
+# --- The same with small messages by LL ------------------------------------------
+# A rank whose previous rank is on the other host relays ring steps to its
+# shared-memory neighbour after waiting on the network, so the stamp of such
+# an operation may leave alone, ahead of its LL bytes; the receiver must take
+# it (docs/transports.md, Stamps).
+if [[ -z $forced_transport ]]; then
+  HORA_LL_MAX_BYTES=4096 HORA_DEBUG=WARN run_job check-ll "$CHECK_SECONDS" "$checker"
+  ll_status=$?
+  for ((rank = 0; rank < NRANKS; rank++)); do
+    h=$((rank / RANKS_PER_HOST))
+    expect_line "$work/check-ll.host$h.log" \
+      "^\[rank $rank\] collective_check: rank $rank of $NRANKS on [^:]+: all [0-9]+ results right\$" \
+      "rank $rank: every collective right with HORA_LL_MAX_BYTES=4096"
+  done
+  if ((ll_status != 0 || failures != 0)); then
+    show_logs check-ll
+    echo "FAIL: the two-host job with small messages by LL did not pass (see the logs above)"
+    exit 1
+  fi
 fi
 
 # --- A rank killed mid-run: every other rank names it ---------------------------

@@ -138,6 +138,43 @@ TEST_F(ShmStampsTest, ManyOperationsInFlightOnBothFifos) {
   }
 }
 
+TEST_F(ShmStampsTest, AStampSentAloneAheadOfItsBytesIsAccepted) {
+  // A sender about to wait for a peer before it sends flushes its stamp,
+  // which then leaves alone in an empty Simple slot; the operation's bytes
+  // follow, unstamped, on whichever FIFO carries them (a ring's relay
+  // whose previous rank is across the network). The receiver, whose first
+  // byte comes from that FIFO, takes the stamp from the Simple slot,
+  // whether it looks before the bytes came or after.
+  connectAndSettle();
+  for (std::size_t bytes : {kLL, kSimple, kLL, kLL, kSimple}) {
+    for (bool receiverFirst : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << bytes << " bytes, receiver first: " << receiverFirst);
+      const OpStamp stamp = stampOf(++calls_, bytes);
+      const std::uint64_t at = sender->postedBytes();
+      sender->beginMessage(protocolFor(bytes));
+      sender->beginOperation(stamp);
+      sender->flushStamp();  // nothing posted yet: the stamp leaves alone
+      std::vector<char>* in = nullptr;
+      if (receiverFirst) {
+        in = &expect(stamp, bytes);
+        for (int pass = 0; pass < 3; ++pass) receiver->progress();
+        EXPECT_EQ(receiver->stampsOutstanding(), 0u) << "the stamp alone was taken";
+      }
+      const std::vector<char> out = patternBytes(bytes, at);
+      sender->post(out.data(), bytes);
+      if (!receiverFirst) {
+        sender->progress();
+        in = &expect(stamp, bytes);
+      }
+      ASSERT_TRUE(pumpUntil([&] {
+        return receiver->completedBytes() == receiver->postedBytes() && receiver->stampChecked() &&
+               !sender->stampPending() && sender->completedBytes() == sender->postedBytes();
+      }));
+      EXPECT_EQ(patternMismatches(in->data(), bytes, at), 0u);
+    }
+  }
+}
+
 TEST_F(ShmStampsTest, StampedLLMessagesWaitForAFreeBoardEntry) {
   // LL keeps full stamps on a board of a few entries (protocols/ll.h): a
   // sender ahead of its receiver by that many stamped messages waits, so

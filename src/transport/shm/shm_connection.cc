@@ -401,25 +401,44 @@ bool ShmRecvConnection::checkDueStampOnSimple() {
 }
 
 bool ShmRecvConnection::checkDueStampOnLL() {
+  // The stamp rides in the operation's first LL message (the check in the
+  // line after the header, which came with it), or went alone in an empty
+  // Simple slot ahead of the operation's LL bytes (a sender that had to
+  // wait for a peer before it sent them).
+  const std::uint64_t expected = expected_.front().stamp.check;
+  auto takeAloneSlot = [&] {
+    if (!slot_.stamped || slot_.bytes != 0 || slot_.check != expected) return false;
+    simple_.release();
+    expected_.pop_front();
+    --stampsOutstanding_;
+    return true;
+  };
   std::uint32_t header = 0;
   if (!ll_.tryLine(0, &header)) {
-    // Nothing on LL. A Simple slot already there, with still nothing on LL
-    // (the acquire that found the slot made visible every line the sender
-    // wrote before it), means the peer's operation began on Simple.
-    if (!simple_.tryData(&slot_)) return false;
-    if (!ll_.tryLine(0, &header)) failStamp(true, simpleSlotStamp());
+    if (!simple_.tryData(&slot_)) return false;  // nothing has come yet
+    // The acquire that found the slot made visible every line written
+    // before it: with none, the peer's operation began on Simple.
+    if (!ll_.tryLine(0, &header)) {
+      if (takeAloneSlot()) return true;
+      failStamp(true, simpleSlotStamp());
+    }
   }
-  // The check in the line after the header, which came with it.
-  std::uint32_t check = 0;
-  if ((header & protocols::kLLStamped) == 0) [[unlikely]]
-    failStamp(true, std::nullopt);
-  if (!ll_.tryLine(protocols::kLLCheckLine, &check)) return false;
-  if (check != expected_.front().stamp.check) [[unlikely]]
-    failLLMessage(header, true);
-  expected_.pop_front();
-  --stampsOutstanding_;
-  llStampChecked_ = true;
-  return true;
+  if ((header & protocols::kLLStamped) != 0) {
+    std::uint32_t check = 0;
+    if (!ll_.tryLine(protocols::kLLCheckLine, &check)) return false;
+    if (check == expected) {
+      expected_.pop_front();
+      --stampsOutstanding_;
+      llStampChecked_ = true;
+      return true;
+    }
+  }
+  // Not in the LL message: a slot published before it is visible once
+  // the fence pairs with the sender's (host_ordering.h).
+  HostOrdering::fenceAcquire();
+  if (simple_.tryData(&slot_) && takeAloneSlot()) return true;
+  // An LL message that begins another operation, or bytes without a stamp.
+  failLLMessage(header, true);
 }
 
 bool ShmRecvConnection::stampChecked() { return checkDueStamps(nextByteRoute()) && expected_.empty(); }

@@ -23,14 +23,15 @@
 // Simple slot, a 30-bit check of it in the slot's size word and the stamp
 // itself on the FIFO's stamps board (protocols/simple.h); in an LL
 // message, the check in the line after the header and the stamp on the LL
-// FIFO's board (protocols/ll.h). An operation that sends nothing here sends its
-// stamp alone, in an empty Simple slot. The receiver compares the check
-// with its own stamp's before any byte of the operation leaves the FIFO,
-// and reads the full stamp only to word a mismatch. It looks for the stamp
-// where its own operation's first byte comes from (Simple when it
-// receives nothing); if the stream went on on the other FIFO instead
-// (HostOrdering's fences say which came first), the peer runs another
-// operation. So is a stamped slot or message where none is due (the peer
+// FIFO's board (protocols/ll.h). An operation that sends nothing here, or
+// whose stamp must leave before its bytes (flushStamp), sends its stamp
+// alone, in an empty Simple slot. The receiver compares the check with its
+// own stamp's before any byte of the operation leaves the FIFO, and reads
+// the full stamp only to word a mismatch. It looks for the stamp where its
+// own operation's first byte comes from (Simple when it receives nothing),
+// or alone ahead of LL bytes; if the stream went on on the other FIFO
+// otherwise (HostOrdering's fences say which came first), the peer runs
+// another operation. So is a stamped slot or message where none is due (the peer
 // began another operation while this rank expected more bytes), or an
 // unstamped one where one is.
 //
