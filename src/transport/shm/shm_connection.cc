@@ -143,11 +143,14 @@ bool ShmSendConnection::publishStampsAlone() {
   while (stampDue() && stamps_.front().alone) {
     char* slot = nullptr;
     if (!simple_.tryRoom(&slot)) return false;
-    simple_.publishStamped(0, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
-    stamps_.pop_front();
-    --stampsOutstanding_;
+    publishSimple(0);  // the stamp alone
   }
   return true;
+}
+
+void ShmSendConnection::stampLeft() {
+  stamps_.pop_front();
+  --stampsOutstanding_;
 }
 
 void ShmSendConnection::publishSimple(std::size_t bytes) {
@@ -156,8 +159,7 @@ void ShmSendConnection::publishSimple(std::size_t bytes) {
     return;
   }
   simple_.publishStamped(bytes, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
-  stamps_.pop_front();
-  --stampsOutstanding_;
+  stampLeft();
 }
 
 bool ShmSendConnection::llRoomFor(std::size_t bytes) {
@@ -176,8 +178,7 @@ bool ShmSendConnection::sendLL(const char* data, std::size_t bytes) {
   }
   const OpStamp& stamp = stamps_.front().stamp;
   ll_.sendStamped(data, bytes, stamp.words.data(), static_cast<std::uint32_t>(stamp.check));
-  stamps_.pop_front();
-  --stampsOutstanding_;
+  stampLeft();
   return true;
 }
 
@@ -389,15 +390,23 @@ bool ShmRecvConnection::checkDueStampOnSimple() {
   // The check in the size word, not the board: no line more to load.
   if (!slot_.stamped || slot_.check != expected_.front().stamp.check) [[unlikely]]
     failStamp(true, simpleSlotStamp());
-  expected_.pop_front();
-  --stampsOutstanding_;
+  takeSimpleStamp();
+  return true;
+}
+
+void ShmRecvConnection::takeSimpleStamp() {
+  dueStampChecked();
   if (slot_.bytes == 0) {
     simple_.release();  // the stamp alone
-    return true;
+    return;
   }
   holdingSlot_ = true;
   slotRead_ = 0;
-  return true;
+}
+
+void ShmRecvConnection::dueStampChecked() {
+  expected_.pop_front();
+  --stampsOutstanding_;
 }
 
 bool ShmRecvConnection::checkDueStampOnLL() {
@@ -408,9 +417,7 @@ bool ShmRecvConnection::checkDueStampOnLL() {
   const std::uint64_t expected = expected_.front().stamp.check;
   auto takeAloneSlot = [&] {
     if (!slot_.stamped || slot_.bytes != 0 || slot_.check != expected) return false;
-    simple_.release();
-    expected_.pop_front();
-    --stampsOutstanding_;
+    takeSimpleStamp();
     return true;
   };
   std::uint32_t header = 0;
@@ -427,8 +434,7 @@ bool ShmRecvConnection::checkDueStampOnLL() {
     std::uint32_t check = 0;
     if (!ll_.tryLine(protocols::kLLCheckLine, &check)) return false;
     if (check == expected) {
-      expected_.pop_front();
-      --stampsOutstanding_;
+      dueStampChecked();
       llStampChecked_ = true;
       return true;
     }

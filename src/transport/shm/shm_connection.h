@@ -149,6 +149,8 @@ class ShmSendConnection final : public SendConnection {
   bool publishStampsAlone();
   // Publishes a Simple slot of `bytes`, with the stamp if one is due.
   void publishSimple(std::size_t bytes);
+  // The oldest stamp has left.
+  void stampLeft();
   // Whether the LL FIFO has room for a message of `bytes` now (with the
   // stamp if one is due).
   bool llRoomFor(std::size_t bytes);
@@ -225,6 +227,11 @@ class ShmRecvConnection final : public RecvConnection {
   bool checkDueStamp(ShmRoute route);
   bool checkDueStampOnSimple();
   bool checkDueStampOnLL();
+  // The due stamp has matched.
+  void dueStampChecked();
+  // ... in the Simple slot described in slot_: released when it holds only
+  // the stamp, else held for its bytes.
+  void takeSimpleStamp();
   // Throws the mismatch of a stamp `arrived` (none: bytes came without
   // one) against the one due here (`due`) or none.
   [[noreturn, gnu::cold, gnu::noinline]] void failStamp(bool due, std::optional<OpStamp> arrived);

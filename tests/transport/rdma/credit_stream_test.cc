@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <future>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "base/error.h"
@@ -24,6 +26,20 @@ using testing::FakeOptions;
 using testing::FakeQueuePair;
 using testing::StreamPair;
 using testing::connectPair;
+
+// What `calls` throws must be a peer's failure naming the peer (rank 1);
+// its text, for further checks. `unnoticed` says what went on otherwise.
+std::string remoteErrorNamingRank1(const std::function<void()>& calls, const char* unnoticed) {
+  try {
+    calls();
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Remote);
+    EXPECT_NE(std::string(error.what()).find("rank 1"), std::string::npos) << error.what();
+    return error.what();
+  }
+  ADD_FAILURE() << unnoticed;
+  return {};
+}
 
 // Streams `total` bytes of a pattern in pieces of random sizes (some sent
 // as two buffers at once) while reading in pieces of other random sizes,
@@ -117,14 +133,12 @@ TEST(CreditStream, ADeadPeerIsAnErrorNamingIt) {
   pair.sender->trySend(&byte, 0);    // set-up finishes: the sender connects,
   pair.receiver->tryRecv(&byte, 0);  // the receiver grants its slots
   pair.recvQp->kill();
-  try {
-    for (int i = 0; i < 10; ++i) pair.sender->trySend(&byte, 1);
-    FAIL() << "sending to a dead peer went on";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::Remote);
-    EXPECT_NE(std::string(error.what()).find("rank 1"), std::string::npos) << error.what();
-    EXPECT_NE(std::string(error.what()).find("retries exceeded"), std::string::npos) << error.what();
-  }
+  const std::string text = remoteErrorNamingRank1(
+      [&] {
+        for (int i = 0; i < 10; ++i) pair.sender->trySend(&byte, 1);
+      },
+      "sending to a dead peer went on");
+  EXPECT_NE(text.find("retries exceeded"), std::string::npos) << text;
 }
 
 // A sender that finished may close its end while the receiver still
@@ -158,13 +172,11 @@ TEST(CreditStream, AGrantToASenderThatClosedFailsOnlyWhenMoreBytesAreWanted) {
   }
   ASSERT_EQ(received, got.size());
   EXPECT_TRUE(data == got);
-  try {
-    for (int i = 0; i < 10; ++i) pair.receiver->tryRecv(&byte, 1);
-    FAIL() << "waiting for bytes from a sender that is gone went on";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::Remote);
-    EXPECT_NE(std::string(error.what()).find("rank 1"), std::string::npos) << error.what();
-  }
+  remoteErrorNamingRank1(
+      [&] {
+        for (int i = 0; i < 10; ++i) pair.receiver->tryRecv(&byte, 1);
+      },
+      "waiting for bytes from a sender that is gone went on");
 }
 
 TEST(CreditStream, AClosedLifelineIsAnErrorNamingThePeer) {
@@ -173,13 +185,7 @@ TEST(CreditStream, AClosedLifelineIsAnErrorNamingThePeer) {
   pair.sender->trySend(&byte, 0);  // set-up finishes: the lifeline is a lifeline from now on
   EXPECT_NO_THROW(pair.sender->checkAlive());
   ::shutdown(pair.receiverLifeline, SHUT_RDWR);
-  try {
-    pair.sender->checkAlive();
-    FAIL() << "the closed lifeline went unnoticed";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::Remote);
-    EXPECT_NE(std::string(error.what()).find("rank 1"), std::string::npos) << error.what();
-  }
+  remoteErrorNamingRank1([&] { pair.sender->checkAlive(); }, "the closed lifeline went unnoticed");
 }
 
 // The fake device itself: the failures the protocol must be able to meet.
