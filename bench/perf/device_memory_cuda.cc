@@ -49,6 +49,11 @@ void release(void* memory) { cudaFree(memory); }
 
 void copyToDevice(void* device, const void* host, std::size_t bytes, int rank) {
   check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device", rank);
+  // From pageable memory the copy may return before its last DMA lands, and
+  // the collectives' non-blocking streams are not ordered after the legacy
+  // default stream that DMA belongs to. Waiting for that stream alone (not
+  // the device) leaves other ranks' running collectives alone.
+  check(cudaStreamSynchronize(cudaStreamLegacy), "waiting for the upload (cudaStreamSynchronize)", rank);
 }
 
 void copyToHost(void* host, const void* device, std::size_t bytes, int rank) {

@@ -10,3 +10,12 @@
     cudaError_t status_ = (call);                                                    \
     ASSERT_EQ(status_, cudaSuccess) << #call << ": " << cudaGetErrorString(status_); \
   } while (0)
+
+// Waits until every upload has landed. A cudaMemcpy from pageable host
+// memory (and a cudaMemset) may return before the device has finished it;
+// that work belongs to the legacy default stream, which the ranks'
+// non-blocking streams do not wait for, so a collective enqueued right
+// after could read the buffer early (a one-rank call or a send to itself is
+// a cudaMemcpyAsync that starts at once). Programs that hand such buffers
+// to NCCL on non-blocking streams need the same wait.
+#define UPLOADS_LANDED() CUDA_OK(cudaStreamSynchronize(cudaStreamLegacy))

@@ -52,6 +52,7 @@ TEST(DevicePeers, SendAndReceiveAroundTheRing) {
           for (std::size_t j = 0; j < count; ++j) input[j] = static_cast<unsigned char>(r * 31 + j * 7);
           CUDA_OK(cudaMemcpy(send[r] + shift, input.data(), count, cudaMemcpyHostToDevice));
         }
+        UPLOADS_LANDED();
         NCCL_OK(ncclGroupStart());
         for (int r = 0; r < n; ++r) {
           NCCL_OK(ncclSend(send[r] + shift, count, ncclUint8, (r + 1) % n, ranks.comm(r), ranks.stream(r)));
@@ -88,6 +89,7 @@ TEST(DevicePeers, AllToAllGatherAndScatterMatchTheReference) {
       for (int to = 0; to < n; ++to)
         CUDA_OK(cudaMemcpy(send[r] + count * to, blockOf(r, to, count).data(), bytes, cudaMemcpyHostToDevice));
     }
+    UPLOADS_LANDED();
     auto expectBlock = [&](int r, int block, int from, int to) {
       std::vector<std::int32_t> got(count);
       CUDA_OK(cudaMemcpy(got.data(), recv[r] + count * block, bytes, cudaMemcpyDeviceToHost));
@@ -132,6 +134,7 @@ TEST(DevicePeers, ARankSendsToItself) {
     CUDA_OK(cudaMalloc(&recv[r], count * sizeof(std::int32_t)));
     CUDA_OK(cudaMemcpy(send[r], blockOf(r, r, count).data(), count * sizeof(std::int32_t), cudaMemcpyHostToDevice));
   }
+  UPLOADS_LANDED();
   NCCL_OK(ncclGroupStart());
   for (int r = 0; r < 2; ++r) {
     NCCL_OK(ncclSend(send[r], count, ncclInt32, r, ranks.comm(r), ranks.stream(r)));
