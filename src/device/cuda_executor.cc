@@ -161,9 +161,6 @@ CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline
     cudaStream_t own = nullptr;
     cudaCheck(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "creating the communicator's stream");
     ownStream_ = own;
-    cudaEvent_t queued = nullptr;
-    cudaCheck(cudaEventCreateWithFlags(&queued, cudaEventDisableTiming), "creating the communicator's event");
-    legacyQueued_ = queued;
     exchangeFifos(deadline);
   } catch (...) {
     release();  // a constructor that throws runs no destructor
@@ -300,8 +297,6 @@ void CudaExecutor::release() {
   if (abortFlag_ != nullptr) cudaFreeHost(abortFlag_);
   if (ownStream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
   ownStream_ = nullptr;
-  if (legacyQueued_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(legacyQueued_));
-  legacyQueued_ = nullptr;
   ring_ = fifos_ = nullptr;
   ringRanksDevice_ = nullptr;
   abortFlag_ = nullptr;
@@ -373,18 +368,6 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
   if (peerWork) planPeerLaunch(ops, ctx_.rank, ctx_.nranks, shape_.maxChannels);  // throws what it cannot run
 }
 
-// The C++ API's calls run on the communicator's own (non-blocking) stream,
-// which by itself is not ordered after anything the program queued on the
-// legacy default stream: its kernels, or the last DMA of a cudaMemcpy from
-// pageable memory, which may still run when that call returns. So the own
-// stream first waits for what the legacy stream holds at the call.
-void CudaExecutor::orderOwnStreamAfterLegacyWork() {
-  auto* queued = static_cast<cudaEvent_t>(legacyQueued_);
-  cudaCheck(cudaEventRecord(queued, cudaStreamLegacy), "marking the legacy default stream (cudaEventRecord)");
-  cudaCheck(cudaStreamWaitEvent(static_cast<cudaStream_t>(ownStream_), queued, 0),
-            "ordering the communicator's stream after the legacy default stream (cudaStreamWaitEvent)");
-}
-
 void* CudaExecutor::streamOf(const core::Op& op) const {
   return op.completeOnReturn && op.stream == nullptr ? ownStream_ : op.stream;
 }
@@ -413,8 +396,6 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops) {
 
 void CudaExecutor::run(std::span<const core::Op> ops) {
   DeviceScope scope(ctx_.device);
-  if (std::any_of(ops.begin(), ops.end(), [&](const core::Op& op) { return streamOf(op) == ownStream_; }))
-    orderOwnStreamAfterLegacyWork();
   bool peerWork = false;
   for (const core::Op& op : ops) {
     if (auto failed = failure()) throw *failed;

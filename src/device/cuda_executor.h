@@ -73,8 +73,6 @@ class CudaExecutor final : public core::Executor {
   // Where `op` runs: the caller's stream, or the communicator's own for
   // the C++ API's calls without one (core::Op::completeOnReturn).
   void* streamOf(const core::Op& op) const;
-  // Makes the own stream wait for what the legacy default stream holds now.
-  void orderOwnStreamAfterLegacyWork();
   // The stream of the first op of a peer kind (all must share it).
   void* peerStream(std::span<const core::Op> ops) const;
   // Frees what was allocated (the destructor, and a constructor that throws).
@@ -92,7 +90,6 @@ class CudaExecutor final : public core::Executor {
   void* ring_ = nullptr;            // the DeviceRing (device memory)
   int* ringRanksDevice_ = nullptr;  // its ranks (device memory)
   void* ownStream_ = nullptr;  // cudaStream_t for the C++ API's calls (non-blocking)
-  void* legacyQueued_ = nullptr;  // cudaEvent_t: what the legacy default stream had queued at a C++ API call
   std::uint32_t* abortFlag_ = nullptr;  // host-mapped
   DeviceFailure* failure_ = nullptr;    // host-mapped
   DeviceFailure* failureOnDevice_ = nullptr;  // the same, as kernels address it

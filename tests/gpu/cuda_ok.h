@@ -17,5 +17,7 @@
 // non-blocking streams do not wait for, so a collective enqueued right
 // after could read the buffer early (a one-rank call or a send to itself is
 // a cudaMemcpyAsync that starts at once). Programs that hand such buffers
-// to NCCL on non-blocking streams need the same wait.
+// to NCCL on non-blocking streams need the same wait. It also waits for
+// every blocking stream of the process; the tests' streams are all
+// non-blocking, so it never waits for a rank's collective.
 #define UPLOADS_LANDED() CUDA_OK(cudaStreamSynchronize(cudaStreamLegacy))

@@ -35,6 +35,7 @@ TEST(DdpDevice, BroadcastAndAveragedGradientsInDeviceMemory) {
       CUDA_OK(cudaMalloc(&values, counts[p] * sizeof(float)));
       const std::vector<float> initial(counts[p], static_cast<float>(10 * rank + p));
       CUDA_OK(cudaMemcpy(values, initial.data(), counts[p] * sizeof(float), cudaMemcpyHostToDevice));
+      UPLOADS_LANDED();  // the Reducer's stream does not wait for the legacy stream
       data.push_back(values);
       parameters.emplace_back("w" + std::to_string(p), values, counts[p], DataType::Float32, MemoryKind::Device);
     }
@@ -50,6 +51,7 @@ TEST(DdpDevice, BroadcastAndAveragedGradientsInDeviceMemory) {
           ASSERT_EQ(gradient.memory, MemoryKind::Device);
           const std::vector<float> mine(counts[p], static_cast<float>(rank + 1 + step));
           CUDA_OK(cudaMemcpy(gradient.data, mine.data(), counts[p] * sizeof(float), cudaMemcpyHostToDevice));
+          UPLOADS_LANDED();
           reducer.markReady(p);
         }
         reducer.finish();
