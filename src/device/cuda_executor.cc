@@ -39,14 +39,19 @@ class DeviceScope {
  public:
   explicit DeviceScope(int device) {
     cudaCheck(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device) cudaCheck(cudaSetDevice(device), "cudaSetDevice");
+    switched_ = previous_ != device;
+    if (switched_) cudaCheck(cudaSetDevice(device), "cudaSetDevice");
   }
-  ~DeviceScope() { cudaSetDevice(previous_); }
+  // Only where it switched: every call on device buffers makes one.
+  ~DeviceScope() {
+    if (switched_) cudaSetDevice(previous_);
+  }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   int previous_ = 0;
+  bool switched_ = false;
 };
 
 // Which process a rank runs in, among those of its host: the pid, and a
