@@ -30,7 +30,7 @@ void checkLive(ncclComm_t comm) {
 }
 }  // namespace
 
-CommPtr unregisterComm(ncclComm_t comm) {
+CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
   std::shared_future<CommPtr> pending;
   CommPtr impl;
   {
@@ -39,11 +39,13 @@ CommPtr unregisterComm(ncclComm_t comm) {
     registry().erase(comm);
     impl = std::move(comm->impl);
     pending = std::move(comm->pending);
+    if (stopInit && comm->initAbort) comm->initAbort->store(true);
     comm->magic = 0;
     delete comm;
   }
-  // Destroying or aborting a communicator whose init still runs waits for
-  // the init (there is nothing to stop yet); a failed init leaves nothing.
+  // Destroying a communicator whose init still runs waits for the init;
+  // aborting it first stops the init's waits, which then fail at once. A
+  // failed init leaves nothing.
   if (!impl && pending.valid()) {
     try {
       impl = pending.get();

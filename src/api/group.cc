@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/buffer_layout.h"
+
 namespace hora::api {
 
 namespace {
@@ -16,12 +18,16 @@ thread_local GroupState group;
 }  // namespace
 
 bool inGroup() { return group.depth > 0; }
+int groupDepth() { return group.depth; }
 
 void noteGroupError(ncclResult_t result) {
   if (inGroup() && group.error == ncclSuccess) group.error = result;
 }
 
 void issue(const CommPtr& comm, const core::Op& op) {
+  // Before anything runs or is queued, as every argument check: the call
+  // fails and the communicator stays usable.
+  core::checkBufferOverlap(op, comm->rank(), comm->nranks());
   if (inGroup()) {
     group.ops.emplace_back(comm, op);
     return;
@@ -41,6 +47,10 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
     it->second.push_back(op);
   }
   if (perComm.empty()) return;
+  // A communicator that cannot run fails the group before any other's
+  // part starts: none is left running, or waiting for this thread, after
+  // ncclGroupEnd returns.
+  for (auto& [comm, commOps] : perComm) comm->checkUsable();
   // Collectives on device buffers only enqueue kernels: every
   // communicator's part is launched from this thread in turn, as NCCL
   // launches a group, without waking a worker thread per communicator.
@@ -51,10 +61,10 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
     return;
   }
   std::vector<std::shared_ptr<core::WorkState>> works;
-  for (std::size_t i = 1; i < perComm.size(); ++i)
-    works.push_back(perComm[i].first->submit(std::move(perComm[i].second), memory[i]));
   std::exception_ptr first;
   try {
+    for (std::size_t i = 1; i < perComm.size(); ++i)
+      works.push_back(perComm[i].first->submit(std::move(perComm[i].second), memory[i]));
     perComm[0].first->execute(perComm[0].second, memory[0]);
   } catch (...) {
     first = std::current_exception();
@@ -79,15 +89,21 @@ HORA_NCCL_API(ncclResult_t, ncclGroupStart, void) {
   return ncclSuccess;
 }
 
-HORA_NCCL_API(ncclResult_t, ncclGroupEnd, void) {
-  if (api::group.depth == 0) {
-    api::setLastError("ncclGroupEnd: called without a matching ncclGroupStart");
+namespace hora::api {
+
+ncclResult_t closeGroupLevel(const char* function, bool run) {
+  if (group.depth == 0) {
+    setLastError(strCat(function, ": called without a matching ncclGroupStart"));
     return ncclInvalidUsage;
   }
-  if (--api::group.depth > 0) return ncclSuccess;
-  auto ops = std::move(api::group.ops);
-  api::group.ops.clear();
-  ncclResult_t pending = std::exchange(api::group.error, ncclSuccess);
-  if (pending != ncclSuccess) return pending;  // an argument error inside the group: nothing runs
-  return api::guarded("ncclGroupEnd", [&] { api::runGroup(std::move(ops)); });
+  if (--group.depth > 0) return ncclSuccess;
+  auto ops = std::move(group.ops);
+  group.ops.clear();
+  ncclResult_t pending = std::exchange(group.error, ncclSuccess);
+  if (pending != ncclSuccess || !run) return pending;  // an argument error inside the group: nothing runs
+  return guarded(function, [&] { runGroup(std::move(ops)); });
 }
+
+}  // namespace hora::api
+
+HORA_NCCL_API(ncclResult_t, ncclGroupEnd, void) { return api::closeGroupLevel("ncclGroupEnd", true); }

@@ -12,7 +12,12 @@ namespace hora::api {
 // Runs `op` now, or queues it if this thread is inside a group.
 void issue(const CommPtr& comm, const core::Op& op);
 bool inGroup();
+int groupDepth();  // nested ncclGroupStart calls not ended yet on this thread
 // Remembers an argument error inside a group: ncclGroupEnd reports it.
 void noteGroupError(ncclResult_t result);
+// Closes one level of this thread's group; at the outermost, runs what it
+// collected (run), or drops it (ncclGroupSimulateEnd), and returns what
+// `function` (the entry point) returns.
+ncclResult_t closeGroupLevel(const char* function, bool run);
 
 }  // namespace hora::api

@@ -2,6 +2,7 @@
 // exception-to-result-code boundary and the export macro.
 #pragma once
 
+#include <atomic>
 #include <future>
 #include <memory>
 #include <string>
@@ -25,6 +26,8 @@ struct ncclComm {
   std::uint64_t magic;
   std::shared_ptr<hora::core::Communicator> impl;
   std::shared_future<std::shared_ptr<hora::core::Communicator>> pending;
+  // A non-blocking init's abort flag: ncclCommAbort sets it to stop the init.
+  std::shared_ptr<std::atomic<bool>> initAbort;
 };
 
 namespace hora::api {
@@ -40,8 +43,10 @@ using CommPtr = std::shared_ptr<core::Communicator>;
 // Live communicators; a handle not registered here (NULL, destroyed, garbage)
 // is refused with a clear error instead of being dereferenced.
 void registerComm(ncclComm* comm);
-// Removes the handle and returns its communicator (for destroy and abort).
-CommPtr unregisterComm(ncclComm_t comm);
+// Removes the handle and returns its communicator (for destroy and abort),
+// after its non-blocking init, if one still runs: stopped first (stopInit,
+// abort), or awaited (destroy).
+CommPtr unregisterComm(ncclComm_t comm, bool stopInit = false);
 // The communicator behind a live handle. Entry points hold the returned
 // pointer for the whole call, so a concurrent ncclCommAbort or Destroy
 // cannot free it underneath them. A handle whose non-blocking init is

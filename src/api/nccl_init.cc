@@ -8,13 +8,17 @@
 #include "api/group.h"
 #include "api/nccl_api.h"
 #include "bootstrap/unique_id.h"
+#include "hora_config.h"
+#if HORA_HAVE_CUDA
+#include "device/device_memory.h"
+#endif
 
 using namespace hora;
 
 namespace {
 
 ncclComm* wrapComm(std::shared_ptr<core::Communicator> impl) {
-  auto* comm = new ncclComm{api::kCommMagic, std::move(impl), {}};
+  auto* comm = new ncclComm{api::kCommMagic, std::move(impl), {}, {}};
   api::registerComm(comm);
   return comm;
 }
@@ -67,7 +71,8 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
   core::CommunicatorConfig settings;
   settings.hostRoot = hostRoot;
   settings.device = core::Communicator::callingThreadDevice();  // the caller's, not the init thread's
-  auto* comm = new ncclComm{api::kCommMagic, nullptr, {}};
+  settings.abortFlag = std::make_shared<std::atomic<bool>>(false);
+  auto* comm = new ncclComm{api::kCommMagic, nullptr, {}, settings.abortFlag};
   comm->pending = std::async(std::launch::async, [id, nranks, rank, settings] {
                     return std::make_shared<core::Communicator>(id, nranks, rank, settings);
                   }).share();
@@ -212,7 +217,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
 HORA_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   return api::guarded("ncclCommAbort", [&] {
-    if (api::CommPtr impl = api::unregisterComm(comm)) impl->abort();
+    if (api::CommPtr impl = api::unregisterComm(comm, /*stopInit=*/true)) impl->abort();
   });
 }
 
@@ -292,8 +297,18 @@ HORA_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* sca
     HORA_CHECK_ARG(residence == ncclScalarDevice || residence == ncclScalarHostImmediate,
                    "invalid scalar residence ", int(residence));
     std::uint64_t bits = 0;
-    // Host memory either way: the scalar is read now.
+    // The scalar is read now, whatever its residence says: from the device
+    // where it lies in device memory (PyTorch passes a tensor's), else from
+    // the host.
+#if HORA_HAVE_CUDA
+    if (device::isDeviceMemory(scalar)) {
+      device::copyToHost(&bits, scalar, dataTypeSize(type));
+    } else {
+      std::memcpy(&bits, scalar, dataTypeSize(type));
+    }
+#else
     std::memcpy(&bits, scalar, dataTypeSize(type));
+#endif
     *op = static_cast<ncclRedOp_t>(api::checkComm(comm)->createPreMulSum(type, bits));
   });
 }

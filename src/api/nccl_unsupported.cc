@@ -1,6 +1,7 @@
 // nccl.h entry points hora does not implement yet. They exist (a program
 // linked against NVIDIA's library finds every symbol) and fail cleanly with
 // ncclInvalidUsage and a ncclGetLastError text. docs/nccl-api.md lists them.
+#include "api/group.h"
 #include "api/nccl_api.h"
 
 using namespace hora;
@@ -14,6 +15,11 @@ ncclResult_t unsupported(const char* function, const char* why) {
 
 HORA_NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
   (void)simInfo;
+  // It ends a level of the group as NCCL's does; at the outermost the
+  // operations are dropped, not run, and it says that nothing was estimated.
+  const bool outermost = api::groupDepth() == 1;
+  const ncclResult_t closed = api::closeGroupLevel("ncclGroupSimulateEnd", false);
+  if (closed != ncclSuccess || !outermost) return closed;
   return unsupported("ncclGroupSimulateEnd", "no performance model yet");
 }
 HORA_NCCL_API(void, ncclResetDebugInit, void) {

@@ -76,6 +76,8 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
     : rank_(rank),
       nranks_(nranks),
       timeout_(config.timeout.count() > 0 ? config.timeout : env::defaultTimeout()),
+      abortFlag_(config.abortFlag ? config.abortFlag : std::make_shared<std::atomic<bool>>(false)),
+      abort_(*abortFlag_),
       tuning_(Tuning::fromEnvironment()) {
   device_ = config.device == CommunicatorConfig::kCallingThreadDevice ? callingThreadDevice() : config.device;
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);

@@ -39,6 +39,10 @@ struct CommunicatorConfig {
   // one current on the thread that constructs the communicator.
   static constexpr int kCallingThreadDevice = -2;
   int device = kCallingThreadDevice;
+  // Set from another thread, it stops the construction's waits with an
+  // error (ncclCommAbort of a non-blocking init), and stays the
+  // communicator's abort flag. None: a flag of its own.
+  std::shared_ptr<std::atomic<bool>> abortFlag;
 };
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
@@ -79,6 +83,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // checks that fail a call before it runs, leaving the communicator usable:
   // host and device buffers mixed, and what the CUDA executor refuses.
   MemoryKind checkedMemoryOf(std::span<const Op> ops) const;
+  // Throws what makes this communicator refuse work: an abort, a
+  // revocation, or an earlier failure.
+  void checkUsable() const;
   // execute and submit for `ops` whose checkedMemoryOf is `memory`.
   void execute(std::span<const Op> ops, MemoryKind memory);
   std::shared_ptr<WorkState> submit(std::vector<Op> ops, MemoryKind memory);
@@ -147,7 +154,6 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   MemoryKind memoryOf(std::span<const Op> ops) const;
   // With CUDA and a device on every rank: the CUDA executor (collective).
   void startCudaExecutor(const std::vector<int>& ringRanks, std::uint64_t hostHash, const Deadline& deadline);
-  void checkUsable() const;
   // Init after the rendezvous: the ring, placements, transports.
   void connectAll(const bootstrap::UniqueId& id, const Deadline& deadline);
   // What this rank reports for `failure`, and what it tells the others
@@ -180,7 +186,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int rank_;
   int nranks_;
   std::chrono::milliseconds timeout_;
-  std::atomic<bool> abort_{false};
+  std::shared_ptr<std::atomic<bool>> abortFlag_;  // CommunicatorConfig::abortFlag, or its own
+  std::atomic<bool>& abort_;                        // *abortFlag_
   bool revoked_ = false;  // under stateMutex_: abort_ came from revoke()
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Connector> connector_;

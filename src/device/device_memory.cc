@@ -42,4 +42,8 @@ void* allocateDeviceMemory(std::size_t bytes) {
 
 void freeDeviceMemory(void* memory) { cudaCheck(cudaFree(memory), "freeing device memory (cudaFree)"); }
 
+void copyToHost(void* host, const void* device, std::size_t bytes) {
+  cudaCheck(cudaMemcpy(host, device, bytes, cudaMemcpyDefault), "copying from device memory (cudaMemcpy)");
+}
+
 }  // namespace hora::device

@@ -21,5 +21,8 @@ int deviceCount();
 // and CUDA's reason when the device has no room.
 void* allocateDeviceMemory(std::size_t bytes);
 void freeDeviceMemory(void* memory);
+// Copies `bytes` from device (or managed) memory to the host, waiting for
+// the copy; throws hora::Error with CUDA's reason.
+void copyToHost(void* host, const void* device, std::size_t bytes);
 
 }  // namespace hora::device

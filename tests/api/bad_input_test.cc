@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -142,8 +144,8 @@ TEST_F(SingleRank, PartlyOverlappingBuffersOfAReductionAreRefused) {
               FailsWith(ncclInvalidArgument, Words{"AllReduce", "overlap", "not in place"}));
 }
 
-// Each collective on a communicator of its own: a refused call breaks the
-// communicator it was issued on.
+// Refused at the call, before anything runs: the communicator stays usable,
+// alone and inside a group (whose ncclGroupEnd then fails and runs nothing).
 TEST(BadInput, BuffersOverlappingOtherThanInPlaceAreRefused) {
   std::vector<float> buffer(4 * kCount);
   float* b = buffer.data();
@@ -167,10 +169,21 @@ TEST(BadInput, BuffersOverlappingOtherThanInPlaceAreRefused) {
       {"ncclScatter", [&](ncclComm_t c) { return ncclScatter(b, b + 5, kCount, ncclFloat, 0, c, nullptr); },
        {"Scatter", "not in place"}},
   };
+  LocalComms comms{1};
+  std::vector<float> in(kCount, 2.0f), out(kCount, 0.0f);
+  auto usable = [&] {
+    std::fill(out.begin(), out.end(), 0.0f);
+    return ncclAllReduce(in.data(), out.data(), kCount, ncclFloat, ncclSum, comms[0], nullptr) == ncclSuccess &&
+           out == in;
+  };
   for (const OverlapCase& overlap : cases) {
-    LocalComms comms{1};
     EXPECT_THAT(outcomeOf(overlap.call(comms[0])), FailsWith(ncclInvalidArgument, overlap.words))
         << overlap.name;
+    EXPECT_TRUE(usable()) << overlap.name << ": " << ncclGetLastError(nullptr);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(overlap.call(comms[0]), ncclInvalidArgument) << overlap.name << " in a group";
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument) << overlap.name << " in a group";
+    EXPECT_TRUE(usable()) << overlap.name << " after a group: " << ncclGetLastError(nullptr);
   }
 }
 
@@ -376,13 +389,61 @@ TEST(BadInput, ArgumentErrorsLeaveTheCommunicatorUsable) {
   EXPECT_THAT(out[1], ::testing::Each(3.0f));
 }
 
+// A group that includes a communicator that can no longer run (here one
+// revoked) fails before any communicator's part starts: nothing is left
+// running or waiting for this thread, and the others stay usable.
+TEST(BadInput, AGroupWithAnUnusableCommunicatorRunsNothing) {
+  setenv("HORA_TIMEOUT", "10", 1);  // a part left waiting would fail the next group by then
+  LocalComms pair(2), revoked(1);
+  unsetenv("HORA_TIMEOUT");
+  ASSERT_EQ(ncclCommRevoke(revoked[0], NCCL_REVOKE_DEFAULT), ncclSuccess);
+  std::vector<float> in(kCount, 1.0f);
+  std::vector<std::vector<float>> out(2, std::vector<float>(kCount, 0.0f));
+  auto groupOn = [&](bool withRevoked) {
+    ncclGroupStart();
+    for (int r = 0; r < 2; ++r) ncclAllReduce(in.data(), out[r].data(), kCount, ncclFloat, ncclSum, pair[r], nullptr);
+    if (withRevoked) ncclAllReduce(in.data(), out[0].data(), kCount, ncclFloat, ncclSum, revoked[0], nullptr);
+    return ncclGroupEnd();
+  };
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(outcomeOf(groupOn(true)), FailsWith(ncclInvalidUsage, Words{"revoked"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_THAT(out[1], ::testing::Each(0.0f)) << "a part of the failed group ran";
+  ASSERT_EQ(groupOn(false), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_THAT(out[0], ::testing::Each(2.0f));
+  EXPECT_THAT(out[1], ::testing::Each(2.0f));
+}
+
+// ncclGroupSimulateEnd ends the group as NVIDIA's does, without running
+// what it collected; then it says nothing was estimated.
+TEST(BadInput, GroupSimulateEndClosesTheGroupWithoutRunningIt) {
+  LocalComms comms(1);
+  std::vector<float> in(kCount, 3.0f), out(kCount, 0.0f);
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(in.data(), out.data(), kCount, ncclFloat, ncclSum, comms[0], nullptr), ncclSuccess);
+  EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess);  // the inner level
+  EXPECT_THAT(outcomeOf(ncclGroupSimulateEnd(&info)),
+              FailsWith(ncclInvalidUsage, Words{"ncclGroupSimulateEnd", "not supported"}));
+  EXPECT_THAT(out, ::testing::Each(0.0f)) << "the simulated group ran";
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()), FailsWith(ncclInvalidUsage, Words{"without a matching ncclGroupStart"}));
+  // No group is left open: a call runs at once.
+  ASSERT_EQ(ncclAllReduce(in.data(), out.data(), kCount, ncclFloat, ncclSum, comms[0], nullptr), ncclSuccess);
+  EXPECT_EQ(out, in);
+}
+
 TEST(BadInput, UnsupportedEntryPointsSaySo) {
   LocalComms comms(1);
   ncclComm_t comm = comms[0];
   (void)comm;
   ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
   const std::vector<NamedCall> calls = {
-      {"ncclGroupSimulateEnd", [&] { return ncclGroupSimulateEnd(&info); }},
+      {"ncclGroupSimulateEnd",
+       [&] {
+         ncclGroupStart();  // outside a group it is refused as ncclGroupEnd is
+         return ncclGroupSimulateEnd(&info);
+       }},
   };
   for (const auto& named : calls)
     EXPECT_THAT(outcomeOf(named.call()), FailsWith(ncclInvalidUsage, Words{named.name, "not supported"}));

@@ -93,6 +93,30 @@ TEST(NonBlockingInit, AFailedInitIsTheCommunicatorsAsyncError) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// ncclCommAbort on a communicator whose init waits for a rank that never
+// comes stops the init (the documented way to give up on one) instead of
+// waiting for its deadline.
+TEST(NonBlockingInit, AbortStopsAnInitThatWaitsForAPeer) {
+  const char* saved = std::getenv("HORA_TIMEOUT");
+  const std::string previous = saved != nullptr ? saved : "";
+  ::setenv("HORA_TIMEOUT", "60", 1);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = nonBlockingConfig();
+  ncclComm_t comm = nullptr;
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &config), ncclInProgress);  // rank 1 never comes
+  if (previous.empty()) ::unsetenv("HORA_TIMEOUT");
+  else ::setenv("HORA_TIMEOUT", previous.c_str(), 1);
+  ASSERT_NE(comm, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the init is waiting by now
+  ncclResult_t state = ncclInternalError;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress);
+  const auto start = Clock::now();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
 }  // namespace
 }  // namespace hora_api_test
 
@@ -123,7 +147,9 @@ TEST(ScalableInit, RanksMeetAtTheFirstId) {
     for (int rank = 0; rank < kRanks; ++rank) {
       EXPECT_EQ(results[rank], ncclSuccess) << "rank " << rank;
       EXPECT_EQ(sums[rank], 6) << "rank " << rank;
-      if (comms[rank] != nullptr) EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+      if (comms[rank] != nullptr) {
+        EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+      }
     }
   }
 }
