@@ -1,6 +1,7 @@
 #include "api/group.h"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,7 @@ namespace {
 struct GroupState {
   int depth = 0;
   std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops;
+  std::vector<std::shared_future<CommPtr>> making;  // finishInGroupEnd
   ncclResult_t error = ncclSuccess;
 };
 thread_local GroupState group;
@@ -19,6 +21,8 @@ thread_local GroupState group;
 
 bool inGroup() { return group.depth > 0; }
 int groupDepth() { return group.depth; }
+
+void finishInGroupEnd(std::shared_future<CommPtr> making) { group.making.push_back(std::move(making)); }
 
 void noteGroupError(ncclResult_t result) {
   if (inGroup() && group.error == ncclSuccess) group.error = result;
@@ -99,8 +103,24 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
   if (--group.depth > 0) return ncclSuccess;
   auto ops = std::move(group.ops);
   group.ops.clear();
+  auto making = std::move(group.making);
+  group.making.clear();
   ncclResult_t pending = std::exchange(group.error, ncclSuccess);
-  if (pending != ncclSuccess || !run) return pending;  // an argument error inside the group: nothing runs
+  // Communicators made in the group are ready before its operations run;
+  // one that failed fails the group (its handle keeps the error).
+  const ncclResult_t made = guarded(function, [&] {
+    std::exception_ptr first;
+    for (auto& communicator : making) {
+      try {
+        communicator.get();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+  });
+  if (pending == ncclSuccess) pending = made;
+  if (pending != ncclSuccess || !run) return pending;  // an error inside the group: nothing runs
   return guarded(function, [&] { runGroup(std::move(ops)); });
 }
 

@@ -15,6 +15,10 @@ bool inGroup();
 int groupDepth();  // nested ncclGroupStart calls not ended yet on this thread
 // Remembers an argument error inside a group: ncclGroupEnd reports it.
 void noteGroupError(ncclResult_t result);
+// A communicator being made inside a group (init or split, on a thread of
+// its own): the outermost ncclGroupEnd waits for it and fails with its
+// error.
+void finishInGroupEnd(std::shared_future<CommPtr> making);
 // Closes one level of this thread's group; at the outermost, runs what it
 // collected (run), or drops it (ncclGroupSimulateEnd), and returns what
 // `function` (the entry point) returns.

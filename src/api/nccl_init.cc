@@ -61,13 +61,16 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
   checkConfig(config);
   bootstrap::UniqueId id = bootstrap::decode(commId.internal);
   const bool hostRoot = bootstrap::rootHostedByRankZero() && rank == 0;
-  if (!nonBlocking(config)) {
+  const bool inGroup = api::inGroup();
+  if (!nonBlocking(config) && !inGroup) {
     *out = makeComm(nranks, id, rank, hostRoot, config);
     return;
   }
-  // Non-blocking: the handle exists at once; the rendezvous and the
+  // Non-blocking, or inside a group (where one thread may make every rank,
+  // as NCCL allows): the handle exists at once; the rendezvous and the
   // connections are made on a thread of their own (ncclCommGetAsyncError
-  // says ncclInProgress meanwhile, and any other call waits for them).
+  // says ncclInProgress meanwhile, and any other call waits for them). A
+  // blocking init in a group is then finished by the outermost ncclGroupEnd.
   core::CommunicatorConfig settings;
   settings.hostRoot = hostRoot;
   settings.device = core::Communicator::callingThreadDevice();  // the caller's, not the init thread's
@@ -78,6 +81,7 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
                   }).share();
   api::registerComm(comm);
   *out = comm;
+  if (inGroup && !nonBlocking(config)) api::finishInGroupEnd(comm->pending);
 }
 
 }  // namespace
@@ -130,7 +134,19 @@ HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
     *newcomm = nullptr;
     checkConfig(config);
     auto parent = api::checkComm(comm);
-    if (auto child = parent->split(color, key)) *newcomm = wrapComm(std::move(child));
+    if (!api::inGroup()) {
+      if (auto child = parent->split(color, key)) *newcomm = wrapComm(std::move(child));
+      return;
+    }
+    // Inside a group (one thread may split every rank's communicator): the
+    // split runs on a thread of its own and the outermost ncclGroupEnd
+    // finishes it; the handle exists at once (none for NCCL_SPLIT_NOCOLOR).
+    auto split = std::async(std::launch::async, [parent, color, key] { return parent->split(color, key); }).share();
+    api::finishInGroupEnd(split);
+    if (color == NCCL_SPLIT_NOCOLOR) return;
+    auto* child = new ncclComm{api::kCommMagic, nullptr, std::move(split), {}};
+    api::registerComm(child);
+    *newcomm = child;
   });
 }
 

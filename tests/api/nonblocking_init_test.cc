@@ -117,6 +117,63 @@ TEST(NonBlockingInit, AbortStopsAnInitThatWaitsForAPeer) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
 
+// NCCL's pattern for one thread that drives several ranks: blocking inits
+// inside a group return at once and the outermost ncclGroupEnd finishes
+// them; so do splits (NCCL_SPLIT_NOCOLOR gives no communicator).
+TEST(InitInAGroup, OneThreadMakesAndSplitsEveryRank) {
+  constexpr int kRanks = 3;
+  const char* saved = std::getenv("HORA_TIMEOUT");
+  const std::string previous = saved != nullptr ? saved : "";
+  ::setenv("HORA_TIMEOUT", "10", 1);  // an init that waited inside the call would fail by then
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(kRanks, nullptr);
+  const auto start = Clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclCommInitRank(&comms[rank], kRanks, id, rank), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  if (previous.empty()) ::unsetenv("HORA_TIMEOUT");
+  else ::setenv("HORA_TIMEOUT", previous.c_str(), 1);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ncclResult_t state = ncclInternalError;
+    ASSERT_EQ(ncclCommGetAsyncError(comms[rank], &state), ncclSuccess);
+    EXPECT_EQ(state, ncclSuccess) << "rank " << rank << " is not ready after ncclGroupEnd";
+  }
+  std::vector<long long> values = {1, 2, 3};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, comms[rank], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_THAT(values, ::testing::Each(6));
+
+  // Ranks 0 and 2 in one communicator, rank 1 in none.
+  std::vector<ncclComm_t> halves(kRanks, nullptr);
+  const int colors[kRanks] = {7, NCCL_SPLIT_NOCOLOR, 7};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclCommSplit(comms[rank], colors[rank], rank, &halves[rank], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(halves[1], nullptr);
+  ASSERT_NE(halves[0], nullptr);
+  ASSERT_NE(halves[2], nullptr);
+  int count = 0, newRank = -1;
+  ASSERT_EQ(ncclCommCount(halves[2], &count), ncclSuccess);
+  ASSERT_EQ(ncclCommUserRank(halves[2], &newRank), ncclSuccess);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(newRank, 1);
+  values = {10, 0, 20};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank : {0, 2})
+    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, halves[rank], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(values[0], 30);
+  EXPECT_EQ(values[2], 30);
+  for (int rank : {0, 2}) EXPECT_EQ(ncclCommDestroy(halves[rank]), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+}
+
 }  // namespace
 }  // namespace hora_api_test
 
