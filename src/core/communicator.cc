@@ -664,9 +664,17 @@ MemoryKind Communicator::memoryOf(std::span<const Op> ops) const {
 #if HORA_HAVE_CUDA
   if (device_ < 0 || ops.empty()) return MemoryKind::Host;
   int onDevice = 0, onHost = 0;
-  for (const Op& op : ops)
-    for (const void* buffer : {op.send, static_cast<const void*>(op.recv)})
+  for (const Op& op : ops) {
+    // What a rank other than the root passes for a buffer it does not use
+    // (a broadcast's send, a reduce's receive) does not count, as NCCL
+    // ignores it.
+    const bool rootOnlySend = op.kind == OpKind::Broadcast && op.root != rank_;
+    const bool rootOnlyRecv = op.kind == OpKind::Reduce && op.root != rank_;
+    const void* send = rootOnlySend ? nullptr : op.send;
+    const void* recv = rootOnlyRecv ? nullptr : op.recv;
+    for (const void* buffer : {send, recv})
       if (buffer != nullptr) ++(device::isDeviceMemory(buffer) ? onDevice : onHost);
+  }
   if (onDevice != 0 && onHost != 0)
     fail(ErrorKind::InvalidArgument, "rank ", rank_, ": ", opKindName(ops.front().kind),
          ops.size() > 1 ? " (in a group)" : "",

@@ -471,6 +471,24 @@ TEST(DeviceCollectives, BadInputIsRefusedClearly) {
   // stream: their kernels would be serialised and wait for each other.
   EXPECT_EQ(ncclAllReduce(onDevice, onDevice, 64, ncclFloat32, ncclSum, ranks.comm(0), nullptr), ncclInvalidUsage);
   EXPECT_NE(std::string(ncclGetLastError(ranks.comm(0))).find("legacy default stream"), std::string::npos);
+  // A buffer a rank does not use (a broadcast's send away from the root)
+  // may be anything, as with NCCL: a host pointer there mixes nothing.
+  CUDA_OK(cudaMemset(onDevice, 0, 64 * sizeof(float)));
+  float* rootInput = nullptr;
+  CUDA_OK(cudaMalloc(&rootInput, 64 * sizeof(float)));
+  const std::vector<float> ones(64, 1.0f);
+  CUDA_OK(cudaMemcpy(rootInput, ones.data(), 64 * sizeof(float), cudaMemcpyHostToDevice));
+  UPLOADS_LANDED();
+  NCCL_OK(ncclGroupStart());
+  NCCL_OK(ncclBroadcast(rootInput, rootInput, 64, ncclFloat32, 0, ranks.comm(0), ranks.stream(0)));
+  NCCL_OK(ncclBroadcast(onHost.data(), onDevice, 64, ncclFloat32, 0, ranks.comm(1), ranks.stream(1)));
+  NCCL_OK(ncclGroupEnd());
+  CUDA_OK(cudaStreamSynchronize(ranks.stream(0)));
+  CUDA_OK(cudaStreamSynchronize(ranks.stream(1)));
+  std::vector<float> got(64);
+  CUDA_OK(cudaMemcpy(got.data(), onDevice, 64 * sizeof(float), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, ones);
+  cudaFree(rootInput);
   cudaFree(onDevice);
 }
 
