@@ -276,5 +276,26 @@ TEST_F(ShmStampsTest, BytesWithoutAStampWhereOneIsDueAreCaught) {
   }
 }
 
+// Stamps that go alone fill slots without counting as bytes: a sender
+// whose FIFO they filled, with one more waiting, still notices that the
+// receiver has gone (not at the deadline, as if nothing were owed).
+TEST_F(ShmStampsTest, ASenderWaitingToSendAStampNoticesTheReceiverLeft) {
+  connectAndSettle();
+  std::uint64_t call = 0;
+  std::size_t sent = 0;
+  // Operations that send nothing here, until one stamp no longer fits.
+  for (; sent < 1000 && sender->idle(); ++sent) {
+    send(stampOf(++call, 0), 0);
+    sender->progress();
+  }
+  ASSERT_FALSE(sender->idle()) << "the FIFO never filled with stamps";
+  EXPECT_EQ(sender->acknowledgedBytes(), sender->postedBytes()) << "stamps count as no bytes";
+  EXPECT_NO_THROW(sender->checkAlive()) << "the receiver is alive";
+  receiver.reset();
+  Error error = errorSoon([&] { sender->checkAlive(); });
+  EXPECT_EQ(error.kind(), ErrorKind::Remote) << error.what();
+  EXPECT_NE(std::string(error.what()).find(kReceiverName), std::string::npos) << error.what();
+}
+
 }  // namespace
 }  // namespace hora::transport::testing

@@ -301,7 +301,9 @@ void ShmSendConnection::checkAlive() {
   if (awaitingAck_) collectAck();
   if (awaitingAck_) return;  // the receiver has not even mapped the FIFO yet
   // A receiver that took everything we sent may leave: nothing is lost.
-  if (acknowledgedBytes() >= postedBytes()) return;
+  // Not while a stamp waits to go: the receiver must take that too (stamps
+  // alone fill slots without counting as bytes).
+  if (acknowledgedBytes() >= postedBytes() && stamps_.empty()) return;
   checkLifeline(lifeline_, peer_);
 }
 
