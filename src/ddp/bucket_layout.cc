@@ -10,10 +10,14 @@ namespace {
 
 using BucketKey = std::pair<MemoryKind, DataType>;
 
-// A bucket and where the walk met its first parameter (its sort key).
+// A bucket and where the walk met its last parameter: when backward,
+// which produces gradients roughly in walk order, completes it (the sort
+// key). A bucket of one type can complete long after it opened, while
+// buckets of another type fill and close (a model of bf16 weights and fp32
+// norms): ordered by opening, it would hold back every bucket after it.
 struct PlacedBucket {
   Bucket bucket;
-  std::size_t firstWalkPosition = 0;
+  std::size_t lastWalkPosition = 0;
 };
 
 }  // namespace
@@ -26,7 +30,7 @@ std::vector<Bucket> computeBucketLayout(std::span<const ParameterShape> paramete
 
   auto close = [&](const BucketKey& key) {
     auto node = open.extract(key);
-    closed.push_back({std::move(node.mapped().bucket), node.mapped().firstWalkPosition});
+    closed.push_back({std::move(node.mapped().bucket), node.mapped().lastWalkPosition});
     ++closedPerKey[key];
   };
 
@@ -39,8 +43,8 @@ std::vector<Bucket> computeBucketLayout(std::span<const ParameterShape> paramete
     if (isNew) {
       current.bucket.type = shape.type;
       current.bucket.memory = shape.memory;
-      current.firstWalkPosition = walk;
     }
+    current.lastWalkPosition = walk;
     current.bucket.parameters.push_back(index);
     current.bucket.offsets.push_back(current.bucket.count);
     current.bucket.count += shape.count;
@@ -51,7 +55,7 @@ std::vector<Bucket> computeBucketLayout(std::span<const ParameterShape> paramete
   while (!open.empty()) close(open.begin()->first);
 
   std::stable_sort(closed.begin(), closed.end(), [](const PlacedBucket& a, const PlacedBucket& b) {
-    return a.firstWalkPosition < b.firstWalkPosition;
+    return a.lastWalkPosition < b.lastWalkPosition;
   });
   std::vector<Bucket> ordered;
   ordered.reserve(closed.size());

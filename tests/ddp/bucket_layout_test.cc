@@ -49,7 +49,7 @@ TEST(BucketLayout, LargeParameterGetsItsOwnBucket) {
   EXPECT_EQ(buckets[1].parameters, (Indices{0}));
 }
 
-TEST(BucketLayout, TypesNeverShareABucketAndOrderFollowsFirstParameter) {
+TEST(BucketLayout, TypesNeverShareABucketAndOrderFollowsCompletion) {
   std::vector<ParameterShape> shapes{floats(4), {4, DataType::Float64}, floats(4),
                                      {4, DataType::Float64}, {2, DataType::Float16}};
   const auto buckets = computeBucketLayout(shapes, {.firstBucketBytes = 1000, .bucketBytes = 1000});
@@ -62,6 +62,21 @@ TEST(BucketLayout, TypesNeverShareABucketAndOrderFollowsFirstParameter) {
   EXPECT_EQ(buckets[2].type, DataType::Float32);
   EXPECT_EQ(buckets[2].parameters, (Indices{2, 0}));
   EXPECT_EQ(buckets[1].bytes(), 64u);
+}
+
+// Layers of a large bf16 weight and a small fp32 norm: each weight fills a
+// bucket of its own while the norms' bucket stays open to the end. Buckets
+// go in the order backward completes them, so the weights' buckets are not
+// held back behind the norms'.
+TEST(BucketLayout, ABucketThatStaysOpenDoesNotHoldBackTheOthers) {
+  const ParameterShape weight{1024, DataType::Bfloat16}, norm{4, DataType::Float32};
+  std::vector<ParameterShape> shapes{weight, norm, weight, norm, weight, norm};
+  const auto buckets = computeBucketLayout(shapes, {.firstBucketBytes = 1024, .bucketBytes = 1024});
+  ASSERT_EQ(buckets.size(), 4u);
+  EXPECT_EQ(buckets[0].parameters, (Indices{4}));
+  EXPECT_EQ(buckets[1].parameters, (Indices{2}));
+  EXPECT_EQ(buckets[2].parameters, (Indices{5, 3, 1}));  // complete once norm 1 is ready
+  EXPECT_EQ(buckets[3].parameters, (Indices{0}));
 }
 
 TEST(BucketLayout, EveryParameterAppearsExactlyOnceWithContiguousOffsets) {
