@@ -255,8 +255,46 @@ INSTANTIATE_TEST_SUITE_P(Signals, HoraRunSignalTest,
                          ::testing::Values(std::pair<int, std::string>{SIGTERM, "TERM"},
                                            std::pair<int, std::string>{SIGINT, "INT"},
                                            std::pair<int, std::string>{SIGHUP, "HUP"},
-                                           std::pair<int, std::string>{SIGQUIT, "QUIT"}),
+                                           std::pair<int, std::string>{SIGQUIT, "QUIT"},
+                                           std::pair<int, std::string>{SIGUSR1, "USR1"},
+                                           std::pair<int, std::string>{SIGUSR2, "USR2"},
+                                           std::pair<int, std::string>{SIGALRM, "ALRM"}),
                          [](const auto& info) { return info.param.second; });
+
+// A stopped rank acts on a forwarded signal that ends it: SIGCONT follows.
+TEST(HoraRunTest, AStoppedRankStillEndsOnAForwardedSignal) {
+  LauncherProcess launcher({"-n", "1", "/bin/sh", "-c", "echo ready; kill -STOP $$; sleep 60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("ready", 1, 10s));
+  std::this_thread::sleep_for(200ms);  // the rank has stopped itself by now
+  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  LauncherResult result = launcher.finish(10s);
+  EXPECT_FALSE(result.timed_out) << "the stopped rank never ended";
+  EXPECT_EQ(result.exit_code(), 128 + SIGINT) << result.err;
+}
+
+// A launcher killed outright takes its ranks with it (they are in process
+// groups of their own, so nothing else would reach them).
+TEST(HoraRunTest, RanksEndWhenTheLauncherIsKilled) {
+  LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c", "echo ready $$; exec sleep 60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
+  std::vector<pid_t> ranks;
+  for (const std::string& line : LauncherResult{0, false, launcher.stdout_so_far(), "", {}}.out_lines()) {
+    const std::size_t at = line.find("ready ");
+    if (at != std::string::npos) ranks.push_back(std::stoi(line.substr(at + 6)));
+  }
+  ASSERT_EQ(ranks.size(), 2u) << launcher.stdout_so_far();
+  ASSERT_EQ(::kill(launcher.pid(), SIGKILL), 0);
+  launcher.finish(10s);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  auto alive = [&] {
+    for (pid_t pid : ranks)
+      if (::kill(pid, 0) == 0) return true;
+    return false;
+  };
+  while (alive() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(alive()) << "a rank outlived its launcher";
+  for (pid_t pid : ranks) ::kill(pid, SIGKILL);
+}
 
 TEST(HoraRunTest, RankKilledByAForwardedSignalFailsTheJob) {
   LauncherProcess launcher({"-n", "2", "/bin/sh", "-c", "echo ready; exec sleep 60"});

@@ -1,7 +1,12 @@
 #include "output_forwarder.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -102,6 +107,26 @@ TEST(DescriptorSinkTest, DropsOutputOnceTheReaderIsGone) {
   EXPECT_NO_THROW(sink("lost\n"));
   EXPECT_NO_THROW(sink("lost again\n"));
   ::sigaction(SIGPIPE, &previous, nullptr);
+}
+
+// A descriptor inherited non-blocking (a pipe to a slow reader) takes
+// output a piece at a time: nothing may be dropped.
+TEST(DescriptorSinkTest, WaitsForASlowReaderOfANonBlockingDescriptor) {
+  Pipe pipe = make_pipe("test");
+  ASSERT_EQ(::fcntl(pipe.write_end.get(), F_SETFL, O_NONBLOCK), 0);
+  const std::string text(1 << 20, 'x');  // far more than a pipe holds
+  std::size_t received = 0;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the pipe fills first
+    char buffer[4096];
+    ssize_t count;
+    while ((count = ::read(pipe.read_end.get(), buffer, sizeof(buffer))) > 0)
+      received += static_cast<std::size_t>(count);
+  });
+  EXPECT_TRUE(write_all(pipe.write_end.get(), text));
+  pipe.write_end.reset();
+  reader.join();
+  EXPECT_EQ(received, text.size());
 }
 
 }  // namespace

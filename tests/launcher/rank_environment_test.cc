@@ -21,7 +21,12 @@ TEST(RankEnvironmentTest, NumbersRanksAcrossNodesAsTorchrun) {
                           Pair("MASTER_ADDR", "10.0.0.1"), Pair("MASTER_PORT", "4242"),
                           Pair("ROLE_NAME", "default"), Pair("ROLE_RANK", "7"), Pair("ROLE_WORLD_SIZE", "8"),
                           Pair("TORCHELASTIC_RESTART_COUNT", "0"), Pair("TORCHELASTIC_MAX_RESTARTS", "0"),
-                          Pair("TORCHELASTIC_RUN_ID", "none")));
+                          Pair("TORCHELASTIC_RUN_ID", "none"), Pair("TORCHELASTIC_USE_AGENT_STORE", "False")));
+}
+
+TEST(RankEnvironmentTest, PyTorchsAsyncErrorHandlingOnUnlessTheUserChose) {
+  EXPECT_THAT(torch_defaults(nullptr), ElementsAre(Pair("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")));
+  EXPECT_THAT(torch_defaults("0"), ElementsAre());
 }
 
 TEST(RankEnvironmentTest, OneOpenMpThreadPerRankUnlessTheUserChose) {

@@ -34,6 +34,9 @@ std::string signal_name(int signal_number) {
     case SIGHUP: return "SIGHUP";
     case SIGQUIT: return "SIGQUIT";
     case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGALRM: return "SIGALRM";
     default: return "signal " + std::to_string(signal_number);
   }
 }

@@ -1,6 +1,7 @@
 #include "posix_io.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +17,13 @@ bool write_all(int fd, std::string_view data) {
     ssize_t written = ::write(fd, data.data(), data.size());
     if (written < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        // A descriptor the launcher inherited non-blocking (a pipe to a
+        // slow reader): wait until it takes more, never drop output.
+        pollfd entry{fd, POLLOUT, 0};
+        if (::poll(&entry, 1, -1) < 0 && errno != EINTR) return false;
+        continue;
+      }
       return false;
     }
     data.remove_prefix(static_cast<std::size_t>(written));

@@ -23,6 +23,10 @@ std::vector<EnvironmentVariable> rank_variables(const LaunchOptions& options, in
       {"TORCHELASTIC_RESTART_COUNT", "0"},
       {"TORCHELASTIC_MAX_RESTARTS", "0"},
       {"TORCHELASTIC_RUN_ID", "none"},
+      // The rendezvous is MASTER_ADDR:MASTER_PORT, served by rank 0, not by
+      // an agent's store (inherited from an outer torchrun, True would make
+      // every rank a client of a store nobody serves).
+      {"TORCHELASTIC_USE_AGENT_STORE", "False"},
   };
 }
 
@@ -32,6 +36,13 @@ std::vector<EnvironmentVariable> thread_defaults(const LaunchOptions& options,
   // per core would oversubscribe the cores; a value the user set stays.
   if (inherited_omp_threads != nullptr || options.nproc_per_node <= 1) return {};
   return {{"OMP_NUM_THREADS", "1"}};
+}
+
+std::vector<EnvironmentVariable> torch_defaults(const char* inherited_async_error_handling) {
+  // As torchrun: PyTorch's NCCL watchdog turns a communicator's error into
+  // the process's end; a value the user set stays.
+  if (inherited_async_error_handling != nullptr) return {};
+  return {{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"}};
 }
 
 std::vector<std::string> merged_environment(const char* const* inherited,

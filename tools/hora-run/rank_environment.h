@@ -22,6 +22,9 @@ std::vector<EnvironmentVariable> rank_variables(const LaunchOptions& options, in
 // set it (`inherited_omp_threads` is its inherited value, or null).
 std::vector<EnvironmentVariable> thread_defaults(const LaunchOptions& options,
                                                  const char* inherited_omp_threads);
+// TORCH_NCCL_ASYNC_ERROR_HANDLING=1 unless the user set it
+// (`inherited_async_error_handling` is its inherited value, or null).
+std::vector<EnvironmentVariable> torch_defaults(const char* inherited_async_error_handling);
 
 // "NAME=value" entries: the inherited environment with every variable of
 // `overrides` replacing any inherited entry of the same name.

@@ -1,6 +1,7 @@
 #include "rank_process.h"
 
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,10 +23,17 @@ std::vector<char*> null_terminated(const std::vector<std::string>& strings) {
 
 // Runs in the forked child. Only async-signal-safe calls: the launcher is one
 // thread, but keeping to them costs nothing and stays correct if that changes.
-[[noreturn]] void become_rank(const SpawnRequest& request, char* const* argv, char* const* envp, int status_fd) {
+[[noreturn]] void become_rank(const SpawnRequest& request, char* const* argv, char* const* envp, int status_fd,
+                              pid_t launcher) {
   // Our own process group: a terminal's Ctrl-C reaches the launcher only,
   // which forwards it once, and stopping a rank reaches its whole tree.
   ::setpgid(0, 0);
+  // A launcher killed outright (SIGKILL, out of memory) cannot stop its
+  // ranks, and in groups of their own no terminal signal reaches them:
+  // the kernel kills each rank when the launcher dies. (Checked after
+  // arming: the launcher may have died already.)
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != launcher) ::_exit(127);
   for (const auto& [signal_number, action] : request.signal_actions) ::sigaction(signal_number, &action, nullptr);
   ::sigprocmask(SIG_SETMASK, &request.signal_mask, nullptr);
   // Bound before exec, so the program's first thread, and every thread it
@@ -57,13 +65,14 @@ pid_t spawn_rank(const SpawnRequest& request) {
   // is not safe in general.
   std::vector<char*> argv = null_terminated(request.command);
   std::vector<char*> envp = null_terminated(request.environment);
+  const pid_t launcher = ::getpid();
   // exec() closes this close-on-exec pipe: reading end-of-file means the
   // program started; reading an errno means it did not.
   Pipe exec_status = make_pipe("reporting whether the program started");
 
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("cannot fork a process for '" + request.command.front() + "'");
-  if (pid == 0) become_rank(request, argv.data(), envp.data(), exec_status.write_end.get());
+  if (pid == 0) become_rank(request, argv.data(), envp.data(), exec_status.write_end.get(), launcher);
 
   exec_status.write_end.reset();
   int child_errno = 0;

@@ -13,8 +13,9 @@
 
 namespace hora::launcher {
 
-// Signals hora-run passes on to every rank.
-inline constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// Signals hora-run passes on to every rank: the terminating ones, and those
+// batch systems send to warn a job (Slurm's --signal=USR1@120).
+inline constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 
 bool is_forwarded_signal(int signal_number);
 

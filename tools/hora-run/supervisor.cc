@@ -140,6 +140,8 @@ void Supervisor::start_rank(int local_rank, int stdin_fd, const RankBinding& bin
   std::vector<EnvironmentVariable> variables = rank_variables(options_, local_rank, master_port_);
   for (auto& variable : thread_defaults(options_, std::getenv("OMP_NUM_THREADS")))
     variables.push_back(std::move(variable));
+  for (auto& variable : torch_defaults(std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING")))
+    variables.push_back(std::move(variable));
   request.environment = merged_environment(environ, variables);
   request.stdin_fd = stdin_fd;
   request.signal_mask = signals_.original_mask();
@@ -239,6 +241,11 @@ void Supervisor::stop_all() {
   term_deadline_.reset();
   // Groups of ranks that already exited are signalled too: processes they
   // started may still be running.
+  if (options_.kill_timeout_seconds <= 0) {  // --kill-timeout 0: SIGKILL at once
+    signal_rank_groups(SIGKILL, /*live_ranks_only=*/false);
+    abandon_deadline_ = Clock::now() + kAbandonAfterKill;
+    return;
+  }
   signal_rank_groups(SIGTERM, /*live_ranks_only=*/false);
   kill_deadline_ = Clock::now() + to_duration(options_.kill_timeout_seconds);
 }
@@ -250,10 +257,16 @@ void Supervisor::stop_all_after(std::chrono::milliseconds grace) {
 }
 
 void Supervisor::signal_rank_groups(int signal_number, bool live_ranks_only) {
+  // A stopped process acts on a signal only once continued (a rank that
+  // wrote to the terminal from the background, one stopped by hand): after
+  // a signal meant to end the ranks, SIGCONT follows, as shells do.
+  const bool ends = signal_number == SIGTERM || signal_number == SIGINT || signal_number == SIGHUP ||
+                    signal_number == SIGQUIT;
   for (const Rank& rank : ranks_) {
     if (live_ranks_only && !rank.running) continue;
     // ESRCH (the group is already empty) is the expected, harmless case.
     ::kill(-rank.pid, signal_number);
+    if (ends) ::kill(-rank.pid, SIGCONT);
   }
 }
 
