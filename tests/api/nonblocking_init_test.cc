@@ -37,6 +37,41 @@ ncclResult_t settle(ncclComm_t comm, std::chrono::seconds limit) {
   return state;
 }
 
+// HORA_TIMEOUT set to `seconds` for the communicators made while it lives
+// (they read it at init), then what it was before.
+class ScopedTimeout {
+ public:
+  explicit ScopedTimeout(const char* seconds) {
+    const char* saved = std::getenv("HORA_TIMEOUT");
+    hadValue_ = saved != nullptr;
+    if (hadValue_) previous_ = saved;
+    ::setenv("HORA_TIMEOUT", seconds, 1);
+  }
+  ~ScopedTimeout() { restore(); }
+  void restore() {
+    if (hadValue_) ::setenv("HORA_TIMEOUT", previous_.c_str(), 1);
+    else ::unsetenv("HORA_TIMEOUT");
+  }
+  ScopedTimeout(const ScopedTimeout&) = delete;
+  ScopedTimeout& operator=(const ScopedTimeout&) = delete;
+
+ private:
+  bool hadValue_ = false;
+  std::string previous_;
+};
+
+// A non-blocking init of rank 0 of 2 whose rank 1 never comes; null if
+// the call did not return ncclInProgress.
+ncclComm_t startRankZeroOfTwoAlone() {
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return nullptr;
+  ncclConfig_t config = nonBlockingConfig();
+  ncclComm_t comm = nullptr;
+  const ncclResult_t started = ncclCommInitRankConfig(&comm, 2, id, 0, &config);
+  EXPECT_EQ(started, ncclInProgress);
+  return started == ncclInProgress ? comm : nullptr;
+}
+
 TEST(NonBlockingInit, ReturnsAtOnceAndBecomesReady) {
   constexpr int kRanks = 3;
   ncclUniqueId id;
@@ -73,19 +108,11 @@ TEST(NonBlockingInit, ReturnsAtOnceAndBecomesReady) {
 }
 
 TEST(NonBlockingInit, AFailedInitIsTheCommunicatorsAsyncError) {
-  const char* saved = std::getenv("HORA_TIMEOUT");
-  const std::string previous = saved != nullptr ? saved : "";
-  ::setenv("HORA_TIMEOUT", "1", 1);
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  ncclConfig_t config = nonBlockingConfig();
-  ncclComm_t comm = nullptr;
-  // Rank 1 of 2 never comes.
-  EXPECT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &config), ncclInProgress);
+  ScopedTimeout timeout("1");
+  ncclComm_t comm = startRankZeroOfTwoAlone();
   ASSERT_NE(comm, nullptr);
   const ncclResult_t state = settle(comm, std::chrono::seconds(20));
-  if (previous.empty()) ::unsetenv("HORA_TIMEOUT");
-  else ::setenv("HORA_TIMEOUT", previous.c_str(), 1);
+  timeout.restore();
   EXPECT_EQ(state, ncclRemoteError);
   EXPECT_THAT(std::string(ncclGetLastError(nullptr)), ::testing::HasSubstr("ncclCommGetAsyncError"));
   long long value = 1;
@@ -97,16 +124,9 @@ TEST(NonBlockingInit, AFailedInitIsTheCommunicatorsAsyncError) {
 // comes stops the init (the documented way to give up on one) instead of
 // waiting for its deadline.
 TEST(NonBlockingInit, AbortStopsAnInitThatWaitsForAPeer) {
-  const char* saved = std::getenv("HORA_TIMEOUT");
-  const std::string previous = saved != nullptr ? saved : "";
-  ::setenv("HORA_TIMEOUT", "60", 1);
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  ncclConfig_t config = nonBlockingConfig();
-  ncclComm_t comm = nullptr;
-  EXPECT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &config), ncclInProgress);  // rank 1 never comes
-  if (previous.empty()) ::unsetenv("HORA_TIMEOUT");
-  else ::setenv("HORA_TIMEOUT", previous.c_str(), 1);
+  ScopedTimeout timeout("60");
+  ncclComm_t comm = startRankZeroOfTwoAlone();
+  timeout.restore();
   ASSERT_NE(comm, nullptr);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the init is waiting by now
   ncclResult_t state = ncclInternalError;
@@ -122,9 +142,7 @@ TEST(NonBlockingInit, AbortStopsAnInitThatWaitsForAPeer) {
 // them; so do splits (NCCL_SPLIT_NOCOLOR gives no communicator).
 TEST(InitInAGroup, OneThreadMakesAndSplitsEveryRank) {
   constexpr int kRanks = 3;
-  const char* saved = std::getenv("HORA_TIMEOUT");
-  const std::string previous = saved != nullptr ? saved : "";
-  ::setenv("HORA_TIMEOUT", "10", 1);  // an init that waited inside the call would fail by then
+  ScopedTimeout timeout("10");  // an init that waited inside the call would fail by then
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   std::vector<ncclComm_t> comms(kRanks, nullptr);
@@ -133,8 +151,7 @@ TEST(InitInAGroup, OneThreadMakesAndSplitsEveryRank) {
   for (int rank = 0; rank < kRanks; ++rank)
     ASSERT_EQ(ncclCommInitRank(&comms[rank], kRanks, id, rank), ncclSuccess) << ncclGetLastError(nullptr);
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
-  if (previous.empty()) ::unsetenv("HORA_TIMEOUT");
-  else ::setenv("HORA_TIMEOUT", previous.c_str(), 1);
+  timeout.restore();
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   for (int rank = 0; rank < kRanks; ++rank) {
     ncclResult_t state = ncclInternalError;
