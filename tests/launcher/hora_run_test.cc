@@ -261,6 +261,21 @@ INSTANTIATE_TEST_SUITE_P(Signals, HoraRunSignalTest,
                                            std::pair<int, std::string>{SIGALRM, "ALRM"}),
                          [](const auto& info) { return info.param.second; });
 
+// Ranks that ignore Ctrl-C: the second one stops them, as after a failure.
+TEST(HoraRunTest, ASecondSigintStopsRanksThatIgnoredTheFirst) {
+  LauncherProcess launcher({"-n", "2", "--kill-timeout", "1", "/bin/sh", "-c",
+                            "trap '' INT; echo ready; exec sleep 60"});
+  ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
+  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  std::this_thread::sleep_for(300ms);
+  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  LauncherResult result = launcher.finish(10s);
+  EXPECT_FALSE(result.timed_out) << "the ranks were never stopped";
+  EXPECT_EQ(result.exit_code(), 128 + SIGINT) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("received SIGINT again; stopping the ranks"));
+  EXPECT_LT(result.elapsed, 10s);
+}
+
 // A stopped rank acts on a forwarded signal that ends it: SIGCONT follows.
 TEST(HoraRunTest, AStoppedRankStillEndsOnAForwardedSignal) {
   LauncherProcess launcher({"-n", "1", "/bin/sh", "-c", "echo ready; kill -STOP $$; sleep 60"});

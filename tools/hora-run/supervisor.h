@@ -72,6 +72,7 @@ class Supervisor {
 
   std::optional<int> exit_code_;  // set by the first failure or the timeout
   bool stopping_ = false;
+  bool interrupted_ = false;  // a SIGINT was forwarded already
   std::optional<Clock::time_point> job_deadline_;      // --timeout
   std::optional<Clock::time_point> term_deadline_;     // a rank failed; SIGTERM then
   std::optional<Clock::time_point> kill_deadline_;     // SIGTERM sent; SIGKILL then
