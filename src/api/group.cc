@@ -101,10 +101,8 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
     return ncclInvalidUsage;
   }
   if (--group.depth > 0) return ncclSuccess;
-  auto ops = std::move(group.ops);
-  group.ops.clear();
-  auto making = std::move(group.making);
-  group.making.clear();
+  auto ops = std::exchange(group.ops, {});
+  auto making = std::exchange(group.making, {});
   ncclResult_t pending = std::exchange(group.error, ncclSuccess);
   // Communicators made in the group are ready before its operations run;
   // one that failed fails the group (its handle keeps the error).

@@ -23,6 +23,15 @@ ncclComm* wrapComm(std::shared_ptr<core::Communicator> impl) {
   return comm;
 }
 
+// A handle whose communicator is still being made on a thread of its own
+// (`initAbort` stops that, where the making can be stopped).
+ncclComm* wrapPending(std::shared_future<api::CommPtr> making,
+                      std::shared_ptr<std::atomic<bool>> initAbort = nullptr) {
+  auto* comm = new ncclComm{api::kCommMagic, nullptr, std::move(making), std::move(initAbort)};
+  api::registerComm(comm);
+  return comm;
+}
+
 // `device`: the CUDA device to bind (NCCL's current device of the caller).
 ncclComm* makeComm(int nranks, const bootstrap::UniqueId& id, int rank, bool hostRoot,
                    const ncclConfig_t* config, int device = core::CommunicatorConfig::kCallingThreadDevice) {
@@ -75,13 +84,11 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
   settings.hostRoot = hostRoot;
   settings.device = core::Communicator::callingThreadDevice();  // the caller's, not the init thread's
   settings.abortFlag = std::make_shared<std::atomic<bool>>(false);
-  auto* comm = new ncclComm{api::kCommMagic, nullptr, {}, settings.abortFlag};
-  comm->pending = std::async(std::launch::async, [id, nranks, rank, settings] {
-                    return std::make_shared<core::Communicator>(id, nranks, rank, settings);
-                  }).share();
-  api::registerComm(comm);
-  *out = comm;
-  if (inGroup && !nonBlocking(config)) api::finishInGroupEnd(comm->pending);
+  auto making = std::async(std::launch::async, [id, nranks, rank, settings] {
+                  return std::make_shared<core::Communicator>(id, nranks, rank, settings);
+                }).share();
+  *out = wrapPending(making, settings.abortFlag);
+  if (inGroup && !nonBlocking(config)) api::finishInGroupEnd(making);
 }
 
 }  // namespace
@@ -144,9 +151,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
     auto split = std::async(std::launch::async, [parent, color, key] { return parent->split(color, key); }).share();
     api::finishInGroupEnd(split);
     if (color == NCCL_SPLIT_NOCOLOR) return;
-    auto* child = new ncclComm{api::kCommMagic, nullptr, std::move(split), {}};
-    api::registerComm(child);
-    *newcomm = child;
+    *newcomm = wrapPending(std::move(split));
   });
 }
 
