@@ -136,7 +136,10 @@ TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
 // Buffers registered with ncclCommRegister go to the NIC without a copy
 // (credit_stream.h): every rank's all-reduce, out of place and in place,
 // and all-gather give exact sums and copies; writes read both ranks'
-// registered buffers; and after the first calls no registration is added.
+// registered buffers; and a connection registers each buffer once, however
+// many calls send from it. (Which calls first send a buffer straight from
+// program memory depends on timing, so the count of registrations in force
+// after the first call is not a fixed number.)
 TEST(OverFakeRdmaRegistered, RegisteredBuffersAreSentFromAndRegisteredOnce) {
   ::setenv("HORA_TRANSPORT", "ib", 1);
   ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
@@ -146,7 +149,6 @@ TEST(OverFakeRdmaRegistered, RegisteredBuffersAreSentFromAndRegisteredOnce) {
   constexpr std::size_t kCount = 100003;  // a prime: chunks of every rank differ
   std::vector<std::vector<std::int32_t>> send(kRanks, std::vector<std::int32_t>(kRanks * kCount));
   std::vector<std::vector<std::int32_t>> recv(kRanks, std::vector<std::int32_t>(kRanks * kCount));
-  std::size_t registrationsAfterFirst = 0;
   auto everyCall = [&](int rank, ncclComm_t comm) {
     auto& in = send[rank];
     auto& out = recv[rank];
@@ -165,21 +167,13 @@ TEST(OverFakeRdmaRegistered, RegisteredBuffersAreSentFromAndRegisteredOnce) {
     void* handles[2];
     ASSERT_EQ(ncclCommRegister(comm, send[rank].data(), send[rank].size() * 4, &handles[0]), ncclSuccess);
     ASSERT_EQ(ncclCommRegister(comm, recv[rank].data(), recv[rank].size() * 4, &handles[1]), ncclSuccess);
-    everyCall(rank, comm);
-    // Every rank's connections have made their registrations by now.
-    ASSERT_EQ(ncclAllReduce(send[rank].data(), send[rank].data(), 1, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);
-    if (rank == 0) registrationsAfterFirst = device->registrations();
-    ASSERT_EQ(ncclAllReduce(send[rank].data(), send[rank].data(), 1, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);
-    for (int round = 0; round < 3; ++round) everyCall(rank, comm);
-    ASSERT_EQ(ncclAllReduce(send[rank].data(), send[rank].data(), 1, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);
-    if (rank == 0) {
-      EXPECT_EQ(device->registrations(), registrationsAfterFirst) << "the steady state registered memory";
-    }
+    for (int round = 0; round < 4; ++round) everyCall(rank, comm);
     for (void* handle : handles) EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
   });
   for (int r = 0; r < kRanks; ++r)
     EXPECT_GT(device->bytesWrittenFrom(send[r].data()) + device->bytesWrittenFrom(recv[r].data()), 0u)
         << "no write read rank " << r << "'s registered buffers";
+  EXPECT_EQ(device->mostRegistrationsOfOneRange(), 1) << "a queue pair registered the same memory again";
   useDevice(TransportKind::Ib, nullptr);
   ::unsetenv("HORA_TRANSPORT");
 }

@@ -69,6 +69,7 @@ Region FakeQueuePair::registerMemory(void* base, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
   const std::uint64_t key = fabric_->nextKey_++;
   fabric_->memory_[key] = {static_cast<char*>(base), bytes, id_};
+  ++fabric_->timesRegistered_[{id_, base, bytes}];
   keys_.push_back(key);
   // Verbs' way: peers name registered memory by its virtual address.
   return {static_cast<char*>(base), bytes, key, key, reinterpret_cast<std::uint64_t>(base)};
@@ -91,6 +92,13 @@ std::uint64_t FakeFabric::bytesWrittenFrom(const void* base) const {
 std::size_t FakeFabric::registrations() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return memory_.size();
+}
+
+int FakeFabric::mostRegistrationsOfOneRange() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int most = 0;
+  for (const auto& [range, times] : timesRegistered_) most = std::max(most, times);
+  return most;
 }
 
 std::vector<char> FakeQueuePair::address() const {

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "transport/rdma/device.h"
@@ -51,6 +52,9 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
   std::uint64_t bytesWrittenFrom(const void* base) const;
   // Registrations in force, of every queue pair.
   std::size_t registrations() const;
+  // The most times one queue pair registered the same memory (base and
+  // length), over its life: 1 where every registration is kept for reuse.
+  int mostRegistrationsOfOneRange() const;
   // Regions whose memory was unmapped while still registered (found when
   // their queue pair closed). Unmapping is what can be seen: memory from
   // mmap, as glibc's malloc gives for blocks above M_MMAP_THRESHOLD.
@@ -69,6 +73,7 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
   std::atomic<std::uint64_t> bytesWritten_{0};
   std::atomic<int> releasedWhileRegistered_{0};
   std::map<const void*, std::uint64_t> writtenFrom_;  // by registered base
+  std::map<std::tuple<int, const void*, std::size_t>, int> timesRegistered_;  // by queue pair and range
   std::uint64_t nextKey_ = 0x1000;
   int nextId_ = 1;
 };
@@ -152,6 +157,7 @@ class FakeDevice final : public Device {
   std::uint64_t bytesWritten() const { return fabric_->bytesWritten(); }
   std::uint64_t bytesWrittenFrom(const void* base) const { return fabric_->bytesWrittenFrom(base); }
   std::size_t registrations() const { return fabric_->registrations(); }
+  int mostRegistrationsOfOneRange() const { return fabric_->mostRegistrationsOfOneRange(); }
 
  private:
   std::atomic<int> created_{0};
