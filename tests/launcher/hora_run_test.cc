@@ -218,6 +218,52 @@ TEST(HoraRunTest, TimeoutStopsTheJob) {
   EXPECT_LT(result.elapsed, 10s);
 }
 
+// Nobody reads hora-run's stdout while the ranks print without end: the
+// ranks are held back in their own writes, and hora-run still ends the job
+// at --timeout, says so on stderr and exits, instead of waiting in a
+// write() for ever.
+TEST(HoraRunTest, AStdoutNobodyReadsDoesNotStopTheTimeout) {
+  LauncherProcess launcher({"-n", "2", "--tag-output", "--timeout", "2", "/bin/sh", "-c", "exec yes hora"});
+  launcher.stop_reading_stdout();
+  LauncherResult result = launcher.finish(30s);
+  EXPECT_FALSE(result.timed_out) << "hora-run blocked on its stdout";
+  EXPECT_EQ(result.exit_code(), 124) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("ran longer than --timeout 2 s"));
+  EXPECT_LT(result.elapsed, 20s);
+}
+
+// The same for a rank that fails: it is reported and the job ends with its
+// status, although the other rank's output goes nowhere.
+TEST(HoraRunTest, AFailingRankIsReportedWhileNobodyReadsStdout) {
+  LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c",
+                            "if [ \"$RANK\" = 1 ]; then sleep 1; exit 3; fi; exec yes hora"});
+  launcher.stop_reading_stdout();
+  LauncherResult result = launcher.finish(30s);
+  EXPECT_FALSE(result.timed_out) << "hora-run blocked on its stdout";
+  EXPECT_EQ(result.exit_code(), 3) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("rank 1 (pid "), HasSubstr("exited with status 3")));
+  EXPECT_LT(result.elapsed, 20s);
+}
+
+// --kill-timeout 0: no SIGTERM first, so a rank that ignores SIGTERM is
+// gone at once after another rank fails.
+TEST(HoraRunTest, KillTimeoutZeroSendsSigkillAtOnce) {
+  LauncherResult result = run_launcher({"-n", "2", "--kill-timeout", "0", "/bin/sh", "-c",
+                                        "trap '' TERM; if [ \"$RANK\" = 1 ]; then exit 5; fi; sleep 60"});
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 5) << result.err;
+  EXPECT_THAT(result.err, Not(HasSubstr("of SIGTERM")));
+  EXPECT_LT(result.elapsed, 10s) << "the rank that ignores SIGTERM was not killed";
+}
+
+// As the shell: 127 for a program that is not there, 126 for one that is
+// there but cannot be run.
+TEST(HoraRunTest, AProgramThatCannotBeRunExitsWith126) {
+  LauncherResult result = run_launcher({"-n", "2", "/etc/passwd"});
+  EXPECT_EQ(result.exit_code(), 126) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("cannot start '/etc/passwd'"), HasSubstr("Permission denied")));
+}
+
 TEST(HoraRunTest, ProgramThatCannotStartIsReported) {
   LauncherResult result = run_launcher({"-n", "2", "/nonexistent/program"});
   EXPECT_EQ(result.exit_code(), 127) << result.err;

@@ -91,7 +91,7 @@ void LauncherProcess::try_reap() {
 
 void LauncherProcess::pump(std::chrono::milliseconds wait) {
   std::vector<pollfd> watched;
-  if (out_fd_ >= 0) watched.push_back({out_fd_, POLLIN, 0});
+  if (out_fd_ >= 0 && read_stdout_) watched.push_back({out_fd_, POLLIN, 0});
   if (err_fd_ >= 0) watched.push_back({err_fd_, POLLIN, 0});
   if (watched.empty()) {
     std::this_thread::sleep_for(wait);
@@ -130,7 +130,7 @@ LauncherResult LauncherProcess::finish(std::chrono::milliseconds timeout) {
   std::optional<std::chrono::steady_clock::time_point> drain_until;
   while (true) {
     try_reap();
-    if (reaped_ && out_fd_ < 0 && err_fd_ < 0) break;
+    if (reaped_ && (out_fd_ < 0 || !read_stdout_) && err_fd_ < 0) break;
     auto now = std::chrono::steady_clock::now();
     // Output pipes may outlive hora-run when its ranks inherited them;
     // read for a moment longer, then stop.

@@ -36,6 +36,9 @@ class LauncherProcess {
   LauncherProcess& operator=(const LauncherProcess&) = delete;
 
   pid_t pid() const { return pid_; }
+  // From now on nobody reads hora-run's stdout: a pipe that fills and stays
+  // full, as behind a stalled reader.
+  void stop_reading_stdout() { read_stdout_ = false; }
   const std::string& stdout_so_far() const { return result_.out; }
 
   // Reads output until stdout holds `text` at least `count` times; false if
@@ -54,6 +57,7 @@ class LauncherProcess {
   pid_t pid_ = -1;
   bool reaped_ = false;
   int out_fd_ = -1;
+  bool read_stdout_ = true;
   int err_fd_ = -1;
   LauncherResult result_;
   std::chrono::steady_clock::time_point started_;

@@ -91,43 +91,5 @@ TEST(ForwardedStreamTest, CloseNowForwardsWhatIsBufferedWhileWritersRemain) {
   EXPECT_THAT(recorded.batches, ElementsAre("left\n", "behind\n"));
 }
 
-TEST(DescriptorSinkTest, DropsOutputOnceTheReaderIsGone) {
-  Pipe pipe = make_pipe("test");
-  LineSink sink = descriptor_sink(pipe.write_end.get());
-  sink("kept\n");
-  char buffer[16] = {};
-  ASSERT_EQ(::read(pipe.read_end.get(), buffer, sizeof(buffer)), 5);
-  EXPECT_STREQ(buffer, "kept\n");
-  pipe.read_end.reset();
-  // With SIGPIPE at its default this would kill the test: hora-run ignores it.
-  struct sigaction ignore {}, previous{};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore, &previous);
-  EXPECT_FALSE(write_all(pipe.write_end.get(), "refused\n")) << "EPIPE must be reported, not retried";
-  EXPECT_NO_THROW(sink("lost\n"));
-  EXPECT_NO_THROW(sink("lost again\n"));
-  ::sigaction(SIGPIPE, &previous, nullptr);
-}
-
-// A descriptor inherited non-blocking (a pipe to a slow reader) takes
-// output a piece at a time: nothing may be dropped.
-TEST(DescriptorSinkTest, WaitsForASlowReaderOfANonBlockingDescriptor) {
-  Pipe pipe = make_pipe("test");
-  ASSERT_EQ(::fcntl(pipe.write_end.get(), F_SETFL, O_NONBLOCK), 0);
-  const std::string text(1 << 20, 'x');  // far more than a pipe holds
-  std::size_t received = 0;
-  std::thread reader([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the pipe fills first
-    char buffer[4096];
-    ssize_t count;
-    while ((count = ::read(pipe.read_end.get(), buffer, sizeof(buffer))) > 0)
-      received += static_cast<std::size_t>(count);
-  });
-  EXPECT_TRUE(write_all(pipe.write_end.get(), text));
-  pipe.write_end.reset();
-  reader.join();
-  EXPECT_EQ(received, text.size());
-}
-
 }  // namespace
 }  // namespace hora::launcher

@@ -11,7 +11,8 @@ namespace hora::launcher {
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitLauncherFailure = 1;
 inline constexpr int kExitTimeout = 124;       // as timeout(1)
-inline constexpr int kExitCannotExecute = 127;  // as the shell for "command not found"
+inline constexpr int kExitNotFound = 127;       // as the shell: "command not found"
+inline constexpr int kExitCannotExecute = 126;  // as the shell: found, but cannot be run
 
 bool is_success(int wait_status);
 

@@ -4,16 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <memory>
 
 namespace hora::launcher {
-
-LineSink descriptor_sink(int fd) {
-  auto broken = std::make_shared<bool>(false);
-  return [fd, broken](std::string_view text) {
-    if (!*broken && !write_all(fd, text)) *broken = true;
-  };
-}
 
 LineForwarder::LineForwarder(std::string prefix, LineSink sink) : prefix_(std::move(prefix)), sink_(std::move(sink)) {}
 

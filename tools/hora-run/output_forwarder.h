@@ -17,11 +17,6 @@ namespace hora::launcher {
 // Receives text made only of whole, prefixed lines.
 using LineSink = std::function<void(std::string_view)>;
 
-// A sink writing to a file descriptor (the launcher's stdout or stderr).
-// Once a write fails (the reader went away) later text is dropped, so a
-// closed pipe downstream never stops the ranks.
-LineSink descriptor_sink(int fd);
-
 // Splits one byte stream into lines and passes them on with a prefix.
 class LineForwarder {
  public:

@@ -21,8 +21,9 @@ std::vector<char*> null_terminated(const std::vector<std::string>& strings) {
   return pointers;
 }
 
-// Runs in the forked child. Only async-signal-safe calls: the launcher is one
-// thread, but keeping to them costs nothing and stays correct if that changes.
+// Runs in the forked child. Only async-signal-safe calls: the launcher has
+// threads (queued_writer.h), and one of them may have held a lock, the
+// allocator's say, at the moment of fork().
 [[noreturn]] void become_rank(const SpawnRequest& request, char* const* argv, char* const* envp, int status_fd,
                               pid_t launcher) {
   // Our own process group: a terminal's Ctrl-C reaches the launcher only,
@@ -87,11 +88,14 @@ pid_t spawn_rank(const SpawnRequest& request) {
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
   if (count != static_cast<ssize_t>(sizeof(child_errno))) {
-    throw SpawnError("cannot start '" + request.command.front() + "': the child reported nothing intelligible");
+    throw SpawnError("cannot start '" + request.command.front() + "': the child reported nothing intelligible",
+                     false);
   }
   if (child_errno < 0)
-    throw SpawnError("cannot bind '" + request.command.front() + "' to its CPUs: " + std::strerror(-child_errno));
-  throw SpawnError("cannot start '" + request.command.front() + "': " + std::strerror(child_errno));
+    throw SpawnError("cannot bind '" + request.command.front() + "' to its CPUs: " + std::strerror(-child_errno),
+                     false);
+  throw SpawnError("cannot start '" + request.command.front() + "': " + std::strerror(child_errno),
+                   child_errno == ENOENT || child_errno == ENOTDIR);
 }
 
 }  // namespace hora::launcher

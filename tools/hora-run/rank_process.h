@@ -17,7 +17,13 @@ namespace hora::launcher {
 // The program could not be started (not found, not executable, ...).
 class SpawnError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // `not_found`: no such program (the shell's 127), rather than one that
+  // exists but cannot be run (126).
+  SpawnError(const std::string& what, bool not_found) : std::runtime_error(what), not_found_(not_found) {}
+  bool not_found() const { return not_found_; }
+
+ private:
+  bool not_found_;
 };
 
 struct SpawnRequest {

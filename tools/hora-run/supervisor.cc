@@ -31,6 +31,12 @@ constexpr std::chrono::seconds kOutputDrainGrace{1};
 // which rank failed first, and a rank stopped by the launcher first cannot.
 // hora finds a dead peer within about half a second.
 constexpr std::chrono::milliseconds kFailureGrace{1000};
+// How long the output of a job that failed or timed out is still offered to
+// a reader that does not take it.
+constexpr std::chrono::seconds kFailedJobOutputGrace{5};
+// How often the loop looks again while a rank's output is held back for a
+// slow reader (nothing else would wake it when the reader catches up).
+constexpr std::chrono::milliseconds kHeldBackRecheck{50};
 
 std::string seconds_text(double seconds) {
   std::ostringstream text;
@@ -65,13 +71,28 @@ Supervisor::~Supervisor() {
   }
 }
 
-void Supervisor::report(const std::string& message) const { write_all(STDERR_FILENO, "hora-run: " + message + "\n"); }
+void Supervisor::report(const std::string& message) { stderr_.write("hora-run: " + message + "\n"); }
+
+void Supervisor::drain_output() {
+  // A job that succeeded waits for its reader as long as the ranks, writing
+  // to it directly, would have; within --timeout when one was given. A
+  // job that failed or timed out gives a reader that takes nothing a few
+  // seconds, then ends with its own exit code.
+  std::optional<Clock::time_point> deadline;
+  if (exit_code_.value_or(0) != 0) {
+    deadline = Clock::now() + kFailedJobOutputGrace;
+  } else if (job_deadline_) {
+    deadline = std::max(*job_deadline_, Clock::now());
+  }
+  stdout_.drain(deadline);
+  stderr_.drain(deadline);
+}
 
 int Supervisor::run() {
   try {
     start_ranks();
   } catch (const SpawnError& error) {
-    exit_code_ = kExitCannotExecute;
+    exit_code_ = error.not_found() ? kExitNotFound : kExitCannotExecute;
     report(error.what() + std::string(live_rank_count() > 0 ? "; stopping the other ranks" : ""));
     stop_all();
   } catch (const std::runtime_error& error) {
@@ -87,13 +108,22 @@ int Supervisor::run() {
   while (!finished()) {
     watched.clear();
     watched_streams.clear();
-    for (const auto& stream : streams_) {
-      if (!stream->open()) continue;
-      watched.push_back({stream->fd(), POLLIN, 0});
-      watched_streams.push_back(stream.get());
+    bool held_back = false;
+    for (const RankOutput& output : streams_) {
+      if (!output.stream->open()) continue;
+      // A rank whose reader is behind waits in its own write() meanwhile.
+      if (output.destination->over_backlog_limit()) {
+        held_back = true;
+        continue;
+      }
+      watched.push_back({output.stream->fd(), POLLIN, 0});
+      watched_streams.push_back(output.stream.get());
     }
     watched.push_back({signals_.fd(), POLLIN, 0});
-    int ready = ::poll(watched.data(), watched.size(), poll_timeout_ms());
+    int timeout_ms = poll_timeout_ms();
+    if (held_back && (timeout_ms < 0 || timeout_ms > kHeldBackRecheck.count()))
+      timeout_ms = static_cast<int>(kHeldBackRecheck.count());
+    int ready = ::poll(watched.data(), watched.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) throw_errno("poll failed");
     if (ready > 0) {
       // Output first, so a rank's last words come before the report of its exit.
@@ -105,9 +135,10 @@ int Supervisor::run() {
     check_deadlines();
   }
 
-  for (const auto& stream : streams_) stream->close_now();
+  for (const RankOutput& output : streams_) output.stream->close_now();
   // Processes the ranks of a failed job left behind are stopped too.
   if (stopping_) signal_rank_groups(SIGKILL, /*live_ranks_only=*/false);
+  drain_output();
   return exit_code_.value_or(0);
 }
 
@@ -162,7 +193,7 @@ void Supervisor::start_rank(int local_rank, int stdin_fd, const RankBinding& bin
   try {
     rank.pid = spawn_rank(request);
   } catch (const SpawnError& error) {
-    throw SpawnError("rank " + std::to_string(rank.global_rank) + ": " + error.what());
+    throw SpawnError("rank " + std::to_string(rank.global_rank) + ": " + error.what(), error.not_found());
   }
   rank.running = true;
   ranks_.push_back(rank);
@@ -172,10 +203,9 @@ void Supervisor::start_rank(int local_rank, int stdin_fd, const RankBinding& bin
     out->write_end.reset();
     err->write_end.reset();
     std::string prefix = "[rank " + std::to_string(rank.global_rank) + "] ";
-    streams_.push_back(std::make_unique<ForwardedStream>(std::move(out->read_end), prefix,
-                                                         descriptor_sink(STDOUT_FILENO)));
-    streams_.push_back(std::make_unique<ForwardedStream>(std::move(err->read_end), prefix,
-                                                         descriptor_sink(STDERR_FILENO)));
+    auto to = [](QueuedWriter& writer) { return [&writer](std::string_view text) { writer.write(std::string(text)); }; };
+    streams_.push_back({std::make_unique<ForwardedStream>(std::move(out->read_end), prefix, to(stdout_)), &stdout_});
+    streams_.push_back({std::make_unique<ForwardedStream>(std::move(err->read_end), prefix, to(stderr_)), &stderr_});
   }
 }
 
@@ -322,7 +352,7 @@ int Supervisor::live_rank_count() const {
 bool Supervisor::finished() const {
   if (live_rank_count() > 0) return false;
   bool output_open = false;
-  for (const auto& stream : streams_) output_open = output_open || stream->open();
+  for (const RankOutput& output : streams_) output_open = output_open || output.stream->open();
   return !output_open || (drain_deadline_ && Clock::now() >= *drain_deadline_);
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "launch_options.h"
 #include "output_forwarder.h"
 #include "posix_io.h"
+#include "queued_writer.h"
 #include "signal_routing.h"
 
 namespace hora::launcher {
@@ -62,13 +64,22 @@ class Supervisor {
   int poll_timeout_ms() const;
   int live_rank_count() const;
   void signal_rank_groups(int signal_number, bool live_ranks_only);
-  void report(const std::string& message) const;
+  void report(const std::string& message);
+  // After the job: waits for the reader of hora-run's output (see run()).
+  void drain_output();
 
   LaunchOptions options_;
   int master_port_;
   SignalRouting signals_;
+  // After signals_: their threads inherit the mask it sets.
+  QueuedWriter stdout_{STDOUT_FILENO};
+  QueuedWriter stderr_{STDERR_FILENO};
   std::vector<Rank> ranks_;
-  std::vector<std::unique_ptr<ForwardedStream>> streams_;
+  struct RankOutput {
+    std::unique_ptr<ForwardedStream> stream;
+    QueuedWriter* destination;
+  };
+  std::vector<RankOutput> streams_;
 
   std::optional<int> exit_code_;  // set by the first failure or the timeout
   bool stopping_ = false;
