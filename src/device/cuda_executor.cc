@@ -1,6 +1,7 @@
 #include "device/cuda_executor.h"
 
 #include <cuda_runtime.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,10 @@
 
 namespace hora::device {
 namespace {
+
+// Where the abort flags start in the host-mapped block, after the failure
+// record (a cache line of its own).
+constexpr std::size_t kAbortFlagsOffset = protocols::kCacheLineBytes;
 
 // Every FIFO: four slots of 128 KiB. A ring step (two slots) then moves
 // while the previous one drains; a piece is large against the block's two
@@ -66,10 +71,20 @@ std::uint64_t processIdentity() {
   return identity;
 }
 
+// Which pid namespace this process is in (its inode), 0 where /proc does not
+// say: only in the same one does a peer's pid name the peer.
+std::uint64_t pidNamespace() {
+  struct stat namespaceFile {};
+  if (::stat("/proc/self/ns/pid", &namespaceFile) != 0) return 0;
+  return static_cast<std::uint64_t>(namespaceFile.st_ino) ^ (static_cast<std::uint64_t>(namespaceFile.st_dev) << 32);
+}
+
 // What each rank tells the others, first about its GPU, then about its FIFOs.
 struct GpuOffer {
   std::uint64_t hostHash;
   std::uint64_t process;  // processIdentity()
+  std::int64_t pid;
+  std::uint64_t pidNamespace;  // pidNamespace()
   std::int32_t device;
   std::int32_t residentBlocks;  // ring-kernel blocks its GPU keeps resident
   std::int32_t minChannels;     // NCCL_MIN_NCHANNELS here
@@ -154,12 +169,17 @@ CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline
   DeviceScope scope(ctx_.device);
   shape_.nranks = ctx_.nranks;
   shape_.slotBytes = kSlotBytes;
+  // One host-mapped block: the failure record, then an abort flag per peer
+  // rank (each FIFO's waits poll the flag of the rank at its other end).
+  const std::size_t mappedBytes =
+      protocols::roundUpTo(kAbortFlagsOffset + sizeof(std::uint32_t) * static_cast<std::size_t>(ctx_.nranks), 4096);
   void* mapped = nullptr;
-  cudaCheck(cudaHostAlloc(&mapped, 4096, cudaHostAllocMapped | cudaHostAllocPortable),
-            "allocating the abort flag (cudaHostAlloc)");
-  std::memset(mapped, 0, 4096);
-  abortFlag_ = static_cast<std::uint32_t*>(mapped);
-  failure_ = reinterpret_cast<DeviceFailure*>(static_cast<char*>(mapped) + protocols::kCacheLineBytes);
+  cudaCheck(cudaHostAlloc(&mapped, mappedBytes, cudaHostAllocMapped | cudaHostAllocPortable),
+            "allocating the abort flags (cudaHostAlloc)");
+  std::memset(mapped, 0, mappedBytes);
+  mapped_ = mapped;
+  failure_ = static_cast<DeviceFailure*>(mapped);
+  abortFlags_ = reinterpret_cast<std::uint32_t*>(static_cast<char*>(mapped) + kAbortFlagsOffset);
   try {
     cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&failureOnDevice_), failure_, 0),
               "cudaHostGetDevicePointer");
@@ -179,6 +199,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   for (int p = 0; p < n; ++p)
     if (ctx_.ringRanks[static_cast<std::size_t>(p)] == ctx_.rank) pos = p;
   const int next = ctx_.ringRanks[static_cast<std::size_t>((pos + 1) % n)];
+  const int previous = ctx_.ringRanks[static_cast<std::size_t>((pos + n - 1) % n)];
 
   preloadRingKernels();
   // 1. GPUs: how many channels every rank can run at once.
@@ -188,6 +209,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   GpuOffer& mine = gpus[static_cast<std::size_t>(ctx_.rank)];
   mine.hostHash = ctx_.hostHash;
   mine.process = processIdentity();
+  mine.pid = ::getpid();
+  mine.pidNamespace = pidNamespace();
   mine.device = ctx_.device;
   mine.residentBlocks = ringBlocksPerMultiprocessor() * properties.multiProcessorCount;
   mine.minChannels = static_cast<std::int32_t>(env::getInt({"HORA_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS"}, 1));
@@ -206,6 +229,14 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   int inThisProcess = 0;
   for (const GpuOffer& g : gpus) inThisProcess += g.process == mine.process && g.device == mine.device ? 1 : 0;
   gpuSharedInProcess_ = inThisProcess > 1;
+  std::vector<ProcessWatch::Watched> peerProcesses;
+  for (int peer = 0; peer < n; ++peer) {
+    const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
+    if (g.process != mine.process && g.hostHash == mine.hostHash && mine.pidNamespace != 0 &&
+        g.pidNamespace == mine.pidNamespace)
+      peerProcesses.push_back({static_cast<pid_t>(g.pid), peer});
+  }
+  watchPeerProcesses(std::move(peerProcesses));
 
   // 2. FIFOs: this rank's, zeroed, and a handle other processes can open.
   // The ring's receive FIFOs (one per channel), then one per sending rank
@@ -237,12 +268,16 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
     }
   }
   const bool sameProcess = gpus[static_cast<std::size_t>(next)].process == processIdentity();
-  std::uint32_t* abortOnDevice = nullptr;
-  cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abortOnDevice), abortFlag_, 0),
+  std::uint32_t* abortFlagsOnDevice = nullptr;
+  cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abortFlagsOnDevice), abortFlags_, 0),
             "cudaHostGetDevicePointer");
-  auto fifo = [&](char* base, std::uint64_t index) {
+  // A FIFO between this rank and `peer`: its waits give up on that peer's
+  // flag, which abort() raises with every other, and the exit of that
+  // peer's process alone (a peer that exits after finishing its part never
+  // leaves a wait on it unmet, so other waits go on).
+  auto fifo = [&](char* base, std::uint64_t index, int peer) {
     protocols::FifoHandle handle = protocols::fifoAt(base + stride * index, kSlotBytes, kSlotCount);
-    handle.abortFlag = abortOnDevice;
+    handle.abortFlag = abortFlagsOnDevice + peer;
     return handle;
   };
 
@@ -252,9 +287,10 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   for (int peer = 0; peer < n; ++peer) {
     char* base = bases[static_cast<std::size_t>(peer)];
     if (base == nullptr) continue;
-    peerChannels[static_cast<std::size_t>(peer)].send = fifo(base, static_cast<std::uint64_t>(channels + ctx_.rank));
+    peerChannels[static_cast<std::size_t>(peer)].send =
+        fifo(base, static_cast<std::uint64_t>(channels + ctx_.rank), peer);
     peerChannels[static_cast<std::size_t>(peer)].recv =
-        fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(channels + peer));
+        fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(channels + peer), peer);
   }
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&peerChannels_), sizeof(DeviceChannel) * peerChannels.size()),
             "cudaMalloc");
@@ -268,8 +304,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   ring.nranks = n;
   ring.pos = pos;
   for (int c = 0; c < channels; ++c) {
-    ring.channels[c].send = fifo(bases[static_cast<std::size_t>(next)], static_cast<std::uint64_t>(c));
-    ring.channels[c].recv = fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(c));
+    ring.channels[c].send = fifo(bases[static_cast<std::size_t>(next)], static_cast<std::uint64_t>(c), next);
+    ring.channels[c].recv = fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(c), previous);
   }
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
             "cudaMalloc");
@@ -283,6 +319,20 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
            " channels of ", kRingThreads, " threads, ", inThisProcess,
            " rank(s) of this process on this GPU; next rank ", next,
            sameProcess ? " in this process" : " in another process (CUDA IPC)");
+}
+
+void CudaExecutor::watchPeerProcesses(std::vector<ProcessWatch::Watched> peers) {
+  if (peers.empty()) return;
+  // The callback runs on the watch's thread: it only stores and raises the
+  // flag that this rank's waits on that peer poll.
+  watch_ = std::make_unique<ProcessWatch>(std::move(peers), [this](const ProcessWatch::Watched& gone) {
+    gonePid_.store(gone.pid, std::memory_order_relaxed);
+    goneRank_.store(gone.rank, std::memory_order_release);
+    __atomic_store_n(&abortFlags_[gone.rank], 1u, __ATOMIC_RELEASE);
+    HORA_LOG(Info, "rank ", ctx_.rank, ": rank ", gone.rank, " (pid ", gone.pid,
+             ") exited; this rank's kernels stop waiting");
+  });
+  HORA_LOG(Trace, "rank ", ctx_.rank, ": watching ", watch_->watchedByPidfd(), " peer process(es) by pidfd");
 }
 
 CudaExecutor::~CudaExecutor() { release(); }
@@ -299,19 +349,23 @@ void CudaExecutor::release() {
   if (peerChannels_ != nullptr) cudaFree(peerChannels_);
   peerChannels_ = nullptr;
   if (fifos_ != nullptr) cudaFree(fifos_);
-  if (abortFlag_ != nullptr) cudaFreeHost(abortFlag_);
+  // The watch raises the flag: it stops before the flag goes.
+  watch_.reset();
+  if (mapped_ != nullptr) cudaFreeHost(mapped_);
   if (ownStream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
   ownStream_ = nullptr;
   ring_ = fifos_ = nullptr;
   ringRanksDevice_ = nullptr;
-  abortFlag_ = nullptr;
+  mapped_ = nullptr;
+  abortFlags_ = nullptr;
   failure_ = failureOnDevice_ = nullptr;
   cudaGetLastError();
   if (switched) cudaSetDevice(previous);
 }
 
 void CudaExecutor::abort() {
-  if (abortFlag_ != nullptr) __atomic_store_n(abortFlag_, 1u, __ATOMIC_RELEASE);
+  if (abortFlags_ == nullptr) return;
+  for (int peer = 0; peer < ctx_.nranks; ++peer) __atomic_store_n(&abortFlags_[peer], 1u, __ATOMIC_RELEASE);
 }
 
 std::optional<Error> CudaExecutor::failure() const {
@@ -320,6 +374,14 @@ std::optional<Error> CudaExecutor::failure() const {
   if (status == protocols::Status::Ok) return std::nullopt;
   const int peer = failure_->peer;
   const char* waited = failure_->sending != 0 ? "for room to send to" : "for data from";
+  const int gone = goneRank_.load(std::memory_order_acquire);
+  if (status == protocols::Status::Aborted && gone == peer)
+    // The first cause: a peer's exit raised the flag (an abort after it
+    // changes nothing).
+    return Error(ErrorKind::Remote,
+                 strCat("rank ", ctx_.rank, ": rank ", gone, " (pid ", gonePid_.load(std::memory_order_relaxed),
+                        ", this host) exited while a kernel of this rank waited ", waited, " it"),
+                 gone);
   switch (status) {
     case protocols::Status::Aborted:
       return Error(ErrorKind::InvalidUsage,

@@ -9,19 +9,27 @@
 // another process on the same host opens it through a CUDA IPC handle.
 // Every kernel polls a host-mapped abort flag and a deadline (HORA_TIMEOUT)
 // in each wait, and records why it stopped in a host-mapped failure record
-// that failure() reads without synchronising.
+// that failure() reads without synchronising. Each FIFO's waits poll the
+// flag of the peer at its other end; abort() raises all of them. The
+// processes of the other ranks on this host are watched (base/
+// process_watch.h): when one exits, its flag is raised, so a kernel waiting
+// for it stops at once instead of at its deadline, and the error names the
+// rank that exited.
 //
 // Plain C++: the CUDA types stay in cuda_executor.cc.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/deadline.h"
+#include "base/process_watch.h"
 #include "bootstrap/bootstrap.h"
 #include "core/executor.h"
 #include "device/device_memory.h"
@@ -58,7 +66,7 @@ class CudaExecutor final : public core::Executor {
   // Enqueues every op on its stream: a ring kernel per collective, and one
   // point-to-point kernel for all of the sends and receives.
   void run(std::span<const core::Op> ops) override;
-  // Raises the flag every wait of this rank's kernels polls: they end.
+  // Raises every flag the waits of this rank's kernels poll: they end.
   void abort() override;
   // What a kernel of this rank recorded when it stopped, as the error the
   // communicator reports (naming the peer), or nullopt. Cheap: one load of
@@ -67,6 +75,9 @@ class CudaExecutor final : public core::Executor {
 
  private:
   void exchangeFifos(const Deadline& deadline);
+  // Watches the processes of `peers` (rank and pid; other processes of this
+  // host, same pid namespace): the first to exit raises its abort flag.
+  void watchPeerProcesses(std::vector<ProcessWatch::Watched> peers);
   // The group's sends and receives (ops of peer kinds) in one launch, and
   // the copies of its sends to this rank.
   void runPeers(std::span<const core::Op> ops);
@@ -90,9 +101,13 @@ class CudaExecutor final : public core::Executor {
   void* ring_ = nullptr;            // the DeviceRing (device memory)
   int* ringRanksDevice_ = nullptr;  // its ranks (device memory)
   void* ownStream_ = nullptr;  // cudaStream_t for the C++ API's calls (non-blocking)
-  std::uint32_t* abortFlag_ = nullptr;  // host-mapped
-  DeviceFailure* failure_ = nullptr;    // host-mapped
+  void* mapped_ = nullptr;                // host-mapped: the failure record and the abort flags
+  DeviceFailure* failure_ = nullptr;      // in mapped_
+  std::uint32_t* abortFlags_ = nullptr;   // in mapped_, one per peer rank
   DeviceFailure* failureOnDevice_ = nullptr;  // the same, as kernels address it
+  std::unique_ptr<ProcessWatch> watch_;        // stopped before abortFlags_ are freed
+  std::atomic<pid_t> gonePid_{0};               // the peer process that exited
+  std::atomic<int> goneRank_{-1};               // its rank, stored after gonePid_
 };
 
 }  // namespace hora::device

@@ -7,14 +7,17 @@
 // small.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl.h"
@@ -73,6 +76,70 @@ int runRank(int rank, int nranks, const ncclUniqueId& id) {
   return 0;
 }
 
+// A rank whose peer process dies while its kernel waits for that peer:
+// rank 1 joins, then kills itself; rank 0's all-reduce waits for its data.
+// With HORA_TIMEOUT at 120 s, rank 0 must learn of it within seconds, from
+// ncclCommGetAsyncError, with an error that names rank 1.
+int runSurvivor(const ncclUniqueId& id) {
+  auto fail = [&](const char* what, const char* why) {
+    std::fprintf(stderr, "survivor: %s: %s\n", what, why);
+    return 1;
+  };
+  ::setenv("HORA_TIMEOUT", "120000", 1);
+  if (cudaSetDevice(0) != cudaSuccess) return fail("cudaSetDevice", "no device");
+  ncclComm_t comm = nullptr;
+  if (ncclCommInitRank(&comm, 2, id, 0) != ncclSuccess) return fail("init", ncclGetLastError(nullptr));
+  int* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaMalloc(&buffer, 1024 * sizeof(int));
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (ncclAllReduce(buffer, buffer, 1024, ncclInt32, ncclSum, comm, stream) != ncclSuccess)
+    return fail("ncclAllReduce", ncclGetLastError(comm));
+  const auto started = std::chrono::steady_clock::now();
+  ncclResult_t async = ncclSuccess;
+  while (std::chrono::steady_clock::now() - started < std::chrono::seconds(30)) {
+    if (ncclCommGetAsyncError(comm, &async) != ncclSuccess) return fail("ncclCommGetAsyncError", "failed");
+    if (async != ncclSuccess) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const std::string text = ncclGetLastError(comm);
+  std::fprintf(stderr, "survivor: after %.2f s: %s: %s\n", seconds, ncclGetErrorString(async), text.c_str());
+  if (async == ncclSuccess) return fail("the peer's death", "not reported within 30 s");
+  if (text.find("rank 1") == std::string::npos || text.find("exited") == std::string::npos)
+    return fail("the error", "does not say that rank 1 exited");
+  if (seconds > 5) return fail("the peer's death", "reported later than 5 s after the call");
+  ncclCommAbort(comm);
+  return 0;
+}
+
+int runVictim(const ncclUniqueId& id) {
+  if (cudaSetDevice(0) != cudaSuccess) return 1;
+  ncclComm_t comm = nullptr;
+  if (ncclCommInitRank(&comm, 2, id, 1) != ncclSuccess) return 1;
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // rank 0's kernel is waiting by then
+  ::kill(::getpid(), SIGKILL);
+  return 1;
+}
+
+TEST(DeviceProcesses, APeerProcessThatDiesStopsTheKernelWaitingForIt) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<pid_t> children;
+  for (const char* role : {"--survivor", "--victim"}) {
+    std::string self = "/proc/self/exe", roleArg = role, idArg = hexOf(id);
+    char* argv[] = {self.data(), roleArg.data(), idArg.data(), nullptr};
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, environ), 0);
+    children.push_back(pid);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(children[0], &status, 0), children[0]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the survivor failed (its stderr says why)";
+  ASSERT_EQ(waitpid(children[1], &status, 0), children[1]);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
 TEST(DeviceProcesses, RanksInSeparateProcessesShareOneGpu) {
   for (int nranks : {2, 3}) {
     ncclUniqueId id;
@@ -102,6 +169,8 @@ TEST(DeviceProcesses, RanksInSeparateProcessesShareOneGpu) {
 int main(int argc, char** argv) {
   if (argc == 5 && std::strcmp(argv[1], "--rank") == 0)
     return runRank(std::atoi(argv[2]), std::atoi(argv[3]), idOf(argv[4]));
+  if (argc == 3 && std::strcmp(argv[1], "--survivor") == 0) return runSurvivor(idOf(argv[2]));
+  if (argc == 3 && std::strcmp(argv[1], "--victim") == 0) return runVictim(idOf(argv[2]));
   int devices = 0;
   // Counting devices in a child keeps the parent free of CUDA state.
   pid_t probe = fork();
