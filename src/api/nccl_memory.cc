@@ -103,6 +103,9 @@ HORA_NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff,
 HORA_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
   return api::guarded("ncclCommDeregister", [&] {
     api::CommPtr c = api::checkComm(comm);
+    // NULL is what NCCL's ncclCommRegister gives where it skips a buffer,
+    // and NCCL takes it back as a no-op: so does hora.
+    if (handle == nullptr) return;
     auto* registration = static_cast<Registration*>(handle);
     forget(registration, comm, "registration handle");
     c->deregisterBuffer(registration->id);
@@ -126,6 +129,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff,
 HORA_NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
   return api::guarded("ncclCommWindowDeregister", [&] {
     api::CommPtr c = api::checkComm(comm);
+    if (win == nullptr) return;  // a no-op, as in NCCL
     forget(win, comm, "window");
     const int window = win->window;
     delete win;

@@ -480,6 +480,11 @@ TEST(BadInput, RegistrationArgumentsAreChecked) {
               FailsWith(ncclInvalidArgument, Words{"ncclCommRegister", "handle", "NULL"}));
   EXPECT_THAT(outcomeOf(ncclCommDeregister(comm, buffer)),
               FailsWith(ncclInvalidArgument, Words{"ncclCommDeregister", "not live"}));
+  // NULL handles are taken back as no-ops, as NCCL does (its register gives
+  // NULL for a buffer it skips); the communicator must still be checked.
+  EXPECT_EQ(ncclCommDeregister(comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowDeregister(comm, nullptr), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommDeregister(nullptr, nullptr)), FailsWith(ncclInvalidArgument, Words{"comm"}));
   ASSERT_EQ(ncclCommRegister(comm, buffer, sizeof(buffer), &handle), ncclSuccess);
   EXPECT_THAT(outcomeOf(ncclCommDeregister(others[0], handle)),
               FailsWith(ncclInvalidArgument, Words{"ncclCommDeregister", "another communicator"}));
@@ -496,8 +501,6 @@ TEST(BadInput, RegistrationArgumentsAreChecked) {
               FailsWith(ncclInvalidArgument, Words{"ncclCommWindowRegister", "win", "NULL"}));
   EXPECT_THAT(outcomeOf(ncclCommWindowRegister(comm, buffer, sizeof(buffer), &window, 0x10)),
               FailsWith(ncclInvalidArgument, Words{"ncclCommWindowRegister", "winFlags"}));
-  EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(comm, nullptr)),
-              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowDeregister", "NULL"}));
   // Heap memory registers (collectives on it take the usual path).
   ASSERT_EQ(ncclCommWindowRegister(comm, buffer, sizeof(buffer), &window, NCCL_WIN_DEFAULT),
             ncclSuccess)
