@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +149,35 @@ TEST(HoraRunTest, TaggedOutputKeepsEveryRanksLinesWholeAndInOrder) {
   }
 }
 
+// stdout and stderr into one pipe (`2>&1`) whose reader is slow, so that
+// writes are often partial: every line must still arrive whole. Each rank
+// prints to both streams at once, in lines longer than a pipe writes in
+// one piece when batched.
+TEST(HoraRunTest, StdoutAndStderrIntoOnePipeStillGiveWholeLines) {
+  const std::string line(200, 'y');
+  const std::string rank_script = "yes " + line + " | head -n 3000 & yes " + line + " | head -n 3000 >&2; wait";
+  const std::string command = "exec timeout 60 " + hora_run_path() + " -n 2 --tag-output /bin/sh -c '" +
+                              rank_script + "' 2>&1 | (sleep 1; cat)";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[65536];
+  std::size_t count;
+  while ((count = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, count);
+  ASSERT_EQ(::pclose(pipe), 0);
+  std::istringstream lines(out);
+  int whole = 0, broken = 0;
+  for (std::string text; std::getline(lines, text);) {
+    if (text == "[rank 0] " + line || text == "[rank 1] " + line) {
+      ++whole;
+    } else {
+      ++broken;
+    }
+  }
+  EXPECT_EQ(whole, 4 * 3000);
+  EXPECT_EQ(broken, 0) << "lines were cut or mixed";
+}
+
 TEST(HoraRunTest, FailingRankStopsTheOthersQuickly) {
   LauncherResult result = run_launcher(
       {"-n", "3", "/bin/sh", "-c", "if [ \"$RANK\" = 2 ]; then exit 3; fi; sleep 60"});
@@ -243,6 +274,32 @@ TEST(HoraRunTest, AFailingRankIsReportedWhileNobodyReadsStdout) {
   EXPECT_EQ(result.exit_code(), 3) << result.err;
   EXPECT_THAT(result.err, AllOf(HasSubstr("rank 1 (pid "), HasSubstr("exited with status 3")));
   EXPECT_LT(result.elapsed, 20s);
+}
+
+// The ranks succeed, having printed less than hora-run holds for a slow
+// reader; nobody reads. hora-run then waits for the reader: within
+// --timeout when given (and the job still succeeded), and until a signal
+// that ends it otherwise.
+constexpr const char* kPrintALittleAndExit = "head -c 300000 /dev/zero | tr '\\0' x | fold -w 99";
+
+TEST(HoraRunTest, AfterTheJobTheWaitForAReaderEndsAtTheTimeout) {
+  LauncherProcess launcher({"-n", "2", "--tag-output", "--timeout", "3", "/bin/sh", "-c", kPrintALittleAndExit});
+  launcher.stop_reading_stdout();
+  LauncherResult result = launcher.finish(30s);
+  EXPECT_FALSE(result.timed_out) << "hora-run waited for its reader beyond --timeout";
+  EXPECT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_GE(result.elapsed, 2s);
+  EXPECT_LT(result.elapsed, 15s);
+}
+
+TEST(HoraRunTest, AfterTheJobTheWaitForAReaderEndsOnSigterm) {
+  LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c", kPrintALittleAndExit});
+  launcher.stop_reading_stdout();
+  std::this_thread::sleep_for(2s);  // the ranks are done; hora-run waits for the reader
+  ASSERT_EQ(::kill(launcher.pid(), SIGTERM), 0);
+  LauncherResult result = launcher.finish(20s);
+  EXPECT_FALSE(result.timed_out) << "SIGTERM did not end hora-run's wait for its reader";
+  EXPECT_EQ(result.exit_code(), 128 + SIGTERM) << result.err;
 }
 
 // --kill-timeout 0: no SIGTERM first, so a rank that ignores SIGTERM is

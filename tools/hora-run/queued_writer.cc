@@ -10,7 +10,7 @@ QueuedWriter::QueuedWriter(int fd) : state_(std::make_shared<State>()) {
 
 QueuedWriter::~QueuedWriter() {
   // What is queued still gets a moment (a launcher ending on an error has
-  // just queued its message), unless a drain gave up on this reader already.
+  // just queued its message), unless the caller gave up on this reader.
   const bool drained = !gave_up_ && drain(std::chrono::steady_clock::now() + kLastWordsGrace);
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -20,7 +20,7 @@ QueuedWriter::~QueuedWriter() {
   // A thread blocked in write() to a reader that never reads cannot be
   // joined; it holds its own reference to the state and ends with the
   // process.
-  if (drained || backlog() == 0) {
+  if (drained || backlog() == 0 || reader_gone()) {
     thread_.join();
   } else {
     thread_.detach();
@@ -49,10 +49,14 @@ bool QueuedWriter::drain(std::optional<std::chrono::steady_clock::time_point> de
   if (!deadline) {
     state_->changed.wait(lock, done);
   } else if (!state_->changed.wait_until(lock, *deadline, done)) {
-    gave_up_ = true;
     return false;
   }
-  return !state_->broken;
+  return true;
+}
+
+bool QueuedWriter::reader_gone() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->broken;
 }
 
 void QueuedWriter::run(int fd, const std::shared_ptr<State>& state) {

@@ -45,10 +45,15 @@ class QueuedWriter {
   std::size_t backlog() const;
   bool over_backlog_limit() const { return backlog() > kBacklogLimit; }
 
-  // Waits until everything queued is written or the reader is gone (true
-  // when all was written). With a `deadline`, gives up then and reports
-  // false; without, waits as long as the reader does.
+  // Waits until nothing is left to write: everything queued is written, or
+  // the reader is gone. With a `deadline`, false when it passed first;
+  // without, waits as long as the reader does.
   bool drain(std::optional<std::chrono::steady_clock::time_point> deadline);
+  // A write failed: the reader is gone, and text is dropped.
+  bool reader_gone() const;
+  // The caller stops waiting for this reader: the destructor will not wait
+  // either.
+  void give_up() { gave_up_ = true; }
 
  private:
   struct State {
@@ -63,7 +68,7 @@ class QueuedWriter {
 
   std::shared_ptr<State> state_;  // shared with the thread, which may outlive this
   std::thread thread_;
-  bool gave_up_ = false;  // a drain reached its deadline
+  bool gave_up_ = false;  // give_up() was called
 };
 
 }  // namespace hora::launcher

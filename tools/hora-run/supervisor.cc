@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,10 +56,22 @@ std::string rank_name(int global_rank, pid_t pid) {
   return "rank " + std::to_string(global_rank) + " (pid " + std::to_string(pid) + ")";
 }
 
+// Whether descriptors 1 and 2 are the same open file.
+bool stdout_is_stderr() {
+  struct stat out {}, err {};
+  return ::fstat(STDOUT_FILENO, &out) == 0 && ::fstat(STDERR_FILENO, &err) == 0 && out.st_dev == err.st_dev &&
+         out.st_ino == err.st_ino;
+}
+
 }  // namespace
 
 Supervisor::Supervisor(LaunchOptions options, int master_port)
-    : options_(std::move(options)), master_port_(master_port) {}
+    : options_(std::move(options)),
+      master_port_(master_port),
+      stdout_writer_(std::make_unique<QueuedWriter>(STDOUT_FILENO)),
+      stderr_writer_(stdout_is_stderr() ? nullptr : std::make_unique<QueuedWriter>(STDERR_FILENO)),
+      stdout_(*stdout_writer_),
+      stderr_(stderr_writer_ ? *stderr_writer_ : *stdout_writer_) {}
 
 Supervisor::~Supervisor() {
   // Reached with ranks still running only when run() threw: never leave
@@ -77,15 +90,31 @@ void Supervisor::drain_output() {
   // A job that succeeded waits for its reader as long as the ranks, writing
   // to it directly, would have; within --timeout when one was given. A
   // job that failed or timed out gives a reader that takes nothing a few
-  // seconds, then ends with its own exit code.
+  // seconds, then ends with its own exit code. A terminating signal ends
+  // the wait in any case.
   std::optional<Clock::time_point> deadline;
   if (exit_code_.value_or(0) != 0) {
     deadline = Clock::now() + kFailedJobOutputGrace;
-  } else if (job_deadline_) {
-    deadline = std::max(*job_deadline_, Clock::now());
+  } else if (job_limit_) {
+    deadline = std::max(*job_limit_, Clock::now());
   }
-  stdout_.drain(deadline);
-  stderr_.drain(deadline);
+  auto give_up = [&] {
+    stdout_.give_up();
+    stderr_.give_up();
+  };
+  while (true) {
+    auto slice_end = Clock::now() + kHeldBackRecheck;
+    if (deadline) slice_end = std::min(slice_end, *deadline);
+    if (stdout_.drain(slice_end) && stderr_.drain(slice_end)) return;
+    if (deadline && Clock::now() >= *deadline) return give_up();
+    for (int signal_number : signals_.take_pending()) {
+      const bool ends = signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP ||
+                        signal_number == SIGQUIT;
+      if (!ends) continue;
+      if (exit_code_.value_or(0) == 0) exit_code_ = 128 + signal_number;
+      return give_up();
+    }
+  }
 }
 
 int Supervisor::run() {
@@ -100,7 +129,7 @@ int Supervisor::run() {
     report(error.what() + std::string(live_rank_count() > 0 ? "; stopping the other ranks" : ""));
     stop_all();
   }
-  if (options_.timeout_seconds) job_deadline_ = Clock::now() + to_duration(*options_.timeout_seconds);
+  if (options_.timeout_seconds) job_limit_ = job_deadline_ = Clock::now() + to_duration(*options_.timeout_seconds);
   if (live_rank_count() == 0) on_last_rank_gone();
 
   std::vector<pollfd> watched;

@@ -71,9 +71,13 @@ class Supervisor {
   LaunchOptions options_;
   int master_port_;
   SignalRouting signals_;
-  // After signals_: their threads inherit the mask it sets.
-  QueuedWriter stdout_{STDOUT_FILENO};
-  QueuedWriter stderr_{STDERR_FILENO};
+  // After signals_: their threads inherit the mask it sets. One writer for
+  // both when they are the same file (a terminal, `2>&1`): two threads
+  // writing one pipe could interleave pieces of their lines.
+  std::unique_ptr<QueuedWriter> stdout_writer_;
+  std::unique_ptr<QueuedWriter> stderr_writer_;  // null: stdout_writer_ serves both
+  QueuedWriter& stdout_;
+  QueuedWriter& stderr_;
   std::vector<Rank> ranks_;
   struct RankOutput {
     std::unique_ptr<ForwardedStream> stream;
@@ -84,7 +88,8 @@ class Supervisor {
   std::optional<int> exit_code_;  // set by the first failure or the timeout
   bool stopping_ = false;
   bool interrupted_ = false;  // a SIGINT was forwarded already
-  std::optional<Clock::time_point> job_deadline_;      // --timeout
+  std::optional<Clock::time_point> job_deadline_;      // --timeout, until it fires
+  std::optional<Clock::time_point> job_limit_;         // --timeout, kept (the output's drain)
   std::optional<Clock::time_point> term_deadline_;     // a rank failed; SIGTERM then
   std::optional<Clock::time_point> kill_deadline_;     // SIGTERM sent; SIGKILL then
   std::optional<Clock::time_point> abandon_deadline_;  // SIGKILL sent; stop waiting then
