@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "base/process_state.h"
 
 namespace hora {
@@ -27,6 +28,10 @@ int openPidfd(pid_t pid) {
 
 ProcessWatch::ProcessWatch(std::vector<Watched> processes, OnGone onGone, bool pidfds)
     : onGone_(std::move(onGone)) {
+  auto closeAll = [&] {
+    for (int fd : pidfds_) ::close(fd);
+    if (stopFd_ >= 0) ::close(stopFd_);
+  };
   for (const Watched& process : processes) {
     const int fd = pidfds ? openPidfd(process.pid) : -1;
     if (fd >= 0) {
@@ -38,10 +43,16 @@ ProcessWatch::ProcessWatch(std::vector<Watched> processes, OnGone onGone, bool p
   }
   stopFd_ = ::eventfd(0, EFD_CLOEXEC);
   if (stopFd_ < 0) {
-    for (int fd : pidfds_) ::close(fd);
-    fail(ErrorKind::System, "creating an eventfd to stop the process watch: ", errnoText(errno));
+    const int error = errno;
+    closeAll();
+    fail(ErrorKind::System, "creating an eventfd to stop the process watch: ", errnoText(error));
   }
-  thread_ = std::thread([this] { run(); });
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (...) {
+    closeAll();
+    throw;
+  }
 }
 
 ProcessWatch::~ProcessWatch() {
@@ -53,24 +64,33 @@ ProcessWatch::~ProcessWatch() {
 }
 
 void ProcessWatch::run() {
+  // entries[0] is the stop signal; entries[1 + i] watches byPidfd_[i], and
+  // stops doing so (fd -1) once that process is reported.
   std::vector<pollfd> entries;
   entries.push_back({stopFd_, POLLIN, 0});
   for (int fd : pidfds_) entries.push_back({fd, POLLIN, 0});
-  const int timeout = polled_.empty() ? -1 : static_cast<int>(kFallbackPoll.count());
+  std::vector<Watched> polled = polled_;
   while (true) {
+    const int timeout = polled.empty() ? -1 : static_cast<int>(kFallbackPoll.count());
     const int ready = ::poll(entries.data(), entries.size(), timeout);
-    if (ready < 0 && errno != EINTR) return;  // nothing left to watch with
-    if (entries[0].revents != 0) return;      // stopped
+    if (ready < 0 && errno != EINTR) {
+      HORA_LOG(Warn, "the watch of peer processes stopped: poll failed: ", errnoText(errno));
+      return;
+    }
+    if (entries[0].revents != 0) return;  // stopped
     for (std::size_t i = 1; i < entries.size(); ++i)
-      if (entries[i].revents != 0) {
+      if (entries[i].fd >= 0 && entries[i].revents != 0) {
+        entries[i].fd = -1;  // poll() skips negative descriptors
         onGone_(byPidfd_[i - 1]);
-        return;
       }
-    for (const Watched& process : polled_)
-      if (processGone(process.pid)) {
-        onGone_(process);
-        return;
+    for (auto process = polled.begin(); process != polled.end();) {
+      if (!processGone(process->pid)) {
+        ++process;
+        continue;
       }
+      onGone_(*process);
+      process = polled.erase(process);
+    }
   }
 }
 

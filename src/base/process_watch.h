@@ -28,8 +28,8 @@ class ProcessWatch {
     pid_t pid;
     int rank;  // the caller's name for it, passed back
   };
-  // Called on the watch's thread, once, for the first watched process
-  // found gone (with several gone at once, any of them).
+  // Called on the watch's thread, once for each watched process, when it
+  // is found gone.
   using OnGone = std::function<void(const Watched&)>;
 
   static constexpr std::chrono::milliseconds kFallbackPoll{100};

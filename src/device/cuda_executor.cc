@@ -325,9 +325,10 @@ void CudaExecutor::watchPeerProcesses(std::vector<ProcessWatch::Watched> peers) 
   if (peers.empty()) return;
   // The callback runs on the watch's thread: it only stores and raises the
   // flag that this rank's waits on that peer poll.
+  gonePids_ = std::make_unique<std::atomic<pid_t>[]>(static_cast<std::size_t>(ctx_.nranks));
   watch_ = std::make_unique<ProcessWatch>(std::move(peers), [this](const ProcessWatch::Watched& gone) {
-    gonePid_.store(gone.pid, std::memory_order_relaxed);
-    goneRank_.store(gone.rank, std::memory_order_release);
+    // After an abort() the abort is the first cause, and stays what is told.
+    if (!aborted_.load(std::memory_order_acquire)) gonePids_[gone.rank].store(gone.pid, std::memory_order_release);
     __atomic_store_n(&abortFlags_[gone.rank], 1u, __ATOMIC_RELEASE);
     HORA_LOG(Info, "rank ", ctx_.rank, ": rank ", gone.rank, " (pid ", gone.pid,
              ") exited; this rank's kernels stop waiting");
@@ -365,6 +366,7 @@ void CudaExecutor::release() {
 
 void CudaExecutor::abort() {
   if (abortFlags_ == nullptr) return;
+  aborted_.store(true, std::memory_order_release);
   for (int peer = 0; peer < ctx_.nranks; ++peer) __atomic_store_n(&abortFlags_[peer], 1u, __ATOMIC_RELEASE);
 }
 
@@ -374,14 +376,16 @@ std::optional<Error> CudaExecutor::failure() const {
   if (status == protocols::Status::Ok) return std::nullopt;
   const int peer = failure_->peer;
   const char* waited = failure_->sending != 0 ? "for room to send to" : "for data from";
-  const int gone = goneRank_.load(std::memory_order_acquire);
-  if (status == protocols::Status::Aborted && gone == peer)
-    // The first cause: a peer's exit raised the flag (an abort after it
+  const pid_t gonePid = gonePids_ != nullptr && peer >= 0 && peer < ctx_.nranks
+                           ? gonePids_[peer].load(std::memory_order_acquire)
+                           : 0;
+  if (status == protocols::Status::Aborted && gonePid != 0)
+    // The first cause: the peer's exit raised the flag (an abort after it
     // changes nothing).
     return Error(ErrorKind::Remote,
-                 strCat("rank ", ctx_.rank, ": rank ", gone, " (pid ", gonePid_.load(std::memory_order_relaxed),
+                 strCat("rank ", ctx_.rank, ": rank ", peer, " (pid ", gonePid,
                         ", this host) exited while a kernel of this rank waited ", waited, " it"),
-                 gone);
+                 peer);
   switch (status) {
     case protocols::Status::Aborted:
       return Error(ErrorKind::InvalidUsage,

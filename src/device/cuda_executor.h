@@ -76,7 +76,7 @@ class CudaExecutor final : public core::Executor {
  private:
   void exchangeFifos(const Deadline& deadline);
   // Watches the processes of `peers` (rank and pid; other processes of this
-  // host, same pid namespace): the first to exit raises its abort flag.
+  // host, same pid namespace): each that exits raises its abort flag.
   void watchPeerProcesses(std::vector<ProcessWatch::Watched> peers);
   // The group's sends and receives (ops of peer kinds) in one launch, and
   // the copies of its sends to this rank.
@@ -106,8 +106,10 @@ class CudaExecutor final : public core::Executor {
   std::uint32_t* abortFlags_ = nullptr;   // in mapped_, one per peer rank
   DeviceFailure* failureOnDevice_ = nullptr;  // the same, as kernels address it
   std::unique_ptr<ProcessWatch> watch_;        // stopped before abortFlags_ are freed
-  std::atomic<pid_t> gonePid_{0};               // the peer process that exited
-  std::atomic<int> goneRank_{-1};               // its rank, stored after gonePid_
+  // Per peer rank: the pid of its process once it exited (0 while it runs,
+  // or when abort() came first and is the cause).
+  std::unique_ptr<std::atomic<pid_t>[]> gonePids_;
+  std::atomic<bool> aborted_{false};  // abort() was called
 };
 
 }  // namespace hora::device
