@@ -29,10 +29,10 @@ void noteGroupError(ncclResult_t result) {
 }
 
 void issue(const CommPtr& comm, const core::Op& op) {
-  // Before anything runs or is queued, as every argument check: the call
-  // fails and the communicator stays usable.
-  core::checkBufferOverlap(op, comm->rank(), comm->nranks());
   if (inGroup()) {
+    // Before it is queued, as every argument check: the call fails and the
+    // communicator stays usable (outside a group execute() checks).
+    comm->checkBuffers(op);
     group.ops.emplace_back(comm, op);
     return;
   }

@@ -1,5 +1,7 @@
 #include "core/communicator.h"
 
+#include "core/buffer_layout.h"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -505,6 +507,8 @@ int Communicator::brokenRank() const {
   return brokenRank_;
 }
 
+void Communicator::checkBuffers(const Op& op) const { checkBufferOverlap(op, rank_, nranks_); }
+
 void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
   checkUsable();
   // Keep submission order: behind asynchronous work still queued.
@@ -687,6 +691,7 @@ MemoryKind Communicator::memoryOf(std::span<const Op> ops) const {
 }
 
 MemoryKind Communicator::checkedMemoryOf(std::span<const Op> ops) const {
+  for (const Op& op : ops) checkBuffers(op);
   const MemoryKind memory = memoryOf(ops);
   if (memory != MemoryKind::Device) return memory;
   if (!cudaExecutor_)

@@ -81,8 +81,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Where `ops`' buffers are (device buffers run as kernels on their
   // streams: executing them returns without waiting for any peer), with the
   // checks that fail a call before it runs, leaving the communicator usable:
-  // host and device buffers mixed, and what the CUDA executor refuses.
+  // checkBuffers, host and device buffers mixed, and what the CUDA executor
+  // refuses.
   MemoryKind checkedMemoryOf(std::span<const Op> ops) const;
+  // Refuses send and receive buffers that overlap other than in place
+  // (InvalidArgument). checkedMemoryOf runs it; nccl.h runs it at a call
+  // inside a group, which is queued until ncclGroupEnd.
+  void checkBuffers(const Op& op) const;
   // Throws what makes this communicator refuse work: an abort, a
   // revocation, or an earlier failure.
   void checkUsable() const;

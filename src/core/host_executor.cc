@@ -70,7 +70,6 @@ void HostExecutor::runCollective(const Op& op) {
   // alike whatever became of earlier ones.
   current_ = {&op, ++collectives_};
   if (ctx_.checkAgreement) collectiveStamp_ = collectiveStamp(op, current_.sequence, ctx_.rank);
-  checkBufferOverlap(op, ctx_.rank, ctx_.nranks);
   const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.anyUsable()};
   const Plan plan = planner_.plan(op, shape);
   HORA_LOG(Trace, opKindName(op.kind), " count ", op.count, " ", dataTypeName(op.type), " root ",

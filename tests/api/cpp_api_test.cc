@@ -156,6 +156,13 @@ TEST(CppApi, InvalidArgumentsThrowAtTheCall) {
   expectError([&] { comm.reduce(&value, &value, 1, DataType::Float32, RedOp::Sum, -1); }, kInvalid, {"root -1"});
   expectError([&] { comm.sendAsync(&value, 1, DataType::Float32, 5); }, kInvalid, {"peer 5"});
   expectError([&] { comm.recv(&value, 1, DataType::Float32, -2); }, kInvalid, {"peer -2"});
+  // Buffers that overlap other than in place, refused at the call as by
+  // nccl.h (not by the rank's worker after the call returned).
+  std::vector<float> overlapping(8);
+  expectError([&] { comm.allReduceAsync(overlapping.data(), overlapping.data() + 1, 4, DataType::Float32, RedOp::Sum); },
+              kInvalid, {"overlap", "not in place"});
+  expectError([&] { comm.allGather(overlapping.data() + 1, overlapping.data(), 2, DataType::Float32); }, kInvalid,
+              {"AllGather", "overlap"});
   // Argument errors leave the communicator usable.
   std::vector<float> data = {1.0f, 2.0f};
   onEachRank(2, [&](int rank) {
