@@ -1,5 +1,6 @@
 #include "hora/ddp/reducer.h"
 
+#include <algorithm>
 #include <exception>
 #include <sstream>
 #include <string>
@@ -130,7 +131,10 @@ struct Reducer::State {
       for (std::size_t k = 0; k < bucket.parameters.size(); ++k)
         newLocations[bucket.parameters[k]] = {b, bucket.offsets[k]};
     }
-    for (std::size_t i = 0; i < locations.size(); ++i) {
+    // The parameters both layouts hold: a registration adds one, and its
+    // rollback (the layout check failed) removes it again.
+    const std::size_t kept = std::min(locations.size(), parameters.size());
+    for (std::size_t i = 0; i < kept; ++i) {
       const std::size_t bytes = parameters[i].count * dataTypeSize(parameters[i].type);
       newStorage[newLocations[i].bucket].memory().copy(
           gradientAddress(newStorage, newBuckets, newLocations[i]),
@@ -244,8 +248,11 @@ struct Reducer::State {
         works[b] = std::make_shared<CompletedWork>();
         return;
       }
-      const GradBucket view{b, b + 1 == buckets.size(), storage[b].data(), bucket.count,
-                            bucket.type, bucket.memory};
+      // Empty buckets never reach the hook: the last it sees is the last
+      // bucket with elements.
+      std::size_t last = buckets.size() - 1;
+      while (last > b && buckets[last].count == 0) --last;
+      const GradBucket view{b, b == last, storage[b].data(), bucket.count, bucket.type, bucket.memory};
       works[b] = hook->run(*group, view);
     } catch (...) {
       // Reported by finish(), where the caller expects collective failures.

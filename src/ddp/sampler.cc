@@ -89,8 +89,8 @@ std::vector<std::vector<std::size_t>> BatchSampler::batches(
     std::span<const std::size_t> indices) const {
   std::vector<std::vector<std::size_t>> result;
   result.reserve(numBatches(indices.size()));
-  for (std::size_t begin = 0; begin < indices.size(); begin += batchSize_) {
-    const std::size_t end = std::min(begin + batchSize_, indices.size());
+  for (std::size_t begin = 0, end = 0; begin < indices.size(); begin = end) {
+    end = begin + std::min(batchSize_, indices.size() - begin);  // no overflow for any batch size
     if (end - begin < batchSize_ && dropLast_) break;
     result.emplace_back(indices.begin() + static_cast<std::ptrdiff_t>(begin),
                         indices.begin() + static_cast<std::ptrdiff_t>(end));
@@ -99,7 +99,7 @@ std::vector<std::vector<std::size_t>> BatchSampler::batches(
 }
 
 std::size_t BatchSampler::numBatches(std::size_t count) const {
-  return dropLast_ ? count / batchSize_ : (count + batchSize_ - 1) / batchSize_;
+  return count / batchSize_ + (!dropLast_ && count % batchSize_ != 0 ? 1 : 0);
 }
 
 }  // namespace hora::ddp

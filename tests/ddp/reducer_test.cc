@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hora/ddp/comm_hook.h"
 #include "hora/ddp/reducer.h"
 #include "in_process_group.h"
 #include "reducer_scenarios.h"
@@ -174,6 +175,52 @@ TEST(Reducer, RegisterParameterBeforeTheFirstStepKeepsGradients) {
     reducer.finish();
     EXPECT_DOUBLE_EQ(reducer.gradientAs<double>(2)[0], 0.5);
     EXPECT_FLOAT_EQ(reducer.gradientAs<float>(1)[3], 3.5f);
+  });
+}
+
+// A parameter registered with another size on one rank: the layout check
+// fails on every rank, the registration is taken back (the earlier layout
+// and its gradients stay), and the reducer still runs a step.
+TEST(Reducer, ARegistrationThatRanksDisagreeOnIsTakenBack) {
+  auto world = InProcessWorld::create(2);
+  onEachRank(2, [&](int rank) {
+    std::vector<std::vector<float>> storage(2, std::vector<float>(4, float(rank)));
+    Reducer reducer(world->group(rank), floatParameters(storage));
+    reducer.gradientAs<float>(1)[3] = 7.0f * rank;
+    std::vector<float> extra(rank == 0 ? 5 : 6, 1.0f);
+    EXPECT_THROW(reducer.registerParameter(Parameter("extra", extra)), Error);
+    EXPECT_EQ(reducer.numParameters(), 2u);
+    EXPECT_EQ(reducer.gradientAs<float>(1)[3], 7.0f * rank) << "gradients survive the rollback";
+    for (auto& g : reducer.gradientAs<float>(0)) g = static_cast<float>(rank);
+    reducer.markReady(1);
+    reducer.markReady(0);
+    reducer.finish();
+    EXPECT_FLOAT_EQ(reducer.gradientAs<float>(0)[0], 0.5f);
+    EXPECT_FLOAT_EQ(reducer.gradientAs<float>(1)[3], 3.5f);
+  });
+}
+
+// The compression hook sends a host Float32 bucket as Float16 (what it is
+// for), and a bucket in device memory, which it cannot convert on the
+// host, as it is: averaged, not refused.
+TEST(CompressionHook, CompressesHostBucketsAndAveragesDeviceBucketsAsTheyAre) {
+  auto world = InProcessWorld::create(2);
+  onEachRank(2, [&](int rank) {
+    auto hook = makeCompressionHook(DataType::Float16);
+    auto group = world->group(rank);
+    for (MemoryKind memory : {MemoryKind::Host, MemoryKind::Device}) {
+      std::vector<float> values(8, 2.0f * static_cast<float>(rank + 1));  // 2 and 4: mean 3
+      GradBucket bucket;
+      bucket.data = values.data();
+      bucket.count = values.size();
+      bucket.memory = memory;  // the fake moves host memory either way
+      const std::size_t before = world->issued(rank).size();
+      hook->run(*group, bucket)->wait();
+      const auto issued = world->issued(rank);
+      ASSERT_EQ(issued.size(), before + 1);
+      EXPECT_EQ(issued.back().type, memory == MemoryKind::Host ? DataType::Float16 : DataType::Float32);
+      for (float value : values) EXPECT_FLOAT_EQ(value, 3.0f);
+    }
   });
 }
 

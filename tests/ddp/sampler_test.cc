@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fstream>
 #include <sstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -183,6 +184,18 @@ TEST(DistributedSampler, EpochChangesOrderButNotTheSetOfSamples) {
 }
 
 TEST(BatchSampler, RejectsZeroBatchSize) { EXPECT_THROW(BatchSampler(0), Error); }
+
+// A batch size near the largest std::size_t: one batch of everything (or
+// none with dropLast), with no overflow in the count or the cut.
+TEST(BatchSampler, AHugeBatchSizeGivesOneBatch) {
+  const std::vector<std::size_t> indices = {4, 1, 3};
+  const BatchSampler keep(std::numeric_limits<std::size_t>::max());
+  EXPECT_EQ(keep.numBatches(indices.size()), 1u);
+  EXPECT_EQ(keep.batches(indices), std::vector<std::vector<std::size_t>>{indices});
+  const BatchSampler drop(std::numeric_limits<std::size_t>::max(), /*dropLast=*/true);
+  EXPECT_EQ(drop.numBatches(indices.size()), 0u);
+  EXPECT_TRUE(drop.batches(indices).empty());
+}
 
 }  // namespace
 }  // namespace hora::ddp

@@ -49,7 +49,8 @@ struct BucketCaps {
 // bucket of each (memory, type), caps.bucketBytes after. A bucket may thus
 // exceed its cap by less than one parameter, and a parameter larger than the
 // cap gets a bucket of its own. Buckets are returned in reduction order: by
-// the walk position of their first parameter.
+// the walk position of their last parameter (the order backward completes
+// them).
 //
 // Zero-element parameters are placed like any other (they cost nothing).
 std::vector<Bucket> computeBucketLayout(std::span<const ParameterShape> parameters,

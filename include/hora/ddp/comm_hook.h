@@ -22,7 +22,7 @@ namespace hora::ddp {
 // One bucket handed to a hook.
 struct GradBucket {
   std::size_t index = 0;   // position in reduction order
-  bool isLast = false;     // the last bucket of this step
+  bool isLast = false;     // the last bucket of this step the hook sees (empty buckets skip it)
   void* data = nullptr;    // the flat gradients of this rank
   std::size_t count = 0;   // elements
   DataType type = DataType::Float32;
@@ -47,7 +47,8 @@ std::shared_ptr<CommHook> makeAllReduceHook();
 // Halves the bytes on the wire: converts a Float32 bucket, divided by the
 // world size, to wireType (Float16 or Bfloat16, rounding to nearest even),
 // all-reduces that (sum), and converts the result back into the bucket.
-// Buckets of other types are averaged unchanged. Float16 keeps more mantissa bits but overflows past 65504;
+// Buckets of other types, and buckets in device memory (the conversion runs
+// on the host), are averaged unchanged. Float16 keeps more mantissa bits but overflows past 65504;
 // Bfloat16 keeps Float32's range with 8 significant bits.
 // The hook keeps one scratch buffer per bucket: use one hook per Reducer.
 std::shared_ptr<CommHook> makeCompressionHook(DataType wireType);
