@@ -255,6 +255,12 @@ pollfd CreditSendStream::pollEntry(bool) const {
   if (!connected_) return {lifeline_.fd(), POLLIN, 0};  // the receiver's answer
   // One fd to sleep on: with several queue pairs, none (look again soon).
   if (qps_.size() > 1) return {-1, POLLIN, 0};
+  // A credit arrives as a plain RDMA write into the ring, which completes
+  // nothing here and wakes no completion channel: a sender waiting for one
+  // looks again soon instead of sleeping until the wait's slice ends.
+  const CreditRecord& next = ring_[(nextSequence_ - 1) % geometry_.slots];
+  if (std::atomic_ref<const std::uint64_t>(next.sequence).load(std::memory_order_acquire) != nextSequence_)
+    return {-1, POLLIN, 0};
   return sleepEntry(*qps_[0]);
 }
 

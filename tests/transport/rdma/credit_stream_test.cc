@@ -111,6 +111,33 @@ TEST(CreditStream, NoCreditNoSend) {
   EXPECT_EQ(sent, 128u) << "two slots of 64 bytes, nothing read: no more may go";
 }
 
+// A sender whose slots are all taken waits for a credit, which comes as a
+// plain RDMA write and wakes no completion channel: it must not sleep on
+// the queue pair's fd then (a verbs sender would sleep until the wait's
+// 20 ms slice ended), but look again soon. Once a credit is there, it may.
+TEST(CreditStream, ASenderWaitingForACreditDoesNotSleepOnTheCompletionChannel) {
+  FakeOptions withFd;
+  withFd.reportsEventFd = true;
+  StreamPair pair = connectPair({2, 64}, withFd);
+  std::vector<char> data(1000, 'x');
+  std::size_t sent = 0;
+  char sink[64];
+  for (int i = 0; i < 100; ++i) {
+    sent += pair.sender->trySend(data.data() + sent, data.size() - sent);
+    pair.receiver->tryRecv(sink, 0);  // grants, reads nothing
+  }
+  ASSERT_EQ(sent, 128u);
+  EXPECT_EQ(pair.sender->pollEntry(/*sending=*/true).fd, -1) << "a sender waiting for a credit sleeps on its queue";
+  // The receiver reads a slot and grants it again: the sender has a credit.
+  std::size_t read = 0;
+  for (int i = 0; i < 100 && read < 64; ++i) {
+    read += pair.receiver->tryRecv(sink + read, 64 - read);
+    pair.sender->trySend(data.data(), 0);  // polls completions, sends nothing
+  }
+  ASSERT_EQ(read, 64u);
+  EXPECT_GE(pair.sender->pollEntry(/*sending=*/true).fd, 0) << "with a credit there, the fake's fd is the one to sleep on";
+}
+
 // A peer may write into a stream's registered memory (slots, staging,
 // credit ring) until the stream's queue pairs are closed: a stream that
 // freed its buffers first would let a late write land in freed memory (a

@@ -1,5 +1,6 @@
 #include "fake_queue_pair.h"
 
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ std::unique_ptr<FakeQueuePair> FakeFabric::createQueuePair(const FakeOptions& op
 
 FakeQueuePair::FakeQueuePair(std::shared_ptr<FakeFabric> fabric, int id, const FakeOptions& options)
     : fabric_(std::move(fabric)), id_(id), options_(options) {
+  if (options_.reportsEventFd) eventFd_ = ::eventfd(0, EFD_CLOEXEC);
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
   fabric_->queuePairs_[id_] = this;
 }
@@ -43,6 +45,7 @@ bool mapped(const char* base, std::size_t bytes) {
 }  // namespace
 
 FakeQueuePair::~FakeQueuePair() {
+  if (eventFd_ >= 0) ::close(eventFd_);
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
   for (std::uint64_t key : keys_) {
     const auto found = fabric_->memory_.find(key);

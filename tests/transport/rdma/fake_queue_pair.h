@@ -38,6 +38,9 @@ struct FakeOptions {
   std::size_t sendQueueDepth = 64;
   std::size_t receiveQueueDepth = 64;
   int delaySteps = 0;  // polls (of either end) before a request runs
+  // eventFd() gives a descriptor (one that never becomes readable: enough
+  // to see when a stream would sleep on it) instead of -1.
+  bool reportsEventFd = false;
 };
 
 class FakeQueuePair;
@@ -92,7 +95,7 @@ class FakeQueuePair final : public QueuePair {
   void postWriteWithImmediate(std::uint32_t immediate, std::uint64_t id) override;
   void postReceive(std::uint64_t id) override;
   std::size_t poll(Completion* out, std::size_t max) override;
-  int eventFd() const override { return -1; }
+  int eventFd() const override { return eventFd_; }
   std::vector<char> address() const override;
   void connect(const std::vector<char>& peerAddress) override;
 
@@ -130,6 +133,7 @@ class FakeQueuePair final : public QueuePair {
   std::size_t outstanding_ = 0;  // send requests not yet completed (or covered by a completion)
   std::size_t unsignaledRun_ = 0;
   std::vector<std::uint64_t> keys_;
+  int eventFd_ = -1;
 };
 
 // The fake as the process's RDMA device (rdma::useDevice): every queue pair

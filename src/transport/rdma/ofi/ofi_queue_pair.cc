@@ -7,6 +7,7 @@
 #include <rdma/fi_rma.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 
 #include "base/error.h"
@@ -20,6 +21,24 @@ constexpr std::size_t kReadBatch = 16;
 // How long the backlog may keep hearing "try again" before it is an error.
 constexpr std::chrono::seconds kBusyLimit{30};
 
+// Errors (positive FI_ codes) that say the peer is gone or unreachable.
+// EPIPE and ESHUTDOWN are what the tcp provider gives for a peer that
+// closed its end.
+bool peerGone(long error) {
+  switch (error) {
+    case FI_ETIMEDOUT:
+    case FI_ECONNRESET:
+    case FI_ECONNREFUSED:
+    case FI_ECONNABORTED:
+    case FI_EHOSTUNREACH:
+    case FI_ENOTCONN:
+    case EPIPE:  // libfabric defines no FI_EPIPE; providers pass the errno on
+    case FI_ESHUTDOWN:
+    case FI_EIO: return true;
+    default: return false;
+  }
+}
+
 // How an operation ended, in the terms the protocol tells apart.
 Status statusOf(int error) {
   switch (error) {
@@ -27,14 +46,7 @@ Status statusOf(int error) {
     case FI_EACCES:
     case FI_EKEYREJECTED:
     case FI_EPERM: return Status::RemoteAccessError;
-    case FI_ETIMEDOUT:
-    case FI_ECONNRESET:
-    case FI_ECONNREFUSED:
-    case FI_ECONNABORTED:
-    case FI_EHOSTUNREACH:
-    case FI_ENOTCONN:
-    case FI_EIO: return Status::RetryExceeded;  // the peer is gone or unreachable
-    default: return Status::LocalError;
+    default: return peerGone(error) ? Status::RetryExceeded : Status::LocalError;
   }
 }
 }  // namespace
@@ -87,7 +99,10 @@ OfiQueuePair::~OfiQueuePair() {
 }
 
 void OfiQueuePair::raise(const char* call, long result) const {
-  fail(ErrorKind::System, "ofi (", device_->provider(), "): ", device_->library().explain(call, result));
+  // A post refused because the peer is gone is the peer's failure, not
+  // this rank's: a Remote error, which the communicator pins on the peer.
+  fail(peerGone(-result) ? ErrorKind::Remote : ErrorKind::System, "ofi (", device_->provider(), "): ",
+       device_->library().explain(call, result));
 }
 
 Region OfiQueuePair::registerMemory(void* base, std::size_t bytes) {
@@ -130,6 +145,7 @@ OfiQueuePair::Request* OfiQueuePair::take(Operation operation, std::uint64_t id,
   request->id = id;
   request->operation = operation;
   request->signaled = signaled;
+  if (operation != Operation::Receive) request->sendSequence = sendOrder_.next();
   return request;
 }
 
@@ -209,21 +225,28 @@ void OfiQueuePair::drain() {
       auto* request = static_cast<Request*>(error.op_context);
       Completion completion;
       completion.status = statusOf(error.err);
-      if (request != nullptr) {
-        completion.id = request->id;
-        completion.operation = request->operation;
-        free_.push_back(request);
+      if (request == nullptr) {
+        pending_.push_back(completion);
+        continue;
       }
-      pending_.push_back(completion);  // failures surface, signaled or not
+      completion.id = request->id;
+      completion.operation = request->operation;
+      free_.push_back(request);
+      pending_.push_back(completion);  // failures surface at once, signaled or not
+      if (request->operation != Operation::Receive) sendOrder_.completed(request->sendSequence, nullptr, pending_);
       continue;
     }
     if (n < 0) raise("fi_cq_read", n);
     for (ssize_t i = 0; i < n; ++i) {
       auto* request = static_cast<Request*>(entries[i].op_context);
-      if (request->signaled)
-        pending_.push_back({request->id, request->operation, Status::Success,
-                            static_cast<std::uint32_t>(entries[i].data)});
+      const Completion completion{request->id, request->operation, Status::Success,
+                                  static_cast<std::uint32_t>(entries[i].data)};
       free_.push_back(request);
+      if (request->operation == Operation::Receive) {
+        pending_.push_back(completion);
+      } else {
+        sendOrder_.completed(request->sendSequence, request->signaled ? &completion : nullptr, pending_);
+      }
     }
     if (static_cast<std::size_t>(n) < kReadBatch) return;
   }

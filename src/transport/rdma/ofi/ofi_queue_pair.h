@@ -15,7 +15,9 @@
 //                             FI_GETWAIT) / fi_trywait
 //
 // Every operation is given a context of its own (FI_CONTEXT2) that says
-// what it was; writes posted unsignaled complete too, and are dropped here.
+// what it was; writes posted unsignaled complete too, and are dropped here
+// once they have released the signaled completions posted after them
+// (ordered_send_completions.h).
 //
 // Posting never waits. A provider may answer "try again" (FI_EAGAIN) for a
 // while, e.g. until its connection to the peer is made, and that needs the
@@ -35,6 +37,7 @@
 #include <memory>
 #include <vector>
 
+#include "transport/rdma/ofi/ordered_send_completions.h"
 #include "transport/rdma/queue_pair.h"
 
 namespace hora::transport::rdma::ofi {
@@ -77,6 +80,7 @@ class OfiQueuePair final : public QueuePair {
     std::uint64_t id = 0;
     Operation operation = Operation::Write;
     bool signaled = true;
+    std::uint64_t sendSequence = 0;  // writes and writes with immediate: their order of posting
   };
   // An operation as it will be posted.
   struct Posting {
@@ -95,6 +99,7 @@ class OfiQueuePair final : public QueuePair {
   ssize_t tryPost(const Posting& posting);
   // Reads the completion queue into pending_.
   void drain();
+
   [[noreturn]] void raise(const char* call, long result) const;
 
   std::shared_ptr<OfiDevice> device_;
@@ -108,6 +113,7 @@ class OfiQueuePair final : public QueuePair {
   std::vector<fid_mr*> registrations_;  // Region::localKey indexes this; null once deregistered
   std::vector<std::unique_ptr<Request>> requests_;  // the rank's thread only
   std::vector<Request*> free_;                       // the rank's thread only
+  OrderedSendCompletions sendOrder_;                 // the rank's thread only
   // The rank's thread and the device's progress thread (which may post
   // what the rank left in the backlog) share these, under mutex_.
   std::mutex mutex_;
