@@ -1,9 +1,8 @@
 // The RDMA devices the `ib` and `ofi` transports use in this process, and
 // how their connections are made (registry.h). Both transports run the same
 // credit protocol (credit_stream.h); they differ only in the device behind
-// the queue pairs. A backend that finds a usable device installs it (the
-// libfabric one: ofi/ofi_device.h; the verbs one is not installed yet); a
-// test may install a fake one. With none installed for a kind, that kind
+// the queue pairs. A backend that finds a usable device installs it
+// (network_devices.cc: verbs/ and ofi/); a test may install a fake one. With none installed for a kind, that kind
 // is not available and TCP carries the pairs that would use it.
 #pragma once
 

@@ -221,7 +221,9 @@ void OfiQueuePair::drain() {
     if (n == -FI_EAGAIN) return;
     if (n == -FI_EAVAIL) {
       fi_cq_err_entry error{};
-      if (fi_cq_readerr(completions_, &error, 0) != 1) continue;
+      const ssize_t read = fi_cq_readerr(completions_, &error, 0);
+      if (read == -FI_EAGAIN) continue;  // taken by now: read the queue again
+      if (read != 1) raise("fi_cq_readerr", read < 0 ? read : -FI_EOTHER);
       auto* request = static_cast<Request*>(error.op_context);
       Completion completion;
       completion.status = statusOf(error.err);

@@ -120,12 +120,12 @@ class OfiQueuePair final : public QueuePair {
   std::deque<Completion> pending_;
   std::deque<Posting> backlog_;
   std::exception_ptr deferred_;  // an error the progress thread met, for the rank
-  std::chrono::steady_clock::time_point refusedSince_;
+  std::chrono::steady_clock::time_point refusedSince_;  // when the backlog's front was first refused
   // The rank's polls, counted (no clock read on its hot path); the progress
   // thread remembers the count it saw last.
   std::atomic<std::uint64_t> polls_{0};
   std::uint64_t pollsSeen_ = 0;  // the progress thread's
-  std::atomic<std::uint64_t> unattendedCalls_{0};  // steady_clock ticks of the rank's last poll  // the backlog's front, first refused
+  std::atomic<std::uint64_t> unattendedCalls_{0};  // progress calls the progress thread made for an absent rank
 };
 
 }  // namespace hora::transport::rdma::ofi
