@@ -103,6 +103,9 @@ CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queue
   checkGeometry(geometry);
   HORA_CHECK_ARG(!qps_.empty() && qps_.size() <= kMaxQueuePairsPerConnection, "RDMA: ", qps_.size(),
                  " queue pairs per connection; 1 to ", kMaxQueuePairsPerConnection, " are possible");
+  for (auto& qp : qps_)  // a send is a write and a write with immediate
+    HORA_ENFORCE(qp->sendQueueDepth() >= 2, "RDMA: a send queue of ", qp->sendQueueDepth(),
+                 " requests; a send takes 2");
   ringRegion_ = qps_[0]->registerMemory(ring_.data(), ring_.size() * sizeof(CreditRecord));
   for (auto& qp : qps_) stagingRegions_.push_back(qp->registerMemory(staging_.data(), staging_.size()));
   // Ours: how many queue pairs, their addresses, and where the credits go.
@@ -288,7 +291,8 @@ CreditRecvStream::CreditRecvStream(std::unique_ptr<QueuePair> first, const Queue
   qps_.push_back(std::move(first));
   while (qps_.size() < count) qps_.push_back(more());
   for (auto& qp : qps_) {
-    HORA_ENFORCE(qp->sendQueueDepth() >= geometry.slots && qp->receiveQueueDepth() >= geometry.slots,
+    // A receive per granted slot; credit writes wait for send-queue room.
+    HORA_ENFORCE(qp->sendQueueDepth() >= 1 && qp->receiveQueueDepth() >= geometry.slots,
                  "RDMA: queues too short for ", geometry.slots, " slots");
     slotsRegions_.push_back(qp->registerMemory(slots_.data(), slots_.size()));
   }
@@ -310,6 +314,18 @@ bool CreditRecvStream::finishSetup() {
 }
 
 void CreditRecvStream::grant(std::size_t slot) {
+  grantsWaiting_.push_back(slot);
+  postWaitingGrants();
+}
+
+void CreditRecvStream::postWaitingGrants() {
+  while (!grantsWaiting_.empty() && grantsInFlight_ < qps_[0]->sendQueueDepth()) {
+    postGrant(grantsWaiting_.front());
+    grantsWaiting_.pop_front();
+  }
+}
+
+void CreditRecvStream::postGrant(std::size_t slot) {
   if (failed_) return;  // the sender's end is gone: nothing more will come
   const std::size_t index = (nextGrant_ - 1) % geometry_.slots;
   const std::size_t q = (nextGrant_ - 1) % qps_.size();
@@ -323,6 +339,7 @@ void CreditRecvStream::grant(std::size_t slot) {
   record.sequence = nextGrant_;
   qps_[0]->postWrite(grantsRegion_, index * sizeof(CreditRecord), sizeof(CreditRecord),
                      {peerRing_.address + index * sizeof(CreditRecord), peerRing_.key}, index, /*signaled=*/true);
+  ++grantsInFlight_;
   granted_.push_back(slot);
   ++nextGrant_;
 }
@@ -333,6 +350,7 @@ void CreditRecvStream::reap() {
     for (;;) {
       const std::size_t n = qp->poll(done, kMaxCompletions);
       for (std::size_t i = 0; i < n; ++i) {
+        if (done[i].operation != Operation::Receive) --grantsInFlight_;  // a grant's write ended
         if (done[i].status != Status::Success) {
           // Deferred (see failed_): a failed grant, or a receive flushed
           // after it, hands out no bytes; the slots before it still do.
@@ -349,6 +367,7 @@ void CreditRecvStream::reap() {
       if (n < kMaxCompletions) break;
     }
   }
+  postWaitingGrants();
   // Slots are handed out in the order they were granted, which is the
   // order the sender filled them in, whichever queue pair came first.
   while (!granted_.empty() && arrived_[granted_.front()] >= 0) {

@@ -183,7 +183,12 @@ class CreditRecvStream final : public ByteStream {
 
  private:
   void reap();                  // receive completions: filled slots, in order
-  void grant(std::size_t slot);  // posts a receive, then writes the credit
+  // Grants `slot` once queue pair 0's send queue has room for the credit
+  // write (a grant's entry is free again only once its completion has been
+  // polled, which may lag the data it let in): in order, the rest waiting.
+  void grant(std::size_t slot);
+  void postWaitingGrants();
+  void postGrant(std::size_t slot);  // posts a receive, then writes the credit
   // Waits (without blocking) for the sender's "ready", then grants every
   // slot; true once done.
   bool finishSetup();
@@ -201,6 +206,8 @@ class CreditRecvStream final : public ByteStream {
   RemoteMemory peerRing_;
   std::uint64_t nextGrant_ = 1;
   std::deque<std::size_t> granted_;   // slots granted and not yet handed out, in grant order
+  std::deque<std::size_t> grantsWaiting_;  // drained slots not granted yet, in order
+  std::size_t grantsInFlight_ = 0;         // credit writes not yet completed
   std::vector<long> arrived_;         // per slot: bytes that came, -1 while none
   struct Filled {
     std::size_t slot;

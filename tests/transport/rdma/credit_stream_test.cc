@@ -99,6 +99,18 @@ TEST(CreditStream, ASendQueueShorterThanTheSlotsIsNeverOverrun) {
   streamAndCheck(pair, 100000, 3);
 }
 
+// A receiver whose send queue holds fewer credit writes than it has slots
+// grants them as room comes back (a grant's entry is free only once its
+// completion is polled), in order; with the device slow, more at once
+// would overflow the queue, which the fake reports.
+TEST(CreditStream, AReceiverWithAShortSendQueueGrantsAsRoomComesBack) {
+  FakeOptions shortAndSlow;
+  shortAndSlow.sendQueueDepth = 2;
+  shortAndSlow.delaySteps = 3;
+  StreamPair pair = connectPair({8, 256}, shortAndSlow);
+  streamAndCheck(pair, 100000, 6);
+}
+
 TEST(CreditStream, NoCreditNoSend) {
   StreamPair pair = connectPair({2, 64});
   std::vector<char> data(1000, 'x');
