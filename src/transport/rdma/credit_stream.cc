@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/log.h"
 
 namespace hora::transport::rdma {
 
@@ -197,11 +198,24 @@ CreditSendStream::UserRegion* CreditSendStream::userRegionFor(const char* data, 
     if (!region.deregistered && region.range.holds(data, bytes)) return &region;
   const std::optional<UserRegistrations::Range> range = registrations_->find(data, bytes);
   if (!range) return nullptr;
+  for (std::uint64_t refused : refusedRanges_)
+    if (refused == range->id) return nullptr;
   UserRegion region;
   region.range = *range;
   // Registered for remote writes too, as every region here is; the
   // program's buffer is only ever read by this side's writes.
-  for (auto& qp : qps_) region.perQueuePair.push_back(qp->registerMemory(const_cast<char*>(range->base), range->bytes));
+  try {
+    for (auto& qp : qps_)
+      region.perQueuePair.push_back(qp->registerMemory(const_cast<char*>(range->base), range->bytes));
+  } catch (const Error& error) {
+    // The device refused (the locked-memory limit, pages it cannot pin):
+    // the buffer's bytes go through staging, as an unregistered one's.
+    for (std::size_t q = 0; q < region.perQueuePair.size(); ++q) qps_[q]->deregisterMemory(region.perQueuePair[q]);
+    refusedRanges_.push_back(range->id);
+    HORA_LOG(Info, "RDMA to ", peer_, ": a registered buffer of ", range->bytes,
+             " bytes is sent through staging: the device refused to register it: ", error.what());
+    return nullptr;
+  }
   ++userRegistrationsMade_;
   userRegions_.push_back(std::move(region));
   return &userRegions_.back();

@@ -167,6 +167,7 @@ class CreditSendStream final : public ByteStream {
   std::vector<Held> held_;
   std::uint64_t accepted_ = 0;  // stream bytes taken by trySendTwo
   std::uint64_t zeroCopyBytes_ = 0;
+  std::vector<std::uint64_t> refusedRanges_;  // program buffers the device would not register (ids)
   std::uint64_t userRegistrationsMade_ = 0;
 };
 

@@ -69,6 +69,9 @@ bool FakeQueuePair::inError() const {
 }
 
 Region FakeQueuePair::registerMemory(void* base, std::size_t bytes) {
+  if (options_.registrationLimitBytes != 0 && bytes > options_.registrationLimitBytes)
+    fail(ErrorKind::System, "fake device: cannot register ", bytes, " bytes (limit ", options_.registrationLimitBytes,
+         ")");
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
   const std::uint64_t key = fabric_->nextKey_++;
   fabric_->memory_[key] = {static_cast<char*>(base), bytes, id_};

@@ -41,6 +41,9 @@ struct FakeOptions {
   // eventFd() gives a descriptor (one that never becomes readable: enough
   // to see when a stream would sleep on it) instead of -1.
   bool reportsEventFd = false;
+  // Registrations larger than this fail (as past the locked-memory limit);
+  // 0: no limit.
+  std::size_t registrationLimitBytes = 0;
 };
 
 class FakeQueuePair;

@@ -55,6 +55,23 @@ TEST(ZeroCopySend, ARegisteredBufferGoesWithoutACopyAndIsRegisteredOnce) {
   EXPECT_EQ(pair.sender->userRegistrationsMade(), 1u) << "the steady state registered again";
 }
 
+// A program buffer the device refuses to register (past the locked-memory
+// limit, say) is sent through staging, correctly, and not offered to the
+// device again on every send.
+TEST(ZeroCopySend, ABufferTheDeviceRefusesIsCopiedInstead) {
+  auto registrations = std::make_shared<UserRegistrations>();
+  const std::vector<char> data = pattern(300001, 2);
+  registrations->add(data.data(), data.size());
+  FakeOptions limited;
+  limited.registrationLimitBytes = 200000;  // the streams' own buffers fit, the program's does not
+  StreamPair pair = connectPair(kGeometry, limited, 0, registrations);
+  for (int round = 0; round < 3; ++round)
+    ASSERT_TRUE(sendAndReceive(pair, data.data(), data.size()) == data) << "round " << round;
+  EXPECT_EQ(pair.sender->zeroCopyBytes(), 0u);
+  EXPECT_EQ(pair.fabric->bytesWrittenFrom(data.data()), 0u);
+  EXPECT_EQ(pair.sender->userRegistrationsMade(), 0u);
+}
+
 TEST(ZeroCopySend, UnregisteredBytesAndThoseAcrossABuffersEdgeAreCopied) {
   auto registrations = std::make_shared<UserRegistrations>();
   const std::vector<char> data = pattern(100000, 2);
