@@ -44,7 +44,8 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
   // Every reduction below is checked here, once per operation: the spec, and
   // the caller's buffers' alignment to the element (staging slots and FIFO
   // data are aligned by construction, every slice advances by whole
-  // elements, and the executor refuses partly overlapping buffers), so the
+  // elements, and every call with partly overlapping buffers is refused
+  // where it enters, Communicator::checkedMemoryOf), so the
   // loops call reduceHostUnchecked.
   kernels::checkReduceArguments("a collective's reduction", spec, nullptr, nullptr, nullptr, 0);
   // Element sizes are powers of two: a misaligned buffer has a low bit set,

@@ -98,10 +98,11 @@ OfiQueuePair::~OfiQueuePair() {
   if (completions_ != nullptr) fi_close(&completions_->fid);
 }
 
-void OfiQueuePair::raise(const char* call, long result) const {
+void OfiQueuePair::raise(const char* call, long result, bool posting) const {
   // A post refused because the peer is gone is the peer's failure, not
   // this rank's: a Remote error, which the communicator pins on the peer.
-  fail(peerGone(-result) ? ErrorKind::Remote : ErrorKind::System, "ofi (", device_->provider(), "): ",
+  // Anything else failing (set-up, registration) is this rank's own.
+  fail(posting && peerGone(-result) ? ErrorKind::Remote : ErrorKind::System, "ofi (", device_->provider(), "): ",
        device_->library().explain(call, result));
 }
 
@@ -169,14 +170,15 @@ void OfiQueuePair::flush() {
     const ssize_t rc = tryPost(posting);
     if (rc == -FI_EAGAIN) {
       if (std::chrono::steady_clock::now() - refusedSince_ > kBusyLimit)
-        raise(posting.request->operation == Operation::Receive ? "fi_recv (still refused)" : "fi_write (still refused)", rc);
+        raise(posting.request->operation == Operation::Receive ? "fi_recv (still refused)" : "fi_write (still refused)", rc,
+              /*posting=*/true);
       return;
     }
     if (rc != 0) {
       raise(posting.request->operation == Operation::Write                ? "fi_write"
             : posting.request->operation == Operation::WriteWithImmediate ? "fi_senddata"
                                                                            : "fi_recv",
-            rc);
+            rc, /*posting=*/true);
     }
     backlog_.pop_front();
     refusedSince_ = std::chrono::steady_clock::now();
@@ -222,7 +224,7 @@ void OfiQueuePair::drain() {
     if (n == -FI_EAVAIL) {
       fi_cq_err_entry error{};
       const ssize_t read = fi_cq_readerr(completions_, &error, 0);
-      if (read == -FI_EAGAIN) continue;  // taken by now: read the queue again
+      if (read == -FI_EAGAIN) return;  // not readable yet: the next poll reads it
       if (read != 1) raise("fi_cq_readerr", read < 0 ? read : -FI_EOTHER);
       auto* request = static_cast<Request*>(error.op_context);
       Completion completion;

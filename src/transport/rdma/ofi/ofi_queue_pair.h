@@ -100,7 +100,9 @@ class OfiQueuePair final : public QueuePair {
   // Reads the completion queue into pending_.
   void drain();
 
-  [[noreturn]] void raise(const char* call, long result) const;
+  // Throws the failure of `call`: a Remote error where `posting` was
+  // refused because the peer is gone, else System.
+  [[noreturn]] void raise(const char* call, long result, bool posting = false) const;
 
   std::shared_ptr<OfiDevice> device_;
   fid_ep* endpoint_ = nullptr;
