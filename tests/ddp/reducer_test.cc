@@ -224,6 +224,36 @@ TEST(CompressionHook, CompressesHostBucketsAndAveragesDeviceBucketsAsTheyAre) {
   });
 }
 
+// A trailing bucket of zero-element parameters has nothing to reduce and
+// never reaches the hook: the last bucket the hook sees says isLast.
+TEST(Reducer, TheLastBucketAHookSeesIsMarkedLastWhenEmptyBucketsFollow) {
+  struct LastSeen final : CommHook {
+    std::vector<std::pair<std::size_t, bool>> calls;
+    std::string name() const override { return "last-seen"; }
+    WorkPtr run(ProcessGroup& group, const GradBucket& bucket) override {
+      calls.emplace_back(bucket.index, bucket.isLast);
+      return group.allReduce(bucket.data, bucket.count, bucket.type, RedOp::Avg);
+    }
+  };
+  auto world = InProcessWorld::create(2);
+  onEachRank(2, [&](int rank) {
+    // Walked last first: w1 fills the first bucket to its cap, then the
+    // empty w0 opens a bucket of its own.
+    std::vector<std::vector<float>> storage = {{}, std::vector<float>(100, 1.0f)};
+    auto hook = std::make_shared<LastSeen>();
+    Reducer reducer(world->group(rank), floatParameters(storage),
+                    {.caps = {.firstBucketBytes = 400, .bucketBytes = 400}, .hook = hook});
+    ASSERT_EQ(reducer.buckets().size(), 2u);
+    ASSERT_EQ(reducer.buckets()[1].count, 0u);
+    reducer.markReady(1);
+    reducer.markReady(0);
+    reducer.finish();
+    ASSERT_EQ(hook->calls.size(), 1u);
+    EXPECT_EQ(hook->calls[0].first, 0u);
+    EXPECT_TRUE(hook->calls[0].second) << "no call the hook saw was marked last";
+  });
+}
+
 TEST(Reducer, FailedCollectiveSurfacesFromFinishAndStopsTheReducer) {
   auto world = InProcessWorld::create(2);
   onEachRank(2, [&](int rank) {
