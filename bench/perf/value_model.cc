@@ -10,12 +10,33 @@
 namespace hora::perf {
 namespace {
 
-// A cheap mix of (rank, index, rep) so that neighbouring elements, ranks and
-// repetitions get different values; reduced modulo a bound by the callers.
-std::uint64_t mix(int rank, std::size_t index, int rep, std::uint64_t modulus) {
-  return (static_cast<std::uint64_t>(rank) * 37 + (index % modulus) * 11 +
-          static_cast<std::uint64_t>(rep) * 13) %
-         modulus;
+// splitmix64's finaliser: every bit of x moves every bit of the result.
+std::uint64_t scramble(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A value of the whole index and the repetition, with no period: a block
+// of the result that lands in the wrong place, however far, holds other
+// values than the ones expected there.
+std::uint64_t indexHash(std::size_t index, int rep) {
+  return scramble(static_cast<std::uint64_t>(index) * 0x100000001b3ull + static_cast<std::uint64_t>(rep));
+}
+
+// Values in [0, modulus) that differ between the ranks at every index
+// (while modulus >= n): what copies need to tell ranks' blocks apart.
+std::uint64_t distinctPerRank(int rank, std::size_t index, int rep, std::uint64_t modulus) {
+  return (indexHash(index, rep) % modulus + static_cast<std::uint64_t>(rank) * 37) % modulus;
+}
+
+// Values in [0, modulus) drawn afresh for every rank, index and repetition:
+// their sum over ranks varies from index to index even where the ranks
+// would cover every residue (a rank term that is a permutation would give
+// every index the same sum, and no misplaced element would show).
+std::uint64_t drawn(int rank, std::size_t index, int rep, std::uint64_t modulus) {
+  return scramble(indexHash(index, rep) ^ static_cast<std::uint64_t>(rank) * 0xd6e8feb86659fd93ull) % modulus;
 }
 
 // Whether `rank` is one of the `active` ranks that contribute at `index`:
@@ -71,13 +92,13 @@ ValueModel::ValueModel(ncclDataType_t type, std::optional<ncclRedOp_t> op, int n
 
 double ValueModel::input(int rank, std::size_t index, int rep) const {
   switch (pattern_) {
-    case Pattern::Varied: return static_cast<double>(mix(rank, index, rep, limit_ + 1));
+    case Pattern::Varied: return static_cast<double>(distinctPerRank(rank, index, rep, limit_ + 1));
     case Pattern::SmallSum:
       if (!isActive(rank, index, rep, nranks_, activeRanks_)) return 0.0;
-      return 1.0 + static_cast<double>(mix(rank, index, rep, largestAddend_));
+      return 1.0 + static_cast<double>(drawn(rank, index, rep, largestAddend_));
     case Pattern::PowersOfTwo:
       if (!isActive(rank, index, rep, nranks_, activeRanks_)) return 1.0;
-      return mix(rank, index, rep, 3) != 0 ? 2.0 : 1.0;
+      return drawn(rank, index, rep, 3) != 0 ? 2.0 : 1.0;
   }
   return 0.0;
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "data_types.h"
@@ -147,6 +148,40 @@ TEST(ValueModel, InputsVaryByRankAndIndex) {
     }
     EXPECT_NE(model.input(0, 0, 0), model.input(0, 1, 0)) << info.name;
     EXPECT_NE(model.input(0, 0, 0), model.input(0, 0, 1)) << info.name;
+  }
+}
+
+// Expected results must not repeat along the buffer: a block of the result
+// written to the wrong place (a reduce-scatter block of another rank, a
+// chunk shifted by a power of two) has to show as wrong. Before, inputs
+// repeated every L/K elements, and where the ranks covered every residue
+// every index had the same sum.
+TEST(ValueModel, AMisplacedBlockOfTheResultShows) {
+  struct Shifted {
+    ncclDataType_t type;
+    std::optional<ncclRedOp_t> op;
+    int nranks;
+    std::size_t shift;
+  };
+  const Shifted cases[] = {
+      {ncclFloat32, ncclSum, 2, std::size_t{1} << 19}, {ncclFloat32, ncclSum, 2, std::size_t{4} << 20},
+      {ncclBfloat16, ncclSum, 16, 256},                 {ncclFloat16, ncclSum, 64, 4096},
+      {ncclFloat8e4m3, ncclSum, 4, 64},                 {ncclFloat8e5m2, ncclSum, 4, 64},
+      {ncclInt8, ncclSum, 10, 120},                     {ncclFloat8e5m2, std::nullopt, 8, 9},
+      {ncclInt32, ncclMax, 3, std::size_t{1} << 20},    {ncclFloat64, ncclProd, 5, 1 << 12},
+  };
+  for (const Shifted& c : cases) {
+    const ValueModel model(c.type, c.op, c.nranks);
+    int differ = 0;
+    constexpr int kSamples = 1000;
+    for (std::size_t i = 0; i < kSamples; ++i) {
+      const bool copies = !c.op;
+      const double here = copies ? model.input(1, i, 0) : model.reduced(i, 0);
+      const double there = copies ? model.input(1, i + c.shift, 0) : model.reduced(i + c.shift, 0);
+      differ += here != there ? 1 : 0;
+    }
+    EXPECT_GT(differ, kSamples / 2) << dataTypeInfo(c.type).name << ", " << c.nranks << " ranks, shift " << c.shift
+                                    << ": " << differ << " of " << kSamples << " elements differ";
   }
 }
 
