@@ -74,13 +74,23 @@ started=$SECONDS
 started_at=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 for transport in $TRANSPORTS; do
   for ((repeat = 1; repeat <= REPEATS; repeat++)); do
+    # Which build goes first alternates from repeat to repeat, so that a
+    # first launch's advantage or penalty falls on both alike.
+    order=(before after)
+    ((repeat % 2 == 0)) && order=(after before)
     for collective in "${collectives[@]}"; do
-      launch "before-$transport-$collective-r$repeat" "$before" "$transport" "$collective" "${big[@]}"
-      launch "after-$transport-$collective-r$repeat" "$after" "$transport" "$collective" "${big[@]}"
+      for which in "${order[@]}"; do
+        build=$before
+        [[ $which == after ]] && build=$after
+        launch "$which-$transport-$collective-r$repeat" "$build" "$transport" "$collective" "${big[@]}"
+      done
     done
     for collective in "${latency_collectives[@]}"; do
-      launch "before-$transport-lat_$collective-r$repeat" "$before" "$transport" "$collective" "${small[@]}"
-      launch "after-$transport-lat_$collective-r$repeat" "$after" "$transport" "$collective" "${small[@]}"
+      for which in "${order[@]}"; do
+        build=$before
+        [[ $which == after ]] && build=$after
+        launch "$which-$transport-lat_$collective-r$repeat" "$build" "$transport" "$collective" "${small[@]}"
+      done
     done
   done
 done
@@ -105,7 +115,7 @@ echo "# after:  $after"
 echo "# started $started_at; load average (1, 5, 15 min) before: $load_before, after: $(load_average)"
 echo "# bandwidth: hora-perf <collective> ${big[*]}"
 echo "# latency:   hora-perf <collective> ${small[*]}"
-echo "# every launch run $REPEATS time(s), before and after alternately"
+echo "# every launch run $REPEATS time(s), before and after alternately, the first of the two swapping each repeat"
 # table <field> <name>...: a row per transport, table name and size.
 table() {
   local field=$1 transport name size
@@ -113,7 +123,8 @@ table() {
   for transport in $TRANSPORTS; do
     for name in "$@"; do
       while read -r size; do
-        [[ -n $size ]] && row "$transport" "$name" "$size" "$field"
+        [[ -n $size ]] || continue  # no rows: an empty table, not the end of the report
+        row "$transport" "$name" "$size" "$field"
       done <<<"$(sizes_of "$transport" "$name")"
     done
   done
