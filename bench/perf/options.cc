@@ -93,7 +93,7 @@ const std::vector<Flag>& flags() {
        [](Options& o, std::string_view v, const std::string& f) { o.types = parseTypes(v, f); }},
       {'r', "root", true,
        [](Options& o, std::string_view v, const std::string& f) {
-         if (v == "all") {
+         if (v == "all" || v == "-1") {  // -1: nccl-tests' spelling of every root
            o.root.reset();
          } else {
            o.root = parseInt(v, f, 0);
@@ -262,7 +262,7 @@ Operation:
   -o, --op OP             sum, prod, min, max, avg or all (default sum)
   -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half float double
                           bfloat16 f8e4m3 f8e5m2, or all (default float)
-  -r, --root R            root rank of broadcast and reduce, or all (default 0)
+  -r, --root R            root rank of broadcast and reduce, or all (or -1) (default 0)
 Measurement:
   -n, --iters N           timed iterations per size (default 20)
   -w, --warmup_iters N    untimed iterations before them (default 5)

@@ -99,6 +99,7 @@ TEST(Options, LongFlagsWithSpaceOrEquals) {
   EXPECT_EQ(options.ops, std::vector<ncclRedOp_t>{ncclAvg});
   EXPECT_EQ(options.types, std::vector<ncclDataType_t>{ncclFloat8e5m2});
   EXPECT_FALSE(options.root.has_value());
+  EXPECT_FALSE(parseOptions({"broadcast", "-r", "-1"}).root.has_value()) << "nccl-tests' -1 means every root";
   EXPECT_EQ(options.threads, 4);
   EXPECT_EQ(options.average, AverageMode::Rank0);
   EXPECT_EQ(options.registration, Registration::Local);
@@ -167,7 +168,7 @@ TEST(Options, BadNumbersSayTheRange) {
   EXPECT_THAT(usageErrorOf({"all_reduce", "-z", "2"}), HasSubstr("-z/--blocking"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-R", "3"}), HasSubstr("-R/--local_register must be between 0 and 2"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-g", "0"}), HasSubstr("-g/--ngpus"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-r", "-1"}), HasSubstr("-r/--root"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-r", "-2"}), HasSubstr("-r/--root"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-f", "0"}), HasSubstr("-f/--stepfactor"));
 }
 
