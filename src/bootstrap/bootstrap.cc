@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <functional>
 
 #include "base/error.h"
@@ -23,8 +24,32 @@ std::uint64_t localHostHash() {
     ssize_t n = readlink(ns, target, sizeof(target) - 1);
     key += "|" + (n > 0 ? std::string(target, n) : std::string());
   }
+  // The initial namespaces have the same numbers on every machine, so two
+  // machines with one hostname (cloned VMs, containers given a --hostname)
+  // would hash alike; the kernel's boot id tells them apart, and is the
+  // same in every container of one machine.
+  std::ifstream bootId("/proc/sys/kernel/random/boot_id");
+  std::string boot;
+  std::getline(bootId, boot);
+  key += "|" + boot;
   return std::hash<std::string>{}(key);
 }
+
+namespace {
+// The root's table, checked before anything in it is used: something else
+// than hora's root may answer at a reused address.
+void checkPeerTable(std::vector<PeerInfo>& peers, const std::string& rootName) {
+  for (std::size_t r = 0; r < peers.size(); ++r) {
+    PeerInfo& peer = peers[r];
+    peer.host[sizeof(peer.host) - 1] = '\0';
+    if (peer.rank != static_cast<std::int32_t>(r) || peer.listenLength == 0 ||
+        peer.listenLength > sizeof(peer.listen) ||
+        (peer.listen.ss_family != AF_INET && peer.listen.ss_family != AF_INET6))
+      fail(ErrorKind::Remote, rootName, " sent a table of ranks that is not hora's (entry ", r,
+           "): is another service at that address?");
+  }
+}
+}  // namespace
 
 Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
                      const Deadline& deadline, const std::atomic<bool>* abort)
@@ -75,10 +100,14 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   try {
     root = Socket::connect(id.root, deadline, abort, rootName);
     sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), deadline, abort, rootName);
-    root.recvAll(&reply, sizeof(reply), deadline.extendedBy(kRootReplyGrace), abort, rootName);
+    // The table follows the reply at once: both within the grace.
+    const Deadline answer = deadline.extendedBy(kRootReplyGrace);
+    root.recvAll(&reply, sizeof(reply), answer, abort, rootName);
+    reply.error[sizeof(reply.error) - 1] = '\0';
     if (reply.ok) {
       peers_.resize(nranks);
-      root.recvAll(peers_.data(), peers_.size() * sizeof(PeerInfo), deadline, abort, rootName);
+      root.recvAll(peers_.data(), peers_.size() * sizeof(PeerInfo), answer, abort, rootName);
+      checkPeerTable(peers_, rootName);
     }
   } catch (const Error& error) {
     // With NCCL_COMM_ID rank 0 hosts the root: a root that never listened,

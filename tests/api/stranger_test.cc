@@ -5,6 +5,9 @@
 // the first all-to-all, whose connections are made then). Init must
 // succeed on every rank, the collectives must give the right results, and
 // the listener's rank must have logged that it ignored the stranger.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "nccl.h"
 #include "rank_process.h"
 #include "support/stranger.h"
 #include "support/listening_ports.h"
@@ -189,6 +193,65 @@ TEST_P(Strangers, AreIgnoredAndTheJobSucceeds) {
     if (c.listener != Listener::Transport && r != 0) continue;
     EXPECT_THAT(readFile(files.log(r)), ::testing::HasSubstr("ignored a connection from 127.0.0.1:"))
         << "rank " << r;
+  }
+}
+
+// Something other than hora's root answers at the rendezvous address (a
+// port another service took over): a rank that joins there gets an error
+// saying so, never a crash or a read past what was sent, whether the answer
+// is a refusal without its terminator or a table of ranks that is garbage.
+TEST(ForeignRoot, AnAnswerThatIsNotHorasFailsInitCleanly) {
+  for (bool refusal : {true, false}) {
+    const int port = freeLoopbackPort();
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(listener, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int yes = 1;
+    ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    ASSERT_EQ(::listen(listener, 4), 0);
+    std::thread foreign([&] {
+      const int peer = ::accept(listener, nullptr, nullptr);
+      if (peer < 0) return;
+      char greeting[4096];
+      std::this_thread::sleep_for(milliseconds(200));
+      (void)!::recv(peer, greeting, sizeof(greeting), MSG_DONTWAIT);
+      // A reply-sized answer: "ok" with a table of 0xff bytes, or a
+      // refusal whose text fills its buffer with no terminator.
+      std::vector<char> answer(64 * 1024, static_cast<char>(0xff));
+      const std::int32_t head[3] = {refusal ? 0 : 1, 4, -1};
+      std::memcpy(answer.data(), head, sizeof(head));
+      (void)!::send(peer, answer.data(), answer.size(), MSG_NOSIGNAL);
+      std::this_thread::sleep_for(milliseconds(500));
+      ::close(peer);
+    });
+    // The rank in a child process, as the other tests' ranks: the library's
+    // state (its log, for one) must not start in this process.
+    const std::string commId = "127.0.0.1:" + std::to_string(port);
+    ChildProcess joiner(
+        [commId](Reporter& reporter) {
+          hora::test_support::setEnvironment("NCCL_COMM_ID", commId);
+          hora::test_support::setEnvironment("HORA_TIMEOUT", "10");
+          ncclUniqueId id;
+          if (ncclGetUniqueId(&id) != ncclSuccess) return 2;
+          ncclComm_t comm = nullptr;
+          const ncclResult_t result = ncclCommInitRank(&comm, 2, id, 1);  // rank 1: the root is elsewhere
+          reporter.report("result", std::to_string(static_cast<int>(result)));
+          reporter.report("text", ncclGetLastError(nullptr));
+          return 0;
+        },
+        seconds(30));
+    const ChildExit exit = joiner.waitExit(seconds(30));
+    foreign.join();
+    ::close(listener);
+    ASSERT_TRUE(exit.exited && exit.code == 0) << (refusal ? "refusal: " : "table: ") << exit.describe();
+    const std::string text = joiner.value("text");
+    EXPECT_NE(joiner.value("result"), std::to_string(static_cast<int>(ncclSuccess))) << text;
+    if (!refusal) EXPECT_THAT(text, ::testing::HasSubstr("not hora's")) << text;
+    EXPECT_LT(text.size(), 2000u) << "the error text ran past the refusal's buffer";
   }
 }
 
