@@ -146,6 +146,15 @@ TEST(CppExchange, BadArgumentsAreRefusedBeforeAnythingIsQueued) {
     EXPECT_THROW(c.scatterAsync(buffer.data(), nullptr, 1, DataType::Float32, 0), hora::Error);
     EXPECT_THROW(c.allToAllAsync(buffer.data(), buffer.data() + 4, 1, static_cast<DataType>(99)),
                  hora::Error);
+    // At the root, buffers that overlap other than in place (a gather's
+    // send buffer must be block `root` of its receive buffer, a scatter's
+    // receive buffer block `root` of its send buffer): refused at the
+    // call, before anything is queued. (Elsewhere the root's other buffer
+    // is not used, and may lie anywhere.)
+    if (rank == 0) {
+      EXPECT_THROW(c.gatherAsync(buffer.data() + 1, buffer.data(), 2, DataType::Float32, 0), hora::Error);
+      EXPECT_THROW(c.scatterAsync(buffer.data(), buffer.data() + 1, 2, DataType::Float32, 0), hora::Error);
+    }
     // The communicator still works afterwards.
     float value = 1.0f;
     c.allReduce(&value, &value, 1, DataType::Float32, hora::RedOp::Sum);
