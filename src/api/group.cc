@@ -5,8 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/buffer_layout.h"
-
 namespace hora::api {
 
 namespace {

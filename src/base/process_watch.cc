@@ -69,9 +69,8 @@ void ProcessWatch::run() {
   std::vector<pollfd> entries;
   entries.push_back({stopFd_, POLLIN, 0});
   for (int fd : pidfds_) entries.push_back({fd, POLLIN, 0});
-  std::vector<Watched> polled = polled_;
   while (true) {
-    const int timeout = polled.empty() ? -1 : static_cast<int>(kFallbackPoll.count());
+    const int timeout = polled_.empty() ? -1 : static_cast<int>(kFallbackPoll.count());
     const int ready = ::poll(entries.data(), entries.size(), timeout);
     if (ready < 0 && errno != EINTR) {
       HORA_LOG(Warn, "the watch of peer processes stopped: poll failed: ", errnoText(errno));
@@ -83,13 +82,13 @@ void ProcessWatch::run() {
         entries[i].fd = -1;  // poll() skips negative descriptors
         onGone_(byPidfd_[i - 1]);
       }
-    for (auto process = polled.begin(); process != polled.end();) {
+    for (auto process = polled_.begin(); process != polled_.end();) {
       if (!processGone(process->pid)) {
         ++process;
         continue;
       }
       onGone_(*process);
-      process = polled.erase(process);
+      process = polled_.erase(process);
     }
   }
 }

@@ -49,7 +49,7 @@ class ProcessWatch {
 
   std::vector<Watched> byPidfd_;  // byPidfd_[i] is watched through pidfds_[i]
   std::vector<int> pidfds_;
-  std::vector<Watched> polled_;
+  std::vector<Watched> polled_;  // the watch's thread drops each once reported
   OnGone onGone_;
   int stopFd_ = -1;  // an eventfd: written to stop the thread
   std::thread thread_;

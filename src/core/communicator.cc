@@ -1,7 +1,5 @@
 #include "core/communicator.h"
 
-#include "core/buffer_layout.h"
-
 #include <pthread.h>
 #include <sched.h>
 
@@ -14,6 +12,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "core/buffer_layout.h"
 #include "core/scalar.h"
 #include "hora_config.h"
 #if HORA_HAVE_CUDA

@@ -9,7 +9,6 @@
 #include "algorithms/ring.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "core/buffer_layout.h"
 
 namespace hora::core {
 

@@ -1,7 +1,6 @@
 #include "device/cuda_executor.h"
 
 #include <cuda_runtime.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,20 +70,11 @@ std::uint64_t processIdentity() {
   return identity;
 }
 
-// Which pid namespace this process is in (its inode), 0 where /proc does not
-// say: only in the same one does a peer's pid name the peer.
-std::uint64_t pidNamespace() {
-  struct stat namespaceFile {};
-  if (::stat("/proc/self/ns/pid", &namespaceFile) != 0) return 0;
-  return static_cast<std::uint64_t>(namespaceFile.st_ino) ^ (static_cast<std::uint64_t>(namespaceFile.st_dev) << 32);
-}
-
 // What each rank tells the others, first about its GPU, then about its FIFOs.
 struct GpuOffer {
   std::uint64_t hostHash;
   std::uint64_t process;  // processIdentity()
   std::int64_t pid;
-  std::uint64_t pidNamespace;  // pidNamespace()
   std::int32_t device;
   std::int32_t residentBlocks;  // ring-kernel blocks its GPU keeps resident
   std::int32_t minChannels;     // NCCL_MIN_NCHANNELS here
@@ -210,7 +200,6 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   mine.hostHash = ctx_.hostHash;
   mine.process = processIdentity();
   mine.pid = ::getpid();
-  mine.pidNamespace = pidNamespace();
   mine.device = ctx_.device;
   mine.residentBlocks = ringBlocksPerMultiprocessor() * properties.multiProcessorCount;
   mine.minChannels = static_cast<std::int32_t>(env::getInt({"HORA_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS"}, 1));
@@ -232,8 +221,9 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   std::vector<ProcessWatch::Watched> peerProcesses;
   for (int peer = 0; peer < n; ++peer) {
     const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
-    if (g.process != mine.process && g.hostHash == mine.hostHash && mine.pidNamespace != 0 &&
-        g.pidNamespace == mine.pidNamespace)
+    // One host hash means one machine and one pid namespace
+    // (bootstrap::localHostHash): there the peer's pid names the peer.
+    if (g.process != mine.process && g.hostHash == mine.hostHash)
       peerProcesses.push_back({static_cast<pid_t>(g.pid), peer});
   }
   watchPeerProcesses(std::move(peerProcesses));

@@ -14,6 +14,10 @@ bool is_forwarded_signal(int signal_number) {
          std::end(kForwardedSignals);
 }
 
+bool ends_job(int signal_number) {
+  return signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP || signal_number == SIGQUIT;
+}
+
 SignalRouting::SignalRouting() {
   // SIGCHLD back to its default: a parent that left it ignored would make the
   // kernel reap our ranks silently, and their exit statuses would be lost.

@@ -18,6 +18,9 @@ namespace hora::launcher {
 inline constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 
 bool is_forwarded_signal(int signal_number);
+// The forwarded signals whose default action ends a process (SIGINT,
+// SIGTERM, SIGHUP, SIGQUIT): meant to end the job.
+bool ends_job(int signal_number);
 
 class SignalRouting {
  public:

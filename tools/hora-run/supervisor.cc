@@ -108,9 +108,7 @@ void Supervisor::drain_output() {
     if (stdout_.drain(slice_end) && stderr_.drain(slice_end)) return;
     if (deadline && Clock::now() >= *deadline) return give_up();
     for (int signal_number : signals_.take_pending()) {
-      const bool ends = signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP ||
-                        signal_number == SIGQUIT;
-      if (!ends) continue;
+      if (!ends_job(signal_number)) continue;
       if (exit_code_.value_or(0) == 0) exit_code_ = 128 + signal_number;
       return give_up();
     }
@@ -328,8 +326,7 @@ void Supervisor::signal_rank_groups(int signal_number, bool live_ranks_only) {
   // A stopped process acts on a signal only once continued (a rank that
   // wrote to the terminal from the background, one stopped by hand): after
   // a signal meant to end the ranks, SIGCONT follows, as shells do.
-  const bool ends = signal_number == SIGTERM || signal_number == SIGINT || signal_number == SIGHUP ||
-                    signal_number == SIGQUIT;
+  const bool ends = ends_job(signal_number);
   for (const Rank& rank : ranks_) {
     if (live_ranks_only && !rank.running) continue;
     // ESRCH (the group is already empty) is the expected, harmless case.

@@ -221,6 +221,12 @@ CreditSendStream::UserRegion* CreditSendStream::userRegionFor(const char* data, 
   return &userRegions_.back();
 }
 
+bool CreditSendStream::nextCreditArrived() const {
+  // The receiver's write of the record lands before its sequence does.
+  const CreditRecord& credit = ring_[(nextSequence_ - 1) % geometry_.slots];
+  return std::atomic_ref<const std::uint64_t>(credit.sequence).load(std::memory_order_acquire) == nextSequence_;
+}
+
 std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstBytes, const void* second,
                                          std::size_t secondBytes) {
   if (!finishSetup()) return 0;
@@ -229,10 +235,7 @@ std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstByt
   const std::size_t index = (nextSequence_ - 1) % geometry_.slots;
   const std::size_t q = (nextSequence_ - 1) % qps_.size();
   const CreditRecord& credit = ring_[index];
-  // The receiver's write of the record lands before its sequence does.
-  const std::uint64_t granted =
-      std::atomic_ref<const std::uint64_t>(credit.sequence).load(std::memory_order_acquire);
-  if (granted != nextSequence_ || stagingBusy_[index]) return 0;
+  if (!nextCreditArrived() || stagingBusy_[index]) return 0;
   // A send takes two requests on the send queue until its completion.
   if ((inFlight_[q] + 1) * 2 > qps_[q]->sendQueueDepth()) return 0;
   const std::size_t room = std::min<std::size_t>(credit.bytes, geometry_.slotBytes);
@@ -275,9 +278,7 @@ pollfd CreditSendStream::pollEntry(bool) const {
   // A credit arrives as a plain RDMA write into the ring, which completes
   // nothing here and wakes no completion channel: a sender waiting for one
   // looks again soon instead of sleeping until the wait's slice ends.
-  const CreditRecord& next = ring_[(nextSequence_ - 1) % geometry_.slots];
-  if (std::atomic_ref<const std::uint64_t>(next.sequence).load(std::memory_order_acquire) != nextSequence_)
-    return {-1, POLLIN, 0};
+  if (!nextCreditArrived()) return {-1, POLLIN, 0};
   return sleepEntry(*qps_[0]);
 }
 

@@ -129,6 +129,8 @@ class CreditSendStream final : public ByteStream {
   void reap();  // completions: staging slots free again, or an error
   // Reads the receiver's address, connects and says so; true once done.
   bool finishSetup();
+  // The receiver has granted the credit the next send needs.
+  bool nextCreditArrived() const;
   // The registered program buffer holding [data, data + bytes), registered
   // with the queue pairs now if it was not yet; null if there is none.
   UserRegion* userRegionFor(const char* data, std::size_t bytes);
