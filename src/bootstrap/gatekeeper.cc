@@ -32,9 +32,14 @@ void Gatekeeper::acceptWaiting() {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      // Out of descriptors or memory: leave the rest in the backlog and let
-      // the caller's deadline decide; the pending ones still progress.
-      HORA_LOG(Warn, options_.name, ": accept failed: ", errnoText(errno));
+      // Out of descriptors or memory: leave the rest in the backlog, rest
+      // the listener for a moment and let the caller's deadline decide; the
+      // pending ones still progress. Said once, not at every try.
+      if (!acceptFailureSaid_)
+        HORA_LOG(Warn, options_.name, ": accept failed: ", errnoText(errno), "; trying again every ",
+                 kAcceptRetryPause.count(), " ms while connections wait in the backlog");
+      acceptFailureSaid_ = true;
+      acceptResumes_ = Deadline::after(kAcceptRetryPause);
       return;
     }
     pending.socket = Socket(fd);
@@ -141,8 +146,9 @@ void Gatekeeper::serveOnce(int timeoutMs, const std::string& waitingFor) {
   // Poll the listener (while there is a free slot) and every pending
   // connection together; wake for the nearest stranger's patience too.
   std::vector<pollfd> entries;
-  const bool listening = pending_.size() < kMaxPendingConnections;
+  const bool listening = pending_.size() < kMaxPendingConnections && acceptResumes_.expired();
   if (listening) entries.push_back({listener_.fd(), POLLIN, 0});
+  if (!acceptResumes_.expired()) timeoutMs = std::min(timeoutMs, acceptResumes_.pollTimeoutMs());
   for (const auto& pending : pending_) {
     entries.push_back({pending.socket.fd(), POLLIN, 0});
     timeoutMs = std::min(timeoutMs, pending.patience.pollTimeoutMs(Socket::kPollSliceMs));

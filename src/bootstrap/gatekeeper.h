@@ -34,6 +34,11 @@ inline constexpr std::chrono::milliseconds kGreetingPatience{3000};
 // a slot frees (at the latest after kGreetingPatience).
 inline constexpr std::size_t kMaxPendingConnections = 64;
 
+// How long the listener rests after accept() failed for want of
+// descriptors or memory. Those connections stay in the kernel's backlog;
+// polling the listener at once would find it readable again and spin.
+inline constexpr std::chrono::milliseconds kAcceptRetryPause{100};
+
 class Gatekeeper {
  public:
   struct Options {
@@ -94,6 +99,9 @@ class Gatekeeper {
 
   Socket listener_;
   Options options_;
+  // Set while accept() rests after running out of descriptors or memory.
+  Deadline acceptResumes_ = Deadline::after(std::chrono::milliseconds(0));
+  bool acceptFailureSaid_ = false;  // that failure is logged once
   std::vector<Pending> pending_;
   std::deque<Guest> admitted_;
 };
