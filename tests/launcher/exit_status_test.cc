@@ -25,6 +25,30 @@ int wait_status_of_child(Body body) {
   return status;
 }
 
+// What waitid() says of an exited child, turned into a wait status, is
+// what waitpid() gives for the same child.
+template <typename Body>
+void expect_waitid_reads_as_waitpid(Body body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    body();
+    ::_exit(0);
+  }
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(wait_status_of(info), status) << describe_wait_status(status);
+}
+
+TEST(ExitStatusTest, WaitidStatusesReadAsWaitpidOnes) {
+  expect_waitid_reads_as_waitpid([] { ::_exit(0); });
+  expect_waitid_reads_as_waitpid([] { ::_exit(3); });
+  expect_waitid_reads_as_waitpid([] { ::_exit(255); });
+  expect_waitid_reads_as_waitpid([] { ::raise(SIGKILL); });
+  expect_waitid_reads_as_waitpid([] { ::raise(SIGTERM); });
+}
+
 TEST(ExitStatusTest, NormalExit) {
   int success = wait_status_of_child([] { ::_exit(0); });
   EXPECT_TRUE(is_success(success));

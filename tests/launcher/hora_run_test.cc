@@ -1,5 +1,6 @@
 // End-to-end tests of the hora-run binary with small shell programs as ranks.
 #include <signal.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -213,6 +215,26 @@ TEST(HoraRunTest, NamesTheKilledRankWhenItsSurvivorsFailedAtTheSameTime) {
   EXPECT_EQ(result.exit_code(), 128 + 9) << result.err;
   EXPECT_THAT(result.err, AllOf(HasSubstr("rank 2 (pid "), HasSubstr("was killed by signal 9")));
   EXPECT_THAT(result.err, Not(HasSubstr("exited with status 1"))) << "a survivor was reported first";
+}
+
+// An exited rank's pid is also its process group's number, which the
+// launcher may still signal (for processes the rank left behind). So the
+// launcher keeps it, as a zombie nobody else can be given the number of,
+// until the job is over. Rank 0 exits at once; rank 1 then looks at it.
+TEST(HoraRunTest, AnExitedRankKeepsItsPidUntilTheJobEnds) {
+  char directory[] = "/tmp/hora-run-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(directory), nullptr);
+  const std::string pid_file = std::string(directory) + "/rank0.pid";
+  LauncherResult result = run_launcher(
+      {"-n", "2", "/bin/sh", "-c",
+       "if [ \"$RANK\" = 0 ]; then echo $$ > " + pid_file + ".part; mv " + pid_file + ".part " + pid_file +
+           "; exit 0; fi; while [ ! -e " + pid_file + " ]; do sleep 0.05; done; sleep 0.5; "
+           "read pid < " + pid_file + "; echo \"state $(cut -d' ' -f3 /proc/$pid/stat)\""});
+  std::remove(pid_file.c_str());
+  ::rmdir(directory);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("state Z")) << "rank 0 was reaped while the job ran: " << result.err;
 }
 
 TEST(HoraRunTest, RankIgnoringSigtermIsKilledAfterTheKillTimeout) {

@@ -9,6 +9,15 @@ namespace hora::launcher {
 
 bool is_success(int wait_status) { return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0; }
 
+int wait_status_of(const siginfo_t& exited) {
+  switch (exited.si_code) {
+    case CLD_EXITED: return W_EXITCODE(exited.si_status & 0xff, 0);
+    case CLD_KILLED: return W_EXITCODE(0, exited.si_status);
+    case CLD_DUMPED: return W_EXITCODE(0, exited.si_status) | WCOREFLAG;
+    default: return W_STOPCODE(exited.si_status);  // never asked for: stopped or continued
+  }
+}
+
 std::string describe_wait_status(int wait_status) {
   if (WIFEXITED(wait_status)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status)) {

@@ -3,6 +3,8 @@
 // killed by a signal) so scripts can tell the two cases apart.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 
 namespace hora::launcher {
@@ -15,6 +17,11 @@ inline constexpr int kExitNotFound = 127;       // as the shell: "command not fo
 inline constexpr int kExitCannotExecute = 126;  // as the shell: found, but cannot be run
 
 bool is_success(int wait_status);
+
+// The waitpid()-style status of a child that waitid() found exited (the
+// launcher reads exits with waitid(WNOWAIT), which leaves the child to be
+// reaped later, and describes them with the functions below).
+int wait_status_of(const siginfo_t& exited);
 
 // "exited with status 3", "was killed by signal 9 (Killed)".
 std::string describe_wait_status(int wait_status);

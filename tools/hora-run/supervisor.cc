@@ -81,7 +81,9 @@ Supervisor::~Supervisor() {
     ::kill(-rank.pid, SIGKILL);
     while (::waitpid(rank.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
+    rank.reaped = true;
   }
+  release_exited_ranks();
 }
 
 void Supervisor::report(const std::string& message) { stderr_.write("hora-run: " + message + "\n"); }
@@ -165,6 +167,7 @@ int Supervisor::run() {
   for (const RankOutput& output : streams_) output.stream->close_now();
   // Processes the ranks of a failed job left behind are stopped too.
   if (stopping_) signal_rank_groups(SIGKILL, /*live_ranks_only=*/false);
+  release_exited_ranks();
   drain_output();
   return exit_code_.value_or(0);
 }
@@ -247,27 +250,45 @@ void Supervisor::handle_signals() {
 }
 
 void Supervisor::reap_exited_ranks() {
+  // An exited rank is only looked at (WNOWAIT), not reaped: as a zombie it
+  // keeps its pid, which is also its process group's number, until the job
+  // is over. So the SIGTERM and SIGKILL that later go to the groups of
+  // exited ranks (for processes they left behind) can never reach a
+  // stranger that was given the number again.
   std::vector<Rank*> exited;
-  while (true) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid < 0 && errno == EINTR) continue;
-    if (pid <= 0) break;  // 0: others still running; ECHILD: none left
-    for (Rank& rank : ranks_) {
-      if (rank.pid != pid || !rank.running) continue;
-      rank.running = false;
-      rank.wait_status = status;
-      exited.push_back(&rank);
-    }
+  for (Rank& rank : ranks_) {
+    if (!rank.running) continue;
+    siginfo_t info{};
+    int rc;
+    do {
+      rc = ::waitid(P_PID, static_cast<id_t>(rank.pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0 || info.si_pid == 0) continue;  // still running
+    rank.running = false;
+    rank.wait_status = wait_status_of(info);
+    exited.push_back(&rank);
   }
   // When one rank is killed, the others fail because of it within
-  // milliseconds, and a busy launcher may reap all of them at once, in the
-  // order the kernel lists its children (oldest first), not the order they
-  // died in. A rank that died by a signal is the likelier first cause than
-  // one that exited with an error code, so it is reported first.
+  // milliseconds, and a busy launcher may find all of them gone at once,
+  // listed here in rank order, not the order they died in. A rank that
+  // died by a signal is the likelier first cause than one that exited with
+  // an error code, so it is reported first.
   std::stable_partition(exited.begin(), exited.end(),
                         [](const Rank* rank) { return WIFSIGNALED(rank->wait_status); });
   for (const Rank* rank : exited) on_rank_exit(*rank);
+}
+
+void Supervisor::release_exited_ranks() {
+  // After the last signal to the ranks' groups. A rank given up on after
+  // SIGKILL (stuck in the kernel) cannot be reaped yet; it is left to init.
+  for (Rank& rank : ranks_) {
+    if (rank.running || rank.reaped) continue;
+    pid_t rc;
+    do {
+      rc = ::waitpid(rank.pid, nullptr, WNOHANG);
+    } while (rc < 0 && errno == EINTR);
+    rank.reaped = rc == rank.pid;
+  }
 }
 
 void Supervisor::on_rank_exit(const Rank& rank) {

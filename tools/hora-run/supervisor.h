@@ -46,6 +46,7 @@ class Supervisor {
     int global_rank = 0;
     pid_t pid = -1;  // also the process-group id
     bool running = false;
+    bool reaped = false;  // an exited rank stays a zombie until the job is over
     int wait_status = 0;
   };
 
@@ -53,6 +54,9 @@ class Supervisor {
   void start_rank(int local_rank, int stdin_fd, const RankBinding& binding);
   void handle_signals();
   void reap_exited_ranks();
+  // Reaps the exited ranks, whose zombies held their pids (and so their
+  // process groups' numbers) until the last signal to those groups.
+  void release_exited_ranks();
   void on_rank_exit(const Rank& rank);
   void forward_signal(int signal_number);
   void stop_all();
