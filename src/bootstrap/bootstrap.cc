@@ -56,6 +56,9 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
     : magic_(id.magic), rank_(rank), nranks_(nranks), abort_(abort) {
   HORA_CHECK_ARG(nranks > 0, "nranks must be positive, got ", nranks);
   HORA_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " is outside [0, ", nranks, ")");
+  // The time this rank is given to join (HORA_TIMEOUT, which every rank and
+  // so the root too is given).
+  const auto allowed = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.at() - Deadline::Clock::now());
 
   std::shared_future<void> rootDone;
   if (hostRoot && rank == 0) {
@@ -100,8 +103,16 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   try {
     root = Socket::connect(id.root, deadline, abort, rootName);
     sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), deadline, abort, rootName);
-    // The table follows the reply at once: both within the grace.
-    const Deadline answer = deadline.extendedBy(kRootReplyGrace);
+    // The root answers by its own deadline at the latest: the table, or why
+    // init failed (a rank that never came, named). A root that came up
+    // after this rank started (NCCL_COMM_ID: rank 0 started later) has a
+    // later deadline than this rank, but no later than `allowed` from now,
+    // when this rank reached it. So this rank waits until then (plus the
+    // grace), not only until its own deadline, which would have it give up
+    // first and blame rank 0 for a rank that never came. The table follows
+    // the reply at once: both within that.
+    const Deadline answer =
+        (deadline.at() < Deadline::after(allowed).at() ? Deadline::after(allowed) : deadline).extendedBy(kRootReplyGrace);
     root.recvAll(&reply, sizeof(reply), answer, abort, rootName);
     reply.error[sizeof(reply.error) - 1] = '\0';
     if (reply.ok) {

@@ -86,13 +86,15 @@ int joinAndIdle(Reporter& reporter, int nranks, int rank) {
   for (;;) pause();
 }
 
-TEST(Failure, RankThatNeverJoinsFailsInitNamingIt) {
-  // Ranks 0 and 2 of 3 start; rank 1 never does.
+// Ranks 0 and 2 of 3 start, rank 0 (which hosts the rendezvous root,
+// NCCL_COMM_ID) `rootLate` after rank 2; rank 1 never does.
+void expectTheMissingRankNamed(milliseconds rootLate) {
   const int port = freeLoopbackPort();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
-  for (int rank : {0, 2}) {
+  for (int rank : {2, 0}) {
     ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
       useRendezvous(port, "2");
+      if (rank == 0) std::this_thread::sleep_for(rootLate);
       auto start = Clock::now();
       ncclComm_t comm = joinCommunicator(reporter, 3, rank);
       reporter.report("init_ms", std::to_string(millisecondsSince(start)));
@@ -110,6 +112,14 @@ TEST(Failure, RankThatNeverJoinsFailsInitNamingIt) {
     EXPECT_THAT(init.text, ContainsRegex("never arrived: 1[^0-9]")) << init;
     EXPECT_THAT(reportedNumber(*child, "init_ms"), Lt(6000)) << "HORA_TIMEOUT is 2 s";
   }
+}
+
+TEST(Failure, RankThatNeverJoinsFailsInitNamingIt) { expectTheMissingRankNamed(milliseconds(0)); }
+
+// Rank 2's own deadline passes before the root's: it must still wait for
+// the root's answer, which names the missing rank, and not blame rank 0.
+TEST(Failure, RankThatNeverJoinsIsNamedWhenTheRootStartedLast) {
+  expectTheMissingRankNamed(milliseconds(1500));
 }
 
 // A rank that joined the rendezvous and died there, while another rank
