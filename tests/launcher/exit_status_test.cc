@@ -12,16 +12,22 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The wait status of a real child that runs `body`.
+// A child that runs `body`, then exits with 0.
 template <typename Body>
-int wait_status_of_child(Body body) {
+pid_t start_child(Body body) {
   pid_t pid = ::fork();
   if (pid == 0) {
     body();
     ::_exit(0);
   }
+  return pid;
+}
+
+// The wait status of a real child that runs `body`.
+template <typename Body>
+int wait_status_of_child(Body body) {
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(start_child(body), &status, 0);
   return status;
 }
 
@@ -29,11 +35,7 @@ int wait_status_of_child(Body body) {
 // what waitpid() gives for the same child.
 template <typename Body>
 void expect_waitid_reads_as_waitpid(Body body) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    body();
-    ::_exit(0);
-  }
+  const pid_t pid = start_child(body);
   siginfo_t info{};
   ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
   int status = 0;
