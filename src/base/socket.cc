@@ -271,7 +271,8 @@ Socket Socket::accept(const Deadline& deadline, const std::atomic<bool>* abort,
 }
 
 Socket Socket::connect(const SocketAddress& address, const Deadline& deadline,
-                       const std::atomic<bool>* abort, const std::string& peer, bool listenerWasUp) {
+                       const std::atomic<bool>* abort, const std::string& peer, bool listenerWasUp,
+                       bool* wasDown) {
   int lastError = 0;
   for (int attempt = 0;; ++attempt) {
     if (abort != nullptr && abort->load())
@@ -303,6 +304,7 @@ Socket Socket::connect(const SocketAddress& address, const Deadline& deadline,
                      lastError == EHOSTUNREACH || lastError == ENETUNREACH || lastError == EAGAIN;
     if (!retryable)
       fail(ErrorKind::System, "connect to ", peer, " failed: ", errnoText(lastError));
+    if (wasDown != nullptr) *wasDown = true;
     if (deadline.expired())
       fail(ErrorKind::Remote, "timed out connecting to ", peer, " (last error ",
            errnoText(lastError), "; is it running? HORA_TIMEOUT)");

@@ -86,9 +86,11 @@ class Socket {
   // `listenerWasUp`, the caller knows the listener was listening before it
   // learnt the address, so a refusal means it has closed since (its process
   // exited, or closed its communicator): a Remote error at once.
+  // `wasDown`, when given, is set when an attempt found no listener (so it
+  // came up after this connect began).
   static Socket connect(const SocketAddress& address, const Deadline& deadline,
                         const std::atomic<bool>* abort, const std::string& peer,
-                        bool listenerWasUp = false);
+                        bool listenerWasUp = false, bool* wasDown = nullptr);
 
   // Whole-buffer transfers with a deadline; EOF or reset is a Remote error.
   void sendAll(const void* data, std::size_t bytes, const Deadline& deadline,

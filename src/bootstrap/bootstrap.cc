@@ -59,6 +59,7 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   // The time this rank is given to join (HORA_TIMEOUT, which every rank and
   // so the root too is given).
   const auto allowed = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.at() - Deadline::Clock::now());
+  joinDeadline_ = deadline;
 
   std::shared_future<void> rootDone;
   if (hostRoot && rank == 0) {
@@ -101,18 +102,22 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   RootReply reply;
   Socket root;
   try {
-    root = Socket::connect(id.root, deadline, abort, rootName);
-    sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), deadline, abort, rootName);
+    bool rootWasDown = false;
+    root = Socket::connect(id.root, deadline, abort, rootName, /*listenerWasUp=*/false, &rootWasDown);
     // The root answers by its own deadline at the latest: the table, or why
     // init failed (a rank that never came, named). A root that came up
     // after this rank started (NCCL_COMM_ID: rank 0 started later) has a
     // later deadline than this rank, but no later than `allowed` from now,
-    // when this rank reached it. So this rank waits until then (plus the
-    // grace), not only until its own deadline, which would have it give up
-    // first and blame rank 0 for a rank that never came. The table follows
-    // the reply at once: both within that.
-    const Deadline answer =
-        (deadline.at() < Deadline::after(allowed).at() ? Deadline::after(allowed) : deadline).extendedBy(kRootReplyGrace);
+    // when this rank reached it. So this rank goes on until then, not only
+    // until its own deadline, which would have it give up first and blame
+    // rank 0 for a rank that never came; the rest of init too, which the
+    // others run under their later deadlines. At most twice `allowed` in
+    // all. A root that was up at once started before this rank: its
+    // deadline is not later.
+    if (rootWasDown && deadline.at() < Deadline::after(allowed).at()) joinDeadline_ = Deadline::after(allowed);
+    sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), joinDeadline_, abort, rootName);
+    // The table follows the reply at once: both within the grace.
+    const Deadline answer = joinDeadline_.extendedBy(kRootReplyGrace);
     root.recvAll(&reply, sizeof(reply), answer, abort, rootName);
     reply.error[sizeof(reply.error) - 1] = '\0';
     if (reply.ok) {

@@ -30,6 +30,10 @@ class Bootstrap {
   // hostRoot is true this rank first starts the root server at id.root.
   Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot, const Deadline& deadline,
             const std::atomic<bool>* abort);
+  // The deadline the rest of init runs under: the one given, or a later
+  // one when the rendezvous root came up after this rank started (the
+  // root's, which the other ranks' follow).
+  const Deadline& joinDeadline() const { return joinDeadline_; }
 
   // Then, collective: connects the ring of all ranks (rank r to r + 1).
   // Kept apart so that a rank that fails here can tell the others why
@@ -90,6 +94,7 @@ class Bootstrap {
   int rank_;
   int nranks_;
   const std::atomic<bool>* abort_;
+  Deadline joinDeadline_ = Deadline::never();
   SocketAddress localAddress_;
   std::string interfaceName_;
   std::vector<PeerInfo> peers_;

@@ -87,6 +87,7 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
   Deadline deadline = Deadline::after(timeout_);
   bootstrap_ = std::make_unique<bootstrap::Bootstrap>(id, rank, nranks, config.hostRoot, deadline,
                                                       &abort_);
+  deadline = bootstrap_->joinDeadline();
   // From here every rank knows every other: one that fails tells them why.
   try {
     connectAll(id, deadline);

@@ -122,6 +122,35 @@ TEST(Failure, RankThatNeverJoinsIsNamedWhenTheRootStartedLast) {
   expectTheMissingRankNamed(milliseconds(1500));
 }
 
+// Ranks start in any order: rank 2 first, rank 0 (the root's host) 1.5 s
+// later, rank 1 after rank 2's own 2 s deadline but before the root's.
+// Every rank arrived within the root's deadline, so init succeeds on all,
+// rank 2 included, and a collective runs.
+TEST(Failure, RanksThatArriveWithinTheLateRootsDeadlineAllJoin) {
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank : {2, 0, 1}) {
+    ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
+      useRendezvous(port, "2");
+      if (rank == 0) std::this_thread::sleep_for(milliseconds(1500));
+      if (rank == 1) std::this_thread::sleep_for(milliseconds(2500));
+      ncclComm_t comm = joinCommunicator(reporter, 3, rank);
+      if (comm == nullptr) return 1;
+      int value = rank + 1;
+      reportOutcome(reporter, "all_reduce", outcomeOf(ncclAllReduce(&value, &value, 1, ncclInt32, ncclSum, comm, nullptr)));
+      reporter.report("sum", std::to_string(value));
+      ncclCommDestroy(comm);
+      return 0;
+    }));
+  }
+  for (auto& child : ranks) {
+    ChildExit exit = child->waitExit(seconds(15));
+    EXPECT_TRUE(exit.exited && exit.code == 0) << exit.describe() << "; " << reportedOutcome(*child, "init");
+    EXPECT_EQ(reportedOutcome(*child, "all_reduce").result, ncclSuccess);
+    EXPECT_EQ(child->value("sum"), "6");
+  }
+}
+
 // A rank that joined the rendezvous and died there, while another rank
 // has not come yet: the root sees its connection close, and every rank that
 // came hears at once which rank failed, not at HORA_TIMEOUT (30 s).
