@@ -14,10 +14,12 @@ class Deadline {
   static Deadline never() { return Deadline(Clock::time_point::max()); }
 
   bool expired() const { return Clock::now() >= at_; }
-  // Milliseconds left, clamped to [0, cap]: suitable for poll().
+  // Milliseconds left, rounded up (so that a wait for the last fraction of
+  // a millisecond sleeps instead of spinning in poll(0)) and clamped to
+  // [0, cap]: suitable for poll().
   int pollTimeoutMs(int cap = 1000) const {
     if (at_ == Clock::time_point::max()) return cap;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now()).count();
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(at_ - Clock::now()).count();
     if (left <= 0) return 0;
     return left < cap ? static_cast<int>(left) : cap;
   }

@@ -30,18 +30,26 @@ void Gatekeeper::acceptWaiting() {
     int fd = ::accept4(listener_.fd(), reinterpret_cast<sockaddr*>(&pending.from.storage),
                        &pending.from.length, SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno != EMFILE && errno != ENFILE && errno != ENOMEM && errno != ENOBUFS) {
+        // EINTR, or an error of that one connection (aborted, a network or
+        // firewall error): it is gone from the backlog; take the next.
+        if (errno != EINTR && errno != ECONNABORTED)
+          HORA_LOG(Info, options_.name, ": accept failed for one connection: ", errnoText(errno));
+        continue;
+      }
       // Out of descriptors or memory: leave the rest in the backlog, rest
       // the listener for a moment and let the caller's deadline decide; the
-      // pending ones still progress. Said once, not at every try.
-      if (!acceptFailureSaid_)
+      // pending ones still progress. Said once per shortage, not at every try.
+      if (!acceptFailing_)
         HORA_LOG(Warn, options_.name, ": accept failed: ", errnoText(errno), "; trying again every ",
                  kAcceptRetryPause.count(), " ms while connections wait in the backlog");
-      acceptFailureSaid_ = true;
+      acceptFailing_ = true;
       acceptResumes_ = Deadline::after(kAcceptRetryPause);
       return;
     }
+    if (acceptFailing_) HORA_LOG(Warn, options_.name, ": accepting connections again");
+    acceptFailing_ = false;
     pending.socket = Socket(fd);
     pending.patience = Deadline::after(kGreetingPatience);
     // Our size, not one the peer chose: nothing is allocated from its bytes.

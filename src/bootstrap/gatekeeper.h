@@ -101,7 +101,7 @@ class Gatekeeper {
   Options options_;
   // Set while accept() rests after running out of descriptors or memory.
   Deadline acceptResumes_ = Deadline::after(std::chrono::milliseconds(0));
-  bool acceptFailureSaid_ = false;  // that failure is logged once
+  bool acceptFailing_ = false;  // out of descriptors or memory: said once
   std::vector<Pending> pending_;
   std::deque<Guest> admitted_;
 };
