@@ -220,7 +220,8 @@ TEST(HoraRunTest, NamesTheKilledRankWhenItsSurvivorsFailedAtTheSameTime) {
 // An exited rank's pid is also its process group's number, which the
 // launcher may still signal (for processes the rank left behind). So the
 // launcher keeps it, as a zombie nobody else can be given the number of,
-// until the job is over. Rank 0 exits at once; rank 1 then looks at it.
+// until the job is over. Rank 0 exits at once; rank 1 then looks at it
+// until it has exited (a zombie) or is gone (reaped).
 TEST(HoraRunTest, AnExitedRankKeepsItsPidUntilTheJobEnds) {
   char directory[] = "/tmp/hora-run-test-XXXXXX";
   ASSERT_NE(::mkdtemp(directory), nullptr);
@@ -228,8 +229,9 @@ TEST(HoraRunTest, AnExitedRankKeepsItsPidUntilTheJobEnds) {
   LauncherResult result = run_launcher(
       {"-n", "2", "/bin/sh", "-c",
        "if [ \"$RANK\" = 0 ]; then echo $$ > " + pid_file + ".part; mv " + pid_file + ".part " + pid_file +
-           "; exit 0; fi; while [ ! -e " + pid_file + " ]; do sleep 0.05; done; sleep 0.5; "
-           "read pid < " + pid_file + "; echo \"state $(cut -d' ' -f3 /proc/$pid/stat)\""});
+           "; exit 0; fi; while [ ! -e " + pid_file + " ]; do sleep 0.05; done; read pid < " + pid_file +
+           "; for i in $(seq 200); do s=$(cut -d' ' -f3 /proc/$pid/stat 2>/dev/null); "
+           "case \"$s\" in Z|'') break;; esac; sleep 0.05; done; echo \"state $s\""});
   std::remove(pid_file.c_str());
   ::rmdir(directory);
   EXPECT_FALSE(result.timed_out);

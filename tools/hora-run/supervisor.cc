@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "exit_status.h"
@@ -263,9 +264,18 @@ void Supervisor::reap_exited_ranks() {
     do {
       rc = ::waitid(P_PID, static_cast<id_t>(rank.pid), &info, WEXITED | WNOHANG | WNOWAIT);
     } while (rc < 0 && errno == EINTR);
-    if (rc < 0 || info.si_pid == 0) continue;  // still running
+    if (rc == 0 && info.si_pid == 0) continue;  // still running
     rank.running = false;
-    rank.wait_status = wait_status_of(info);
+    if (rc < 0) {
+      // Not our child any more (something else reaped it): its status is
+      // lost, and waiting for it would wait for ever. Counted as failed.
+      report(rank_name(rank.global_rank, rank.pid) + " cannot be waited for (" + std::strerror(errno) +
+             "); its exit status is unknown");
+      rank.reaped = true;
+      rank.wait_status = W_EXITCODE(kExitLauncherFailure, 0);
+    } else {
+      rank.wait_status = wait_status_of(info);
+    }
     exited.push_back(&rank);
   }
   // When one rank is killed, the others fail because of it within
