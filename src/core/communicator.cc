@@ -408,8 +408,14 @@ Error Communicator::firstCause(const Error& failure) {
   if (!sure) {
     if (auto notice = bootstrap_->noticeWithin(kNoticeGrace)) return *notice;
     // A process that was killed closes its sockets a moment before it is
-    // seen gone: look again.
-    if (const int found = findFailedPeer(); found >= 0) culprit = found;
+    // seen gone: look again, at the peer this rank's failure names first.
+    const bool namedIsGone = culprit >= 0 && culprit != rank_ && bootstrap_->peerGone(culprit);
+    const int found = namedIsGone ? culprit : findFailedPeer();
+    // Another survivor that waited as long may have exited since, and be
+    // the one found gone; but it told this rank why before it exited, so
+    // its notice is here by now, and names the first cause.
+    if (auto notice = bootstrap_->noticeWithin(std::chrono::milliseconds(0))) return *notice;
+    if (found >= 0) culprit = found;
   }
   if (culprit < 0) {
     bootstrap_->announce(Error(failure.kind(), withoutRankPrefix(failure.what(), rank_), rank_));
