@@ -12,6 +12,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "core/agreed_settings.h"
 #include "core/buffer_layout.h"
 #include "core/scalar.h"
 #include "hora_config.h"
@@ -69,6 +70,7 @@ struct PlacementRecord {
   char gpuBusId[32];
   // The CPUs the creating thread may run on (wait_mode.h).
   std::array<std::uint64_t, 16> cpuMask;
+  AgreedSettings settings;  // must be alike on every rank
 };
 }  // namespace
 
@@ -105,7 +107,8 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   connectorOptions.timeout = timeout_;
   const topology::System& system = processSystem();
   std::vector<CpuMask> cpuMasks;
-  auto placements = gatherPlacements(system, deadline, cpuMasks);
+  std::vector<AgreedSettings> settings;
+  auto placements = gatherPlacements(system, deadline, cpuMasks, settings);
   waitMode_ = decideWaitMode(placements, cpuMasks);
   // Ranks that share CPUs take turns on them (ranksShareCpus: the same
   // answer on every rank, which the FIFO size needs: the chunk is capped by
@@ -113,6 +116,7 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   std::vector<std::uint64_t> hostOf;
   for (const auto& placement : placements) hostOf.push_back(placement.hostHash);
   const bool sharedCpus = ranksShareCpus(hostOf, cpuMasks);
+  checkSettingsAgree(settings, rank, sharedCpus);
   tuning_.fitToSharedCpus(sharedCpus);
   if (sharedCpus)
     HORA_LOG(Info, "rank ", rank, ": ranks share CPUs, so shared-memory FIFOs of ", tuning_.shmFifoBytes,
@@ -250,7 +254,8 @@ Communicator::~Communicator() {
 
 std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topology::System& system,
                                                                     const Deadline& deadline,
-                                                                    std::vector<CpuMask>& cpuMasks) {
+                                                                    std::vector<CpuMask>& cpuMasks,
+                                                                    std::vector<AgreedSettings>& settings) {
   topology::RankPlacement mine =
       topology::localPlacement(rank_, bootstrap_->peers()[rank_].hostHash, "", system);
   // A rank whose process has an RDMA device in use (transport/rdma/device.h)
@@ -287,6 +292,7 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   own.fingerprint = mine.topologyFingerprint;
   std::snprintf(own.gpuBusId, sizeof(own.gpuBusId), "%s", mine.gpuBusId.c_str());
   own.cpuMask = CpuMask::ofThisThread().words;
+  own.settings = agreedSettingsOf(tuning_);
   bootstrap_->allGather(records.data(), sizeof(PlacementRecord), deadline);
   std::vector<topology::RankPlacement> all(nranks_);
   cpuMasks.assign(nranks_, CpuMask{});
@@ -296,6 +302,7 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
               static_cast<topology::RankPlacement::LinkLayer>(records[r].ibLinkLayer), records[r].ibSubnet,
               records[r].fingerprint};
     cpuMasks[r].words = records[r].cpuMask;
+    settings.push_back(records[r].settings);
   }
   return all;
 }

@@ -31,6 +31,8 @@
 
 namespace hora::core {
 
+struct AgreedSettings;
+
 struct CommunicatorConfig {
   std::chrono::milliseconds timeout{0};  // 0: HORA_TIMEOUT
   bool hostRoot = false;                 // this rank (0) hosts the rendezvous root
@@ -173,11 +175,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // connections so peers fail at once, and throws it.
   [[noreturn]] void failBroken(const Error& error);
   WaitPolicy waitPolicy() const;
-  // Placement and CPUs of every rank (all-gathered), then transport per
-  // peer, the ring and how to wait.
+  // Placement, CPUs and agreed settings (agreed_settings.h) of every rank
+  // (all-gathered), then transport per peer, the ring and how to wait.
   std::vector<topology::RankPlacement> gatherPlacements(const topology::System& system,
                                                         const Deadline& deadline,
-                                                        std::vector<CpuMask>& cpuMasks);
+                                                        std::vector<CpuMask>& cpuMasks,
+                                                        std::vector<AgreedSettings>& settings);
   // The CPUs hora's own threads keep to: those of the NUMA node of this
   // rank's GPU or NIC, where that narrows the current mask
   // (topology/cpu_affinity.h); nullopt leaves them alone.

@@ -3,6 +3,11 @@
 // Every case runs in a child process with its own environment.
 #include <stdlib.h>
 
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -80,6 +85,34 @@ TEST(EnvironmentInput, InvalidRendezvousAddressIsNamed) {
   };
   EXPECT_THAT(outcomeInChild(badAddress, createUniqueId),
               FailsWith(ncclInvalidArgument, Words{"ncclGetUniqueId", "localhost-without-port", "port"}));
+}
+
+// A setting that decides how ranks cut an operation's bytes, set on one
+// rank only: every rank's init fails with the variable and both values,
+// instead of the collectives pairing different bytes. Three cases: a ring
+// step (wrong data before), the algorithm threshold (a hang before), the
+// stamps.
+TEST(EnvironmentInput, SettingsThatDifferBetweenRanksFailInitOnEveryRank) {
+  for (const auto& [variable, value] : std::vector<std::pair<std::string, std::string>>{
+           {"HORA_CHUNK_SIZE", "65536"}, {"HORA_DIRECT_MAX_BYTES", "0"}, {"HORA_CHECK_AGREEMENT", "0"}}) {
+    const int port = freeLoopbackPort();
+    std::vector<std::unique_ptr<ChildProcess>> ranks;
+    for (int rank = 0; rank < 2; ++rank)
+      ranks.push_back(std::make_unique<ChildProcess>([&, rank](Reporter& reporter) {
+        useRendezvous(port, "10");
+        if (rank == 1) setEnvironment(variable, value);
+        ncclComm_t comm = joinCommunicator(reporter, 2, rank);
+        if (comm != nullptr) ncclCommDestroy(comm);
+        return 0;
+      }));
+    for (auto& child : ranks) {
+      ChildExit exit = child->waitExit(seconds(20));
+      EXPECT_TRUE(exit.exited && exit.code == 0) << exit.describe();
+      EXPECT_THAT(reportedOutcome(*child, "init"),
+                  FailsWith(ncclInvalidUsage, Words{variable, "on rank 0 but " + value + " on rank 1",
+                                                    "same on every rank"}));
+    }
+  }
 }
 
 TEST(EnvironmentInput, WorkingEnvironmentCreatesACommunicator) {
