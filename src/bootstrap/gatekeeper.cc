@@ -23,6 +23,20 @@ Gatekeeper::~Gatekeeper() {
   for (auto& pending : pending_) drop(pending, "had not said who it is when the listener closed");
 }
 
+namespace {
+// Errors accept(2) passes on from the connection it took (the listener is
+// fine): Linux's list of those, which it says to treat like EAGAIN.
+bool oneConnectionFailed(int error) {
+  switch (error) {
+    case ECONNABORTED: case EPROTO: case ENETDOWN: case ENOPROTOOPT: case EHOSTDOWN: case ENONET:
+    case EHOSTUNREACH: case EOPNOTSUPP: case ENETUNREACH: case EPERM:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 void Gatekeeper::acceptWaiting() {
   while (pending_.size() < kMaxPendingConnections) {
     Pending pending;
@@ -31,16 +45,16 @@ void Gatekeeper::acceptWaiting() {
                        &pending.from.length, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      if (errno != EMFILE && errno != ENFILE && errno != ENOMEM && errno != ENOBUFS) {
-        // EINTR, or an error of that one connection (aborted, a network or
-        // firewall error): it is gone from the backlog; take the next.
+      if (errno == EINTR || oneConnectionFailed(errno)) {
+        // That connection is gone from the backlog; take the next.
         if (errno != EINTR && errno != ECONNABORTED)
           HORA_LOG(Info, options_.name, ": accept failed for one connection: ", errnoText(errno));
         continue;
       }
-      // Out of descriptors or memory: leave the rest in the backlog, rest
-      // the listener for a moment and let the caller's deadline decide; the
-      // pending ones still progress. Said once per shortage, not at every try.
+      // Out of descriptors or memory, or the listener itself broken (shut
+      // down by an abort: EINVAL): leave the rest in the backlog, rest the
+      // listener for a moment and let the caller's deadline or abort
+      // decide; the pending ones still progress. Said once, not at every try.
       if (!acceptFailing_)
         HORA_LOG(Warn, options_.name, ": accept failed: ", errnoText(errno), "; trying again every ",
                  kAcceptRetryPause.count(), " ms while connections wait in the backlog");

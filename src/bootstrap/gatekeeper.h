@@ -35,8 +35,9 @@ inline constexpr std::chrono::milliseconds kGreetingPatience{3000};
 inline constexpr std::size_t kMaxPendingConnections = 64;
 
 // How long the listener rests after accept() failed for want of
-// descriptors or memory. Those connections stay in the kernel's backlog;
-// polling the listener at once would find it readable again and spin.
+// descriptors or memory, or on a listener an abort shut down. Connections
+// stay in the kernel's backlog; polling the listener at once would find it
+// readable again and spin.
 inline constexpr std::chrono::milliseconds kAcceptRetryPause{100};
 
 class Gatekeeper {
@@ -99,7 +100,7 @@ class Gatekeeper {
 
   Socket listener_;
   Options options_;
-  // Set while accept() rests after running out of descriptors or memory.
+  // Set while accept() rests after it failed (kAcceptRetryPause).
   Deadline acceptResumes_ = Deadline::after(std::chrono::milliseconds(0));
   bool acceptFailing_ = false;  // out of descriptors or memory: said once
   std::vector<Pending> pending_;
