@@ -23,6 +23,16 @@
 
 namespace hora {
 
+namespace {
+// Errors of an established connection that say the peer, or the path to
+// it, failed (retransmissions unanswered, a route or link gone): the
+// peer's failure as far as this rank can tell, not this rank's.
+bool pathToPeerFailed(int error) {
+  return error == ETIMEDOUT || error == EHOSTUNREACH || error == ENETUNREACH || error == EHOSTDOWN ||
+         error == ENETDOWN;
+}
+}  // namespace
+
 // ---------------------------------------------------------------- addresses
 
 int SocketAddress::port() const {
@@ -327,6 +337,9 @@ std::size_t Socket::trySendTwo(const void* first, std::size_t firstBytes, const 
     if (errno == EPIPE || errno == ECONNRESET)
       fail(ErrorKind::Remote, "connection to ", peer, " lost while sending (", errnoText(errno),
            "): the peer process exited or aborted");
+    if (pathToPeerFailed(errno))
+      fail(ErrorKind::Remote, "connection to ", peer, " lost while sending (", errnoText(errno),
+           "): the peer's host stopped answering, or the network to it failed");
     fail(ErrorKind::System, "send to ", peer, " failed: ", errnoText(errno));
   }
 }
@@ -348,6 +361,9 @@ std::size_t Socket::tryRecvTwo(void* first, std::size_t firstBytes, void* second
     if (errno == ECONNRESET)
       fail(ErrorKind::Remote, "connection from ", peer, " reset while receiving (", errnoText(errno),
            "): the peer process exited or aborted");
+    if (pathToPeerFailed(errno))
+      fail(ErrorKind::Remote, "connection from ", peer, " lost while receiving (", errnoText(errno),
+           "): the peer's host stopped answering, or the network to it failed");
     fail(ErrorKind::System, "recv from ", peer, " failed: ", errnoText(errno));
   }
 }

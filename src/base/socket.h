@@ -75,7 +75,14 @@ class Socket {
   void shutdown();
 
   // A listening socket bound to `address` (port 0: any free port).
-  static Socket listen(const SocketAddress& address, int backlog = 128);
+  // The backlog holds connections made but not yet accepted: a rendezvous
+  // root that every rank reaches at once, or a rank whose peers all open a
+  // connection to it while it is busy (the first all-to-all). Once it is
+  // full the kernel drops new attempts, which retry only after a second or
+  // more; so as large as the kernel allows (it caps the value at
+  // net.core.somaxconn).
+  static constexpr int kListenBacklog = 4096;
+  static Socket listen(const SocketAddress& address, int backlog = kListenBacklog);
   SocketAddress localAddress() const;
 
   // Accepts one connection, waiting until the deadline or abort.

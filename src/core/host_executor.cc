@@ -200,7 +200,7 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     algorithms::sendMessage(prims, op->peer, channel, op->bytes, 64);
     // Nothing more of this message: a stamp no byte carried leaves alone.
     transport::SendConnection& connection = ctx_.connector.sendTo(op->peer);
-    connection.flushStamp();
+    ProgressEngine::onConnection(connection, [&] { connection.flushStamp(); });
     sent.push_back(&connection);
   }
   engine.progressAll();

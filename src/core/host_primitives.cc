@@ -107,8 +107,9 @@ void HostPrimitives::flushStampsNow() {
   if (ringNext_ >= 0) to(ringNext_);
   stampsToFlush_ = false;
   // The engine holds exactly the connections this operation uses.
+  // flushStamp() progresses the connection: its errors name the peer.
   for (transport::SendConnection* connection : engine_.sends())
-    if (connection->stampPending()) connection->flushStamp();
+    if (connection->stampPending()) ProgressEngine::onConnection(*connection, [&] { connection->flushStamp(); });
 }
 
 namespace {
@@ -455,7 +456,8 @@ void HostPrimitives::finish() {
       return true;
     };
     if (!stampsDone()) {
-      for (transport::SendConnection* connection : engine_.sends()) connection->flushStamp();
+      for (transport::SendConnection* connection : engine_.sends())
+        ProgressEngine::onConnection(*connection, [&] { connection->flushStamp(); });
       engine_.waitUntil(stampsDone, "exchanging operation stamps");
     }
   }

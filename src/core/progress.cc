@@ -79,6 +79,8 @@ void ProgressEngine::failStalled(const char* what) {
     if (s->completedBytes() != s->postedBytes())
       waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to accept data (",
                         s->postedBytes() - s->completedBytes(), " bytes outstanding)");
+    else if (s->stampPending())
+      waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to make room for this operation's stamp");
     else
       waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to make room in its buffer");
   }

@@ -106,7 +106,11 @@ bool rdmaPortsMeet(RankPlacement::LinkLayer a, std::uint64_t subnetA, RankPlacem
   return a == Layer::Ethernet || subnetA == subnetB;
 }
 
-std::string_view transportName(TransportKind kind) { return kTransportNames[static_cast<std::size_t>(kind)]; }
+std::string_view transportName(TransportKind kind) {
+  // A kind can come from a peer (a mismatched build): name it, never index past the table.
+  const auto index = static_cast<std::size_t>(kind);
+  return index < std::size(kTransportNames) ? kTransportNames[index] : std::string_view("an unknown transport");
+}
 
 std::optional<TransportKind> parseTransportName(std::string_view name) {
   std::string wanted = lower(name);

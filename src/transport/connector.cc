@@ -70,12 +70,10 @@ SendConnection& Connector::connectTo(int peer, bool busy) {
   Introduction hello{bootstrap_.rank(), static_cast<std::int32_t>(kinds_[peer])};
   bootstrap::sendGreeting(socket, magic_, bootstrap::Purpose::Connection, &hello, sizeof(hello),
                           deadline, abort_, name);
-  {
-    std::lock_guard<std::mutex> lock(socketsMutex_);
-    socketFds_.push_back(socket.fd());
-  }
+  const SocketShutdownEntry entry(*this, socket.fd());
   std::unique_ptr<SendConnection> connection = findTransport(kinds_[peer])->connectSender(
       {std::move(socket), name, options_, deadline, abort_, busy});
+  entry.keep();
   connection->setPeerRank(peer);
   HORA_LOG(Trace, transportName(kinds_[peer]), ": sending to ", name);
   return *(sends_[peer] = std::move(connection));
@@ -146,15 +144,27 @@ RecvConnection& Connector::acceptConnectionFrom(int peer, WhileWaiting whileWait
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
   Socket socket = acceptFrom(peer, deadline, whileWaiting);
-  {
-    std::lock_guard<std::mutex> lock(socketsMutex_);
-    socketFds_.push_back(socket.fd());
-  }
+  const SocketShutdownEntry entry(*this, socket.fd());
   std::unique_ptr<RecvConnection> connection = findTransport(kinds_[peer])->connectReceiver(
       {std::move(socket), name, options_, deadline, abort_});
+  entry.keep();
   connection->setPeerRank(peer);
   HORA_LOG(Trace, transportName(kinds_[peer]), ": receiving from ", name);
   return *(recvs_[peer] = std::move(connection));
+}
+
+Connector::SocketShutdownEntry::SocketShutdownEntry(Connector& connector, int fd) : connector_(connector), fd_(fd) {
+  std::lock_guard<std::mutex> lock(connector_.socketsMutex_);
+  connector_.socketFds_.push_back(fd_);
+}
+
+Connector::SocketShutdownEntry::~SocketShutdownEntry() {
+  if (kept_) return;
+  // The connection was not made and its socket is closed: its number may
+  // already name another file, which an abort must not shut down.
+  std::lock_guard<std::mutex> lock(connector_.socketsMutex_);
+  auto& fds = connector_.socketFds_;
+  fds.erase(std::remove(fds.begin(), fds.end(), fd_), fds.end());
 }
 
 void Connector::shutdown() {

@@ -82,6 +82,22 @@ class Connector {
   std::map<int, Socket> earlyArrivals_;  // accepted, not yet asked for
   std::mutex socketsMutex_;              // shutdown() may come from another thread
   std::vector<int> socketFds_;           // for shutdown()
+  // A socket's entry in socketFds_ while it becomes a connection (so that
+  // an abort can end its handshake), taken out again unless keep() says
+  // the connection, which owns the socket from then on, was made.
+  class SocketShutdownEntry {
+   public:
+    SocketShutdownEntry(Connector& connector, int fd);
+    ~SocketShutdownEntry();
+    SocketShutdownEntry(const SocketShutdownEntry&) = delete;
+    SocketShutdownEntry& operator=(const SocketShutdownEntry&) = delete;
+    void keep() const { kept_ = true; }
+
+   private:
+    Connector& connector_;
+    int fd_;
+    mutable bool kept_ = false;
+  };
 };
 
 }  // namespace hora::transport

@@ -89,12 +89,12 @@ TEST(EnvironmentInput, InvalidRendezvousAddressIsNamed) {
 
 // A setting that decides how ranks cut an operation's bytes, set on one
 // rank only: every rank's init fails with the variable and both values,
-// instead of the collectives pairing different bytes. Three cases: a ring
-// step (wrong data before), the algorithm threshold (a hang before), the
-// stamps.
+// instead of the collectives pairing different bytes. Two cases: a ring
+// step (wrong data before) and the algorithm threshold (a hang before);
+// agreement_process_test.cc has the stamps'.
 TEST(EnvironmentInput, SettingsThatDifferBetweenRanksFailInitOnEveryRank) {
   for (const auto& [variable, value] : std::vector<std::pair<std::string, std::string>>{
-           {"HORA_CHUNK_SIZE", "65536"}, {"HORA_DIRECT_MAX_BYTES", "0"}, {"HORA_CHECK_AGREEMENT", "0"}}) {
+           {"HORA_CHUNK_SIZE", "65536"}, {"HORA_DIRECT_MAX_BYTES", "0"}}) {
     const int port = freeLoopbackPort();
     std::vector<std::unique_ptr<ChildProcess>> ranks;
     for (int rank = 0; rank < 2; ++rank)
