@@ -55,10 +55,14 @@ void checkConfig(const ncclConfig_t* config) {
 
 bool nonBlocking(const ncclConfig_t* config) { return config != nullptr && config->blocking == 0; }
 
-// As NCCL: a non-blocking init that has not finished yet says so.
+// As NCCL: a non-blocking init returns the communicator's state: in
+// progress, or, when it has finished already, its outcome.
 ncclResult_t initResult(ncclResult_t result, ncclComm_t comm, const ncclConfig_t* config) {
-  if (result == ncclSuccess && nonBlocking(config) && api::initInProgress(comm)) return ncclInProgress;
-  return result;
+  if (result != ncclSuccess || !nonBlocking(config)) return result;
+  if (api::initInProgress(comm)) return ncclInProgress;
+  ncclResult_t state = ncclSuccess;
+  if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+  return state;
 }
 
 void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
@@ -176,7 +180,9 @@ HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   return api::guarded("ncclCommRevoke", [&] {
     HORA_CHECK_ARG(revokeFlags == NCCL_REVOKE_DEFAULT, "revokeFlags must be NCCL_REVOKE_DEFAULT, got ",
                    revokeFlags);
-    api::checkComm(comm)->revoke();
+    auto impl = api::checkComm(comm);
+    if (api::inGroup()) fail(ErrorKind::InvalidUsage, "ncclCommRevoke may not be called inside a group");
+    impl->revoke();
   });
 }
 
@@ -188,6 +194,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
     // number of devices); a device may repeat: several ranks then share one
     // GPU. Without CUDA, no device.
     const int devices = core::Communicator::cudaDeviceCount();
+    if (devices > 0 && devlist != nullptr)
+      for (int r = 0; r < ndev; ++r)
+        HORA_CHECK_ARG(devlist[r] >= 0 && devlist[r] < devices, "devlist[", r, "] is ", devlist[r],
+                       ", not a CUDA device of this process (0 to ", devices - 1, ")");
     auto deviceOf = [&](int r) {
       if (devices == 0) return -1;
       return devlist != nullptr ? devlist[r] : r % devices;
@@ -280,8 +290,15 @@ HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t
       return;
     }
     auto& impl = *held;
-    if (impl.aborted()) *asyncError = ncclInvalidUsage;
-    else if (!impl.brokenReason().empty()) *asyncError = api::resultOf(impl.brokenKind());
+    // As NCCL: once revoked, and so quiet (every operation stopped), the
+    // state is ncclSuccess: the communicator is fit to shrink or destroy.
+    if (impl.revoked()) *asyncError = ncclSuccess;
+    else if (impl.aborted()) *asyncError = ncclInvalidUsage;
+    else if (!impl.brokenReason().empty()) {
+      // Its text too: a watchdog thread (PyTorch's) asks ncclGetLastError next.
+      api::setLastError(strCat("ncclCommGetAsyncError: ", impl.brokenReason()));
+      *asyncError = api::resultOf(impl.brokenKind());
+    }
     else if (auto failed = impl.deviceFailure()) {
       // A kernel stopped (collectives on device buffers run after their call returned).
       api::setLastError(strCat("ncclCommGetAsyncError: ", failed->what()));

@@ -594,6 +594,8 @@ void Communicator::workerLoop() {
 }
 
 void Communicator::finalize() {
+  // As NCCL: a revoked communicator's operations were stopped, not drained.
+  if (revoked()) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was revoked; destroy it instead");
   bool idle;
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
@@ -640,7 +642,13 @@ void Communicator::abort() {
 
 int Communicator::createPreMulSum(DataType type, std::uint64_t scalarBits) {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  int handle = nextCustomOp_++;
+  // The lowest free handle, as NCCL reuses them: PyTorch makes and destroys
+  // one per PREMUL_SUM collective, so counting up would run out of ints.
+  int handle = kFirstCustomOp;
+  for (const auto& [used, spec] : customOps_) {  // in ascending order
+    if (used != handle) break;
+    ++handle;
+  }
   customOps_[handle] = kernels::ReduceSpec{type, kernels::ReduceKind::PreMulSum, scalarBits};
   return handle;
 }

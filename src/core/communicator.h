@@ -116,6 +116,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // telling the other ranks (as abort() does); the communicator can still be
   // shrunk.
   void revoke();
+  bool revoked() const;
   // Waits for all submitted work (ncclCommFinalize).
   void finalize();
   // Stops everything now: in-flight and later operations fail, peers see
@@ -257,7 +258,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   ErrorKind brokenKind_ = ErrorKind::Internal;
   int brokenRank_ = -1;
   std::map<int, kernels::ReduceSpec> customOps_;
-  int nextCustomOp_ = 5;  // ncclNumOps
+  static constexpr int kFirstCustomOp = 5;  // ncclNumOps
 };
 
 }  // namespace hora::core

@@ -37,9 +37,17 @@ bootstrap::ShrinkRequest describeExclusion(const std::vector<int>& sortedExclude
 }  // namespace
 
 void Communicator::revoke() {
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    HORA_CHECK_ARG(!revoked_, "rank ", rank_, ": the communicator was revoked already");
+    revoked_ = true;
+  }
   abort();
+}
+
+bool Communicator::revoked() const {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  revoked_ = true;
+  return revoked_;
 }
 
 std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded, bool abortFirst) {
@@ -56,7 +64,7 @@ std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   // Default: operations already issued finish first (on a communicator
   // that failed, they fail at once). NCCL_SHRINK_ABORT stops them.
   if (abortFirst) {
-    revoke();
+    if (!revoked()) revoke();
   } else if (!abort_.load() && !broken_.load(std::memory_order_acquire)) {
     finalize();
   }

@@ -414,6 +414,46 @@ TEST(BadInput, AGroupWithAnUnusableCommunicatorRunsNothing) {
   EXPECT_THAT(out[1], ::testing::Each(2.0f));
 }
 
+// ncclCommRevoke as NCCL documents it: afterwards the state is ncclSuccess
+// (quiet, fit to shrink or destroy), collectives are refused, and revoking
+// again, finalizing, or revoking inside a group are misuse.
+TEST(BadInput, ARevokedCommunicatorIsQuietAndRefusesWhatNcclRefuses) {
+  LocalComms comms(1), other(1);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommRevoke(other[0], NCCL_REVOKE_DEFAULT)), FailsWith(ncclInvalidUsage, Words{"group"}));
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  ASSERT_EQ(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), ncclSuccess);
+  ncclResult_t state = ncclInternalError;
+  ASSERT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
+  EXPECT_EQ(state, ncclSuccess);
+  std::vector<float> data(kCount, 1.0f);
+  EXPECT_THAT(outcomeOf(ncclAllReduce(data.data(), data.data(), kCount, ncclFloat, ncclSum, comms[0], nullptr)),
+              FailsWith(ncclInvalidUsage, Words{"revoked"}));
+  EXPECT_THAT(outcomeOf(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT)),
+              FailsWith(ncclInvalidArgument, Words{"revoked already"}));
+  EXPECT_THAT(outcomeOf(ncclCommFinalize(comms[0])), FailsWith(ncclInvalidUsage, Words{"revoked"}));
+}
+
+// PyTorch makes and destroys a PreMulSum handle per collective: handles
+// are reused (NCCL's too), so they never run out.
+TEST(BadInput, PreMulSumHandlesAreReused) {
+  LocalComms comms(1);
+  float factor = 0.5f;
+  ncclRedOp_t first{}, second{}, again{};
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&first, &factor, ncclFloat, ncclScalarHostImmediate, comms[0]), ncclSuccess);
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&second, &factor, ncclFloat, ncclScalarHostImmediate, comms[0]), ncclSuccess);
+  EXPECT_NE(first, second);
+  ASSERT_EQ(ncclRedOpDestroy(first, comms[0]), ncclSuccess);
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&again, &factor, ncclFloat, ncclScalarHostImmediate, comms[0]), ncclSuccess);
+  EXPECT_EQ(again, first);
+  for (int i = 0; i < 1000; ++i) {
+    ncclRedOp_t op{};
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &factor, ncclFloat, ncclScalarHostImmediate, comms[0]), ncclSuccess);
+    EXPECT_LT(static_cast<int>(op), static_cast<int>(ncclNumOps) + 3);
+    ASSERT_EQ(ncclRedOpDestroy(op, comms[0]), ncclSuccess);
+  }
+}
+
 // ncclGroupSimulateEnd ends the group as NVIDIA's does, without running
 // what it collected; then it says nothing was estimated.
 TEST(BadInput, GroupSimulateEndClosesTheGroupWithoutRunningIt) {

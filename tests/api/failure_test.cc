@@ -20,6 +20,7 @@
 namespace hora_api_test {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
@@ -301,8 +302,12 @@ void expectKilledRankFailsTheOthersPromptly(const std::function<void(int port)>&
     // The first error's own text, after the function name.
     EXPECT_THAT(again.text, HasSubstr(first.text.substr(first.text.find(": ") + 2))) << again;
     EXPECT_LT(reportedNumber(survivor, "again_ms"), 500);
-    EXPECT_EQ(reportedOutcome(survivor, "async_call").result, ncclSuccess);
+    Outcome async = reportedOutcome(survivor, "async_call");
+    EXPECT_EQ(async.result, ncclSuccess);
     EXPECT_EQ(reportedNumber(survivor, "async"), first.result) << "ncclCommGetAsyncError";
+    // What a watchdog that polls the state reads next (PyTorch's does).
+    EXPECT_THAT(async.text, AllOf(HasSubstr("ncclCommGetAsyncError"), ContainsRegex(failedFirst(kVictim))))
+        << "ncclGetLastError after ncclCommGetAsyncError";
     EXPECT_EQ(reportedOutcome(survivor, "destroy").result, ncclSuccess) << "destroy after an error";
   }
 }
