@@ -14,6 +14,7 @@ namespace hora {
 
 // Error kinds, mirroring ncclResult_t at the C boundary.
 enum class ErrorKind : int {
+  Cuda = 1,             // a CUDA call failed on this rank
   System = 2,           // a syscall or library failed on this rank
   Internal = 3,         // an invariant broke inside hora (a bug)
   InvalidArgument = 4,  // a bad argument from the caller

@@ -80,6 +80,7 @@ bool initInProgress(ncclComm_t comm) {
 
 ncclResult_t resultOf(ErrorKind kind) {
   switch (kind) {
+    case ErrorKind::Cuda: return ncclUnhandledCudaError;
     case ErrorKind::System: return ncclSystemError;
     case ErrorKind::Internal: return ncclInternalError;
     case ErrorKind::InvalidArgument: return ncclInvalidArgument;

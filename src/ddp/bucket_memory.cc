@@ -36,7 +36,7 @@ class HostMemory final : public BucketMemory {
 void cudaOk(cudaError_t result, const char* what) {
   if (result == cudaSuccess) return;
   cudaGetLastError();
-  throw Error(ErrorKind::System, std::string("gradient buckets in device memory: ") + what + " failed: " +
+  throw Error(ErrorKind::Cuda, std::string("gradient buckets in device memory: ") + what + " failed: " +
                                      cudaGetErrorName(result) + " (" + cudaGetErrorString(result) + ")");
 }
 

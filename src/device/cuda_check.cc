@@ -6,7 +6,7 @@ namespace hora::device {
 
 void cudaCheck(cudaError_t result, const char* what) {
   if (result == cudaSuccess) return;
-  fail(ErrorKind::System, what, ": CUDA error ", cudaGetErrorName(result), ": ", cudaGetErrorString(result));
+  fail(ErrorKind::Cuda, what, ": CUDA error ", cudaGetErrorName(result), ": ", cudaGetErrorString(result));
 }
 
 }  // namespace hora::device

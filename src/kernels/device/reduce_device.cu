@@ -180,7 +180,7 @@ void reduceDevice(const ReduceSpec& spec, void* dst, const void* local, const vo
   }
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess)
-    throw Error(ErrorKind::System, std::string("reduceDevice: kernel launch failed: ") +
+    throw Error(ErrorKind::Cuda, std::string("reduceDevice: kernel launch failed: ") +
                                        cudaGetErrorName(status) + ": " +
                                        cudaGetErrorString(status));
 }
