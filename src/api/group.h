@@ -15,6 +15,14 @@ bool inGroup();
 int groupDepth();  // nested ncclGroupStart calls not ended yet on this thread
 // Remembers an argument error inside a group: ncclGroupEnd reports it.
 void noteGroupError(ncclResult_t result);
+// guarded(), and inside a group an error also fails the group's
+// ncclGroupEnd (as NCCL's calls do, collectives and inits alike).
+template <typename Body>
+ncclResult_t guardedInGroup(const char* function, Body&& body) {
+  const ncclResult_t result = guarded(function, body);
+  if (result != ncclSuccess) noteGroupError(result);
+  return result;
+}
 // A communicator being made inside a group (init or split, on a thread of
 // its own): the outermost ncclGroupEnd waits for it and fails with its
 // error.

@@ -8,14 +8,6 @@ using namespace hora;
 
 namespace {
 
-// Runs `body`; inside a group an error also fails the group's ncclGroupEnd.
-template <typename Body>
-ncclResult_t call(const char* function, Body&& body) {
-  ncclResult_t result = api::guarded(function, body);
-  if (result != ncclSuccess) api::noteGroupError(result);
-  return result;
-}
-
 // An Op of this call, on the caller's stream.
 core::Op opOf(core::OpKind kind, const void* send, void* recv, std::size_t count, DataType type,
               cudaStream_t stream) {
@@ -28,7 +20,7 @@ core::Op opOf(core::OpKind kind, const void* send, void* recv, std::size_t count
 
 HORA_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclAllReduce", [&] {
+  return api::guardedInGroup("ncclAllReduce", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(count, type, 1);
@@ -43,7 +35,7 @@ HORA_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff,
 HORA_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
               size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
               cudaStream_t stream) {
-  return call("ncclReduceScatter", [&] {
+  return api::guardedInGroup("ncclReduceScatter", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(recvcount, type, c->nranks());
@@ -57,7 +49,7 @@ HORA_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvb
 
 HORA_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
               ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclAllGather", [&] {
+  return api::guardedInGroup("ncclAllGather", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(sendcount, type, c->nranks());
@@ -69,7 +61,7 @@ HORA_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff,
 
 HORA_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclBroadcast", [&] {
+  return api::guardedInGroup("ncclBroadcast", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(count, type, 1);
@@ -90,7 +82,7 @@ HORA_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t 
 HORA_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
               cudaStream_t stream) {
-  return call("ncclReduce", [&] {
+  return api::guardedInGroup("ncclReduce", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(count, type, 1);
@@ -106,7 +98,7 @@ HORA_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, si
 
 HORA_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
               int peer, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclSend", [&] {
+  return api::guardedInGroup("ncclSend", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(count, type, 1);
@@ -120,7 +112,7 @@ HORA_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
 
 HORA_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype,
               int peer, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclRecv", [&] {
+  return api::guardedInGroup("ncclRecv", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(count, type, 1);
@@ -135,7 +127,7 @@ HORA_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
 
 HORA_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclAlltoAll", [&] {
+  return api::guardedInGroup("ncclAlltoAll", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(count, type, c->nranks());
@@ -148,7 +140,7 @@ HORA_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, 
 
 HORA_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclGather", [&] {
+  return api::guardedInGroup("ncclGather", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(count, type, c->nranks());
@@ -164,7 +156,7 @@ HORA_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, si
 
 HORA_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return call("ncclScatter", [&] {
+  return api::guardedInGroup("ncclScatter", [&] {
     api::CommPtr c = api::checkComm(comm);
     DataType type = api::checkType(datatype, "datatype");
     api::checkedBytes(count, type, c->nranks());

@@ -113,13 +113,13 @@ HORA_NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 
 HORA_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
               int rank) {
-  return api::guarded("ncclCommInitRank", [&] { initRank(comm, nranks, commId, rank, nullptr); });
+  return api::guardedInGroup("ncclCommInitRank", [&] { initRank(comm, nranks, commId, rank, nullptr); });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
               ncclUniqueId commId, int rank, ncclConfig_t* config) {
   const ncclResult_t result =
-      api::guarded("ncclCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
+      api::guardedInGroup("ncclCommInitRankConfig", [&] { initRank(comm, nranks, commId, rank, config); });
   return initResult(result, result == ncclSuccess ? *comm : nullptr, config);
 }
 
@@ -129,7 +129,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
 // unused). torch passes one id up to 128 ranks per root by default.
 HORA_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
               int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
-  const ncclResult_t result = api::guarded("ncclCommInitRankScalable", [&] {
+  const ncclResult_t result = api::guardedInGroup("ncclCommInitRankScalable", [&] {
     HORA_CHECK_ARG(nId >= 1, "nId must be at least 1, got ", nId);
     HORA_CHECK_ARG(commIds != nullptr, "commIds is NULL");
     for (int k = 0; k < nId; ++k) (void)bootstrap::decode(commIds[k].internal);  // every id must be valid
@@ -140,7 +140,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int n
 
 HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
               ncclConfig_t* config) {
-  return api::guarded("ncclCommSplit", [&] {
+  return api::guardedInGroup("ncclCommSplit", [&] {
     HORA_CHECK_ARG(newcomm != nullptr, "the output communicator pointer is NULL");
     *newcomm = nullptr;
     checkConfig(config);
@@ -161,7 +161,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
 
 HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
               ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  return api::guarded("ncclCommShrink", [&] {
+  return api::guardedInGroup("ncclCommShrink", [&] {
     HORA_CHECK_ARG(newcomm != nullptr, "the output communicator pointer is NULL");
     *newcomm = nullptr;
     HORA_CHECK_ARG(excludeRanksCount >= 0, "excludeRanksCount is negative (", excludeRanksCount, ")");

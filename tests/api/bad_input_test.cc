@@ -434,6 +434,25 @@ TEST(BadInput, ARevokedCommunicatorIsQuietAndRefusesWhatNcclRefuses) {
   EXPECT_THAT(outcomeOf(ncclCommFinalize(comms[0])), FailsWith(ncclInvalidUsage, Words{"revoked"}));
 }
 
+// As NCCL: an init, split or shrink refused inside a group fails the
+// group's ncclGroupEnd too, as a collective's bad argument does.
+TEST(BadInput, ARefusedInitOrSplitInAGroupFailsTheGroupEnd) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRank(&comm, 2, id, 5), ncclInvalidArgument);
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()), FailsWith(ncclInvalidArgument, Words{"rank 5"}));
+  LocalComms comms(1);
+  ncclComm_t child = nullptr;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommSplit(comms[0], 0, 0, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommShrink(comms[0], nullptr, 0, &child, nullptr, 7), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+}
+
 // PyTorch makes and destroys a PreMulSum handle per collective: handles
 // are reused (NCCL's too), so they never run out.
 TEST(BadInput, PreMulSumHandlesAreReused) {
