@@ -177,12 +177,12 @@ HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
-  return api::guarded("ncclCommRevoke", [&] {
+  return api::guardedInGroup("ncclCommRevoke", [&] {
     HORA_CHECK_ARG(revokeFlags == NCCL_REVOKE_DEFAULT, "revokeFlags must be NCCL_REVOKE_DEFAULT, got ",
                    revokeFlags);
-    auto impl = api::checkComm(comm);
-    if (api::inGroup()) fail(ErrorKind::InvalidUsage, "ncclCommRevoke may not be called inside a group");
-    impl->revoke();
+    // Inside a group too (NCCL runs it at the group's end; here at once: it
+    // stops operations, it issues none).
+    api::checkComm(comm)->revoke();
   });
 }
 
@@ -292,7 +292,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t
     auto& impl = *held;
     // As NCCL: once revoked, and so quiet (every operation stopped), the
     // state is ncclSuccess: the communicator is fit to shrink or destroy.
-    if (impl.revoked()) *asyncError = ncclSuccess;
+    using Revocation = core::Communicator::Revocation;
+    const Revocation revocation = impl.revocation();
+    if (revocation == Revocation::Done) *asyncError = ncclSuccess;
+    else if (revocation == Revocation::Stopping) *asyncError = ncclInProgress;
     else if (impl.aborted()) *asyncError = ncclInvalidUsage;
     else if (!impl.brokenReason().empty()) {
       // Its text too: a watchdog thread (PyTorch's) asks ncclGetLastError next.

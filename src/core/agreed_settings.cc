@@ -14,6 +14,7 @@ AgreedSettings agreedSettingsOf(const Tuning& t) {
   s.singleCopyMaxBytes = t.singleCopyMaxBytes;
   s.zeroCopyMinBytes = t.zeroCopyMinBytes;
   s.checkAgreement = t.checkAgreement ? 1 : 0;
+  s.sliceBytes = t.sliceBytes;
   return s;
 }
 
@@ -32,6 +33,7 @@ constexpr Setting kSettings[] = {
     {"HORA_SHM_SINGLE_COPY_MAX", &AgreedSettings::singleCopyMaxBytes},
     {"HORA_ZERO_COPY_MIN", &AgreedSettings::zeroCopyMinBytes},
     {"HORA_CHECK_AGREEMENT", &AgreedSettings::checkAgreement},
+    {"HORA_SLICE_SIZE", &AgreedSettings::sliceBytes},
 };
 }  // namespace
 

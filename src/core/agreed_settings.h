@@ -1,13 +1,14 @@
 // Settings every rank must share. Each decides how an operation's bytes
 // move: the size of a ring step, the FIFO that caps it, which algorithm
 // and protocol carry a size, which all-gathers copy once, which windows
-// skip the FIFOs, and whether operations carry stamps. Ranks that differ in
+// skip the FIFOs, whether operations carry stamps, and the slice (the
+// slot size of the FIFOs a rank makes, which the argument that a ring step
+// fits half a FIFO counts on: core/communicator.cc). Ranks that differ in
 // one of them pair different bytes: results come out wrong, or a rank waits
 // for bytes that never come. So init compares them (they travel with each
 // rank's placement) and fails on every rank, naming the variable, when
 // they differ. Settings that only change how a rank waits or writes its
-// own output (HORA_SPIN_US, HORA_WAIT, HORA_STREAMING_MIN, HORA_SLICE_SIZE)
-// may differ.
+// own output (HORA_SPIN_US, HORA_WAIT, HORA_STREAMING_MIN) may differ.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct AgreedSettings {
   std::uint64_t singleCopyMaxBytes = 0;
   std::uint64_t zeroCopyMinBytes = 0;
   std::uint64_t checkAgreement = 0;
+  std::uint64_t sliceBytes = 0;  // HORA_SLICE_SIZE (0: unset, the transport's default)
 };
 
 // This rank's, from the environment's values (before the communicator fits

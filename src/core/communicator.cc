@@ -451,7 +451,7 @@ void Communicator::checkUsable() const {
   if (abort_.load()) {
     std::lock_guard<std::mutex> lock(stateMutex_);
     fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was ",
-         revoked_ ? "revoked (ncclCommRevoke); it can only be shrunk or destroyed" : "aborted");
+         revoking_ ? "revoked (ncclCommRevoke); it can only be shrunk or destroyed" : "aborted");
   }
   if (!broken_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(stateMutex_);
@@ -595,7 +595,8 @@ void Communicator::workerLoop() {
 
 void Communicator::finalize() {
   // As NCCL: a revoked communicator's operations were stopped, not drained.
-  if (revoked()) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was revoked; destroy it instead");
+  if (revocation() != Revocation::None)
+    fail(ErrorKind::InvalidArgument, "rank ", rank_, ": the communicator was revoked; destroy it instead");
   bool idle;
   {
     std::lock_guard<std::mutex> lock(queueMutex_);

@@ -116,7 +116,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // telling the other ranks (as abort() does); the communicator can still be
   // shrunk.
   void revoke();
-  bool revoked() const;
+  // Whether revoke() was called, and whether it has stopped everything yet.
+  enum class Revocation { None, Stopping, Done };
+  Revocation revocation() const;
   // Waits for all submitted work (ncclCommFinalize).
   void finalize();
   // Stops everything now: in-flight and later operations fail, peers see
@@ -197,7 +199,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<std::atomic<bool>> abortFlag_;  // CommunicatorConfig::abortFlag, or its own
   std::atomic<bool>& abort_;                        // *abortFlag_
-  bool revoked_ = false;  // under stateMutex_: abort_ came from revoke()
+  bool revoking_ = false;  // under stateMutex_: abort_ came from revoke()
+  bool revoked_ = false;   // under stateMutex_: and revoke() has returned
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Connector> connector_;
   Tuning tuning_;

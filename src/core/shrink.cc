@@ -39,15 +39,18 @@ bootstrap::ShrinkRequest describeExclusion(const std::vector<int>& sortedExclude
 void Communicator::revoke() {
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
-    HORA_CHECK_ARG(!revoked_, "rank ", rank_, ": the communicator was revoked already");
-    revoked_ = true;
+    HORA_CHECK_ARG(!revoking_, "rank ", rank_, ": the communicator was revoked already");
+    revoking_ = true;
   }
   abort();
+  // Only now is it quiet: every operation has stopped.
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  revoked_ = true;
 }
 
-bool Communicator::revoked() const {
+Communicator::Revocation Communicator::revocation() const {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  return revoked_;
+  return revoked_ ? Revocation::Done : revoking_ ? Revocation::Stopping : Revocation::None;
 }
 
 std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded, bool abortFirst) {
@@ -64,7 +67,7 @@ std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   // Default: operations already issued finish first (on a communicator
   // that failed, they fail at once). NCCL_SHRINK_ABORT stops them.
   if (abortFirst) {
-    if (!revoked()) revoke();
+    if (revocation() == Revocation::None) revoke();
   } else if (!abort_.load() && !broken_.load(std::memory_order_acquire)) {
     finalize();
   }

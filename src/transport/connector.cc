@@ -1,6 +1,8 @@
 #include "transport/connector.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -153,18 +155,30 @@ RecvConnection& Connector::acceptConnectionFrom(int peer, WhileWaiting whileWait
   return *(recvs_[peer] = std::move(connection));
 }
 
-Connector::SocketShutdownEntry::SocketShutdownEntry(Connector& connector, int fd) : connector_(connector), fd_(fd) {
+Connector::SocketShutdownEntry::SocketShutdownEntry(Connector& connector, int fd)
+    : connector_(connector), fd_(::fcntl(fd, F_DUPFD_CLOEXEC, 0)) {
+  // A descriptor of our own for the socket: shutdown() through it ends the
+  // connection whoever holds the socket, and while we hold it its number
+  // names no other file. (Out of descriptors: no entry; the handshake's
+  // deadline still ends it.)
+  if (fd_ < 0) return;
   std::lock_guard<std::mutex> lock(connector_.socketsMutex_);
   connector_.socketFds_.push_back(fd_);
 }
 
 Connector::SocketShutdownEntry::~SocketShutdownEntry() {
-  if (kept_) return;
-  // The connection was not made and its socket is closed: its number may
-  // already name another file, which an abort must not shut down.
-  std::lock_guard<std::mutex> lock(connector_.socketsMutex_);
-  auto& fds = connector_.socketFds_;
-  fds.erase(std::remove(fds.begin(), fds.end(), fd_), fds.end());
+  if (kept_ || fd_ < 0) return;
+  // The connection was not made: nothing left to shut down.
+  {
+    std::lock_guard<std::mutex> lock(connector_.socketsMutex_);
+    auto& fds = connector_.socketFds_;
+    fds.erase(std::remove(fds.begin(), fds.end(), fd_), fds.end());
+  }
+  ::close(fd_);
+}
+
+Connector::~Connector() {
+  for (int fd : socketFds_) ::close(fd);
 }
 
 void Connector::shutdown() {

@@ -47,6 +47,9 @@ class Connector {
   // each must be registered (carrierOf).
   Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic, const std::atomic<bool>* abort,
             std::vector<TransportKind> kinds, const ConnectorOptions& options);
+  ~Connector();  // closes its own descriptors of the sockets (SocketShutdownEntry)
+  Connector(const Connector&) = delete;
+  Connector& operator=(const Connector&) = delete;
 
   // `busy`: the connection will carry most of the traffic (ConnectionSetup).
   SendConnection& sendTo(int peer, bool busy = false);

@@ -123,8 +123,9 @@ TEST(Failure, RankThatNeverJoinsIsNamedWhenTheRootStartedLast) {
   expectTheMissingRankNamed(milliseconds(1500));
 }
 
-// Ranks start in any order: rank 2 first, rank 0 (the root's host) 1.5 s
-// later, rank 1 after rank 2's own 2 s deadline but before the root's.
+// Ranks start in any order: rank 2 first, rank 0 (the root's host) 3 s
+// later, rank 1 after rank 2's own 5 s deadline but 2 s before the root's
+// (room for the rest of init on a loaded machine).
 // Every rank arrived within the root's deadline, so init succeeds on all,
 // rank 2 included, and a collective runs.
 TEST(Failure, RanksThatArriveWithinTheLateRootsDeadlineAllJoin) {
@@ -132,9 +133,9 @@ TEST(Failure, RanksThatArriveWithinTheLateRootsDeadlineAllJoin) {
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int rank : {2, 0, 1}) {
     ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
-      useRendezvous(port, "2");
-      if (rank == 0) std::this_thread::sleep_for(milliseconds(1500));
-      if (rank == 1) std::this_thread::sleep_for(milliseconds(2500));
+      useRendezvous(port, "5");
+      if (rank == 0) std::this_thread::sleep_for(milliseconds(3000));
+      if (rank == 1) std::this_thread::sleep_for(milliseconds(6000));
       ncclComm_t comm = joinCommunicator(reporter, 3, rank);
       if (comm == nullptr) return 1;
       int value = rank + 1;
@@ -145,7 +146,7 @@ TEST(Failure, RanksThatArriveWithinTheLateRootsDeadlineAllJoin) {
     }));
   }
   for (auto& child : ranks) {
-    ChildExit exit = child->waitExit(seconds(15));
+    ChildExit exit = child->waitExit(seconds(25));
     EXPECT_TRUE(exit.exited && exit.code == 0) << exit.describe() << "; " << reportedOutcome(*child, "init");
     EXPECT_EQ(reportedOutcome(*child, "all_reduce").result, ncclSuccess);
     EXPECT_EQ(child->value("sum"), "6");

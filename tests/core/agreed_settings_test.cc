@@ -43,7 +43,8 @@ TEST(AgreedSettings, EachOneThatDiffersIsNamedWithTheFirstRankAndBothValues) {
                         Case{"HORA_SHM_SINGLE_COPY_MIN", &AgreedSettings::singleCopyMinBytes},
                         Case{"HORA_SHM_SINGLE_COPY_MAX", &AgreedSettings::singleCopyMaxBytes},
                         Case{"HORA_ZERO_COPY_MIN", &AgreedSettings::zeroCopyMinBytes},
-                        Case{"HORA_CHECK_AGREEMENT", &AgreedSettings::checkAgreement}}) {
+                        Case{"HORA_CHECK_AGREEMENT", &AgreedSettings::checkAgreement},
+                        Case{"HORA_SLICE_SIZE", &AgreedSettings::sliceBytes}}) {
     std::vector<AgreedSettings> all(4, agreedSettingsOf(Tuning{}));
     for (AgreedSettings& settings : all) settings.*c.field = 1000;
     EXPECT_EQ(disagreement(all), "") << c.variable;

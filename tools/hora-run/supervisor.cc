@@ -269,8 +269,7 @@ void Supervisor::reap_exited_ranks() {
     if (rc < 0) {
       // Not our child any more (something else reaped it): its status is
       // lost, and waiting for it would wait for ever. Counted as failed.
-      report(rank_name(rank.global_rank, rank.pid) + " cannot be waited for (" + std::strerror(errno) +
-             "); its exit status is unknown");
+      rank.lost = std::string("cannot be waited for (") + std::strerror(errno) + "); its exit status is unknown";
       rank.reaped = true;
       rank.wait_status = W_EXITCODE(kExitLauncherFailure, 0);
     } else {
@@ -306,7 +305,8 @@ void Supervisor::on_rank_exit(const Rank& rank) {
     // The first failure decides the job's exit code; what the others do
     // while being stopped is a consequence, not news.
     exit_code_ = exit_code_for(rank.wait_status);
-    report(rank_name(rank.global_rank, rank.pid) + " " + describe_wait_status(rank.wait_status) +
+    report(rank_name(rank.global_rank, rank.pid) + " " +
+           (rank.lost.empty() ? describe_wait_status(rank.wait_status) : rank.lost) +
            (live_rank_count() > 0 ? "; stopping the other ranks" : ""));
     stop_all_after(kFailureGrace);
   }

@@ -47,6 +47,7 @@ class Supervisor {
     pid_t pid = -1;  // also the process-group id
     bool running = false;
     bool reaped = false;  // an exited rank stays a zombie until the job is over
+    std::string lost;     // why its exit status is unknown, if it is
     int wait_status = 0;
   };
 
