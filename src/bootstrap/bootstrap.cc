@@ -114,7 +114,8 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
     // others run under their later deadlines. At most twice `allowed` in
     // all. A root that was up at once started before this rank: its
     // deadline is not later.
-    if (rootWasDown && deadline.at() < Deadline::after(allowed).at()) joinDeadline_ = Deadline::after(allowed);
+    if (const Deadline rootsLatest = Deadline::after(allowed); rootWasDown && deadline.at() < rootsLatest.at())
+      joinDeadline_ = rootsLatest;
     sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), joinDeadline_, abort, rootName);
     // The table follows the reply at once: both within the grace.
     const Deadline answer = joinDeadline_.extendedBy(kRootReplyGrace);

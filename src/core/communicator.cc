@@ -451,7 +451,7 @@ void Communicator::checkUsable() const {
   if (abort_.load()) {
     std::lock_guard<std::mutex> lock(stateMutex_);
     fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was ",
-         revoking_ ? "revoked (ncclCommRevoke); it can only be shrunk or destroyed" : "aborted");
+         revocation_ != Revocation::None ? "revoked (ncclCommRevoke); it can only be shrunk or destroyed" : "aborted");
   }
   if (!broken_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(stateMutex_);

@@ -199,8 +199,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<std::atomic<bool>> abortFlag_;  // CommunicatorConfig::abortFlag, or its own
   std::atomic<bool>& abort_;                        // *abortFlag_
-  bool revoking_ = false;  // under stateMutex_: abort_ came from revoke()
-  bool revoked_ = false;   // under stateMutex_: and revoke() has returned
+  Revocation revocation_ = Revocation::None;  // under stateMutex_
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::unique_ptr<transport::Connector> connector_;
   Tuning tuning_;

@@ -39,18 +39,18 @@ bootstrap::ShrinkRequest describeExclusion(const std::vector<int>& sortedExclude
 void Communicator::revoke() {
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
-    HORA_CHECK_ARG(!revoking_, "rank ", rank_, ": the communicator was revoked already");
-    revoking_ = true;
+    HORA_CHECK_ARG(revocation_ == Revocation::None, "rank ", rank_, ": the communicator was revoked already");
+    revocation_ = Revocation::Stopping;
   }
   abort();
   // Only now is it quiet: every operation has stopped.
   std::lock_guard<std::mutex> lock(stateMutex_);
-  revoked_ = true;
+  revocation_ = Revocation::Done;
 }
 
 Communicator::Revocation Communicator::revocation() const {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  return revoked_ ? Revocation::Done : revoking_ ? Revocation::Stopping : Revocation::None;
+  return revocation_;
 }
 
 std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded, bool abortFirst) {

@@ -72,7 +72,7 @@ SendConnection& Connector::connectTo(int peer, bool busy) {
   Introduction hello{bootstrap_.rank(), static_cast<std::int32_t>(kinds_[peer])};
   bootstrap::sendGreeting(socket, magic_, bootstrap::Purpose::Connection, &hello, sizeof(hello),
                           deadline, abort_, name);
-  const SocketShutdownEntry entry(*this, socket.fd());
+  SocketShutdownEntry entry(*this, socket.fd());
   std::unique_ptr<SendConnection> connection = findTransport(kinds_[peer])->connectSender(
       {std::move(socket), name, options_, deadline, abort_, busy});
   entry.keep();
@@ -146,7 +146,7 @@ RecvConnection& Connector::acceptConnectionFrom(int peer, WhileWaiting whileWait
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
   Socket socket = acceptFrom(peer, deadline, whileWaiting);
-  const SocketShutdownEntry entry(*this, socket.fd());
+  SocketShutdownEntry entry(*this, socket.fd());
   std::unique_ptr<RecvConnection> connection = findTransport(kinds_[peer])->connectReceiver(
       {std::move(socket), name, options_, deadline, abort_});
   entry.keep();

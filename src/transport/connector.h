@@ -94,12 +94,12 @@ class Connector {
     ~SocketShutdownEntry();
     SocketShutdownEntry(const SocketShutdownEntry&) = delete;
     SocketShutdownEntry& operator=(const SocketShutdownEntry&) = delete;
-    void keep() const { kept_ = true; }
+    void keep() { kept_ = true; }
 
    private:
     Connector& connector_;
     int fd_;
-    mutable bool kept_ = false;
+    bool kept_ = false;
   };
 };
 
