@@ -146,7 +146,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::uint64_t registerBuffer(const void* buffer, std::size_t bytes) {
     return userRegistrations_->add(buffer, bytes);
   }
-  void deregisterBuffer(std::uint64_t id) { userRegistrations_->remove(id); }
+  void deregisterBuffer(std::uint64_t id);
 
   // How many collectives ran on windows without FIFOs (for tests and logs).
   std::uint64_t zeroCopyCollectives() const { return executor_->windowCollectives(); }

@@ -1,6 +1,7 @@
 // ncclCommWindowRegister / Deregister: every rank learns where every other
 // rank's window is and maps it, where all ranks share a host (core/windows.h
-// says what windows are for).
+// says what windows are for). And ncclCommDeregister's release of what RDMA
+// connections registered of a buffer.
 #include <algorithm>
 #include <vector>
 
@@ -93,7 +94,30 @@ void Communicator::deregisterWindow(int window) {
   if (const auto found = windowRegistrations_.find(window); found != windowRegistrations_.end()) {
     userRegistrations_->remove(found->second);
     windowRegistrations_.erase(found);
+    connector_->releaseDeregistered();
   }
+}
+
+void Communicator::deregisterBuffer(std::uint64_t id) {
+  userRegistrations_->remove(id);
+  // An RDMA connection that sent from the buffer registered it with its
+  // NIC, which pins its pages: they are released now rather than at that
+  // connection's next send, which may never come. Connections belong to
+  // the worker, so this waits until the calls queued before have run, as a
+  // window's deregistration does. A communicator that failed keeps them
+  // until it is destroyed (its next call reports the failure); so does
+  // one another thread is running a call on (its connections release them
+  // at their next send), since deregistering is local and may not break
+  // the communicator for the other ranks.
+  if (broken_.load(std::memory_order_acquire) || abort_.load() || revocation() != Revocation::None) return;
+  try {
+    finalize();
+  } catch (const Error&) {
+    return;
+  }
+  if (executing_.exchange(true, std::memory_order_acquire)) return;
+  ExecutionClaim claim(&executing_);
+  connector_->releaseDeregistered();
 }
 
 }  // namespace hora::core

@@ -36,6 +36,11 @@ class ByteStream {
   // caller's memory (sent without a copy, not yet complete): the caller
   // may not reuse them yet. A trySendTwo of no bytes moves this on.
   virtual std::size_t heldBytes() const { return 0; }
+  // The program deregistered buffers (UserRegistrations): a stream that
+  // registered them with a device releases those registrations now, so
+  // their pages are not pinned until it next sends. Called only while no
+  // operation uses the stream.
+  virtual void releaseDeregistered() {}
 };
 
 // A connected TCP socket as a ByteStream.

@@ -105,6 +105,11 @@ class SendConnection : public Connection {
   virtual PeerMemoryAccess peerMemoryAccess() { return PeerMemoryAccess::No; }
   virtual std::uint64_t acknowledgedBytes() const { return completedBytes(); }
 
+  // The program deregistered buffers: registrations of them this transport
+  // made with a device are released now (ByteStream::releaseDeregistered).
+  // Called only while no operation uses the connection.
+  virtual void releaseDeregistered() {}
+
   // The stamp of beginOperation leaves with the operation's first bytes.
   // An operation that sends nothing more here (or that is about to wait for
   // a peer before it sends) calls flushStamp: the stamp then leaves alone

@@ -181,6 +181,11 @@ Connector::~Connector() {
   for (int fd : socketFds_) ::close(fd);
 }
 
+void Connector::releaseDeregistered() {
+  for (const auto& connection : sends_)
+    if (connection) connection->releaseDeregistered();
+}
+
 void Connector::shutdown() {
   std::lock_guard<std::mutex> lock(socketsMutex_);
   for (int fd : socketFds_) ::shutdown(fd, SHUT_RDWR);

@@ -58,6 +58,10 @@ class Connector {
 
   // Shuts every socket down: peers blocked on this rank see EOF at once.
   void shutdown();
+  // Every send connection made so far releases the device registrations of
+  // buffers the program deregistered (SendConnection::releaseDeregistered).
+  // Only while no operation runs on this rank.
+  void releaseDeregistered();
 
 
  private:

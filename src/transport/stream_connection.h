@@ -60,6 +60,9 @@ class StreamSendConnection final : public SendConnection {
   }
   const std::string& peerName() const override { return peer_; }
   void checkAlive() override { stream_->checkAlive(); }
+  void releaseDeregistered() override {
+    if (mayHold_) stream_->releaseDeregistered();
+  }
   bool idle() const override { return completedBytes() == postedBytes() && !stampPending(); }
   void beginOperation(const OpStamp& stamp) override;
   void flushStamp() override;

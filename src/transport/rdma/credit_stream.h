@@ -112,6 +112,10 @@ class CreditSendStream final : public ByteStream {
   void checkAlive() override;
   bool mayHold() const override { return registrations_ != nullptr; }
   std::size_t heldBytes() const override;
+  // Releases the queue pairs' registrations of buffers the program has
+  // deregistered, once no write from them is in flight: at every send, and
+  // when the program deregisters (ByteStream::releaseDeregistered).
+  void releaseDeregistered() override;
 
   // Bytes sent straight from registered program buffers, and how many
   // such buffers were registered with the queue pairs.
@@ -134,9 +138,6 @@ class CreditSendStream final : public ByteStream {
   // The registered program buffer holding [data, data + bytes), registered
   // with the queue pairs now if it was not yet; null if there is none.
   UserRegion* userRegionFor(const char* data, std::size_t bytes);
-  // Releases the queue pairs' registrations of buffers the program has
-  // deregistered, once no write from them is in flight.
-  void releaseDeregistered();
 
   // Registered memory is declared before the queue pairs, so that they are
   // destroyed first: until a queue pair is closed, the device may still

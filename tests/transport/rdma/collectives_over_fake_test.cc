@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cstdlib>
 #include <regex>
 #include <thread>
@@ -174,6 +175,48 @@ TEST(OverFakeRdmaRegistered, RegisteredBuffersAreSentFromAndRegisteredOnce) {
     EXPECT_GT(device->bytesWrittenFrom(send[r].data()) + device->bytesWrittenFrom(recv[r].data()), 0u)
         << "no write read rank " << r << "'s registered buffers";
   EXPECT_EQ(device->mostRegistrationsOfOneRange(), 1) << "a queue pair registered the same memory again";
+  useDevice(TransportKind::Ib, nullptr);
+  ::unsetenv("HORA_TRANSPORT");
+}
+
+// ncclCommDeregister releases what the connections registered of the
+// buffer at once, so its pages are not pinned until a connection's next
+// send (which may never come): the device's registrations in force fall
+// back to what they were before the buffer was registered, with no call
+// made in between.
+TEST(OverFakeRdmaRegistered, DeregisteringReleasesTheNicRegistrationsAtOnce) {
+  ::setenv("HORA_TRANSPORT", "ib", 1);
+  ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
+  auto device = std::make_shared<FakeDevice>(FakeOptions{}, CreditGeometry{8, 16 * 1024});
+  useDevice(TransportKind::Ib, device);
+  constexpr int kRanks = 2;
+  constexpr std::size_t kCount = 65537;
+  std::vector<std::vector<std::int32_t>> data(kRanks, std::vector<std::int32_t>(kCount));
+  std::barrier sync(kRanks);
+  std::size_t before = 0, registered = 0, after = 0;
+  testing::onEachRank(kRanks, [&](int rank, ncclComm_t comm) {
+    auto& buffer = data[rank];
+    // Connections first (their staging is registered once, for good).
+    for (std::size_t i = 0; i < kCount; ++i) buffer[i] = input(rank, i);
+    ASSERT_EQ(ncclAllReduce(buffer.data(), buffer.data(), kCount, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);
+    sync.arrive_and_wait();
+    if (rank == 0) before = device->registrations();
+    sync.arrive_and_wait();
+    void* handle = nullptr;
+    ASSERT_EQ(ncclCommRegister(comm, buffer.data(), buffer.size() * sizeof(std::int32_t), &handle), ncclSuccess);
+    for (std::size_t i = 0; i < kCount; ++i) buffer[i] = input(rank, i);
+    ASSERT_EQ(ncclAllReduce(buffer.data(), buffer.data(), kCount, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);
+    for (std::size_t i = 0; i < kCount; i += 101) ASSERT_EQ(buffer[i], input(0, i) + input(1, i)) << "rank " << rank;
+    sync.arrive_and_wait();
+    if (rank == 0) registered = device->registrations();
+    sync.arrive_and_wait();
+    ASSERT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
+    sync.arrive_and_wait();
+    if (rank == 0) after = device->registrations();
+    sync.arrive_and_wait();
+  });
+  EXPECT_GT(registered, before) << "no connection registered the program's buffer: nothing was tested";
+  EXPECT_EQ(after, before) << "registrations of deregistered buffers are still in force";
   useDevice(TransportKind::Ib, nullptr);
   ::unsetenv("HORA_TRANSPORT");
 }
