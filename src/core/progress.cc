@@ -1,6 +1,8 @@
 #include "core/progress.h"
 
 #include <algorithm>
+#include <string_view>
+#include <typeinfo>
 
 namespace hora::core {
 
@@ -16,7 +18,18 @@ void ProgressEngine::blamePeerOf(const transport::Connection& connection) {
   try {
     throw;
   } catch (const Error& error) {
-    // Only a peer's failure names the peer; a mismatch keeps its own type.
+    // A failure of this rank's own side of the connection (a device that
+    // refused a posted write, a full queue) says which connection: the
+    // layers below know a device and a queue pair, not the peer. (Errors
+    // of a type of their own keep it.)
+    if (typeid(error) == typeid(Error) &&
+        (error.kind() == ErrorKind::System || error.kind() == ErrorKind::Internal)) {
+      const std::string& peer = connection.peerName();
+      if (std::string_view(error.what()).find(peer) != std::string_view::npos) throw;
+      throw Error(error.kind(), strCat("on the connection with ", peer, ": ", error.what()), error.failedRank());
+    }
+    // Only a peer's failure names the peer as the rank that failed; a
+    // mismatch keeps its own type.
     if (error.kind() != ErrorKind::Remote || error.failedRank() >= 0) throw;
     throw Error(error.kind(), error.what(), connection.peerRank());
   }

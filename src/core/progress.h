@@ -59,7 +59,9 @@ class ProgressEngine {
   bool settled() const { return allMoved(/*andStamps=*/true); }
 
   // Rethrows the error being handled, naming `connection`'s peer as the
-  // rank that failed where it is a peer's failure that names nobody yet.
+  // rank that failed where it is a peer's failure that names nobody yet,
+  // and naming the peer in the text of a failure of this rank's own end
+  // (System, Internal) that does not name it yet.
   [[noreturn]] static void blamePeerOf(const transport::Connection& connection);
   // f(), a call on `connection` made outside progressAll() (a wait's test
   // of what has arrived, or of room): its errors name the peer as
