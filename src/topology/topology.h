@@ -219,6 +219,7 @@ struct TransportChoice {
 //   HORA_IB_DISABLE  / NCCL_IB_DISABLE  = 1   never ib
 //   HORA_OFI_DISABLE                    = 1   never ofi
 //   HORA_NET / NCCL_NET = IB|OFI|Socket       the only network transport to use
+//                                             (Libfabric, AWS Libfabric: OFI)
 //                                             (Socket: tcp; IB: ib, else tcp)
 //   HORA_P2P_LEVEL   / NCCL_P2P_LEVEL   = LOC|NVL|PIX|PXB|PHB|NODE|SYS: the worst path p2p may take
 //   HORA_TRANSPORT = p2p|shm|ib|ofi|tcp use that one wherever it can connect the pair
@@ -226,6 +227,7 @@ struct TransportPolicy {
   bool p2pDisabled = false;
   bool shmDisabled = false;
   bool ibDisabled = false;
+  std::string ibDisabledBy = "IB_DISABLE=1";  // the setting that disabled ib, for the reason shown
   bool ofiDisabled = false;
   PathClass p2pLevel = PathClass::Pxb;
   std::optional<TransportKind> forced;

@@ -65,7 +65,7 @@ TransportChoice network(const RankPlacement& a, const RankPlacement& b, const Tr
   if (both && !policy.ibDisabled && sameFabric(a, b))
     return {TransportKind::Ib, prefix + "both hosts have an RDMA NIC"};
   std::string why = !both                ? strCat("no usable RDMA NIC on rank ", !a.hasInfiniband ? a.rank : b.rank, "'s host")
-                    : policy.ibDisabled ? "IB disabled (IB_DISABLE=1)"
+                    : policy.ibDisabled ? strCat("IB disabled (", policy.ibDisabledBy, ")")
                                         : "their RDMA ports are on different fabrics (link layer or subnet)";
   if (a.hasOfi && b.hasOfi && !policy.ofiDisabled)
     return {TransportKind::Ofi, prefix + why + "; both ranks have a libfabric device"};
@@ -133,17 +133,21 @@ TransportPolicy TransportPolicy::fromEnvironment() {
   }
   policy.ofiDisabled = flag({"HORA_OFI_DISABLE"});
   if (auto net = env::get({"HORA_NET", "NCCL_NET"})) {
-    // NCCL's names for its network plugins: "IB" (verbs) and "Socket".
+    // NCCL's names for its networks: "IB" (verbs) and "Socket" built in,
+    // and libfabric's plugin (aws-ofi-nccl), which names itself "AWS
+    // Libfabric" or "Libfabric": scripts written for EFA set those.
     const std::string wanted = lower(*net);
     if (wanted == "socket") {
       policy.ibDisabled = policy.ofiDisabled = true;
     } else if (wanted == "ib") {
       policy.ofiDisabled = true;
-    } else if (wanted == "ofi") {
+    } else if (wanted == "ofi" || wanted == "libfabric" || wanted == "aws libfabric") {
       policy.ibDisabled = true;
     } else {
-      fail(ErrorKind::InvalidArgument, "network '", *net, "' (HORA_NET / NCCL_NET) is not one of IB, OFI, Socket");
+      fail(ErrorKind::InvalidArgument, "network '", *net,
+           "' (HORA_NET / NCCL_NET) is not one of IB, OFI (or Libfabric, AWS Libfabric), Socket");
     }
+    if (policy.ibDisabled) policy.ibDisabledBy = "NET=" + *net;
   }
   if (auto forced = env::get({"HORA_TRANSPORT"})) {
     policy.forced = parseTransportName(*forced);

@@ -74,7 +74,13 @@ TEST_F(TransportTest, RulesTable) {
       {"different hosts, one without RDMA NIC", 0, 0, 2, true, false, none, TransportKind::Tcp,
        "no usable RDMA NIC on rank 1's host"},
       {"different hosts, IB disabled", 0, 0, 2, true, true, [](TransportPolicy& p) { p.ibDisabled = true; },
-       TransportKind::Tcp, "IB disabled"},
+       TransportKind::Tcp, "IB disabled (IB_DISABLE=1)"},
+      {"different hosts, NCCL_NET=Socket", 0, 0, 2, true, true,
+       [](TransportPolicy& p) {
+         p.ibDisabled = true;
+         p.ibDisabledBy = "NET=Socket";
+       },
+       TransportKind::Tcp, "IB disabled (NET=Socket)"},
       {"different hosts without GPUs", -1, -1, 2, true, true, none, TransportKind::Ib, "both hosts"},
       {"forced tcp on one host", 0, 1, 1, true, true, [](TransportPolicy& p) { p.forced = TransportKind::Tcp; },
        TransportKind::Tcp, "HORA_TRANSPORT=tcp (else: p2p"},
@@ -197,6 +203,13 @@ TEST(TransportPolicyTest, NcclNetChoosesTheNetwork) {
     EXPECT_TRUE(policy.ibDisabled);
     EXPECT_FALSE(policy.ofiDisabled);
   }
+  for (const char* name : {"AWS Libfabric", "Libfabric"}) {
+    ScopedEnv net("NCCL_NET", name);  // what scripts for aws-ofi-nccl set
+    TransportPolicy policy = TransportPolicy::fromEnvironment();
+    EXPECT_TRUE(policy.ibDisabled) << name;
+    EXPECT_FALSE(policy.ofiDisabled) << name;
+    EXPECT_EQ(policy.ibDisabledBy, std::string("NET=") + name);
+  }
   {
     ScopedEnv net("NCCL_NET", "carrier pigeon");
     try {
@@ -204,7 +217,7 @@ TEST(TransportPolicyTest, NcclNetChoosesTheNetwork) {
       FAIL() << "expected an error";
     } catch (const Error& error) {
       EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
-      EXPECT_THAT(error.what(), HasSubstr("'carrier pigeon' (HORA_NET / NCCL_NET) is not one of IB, OFI, Socket"));
+      EXPECT_THAT(error.what(), HasSubstr("'carrier pigeon' (HORA_NET / NCCL_NET) is not one of IB, OFI (or Libfabric, AWS Libfabric), Socket"));
     }
   }
 }

@@ -5,10 +5,11 @@
 // Which port: of the ports of every device libibverbs lists that
 // NCCL_IB_HCA allows (hca_filter.h) and that are ACTIVE, the first on the
 // NIC nearest the rank (topology::rdmaNicsNearest), else in the library's
-// order. (Several ports carrying separate channels, multi-rail, is not
-// built: one port serves every connection; NCCL_IB_QPS_PER_CONNECTION
-// queue pairs on it carry each.) No library, no device, no
-// allowed active port: not available, said with the reason, never an error.
+// order. Ports of other NICs as near as that one, on the same fabric, open
+// as further rails (furtherRails, multi_rail.h): each connection's
+// NCCL_IB_QPS_PER_CONNECTION queue pairs then take turns over the rails.
+// No library, no device, no allowed active port: not available, said with
+// the reason, never an error.
 #pragma once
 
 #include <memory>
