@@ -51,6 +51,17 @@ void checkEveryCollective(int rank, int n, ncclComm_t comm, const std::vector<st
     if (rank == root) {
       for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], sumOver(i)) << where << " reduce";
     }
+    // Gather to rank 0 and scatter from it: rank q's input is block q of
+    // the root's output; block r of the root's input goes to rank r.
+    ASSERT_EQ(ncclGather(in.data(), out.data(), count, ncclInt32, 0, comm, nullptr), ncclSuccess) << where;
+    if (rank == 0) {
+      for (int q = 0; q < n; ++q)
+        for (std::size_t i = 0; i < count; ++i)
+          ASSERT_EQ(out[q * count + i], input(q, i)) << where << " gather from " << q;
+    }
+    ASSERT_EQ(ncclScatter(in.data(), out.data(), count, ncclInt32, 0, comm, nullptr), ncclSuccess) << where;
+    for (std::size_t i = 0; i < count; ++i)
+      ASSERT_EQ(out[i], input(0, rank * count + i)) << where << " scatter " << i;
     // All-to-all: block q of rank r's input goes to rank q, block r.
     ASSERT_EQ(ncclAlltoAll(in.data(), out.data(), count, ncclInt32, comm, nullptr), ncclSuccess) << where;
     for (int q = 0; q < n; ++q)

@@ -20,8 +20,9 @@ void onEachRank(int nranks, const std::function<void(int rank, ncclComm_t comm)>
 std::int32_t input(int rank, std::size_t i);
 
 // All-reduce, reduce-scatter, all-gather, broadcast, reduce (root: the last
-// rank), all-to-all and a send/recv ring, for each count; gtest failures
-// name the rank, count and collective. Call from every rank's thread.
+// rank), gather and scatter (root: rank 0), all-to-all and a send/recv
+// ring, for each count; gtest failures name the rank, count and
+// collective. Call from every rank's thread.
 void checkEveryCollective(int rank, int nranks, ncclComm_t comm, const std::vector<std::size_t>& counts);
 
 }  // namespace hora::transport::rdma::testing
