@@ -56,6 +56,28 @@ mapfile -t active < <(awk '/^hca_id:/ { dev = $2 } /state:/ && /PORT_ACTIVE/ { p
 printf '%s\n' "${active[@]}" | grep -qx -- "$device" || die "device $device has no ACTIVE port (active: ${active[*]})"
 link_layer=$(awk -v d="$device" '/^hca_id:/ { on = ($2 == d) } on && /link_layer:/ { print $2; exit }' "$work/devinfo")
 echo "# device $device ($link_layer); devices with an active port: ${active[*]}"
+
+# On RoCE perftest needs the GID to use (-x); without it, it takes index 0,
+# a RoCE v1 or link-local one that routed fabrics drop. The one hora takes:
+# NCCL_IB_GID_INDEX where set, else a RoCE v2 GID of the first port, IPv4
+# mapped (::ffff:a.b.c.d) first. The peer is taken to number its GIDs alike.
+gid_args=()
+if [[ $link_layer == Ethernet ]]; then
+  gid_index=${HORA_IB_GID_INDEX:-${NCCL_IB_GID_INDEX:-}}
+  if [[ -z $gid_index ]]; then
+    port_dir=/sys/class/infiniband/$device/ports/1
+    for type_file in "$port_dir"/gid_attrs/types/*; do
+      index=${type_file##*/}
+      [[ $(cat "$type_file" 2>/dev/null) == "RoCE v2" ]] || continue
+      gid=$(cat "$port_dir/gids/$index" 2>/dev/null)
+      [[ -n $gid && $gid != 0000:0000:0000:0000:0000:0000:0000:0000 ]] || continue
+      if [[ $gid == 0000:0000:0000:0000:0000:ffff:* ]]; then gid_index=$index; break; fi
+      [[ -n $gid_index ]] || gid_index=$index
+    done
+  fi
+  [[ -n $gid_index ]] && gid_args=(-x "$gid_index")
+  echo "# RoCE: perftest uses GID index ${gid_index:-0 (none of RoCE v2 found)}"
+fi
 echo "# ranks: $([[ -n $peer ]] && echo "here and on $peer" || echo "both here, over the NIC's loopback")"
 
 hora_run="$builddir/tools/hora-run/hora-run"
@@ -71,10 +93,10 @@ server_addr=$([[ -n $peer ]] && hostname -f || echo localhost)
 perf_pair() {
   local tool=$1
   shift
-  on_peer "$tool" -d "$device" "$@" >"$work/$tool.server" 2>&1 &
+  on_peer "$tool" -d "$device" "${gid_args[@]}" "$@" >"$work/$tool.server" 2>&1 &
   local server=$!
   sleep 2
-  "$tool" -d "$device" "$@" "$server_addr" >"$work/$tool.client" 2>&1
+  "$tool" -d "$device" "${gid_args[@]}" "$@" "$server_addr" >"$work/$tool.client" 2>&1
   local rc=$?
   wait "$server"
   return $rc
