@@ -268,6 +268,7 @@ TEST_F(FakeDevice, AWriteLandsAndASignaledOneCompletes) {
 }
 
 TEST_F(FakeDevice, AWrongKeyOrBoundsIsARemoteAccessErrorThenEverythingIsFlushed) {
+  b_->postReceive(7);
   a_->postWrite(local_, 0, 8, {target().address, remote_.remoteKey + 99}, 1, false);
   a_->postWrite(local_, 0, 8, target(), 2, true);
   auto done = drain(*a_);
@@ -280,6 +281,12 @@ TEST_F(FakeDevice, AWrongKeyOrBoundsIsARemoteAccessErrorThenEverythingIsFlushed)
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, Status::Flushed) << "posted after the failure";
   EXPECT_EQ(target_[0], 0) << "nothing may land";
+  // The responder is in error as well: its posted receive is flushed.
+  EXPECT_TRUE(b_->inError());
+  const auto flushed = drain(*b_);
+  ASSERT_EQ(flushed.size(), 1u);
+  EXPECT_EQ(flushed[0].operation, Operation::Receive);
+  EXPECT_EQ(flushed[0].status, Status::Flushed);
 }
 
 TEST_F(FakeDevice, AWritePastTheRegionIsARemoteAccessError) {

@@ -218,8 +218,12 @@ void FakeQueuePair::run(const Request& request) {
                     request.to.address + request.bytes <=
                         reinterpret_cast<std::uint64_t>(region->second.base) + region->second.bytes;
     if (!ok) {
+      // A reliable-connected responder that finds an access violation
+      // moves to the error state too (its receives are flushed), as the
+      // requester does.
       complete(request, Status::RemoteAccessError);
       enterError();
+      target.enterError();
       return;
     }
     char* into = reinterpret_cast<char*>(request.to.address);
