@@ -14,6 +14,7 @@
 //
 // Handles are checked against the live ones before use, so a stale or
 // foreign handle is an error, not a crash.
+#include <memory>
 #include <mutex>
 #include <unordered_set>
 
@@ -106,10 +107,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* han
     // NULL is what NCCL's ncclCommRegister gives where it skips a buffer,
     // and NCCL takes it back as a no-op: so does hora.
     if (handle == nullptr) return;
-    auto* registration = static_cast<Registration*>(handle);
-    forget(registration, comm, "registration handle");
+    forget(static_cast<Registration*>(handle), comm, "registration handle");  // throws for a stranger
+    // Owned from here: freed even if the deregistration throws.
+    std::unique_ptr<Registration> registration(static_cast<Registration*>(handle));
     c->deregisterBuffer(registration->id);
-    delete registration;
   });
 }
 

@@ -462,7 +462,12 @@ void Communicator::checkUsable() const {
 }
 
 Communicator::ExecutionClaim Communicator::claimExecution(const char* what) {
-  if (!executing_.exchange(true, std::memory_order_acquire)) return ExecutionClaim(&executing_);
+  for (;;) {
+    if (tryHoldExecution(Executing::Call)) return ExecutionClaim(&executing_);
+    const Executing now = executing_.load(std::memory_order_relaxed);
+    if (now == Executing::Call) break;
+    if (now == Executing::Housekeeping) std::this_thread::yield();  // it ends soon
+  }
   Error error(ErrorKind::InvalidUsage,
               strCat("rank ", rank_, ": ", what, " while another thread of this process was running a call on "
                      "the same communicator; calls on one communicator must come from one thread at a time "
@@ -474,7 +479,7 @@ Communicator::ExecutionClaim Communicator::claimExecution(const char* what) {
 Communicator::ExecutionClaim Communicator::awaitExecution() {
   // A call still running ends (the communicator is broken or revoked, or
   // it completes); shrinking is rare, so a millisecond's sleep is no cost.
-  while (executing_.exchange(true, std::memory_order_acquire))
+  while (!tryHoldExecution(Executing::Call))
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return ExecutionClaim(&executing_);
 }

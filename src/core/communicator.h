@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <cstdint>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -219,21 +220,31 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // program's error (NCCL leaves it undefined): the ranks could run their
   // calls in different orders and pair different collectives. claimExecution
   // refuses the second caller and breaks the communicator on every rank.
-  // A flag, not a mutex: claiming it is one atomic exchange and letting it
-  // go one store, on the path of every call.
+  // A flag, not a mutex: claiming it is one atomic compare-exchange and
+  // letting it go one store, on the path of every call. Housekeeping (the
+  // release of a deregistered buffer's NIC registrations) holds it too,
+  // briefly, without being a call: a call that finds it waits instead of
+  // failing, so a program that deregisters from another thread breaks
+  // nothing.
+  enum class Executing : std::uint8_t { No, Call, Housekeeping };
   class ExecutionClaim {
    public:
-    explicit ExecutionClaim(std::atomic<bool>* flag) : flag_(flag) {}
+    explicit ExecutionClaim(std::atomic<Executing>* flag) : flag_(flag) {}
     ExecutionClaim(ExecutionClaim&& other) noexcept : flag_(std::exchange(other.flag_, nullptr)) {}
     ExecutionClaim& operator=(ExecutionClaim&&) = delete;
     ~ExecutionClaim() {
-      if (flag_ != nullptr) flag_->store(false, std::memory_order_release);
+      if (flag_ != nullptr) flag_->store(Executing::No, std::memory_order_release);
     }
 
    private:
-    std::atomic<bool>* flag_;
+    std::atomic<Executing>* flag_;
   };
-  std::atomic<bool> executing_{false};
+  std::atomic<Executing> executing_{Executing::No};
+  // Holds execution for `as`; false (and nothing held) if it is held.
+  bool tryHoldExecution(Executing as) {
+    Executing expected = Executing::No;
+    return executing_.compare_exchange_strong(expected, as, std::memory_order_acquire);
+  }
   ExecutionClaim claimExecution(const char* what);
   // Waits until no call runs, then holds execution (ncclCommShrink).
   ExecutionClaim awaitExecution();

@@ -115,7 +115,7 @@ void Communicator::deregisterBuffer(std::uint64_t id) {
   } catch (const Error&) {
     return;
   }
-  if (executing_.exchange(true, std::memory_order_acquire)) return;
+  if (!tryHoldExecution(Executing::Housekeeping)) return;
   ExecutionClaim claim(&executing_);
   connector_->releaseDeregistered();
 }

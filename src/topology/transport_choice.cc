@@ -139,15 +139,16 @@ TransportPolicy TransportPolicy::fromEnvironment() {
     const std::string wanted = lower(*net);
     if (wanted == "socket") {
       policy.ibDisabled = policy.ofiDisabled = true;
+      policy.ibDisabledBy = "NET=" + *net;
     } else if (wanted == "ib") {
       policy.ofiDisabled = true;
     } else if (wanted == "ofi" || wanted == "libfabric" || wanted == "aws libfabric") {
       policy.ibDisabled = true;
+      policy.ibDisabledBy = "NET=" + *net;
     } else {
       fail(ErrorKind::InvalidArgument, "network '", *net,
            "' (HORA_NET / NCCL_NET) is not one of IB, OFI (or Libfabric, AWS Libfabric), Socket");
     }
-    if (policy.ibDisabled) policy.ibDisabledBy = "NET=" + *net;
   }
   if (auto forced = env::get({"HORA_TRANSPORT"})) {
     policy.forced = parseTransportName(*forced);
@@ -182,7 +183,7 @@ TransportChoice chooseTransport(const RankPlacement& a, const RankPlacement& b, 
       break;  // loopback or network: always possible
     case TransportKind::Ib:
       if (!a.hasInfiniband || !b.hasInfiniband) impossible = "a host has no usable RDMA NIC";
-      else if (policy.ibDisabled) impossible = "IB is disabled (IB_DISABLE=1)";
+      else if (policy.ibDisabled) impossible = strCat("IB is disabled (", policy.ibDisabledBy, ")");
       else if (!sameFabric(a, b)) impossible = "their RDMA ports are on different fabrics";
       break;
     case TransportKind::Ofi:
