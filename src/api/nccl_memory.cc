@@ -107,9 +107,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* han
     // NULL is what NCCL's ncclCommRegister gives where it skips a buffer,
     // and NCCL takes it back as a no-op: so does hora.
     if (handle == nullptr) return;
-    forget(static_cast<Registration*>(handle), comm, "registration handle");  // throws for a stranger
-    // Owned from here: freed even if the deregistration throws.
-    std::unique_ptr<Registration> registration(static_cast<Registration*>(handle));
+    auto* registration = static_cast<Registration*>(handle);
+    forget(registration, comm, "registration handle");  // throws for a stranger
+    // Ours from here: freed even if the deregistration throws.
+    const std::unique_ptr<Registration> owned(registration);
     c->deregisterBuffer(registration->id);
   });
 }

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -15,7 +16,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <cstdint>
 #include <thread>
 #include <utility>
 #include <vector>

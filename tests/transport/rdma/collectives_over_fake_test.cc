@@ -134,6 +134,21 @@ TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
   ::unsetenv("HORA_TRANSPORT");
 }
 
+// Registered buffers over a fake device with 16 KiB slots.
+class OverFakeRdmaRegistered : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("HORA_TRANSPORT", "ib", 1);
+    ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
+    useDevice(TransportKind::Ib, device);
+  }
+  void TearDown() override {
+    useDevice(TransportKind::Ib, nullptr);
+    ::unsetenv("HORA_TRANSPORT");
+  }
+  std::shared_ptr<FakeDevice> device = std::make_shared<FakeDevice>(FakeOptions{}, CreditGeometry{8, 16 * 1024});
+};
+
 // Buffers registered with ncclCommRegister go to the NIC without a copy
 // (credit_stream.h): every rank's all-reduce, out of place and in place,
 // and all-gather give exact sums and copies; writes read both ranks'
@@ -141,11 +156,7 @@ TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
 // many calls send from it. (Which calls first send a buffer straight from
 // program memory depends on timing, so the count of registrations in force
 // after the first call is not a fixed number.)
-TEST(OverFakeRdmaRegistered, RegisteredBuffersAreSentFromAndRegisteredOnce) {
-  ::setenv("HORA_TRANSPORT", "ib", 1);
-  ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
-  auto device = std::make_shared<FakeDevice>(FakeOptions{}, CreditGeometry{8, 16 * 1024});
-  useDevice(TransportKind::Ib, device);
+TEST_F(OverFakeRdmaRegistered, RegisteredBuffersAreSentFromAndRegisteredOnce) {
   constexpr int kRanks = 3;
   constexpr std::size_t kCount = 100003;  // a prime: chunks of every rank differ
   std::vector<std::vector<std::int32_t>> send(kRanks, std::vector<std::int32_t>(kRanks * kCount));
@@ -175,8 +186,6 @@ TEST(OverFakeRdmaRegistered, RegisteredBuffersAreSentFromAndRegisteredOnce) {
     EXPECT_GT(device->bytesWrittenFrom(send[r].data()) + device->bytesWrittenFrom(recv[r].data()), 0u)
         << "no write read rank " << r << "'s registered buffers";
   EXPECT_EQ(device->mostRegistrationsOfOneRange(), 1) << "a queue pair registered the same memory again";
-  useDevice(TransportKind::Ib, nullptr);
-  ::unsetenv("HORA_TRANSPORT");
 }
 
 // ncclCommDeregister releases what the connections registered of the
@@ -184,11 +193,7 @@ TEST(OverFakeRdmaRegistered, RegisteredBuffersAreSentFromAndRegisteredOnce) {
 // send (which may never come): the device's registrations in force fall
 // back to what they were before the buffer was registered, with no call
 // made in between.
-TEST(OverFakeRdmaRegistered, DeregisteringReleasesTheNicRegistrationsAtOnce) {
-  ::setenv("HORA_TRANSPORT", "ib", 1);
-  ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
-  auto device = std::make_shared<FakeDevice>(FakeOptions{}, CreditGeometry{8, 16 * 1024});
-  useDevice(TransportKind::Ib, device);
+TEST_F(OverFakeRdmaRegistered, DeregisteringReleasesTheNicRegistrationsAtOnce) {
   constexpr int kRanks = 2;
   constexpr std::size_t kCount = 65537;
   std::vector<std::vector<std::int32_t>> data(kRanks, std::vector<std::int32_t>(kCount));
@@ -221,8 +226,6 @@ TEST(OverFakeRdmaRegistered, DeregisteringReleasesTheNicRegistrationsAtOnce) {
   });
   EXPECT_GT(registered, before) << "no connection registered the program's buffer: nothing was tested";
   EXPECT_EQ(after, before) << "registrations of deregistered buffers are still in force";
-  useDevice(TransportKind::Ib, nullptr);
-  ::unsetenv("HORA_TRANSPORT");
 }
 
 // Without an RDMA device in use, HORA_TRANSPORT=ib falls back to TCP: no
