@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "base/env.h"
@@ -22,20 +23,38 @@ namespace hora::device {
 namespace {
 
 // Where the abort flags start in the host-mapped block, after the failure
-// record (a cache line of its own).
+// record (a cache line of its own). The kernels' done word follows them, on
+// a line of its own.
 constexpr std::size_t kAbortFlagsOffset = protocols::kCacheLineBytes;
+std::size_t kernelsDoneOffset(int nranks) {
+  return protocols::roundUpTo(kAbortFlagsOffset + sizeof(std::uint32_t) * static_cast<std::size_t>(nranks),
+                              protocols::kCacheLineBytes);
+}
+// Unfinished kernels the ranks of one process on one GPU may hold between
+// them (cuda_executor.h): well under the launches CUDA queues per context
+// (about a thousand), and each rank's share still far more than it takes
+// to keep the GPU busy.
+constexpr std::uint64_t kQueuedKernelsPerGpu = 512;
 
 // Every FIFO: four slots of 128 KiB. A ring step (two slots) then moves
 // while the previous one drains; a piece is large against the block's two
 // barriers and handshake, small enough that a ring fills its pipeline fast.
 constexpr std::uint64_t kSlotBytes = 128 << 10;
 constexpr std::uint64_t kSlotCount = 4;
+// Every LL FIFO (a ring channel's second): four slots of 16 KiB, 8192
+// lines. A piece fills at most one slot (device_plan.h), so four pieces
+// are in flight before a sender waits for credits.
+constexpr std::uint64_t kLLSlotBytes = 16 << 10;
+constexpr std::uint64_t kLLSlotCount = 4;
 constexpr std::uint64_t kFifoAlignment = 4096;
+// Operations up to this size use LL unless HORA_DEVICE_LL_MAX_BYTES or
+// NCCL_PROTO say otherwise.
+constexpr std::uint64_t kDefaultLLMaxBytes = 16 << 10;
 // As many as the ring allows; the occupancy check may lower it.
 constexpr int kDefaultMaxChannels = DeviceRing::kMaxChannels;
 
-std::uint64_t fifoStride() {
-  return protocols::roundUpTo(protocols::fifoLayout(kSlotBytes, kSlotCount).totalBytes, kFifoAlignment);
+std::uint64_t fifoStride(std::uint64_t slotBytes, std::uint64_t slotCount) {
+  return protocols::roundUpTo(protocols::fifoLayout(slotBytes, slotCount).totalBytes, kFifoAlignment);
 }
 
 // Makes `device` current for the scope, then restores the caller's.
@@ -79,6 +98,7 @@ struct GpuOffer {
   std::int32_t residentBlocks;  // ring-kernel blocks its GPU keeps resident
   std::int32_t minChannels;     // NCCL_MIN_NCHANNELS here
   std::int32_t maxChannels;     // NCCL_MAX_NCHANNELS here
+  std::uint64_t llMaxBytes;     // deviceLLMaxBytes() here
 };
 
 struct FifoOffer {
@@ -123,6 +143,7 @@ char* mapPeerFifos(int device, int peer, const GpuOffer& gpu, const FifoOffer& o
 struct ChannelAgreement {
   int minChannels = 1;
   int maxChannels = DeviceRing::kMaxChannels;
+  std::uint64_t llMaxBytes = 0;  // the smallest any rank allows
   std::string unusable;
 };
 
@@ -141,6 +162,8 @@ ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::v
     agreed.maxChannels = std::min(agreed.maxChannels, fit);
     agreed.minChannels = std::max(agreed.minChannels, static_cast<int>(g.minChannels));
   }
+  agreed.llMaxBytes = gpus.front().llMaxBytes;
+  for (const GpuOffer& g : gpus) agreed.llMaxBytes = std::min(agreed.llMaxBytes, g.llMaxBytes);
   agreed.minChannels = std::min(agreed.minChannels, agreed.maxChannels);
   const std::size_t n = ringRanks.size();
   for (std::size_t p = 0; p < n; ++p)
@@ -159,10 +182,10 @@ CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline
   DeviceScope scope(ctx_.device);
   shape_.nranks = ctx_.nranks;
   shape_.slotBytes = kSlotBytes;
+  shape_.llSlotBytes = kLLSlotBytes;
   // One host-mapped block: the failure record, then an abort flag per peer
   // rank (each FIFO's waits poll the flag of the rank at its other end).
-  const std::size_t mappedBytes =
-      protocols::roundUpTo(kAbortFlagsOffset + sizeof(std::uint32_t) * static_cast<std::size_t>(ctx_.nranks), 4096);
+  const std::size_t mappedBytes = protocols::roundUpTo(kernelsDoneOffset(ctx_.nranks) + sizeof(std::uint64_t), 4096);
   void* mapped = nullptr;
   cudaCheck(cudaHostAlloc(&mapped, mappedBytes, cudaHostAllocMapped | cudaHostAllocPortable),
             "allocating the abort flags (cudaHostAlloc)");
@@ -170,8 +193,11 @@ CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline
   mapped_ = mapped;
   failure_ = static_cast<DeviceFailure*>(mapped);
   abortFlags_ = reinterpret_cast<std::uint32_t*>(static_cast<char*>(mapped) + kAbortFlagsOffset);
+  kernelsDone_ = reinterpret_cast<std::uint64_t*>(static_cast<char*>(mapped) + kernelsDoneOffset(ctx_.nranks));
   try {
     cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&failureOnDevice_), failure_, 0),
+              "cudaHostGetDevicePointer");
+    cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&kernelsDoneOnDevice_), kernelsDone_, 0),
               "cudaHostGetDevicePointer");
     cudaStream_t own = nullptr;
     cudaCheck(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "creating the communicator's stream");
@@ -191,7 +217,11 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   const int next = ctx_.ringRanks[static_cast<std::size_t>((pos + 1) % n)];
   const int previous = ctx_.ringRanks[static_cast<std::size_t>((pos + n - 1) % n)];
 
+  // Every kernel is loaded before the ranks meet below: once the last rank
+  // is past the last meeting, the others may be launching, and loading a
+  // kernel can wait for running ones (ring_launch.h).
   preloadRingKernels();
+  preloadPeerKernel();
   // 1. GPUs: how many channels every rank can run at once.
   cudaDeviceProp properties{};
   cudaCheck(cudaGetDeviceProperties(&properties, ctx_.device), "cudaGetDeviceProperties");
@@ -205,6 +235,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   mine.minChannels = static_cast<std::int32_t>(env::getInt({"HORA_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS"}, 1));
   mine.maxChannels = static_cast<std::int32_t>(
       env::getInt({"HORA_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS"}, kDefaultMaxChannels));
+  mine.llMaxBytes = deviceLLMaxBytes(env::get({"NCCL_PROTO"}),
+                                     env::getBytes({"HORA_DEVICE_LL_MAX_BYTES"}, kDefaultLLMaxBytes));
   ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);
   const ChannelAgreement agreed = agreeOnChannels(gpus, ctx_.ringRanks);
   if (!agreed.unusable.empty()) {
@@ -215,9 +247,14 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   const int channels = agreed.maxChannels;
   shape_.maxChannels = channels;
   shape_.minChannels = agreed.minChannels;
+  shape_.llMaxBytes = agreed.llMaxBytes;
   int inThisProcess = 0;
   for (const GpuOffer& g : gpus) inThisProcess += g.process == mine.process && g.device == mine.device ? 1 : 0;
   gpuSharedInProcess_ = inThisProcess > 1;
+  if (gpuSharedInProcess_)
+    maxQueued_ = static_cast<std::uint64_t>(std::max<long long>(
+        0, env::getInt({"HORA_DEVICE_MAX_QUEUED"},
+                       static_cast<long long>(std::max<std::uint64_t>(8, kQueuedKernelsPerGpu / inThisProcess)))));
   std::vector<ProcessWatch::Watched> peerProcesses;
   for (int peer = 0; peer < n; ++peer) {
     const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
@@ -229,12 +266,15 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   watchPeerProcesses(std::move(peerProcesses));
 
   // 2. FIFOs: this rank's, zeroed, and a handle other processes can open.
-  // The ring's receive FIFOs (one per channel), then one per sending rank
-  // for point-to-point work.
-  const std::uint64_t stride = fifoStride();
+  // The ring's Simple receive FIFOs (one per channel), one per sending rank
+  // for point-to-point work, then the ring's LL receive FIFOs.
+  const std::uint64_t stride = fifoStride(kSlotBytes, kSlotCount);
+  const std::uint64_t llStride = fifoStride(kLLSlotBytes, kLLSlotCount);
   const std::uint64_t fifoCount = static_cast<std::uint64_t>(channels + n);
-  cudaCheck(cudaMalloc(&fifos_, stride * fifoCount), "allocating the FIFOs (cudaMalloc)");
-  cudaCheck(cudaMemset(fifos_, 0, stride * fifoCount), "clearing the FIFOs");
+  const std::uint64_t llStart = stride * fifoCount;
+  const std::uint64_t fifoBytes = llStart + llStride * static_cast<std::uint64_t>(channels);
+  cudaCheck(cudaMalloc(&fifos_, fifoBytes), "allocating the FIFOs (cudaMalloc)");
+  cudaCheck(cudaMemset(fifos_, 0, fifoBytes), "clearing the FIFOs");
   std::vector<FifoOffer> offers(static_cast<std::size_t>(n));
   FifoOffer& offer = offers[static_cast<std::size_t>(ctx_.rank)];
   offer.base = reinterpret_cast<std::uint64_t>(fifos_);
@@ -270,6 +310,12 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
     handle.abortFlag = abortFlagsOnDevice + peer;
     return handle;
   };
+  auto llFifo = [&](char* base, int channel, int peer) {
+    protocols::FifoHandle handle = protocols::fifoAt(base + llStart + llStride * static_cast<std::uint64_t>(channel),
+                                                     kLLSlotBytes, kLLSlotCount);
+    handle.abortFlag = abortFlagsOnDevice + peer;
+    return handle;
+  };
 
   // 4. Point-to-point: the FIFO for this rank in every peer's memory, and
   // every peer's in this rank's.
@@ -287,7 +333,6 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   cudaCheck(cudaMemcpy(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size(),
                        cudaMemcpyHostToDevice),
             "cudaMemcpy");
-  preloadPeerKernel();
 
   // 5. The ring as the kernels see it.
   DeviceRing ring{};
@@ -296,6 +341,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   for (int c = 0; c < channels; ++c) {
     ring.channels[c].send = fifo(bases[static_cast<std::size_t>(next)], static_cast<std::uint64_t>(c), next);
     ring.channels[c].recv = fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(c), previous);
+    ring.llChannels[c].send = llFifo(bases[static_cast<std::size_t>(next)], c, next);
+    ring.llChannels[c].recv = llFifo(static_cast<char*>(fifos_), c, previous);
   }
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
             "cudaMalloc");
@@ -307,7 +354,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   cudaCheck(cudaMemcpy(ring_, &ring, sizeof(DeviceRing), cudaMemcpyHostToDevice), "cudaMemcpy");
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
            " channels of ", kRingThreads, " threads, ", inThisProcess,
-           " rank(s) of this process on this GPU; next rank ", next,
+           " rank(s) of this process on this GPU, LL up to ", shape_.llMaxBytes, " bytes; next rank ", next,
            sameProcess ? " in this process" : " in another process (CUDA IPC)");
 }
 
@@ -452,7 +499,27 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops) {
   work.count = static_cast<int>(plan.transfers.size());
   work.timeoutNs = timeoutNs_;
   work.failure = failureOnDevice_;
+  work.queue = admitKernel(stream);
   launchPeers(work, stream);
+}
+
+QueuedKernels CudaExecutor::admitKernel(void* stream) {
+  if (maxQueued_ == 0) return {};
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone) return {};
+  const auto deadline = std::chrono::steady_clock::now() + ctx_.timeout;
+  while (launched_ - __atomic_load_n(kernelsDone_, __ATOMIC_ACQUIRE) >= maxQueued_) {
+    if (auto failed = failure()) throw *failed;
+    if (aborted_.load(std::memory_order_acquire))
+      fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": communicator aborted (ncclCommAbort)");
+    if (std::chrono::steady_clock::now() > deadline)
+      fail(ErrorKind::Remote, "rank ", ctx_.rank, ": ", maxQueued_, " kernels of this rank were queued on GPU ",
+           ctx_.device, " and none ended in ", ctx_.timeout.count(),
+           " ms (HORA_TIMEOUT): they wait for a rank of this process that stopped making calls");
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return {++launched_, kernelsDoneOnDevice_};
 }
 
 void CudaExecutor::run(std::span<const core::Op> ops) {
@@ -475,6 +542,7 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     }
     DeviceWork work{};
     work.ring = static_cast<const DeviceRing*>(ring_);
+    work.protocol = plan.protocol;
     work.collective = plan.collective;
     work.root = op.root;
     work.in = op.send;
@@ -484,6 +552,7 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     work.align = plan.align;
     work.timeoutNs = timeoutNs_;
     work.failure = failureOnDevice_;
+    work.queue = admitKernel(stream);
     launchRing(plan.spec, work, plan.channels, stream);
   }
   if (peerWork) runPeers(ops);

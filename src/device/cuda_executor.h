@@ -16,6 +16,17 @@
 // for it stops at once instead of at its deadline, and the error names the
 // rank that exited.
 //
+// Ranks of one process that share a GPU share its launch queue too: CUDA
+// holds only so many launches not yet run, and a launch beyond them waits
+// for the GPU to take one. A rank whose thread runs far ahead of a peer's
+// could fill that queue with kernels that all wait for the peer, whose own
+// launch then waits for room: neither could go on. So such a rank keeps at
+// most maxQueued kernels (HORA_DEVICE_MAX_QUEUED) not yet finished, and a
+// call beyond that waits, as a launch into a full queue would, for its
+// rank's oldest kernel to end (each kernel stores its launch number into
+// host-mapped memory as it ends). Calls captured into graphs launch
+// nothing and are not counted.
+//
 // Plain C++: the CUDA types stay in cuda_executor.cc.
 #pragma once
 
@@ -88,6 +99,11 @@ class CudaExecutor final : public core::Executor {
   void* peerStream(std::span<const core::Op> ops) const;
   // Frees what was allocated (the destructor, and a constructor that throws).
   void release();
+  // Before a kernel launch on `stream`: waits while maxQueued_ kernels of
+  // this rank are unfinished (the header says why), then gives the launch
+  // its number; 0 where nothing is counted. Throws the rank's failure, an
+  // abort, or a timeout naming what it waited for.
+  QueuedKernels admitKernel(void* stream);
 
   CudaExecutorContext ctx_;
   DeviceShape shape_;
@@ -110,6 +126,10 @@ class CudaExecutor final : public core::Executor {
   // or when abort() came first and is the cause).
   std::unique_ptr<std::atomic<pid_t>[]> gonePids_;
   std::atomic<bool> aborted_{false};  // abort() was called
+  std::uint64_t maxQueued_ = 0;           // 0: no bound (no other rank of this process shares the GPU)
+  std::uint64_t launched_ = 0;            // kernels admitted
+  std::uint64_t* kernelsDone_ = nullptr;  // in mapped_: the number of the last kernel that ended
+  std::uint64_t* kernelsDoneOnDevice_ = nullptr;
 };
 
 }  // namespace hora::device

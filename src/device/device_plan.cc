@@ -1,6 +1,7 @@
 #include "device/device_plan.h"
 
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -26,15 +27,20 @@ DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape) 
     plan.count = op.bytes;
   }
   const std::size_t elementBytes = dataTypeSize(plan.spec.type);
+  const bool perRankBlocks = op.kind == core::OpKind::ReduceScatter || op.kind == core::OpKind::AllGather;
+  const std::size_t total = op.bytes * (perRankBlocks ? static_cast<std::size_t>(shape.nranks) : 1);
+  const bool ll = shape.llMaxBytes != 0 && shape.llSlotBytes != 0 && total <= shape.llMaxBytes;
+  plan.protocol = ll ? DeviceProtocol::LL : DeviceProtocol::Simple;
   // Ring steps start on 64-byte boundaries, so that every piece of a buffer
   // that starts aligned moves in 16-byte packs.
   plan.align = std::max<std::size_t>(1, 64 / elementBytes);
-  // Two slots per step: the next rank starts on the first while the second
-  // is still being filled.
-  plan.chunk = std::max<std::size_t>(plan.align, 2 * shape.slotBytes / elementBytes);
-  const bool perRankBlocks = op.kind == core::OpKind::ReduceScatter || op.kind == core::OpKind::AllGather;
-  const std::size_t total = op.bytes * (perRankBlocks ? static_cast<std::size_t>(shape.nranks) : 1);
-  const std::size_t wanted = (total + kBytesPerChannel - 1) / kBytesPerChannel;
+  // Simple: two slots per step, so that the next rank starts on the first
+  // while the second is still being filled. LL: one piece per step, since
+  // every line is handed over on its own anyway.
+  const std::size_t stepBytes = ll ? llPieceBytes(shape.llSlotBytes) : 2 * shape.slotBytes;
+  plan.chunk = std::max<std::size_t>(plan.align, stepBytes / elementBytes);
+  const std::size_t perChannel = ll ? kLLBytesPerChannel : kBytesPerChannel;
+  const std::size_t wanted = (total + perChannel - 1) / perChannel;
   plan.channels = static_cast<int>(std::clamp<std::size_t>(wanted, static_cast<std::size_t>(shape.minChannels),
                                                            static_cast<std::size_t>(shape.maxChannels)));
   return plan;
@@ -135,6 +141,23 @@ DevicePeerPlan planPeerLaunch(std::span<const core::Op> ops, int rank, int nrank
     }
   }
   return planner.finish(maxBlocks);
+}
+
+std::uint64_t deviceLLMaxBytes(const std::optional<std::string>& ncclProto, std::uint64_t wanted) {
+  if (!ncclProto) return wanted;
+  std::string_view list = *ncclProto;
+  const bool excluding = !list.empty() && list.front() == '^';
+  if (excluding) list.remove_prefix(1);
+  bool named = false;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    std::string_view name = list.substr(0, comma);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    named = named || (name.size() == 2 && (name[0] == 'L' || name[0] == 'l') && (name[1] == 'L' || name[1] == 'l'));
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return named != excluding ? wanted : 0;
 }
 
 int channelsPerRank(int residentBlocks, int ranksOnGpu, int maxWanted) {

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,11 +30,17 @@ struct DeviceShape {
   // narrow it.
   int minChannels = 1;
   int maxChannels = 1;
-  std::size_t slotBytes = 0;  // of every FIFO slot
+  std::size_t slotBytes = 0;  // of every Simple FIFO slot
+  std::size_t llSlotBytes = 0;  // of every LL FIFO slot
+  // Operations of at most this many bytes use LL (0: never), agreed by all
+  // ranks: HORA_DEVICE_LL_MAX_BYTES, or 0 where NCCL_PROTO rules LL out.
+  std::size_t llMaxBytes = 0;
 };
+
 
 struct DeviceLaunchPlan {
   algorithms::RingCollective collective = algorithms::RingCollective::AllReduce;
+  DeviceProtocol protocol = DeviceProtocol::Simple;
   kernels::ReduceSpec spec;  // the copying schedules move bytes: Uint8, Sum
   std::size_t count = 0;     // elements of spec.type per rank block
   std::size_t chunk = 1;     // elements per ring step and channel
@@ -50,6 +58,9 @@ struct DeviceLaunchPlan {
 // per channel, a block's fixed costs (two barriers and a handshake per
 // piece) outweigh what it adds.
 inline constexpr std::size_t kBytesPerChannel = 256 << 10;
+// The same for LL, whose pieces are small and whose cost is latency: a
+// channel per 16 KiB spreads a 64 KiB operation over 4 blocks.
+inline constexpr std::size_t kLLBytesPerChannel = 16 << 10;
 
 // Kinds the point-to-point kernel runs: Send, Recv, AllToAll, Gather, Scatter.
 bool isPeerKind(core::OpKind kind);
@@ -77,8 +88,17 @@ DevicePeerPlan planPeerLaunch(std::span<const core::Op> ops, int rank, int nrank
 
 // The plan for collective `op` (AllReduce, ReduceScatter, AllGather,
 // Broadcast or Reduce). Throws hora::Error(InvalidUsage) for the kinds this
-// executor does not run, naming them.
+// executor does not run, naming them. The protocol is LL where the bytes
+// the ring moves per rank block (an all-gather's or reduce-scatter's whole
+// output or input) are at most shape.llMaxBytes.
 DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape);
+
+// The LL limit a rank offers: `wanted` (HORA_DEVICE_LL_MAX_BYTES), or 0
+// where NCCL_PROTO (`ncclProto`) rules LL out. As NCCL reads it, that is a
+// comma-separated list of the protocols allowed ("LL,Simple") or, after a
+// leading '^', of those ruled out ("^LL"); names are matched without case,
+// and LL128 is not LL.
+std::uint64_t deviceLLMaxBytes(const std::optional<std::string>& ncclProto, std::uint64_t wanted);
 
 // The most channels each rank on one GPU may use: `residentBlocks` (blocks
 // of a ring kernel the GPU keeps resident at once) shared by `ranksOnGpu`,

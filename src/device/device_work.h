@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "algorithms/ring.h"
+#include "base/host_device.h"
 #include "protocols/fifo_handle.h"
 
 namespace hora::device {
@@ -22,11 +23,23 @@ struct DeviceChannel {
   protocols::FifoHandle recv;
 };
 
+// How a ring kernel's pieces travel (protocols/): Simple hands over whole
+// slots by counters, with a fence and a barrier per piece on each side; LL
+// writes 8-byte lines that carry their own flag, so a receiver's threads
+// see data the moment it lands. LL spends half its FIFO on flags and moves
+// small pieces, so it is for small operations (device_plan.h).
+enum class DeviceProtocol : std::int32_t { Simple, LL };
+
+// The most data one LL piece carries: half an LL slot, since every 4 bytes
+// take an 8-byte line. A piece is a header line pair, then its data lines.
+HORA_HOST_DEVICE constexpr std::uint64_t llPieceBytes(std::uint64_t llSlotBytes) { return llSlotBytes / 2; }
+
 // Set up once per communicator, in device memory: every channel's FIFOs
-// and the ring's order of ranks.
+// (one per protocol) and the ring's order of ranks.
 struct DeviceRing {
   static constexpr int kMaxChannels = 32;
   DeviceChannel channels[kMaxChannels];
+  DeviceChannel llChannels[kMaxChannels];
   int nranks;
   int pos;          // this rank's position on the ring
   const int* ranks; // nranks user ranks in ring order (device memory)
@@ -41,8 +54,18 @@ struct DeviceFailure {
   std::uint32_t sending;  // 1: waiting for room at `peer`; 0: for its data
 };
 
+// Where a kernel says it finished, for the host's bound on the kernels a
+// rank has queued (cuda_executor.h says why): the kernel's launch number,
+// stored into host-mapped memory as it ends; 0 where nobody counts (a
+// kernel captured into a graph, whose replays the host does not launch).
+struct QueuedKernels {
+  std::uint64_t sequence;
+  std::uint64_t* done;  // host-mapped
+};
+
 struct DeviceWork {
   const DeviceRing* ring;  // device memory
+  DeviceProtocol protocol;
   algorithms::RingCollective collective;
   int root;                // user rank (Broadcast, Reduce)
   const void* in;
@@ -52,6 +75,7 @@ struct DeviceWork {
   std::size_t align;       // elements
   std::uint64_t timeoutNs; // every wait gives up after this long
   DeviceFailure* failure;  // host-mapped
+  QueuedKernels queue;
 };
 
 // One send or receive of a point-to-point launch, run by one thread block:
@@ -78,6 +102,7 @@ struct DevicePeerWork {
   int count;
   std::uint64_t timeoutNs;
   DeviceFailure* failure;  // host-mapped
+  QueuedKernels queue;
 };
 
 }  // namespace hora::device

@@ -1,13 +1,13 @@
 // The point-to-point kernel: block b moves ops[b], a send into the peer's
 // FIFO for this rank or a receive from this rank's FIFO for the peer, with
-// the ring kernels' primitives (ring_kernel.cuh) on bytes. Sends and
+// the ring kernels' Simple primitives (simple_primitives.cuh) on bytes. Sends and
 // receives with one peer use two FIFOs, so they never wait for each other;
 // the waits poll the abort flag and the deadline as the ring kernels' do.
 #include <cstdint>
 
 #include "device/cuda_check.h"
 #include "device/peer_launch.h"
-#include "device/ring_kernel.cuh"
+#include "device/simple_primitives.cuh"
 
 namespace hora::device {
 namespace {
@@ -24,12 +24,13 @@ __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) 
   view.in = op.in;
   view.out = op.out;
   view.failure = work.failure;
-  RingPrimitives<std::uint8_t, ByteCopy> p(view, work.peers[op.peer], &shared, ByteCopy{}, deadline);
+  SimpleRingPrimitives<std::uint8_t, ByteCopy> p(view, work.peers[op.peer], &shared, ByteCopy{}, deadline);
   if (op.sending != 0) {
     p.send(op.peer, 0, op.bytes);
   } else {
     p.recv(op.peer, 0, op.bytes);
   }
+  recordKernelDone(work.queue);
 }
 
 }  // namespace

@@ -18,6 +18,10 @@
 //    ld.relaxed.sys / st.relaxed.sys: strong (never torn, never cached out
 //    of the peer's sight) but unordered. An aligned 8-byte access is
 //    single-copy atomic, which is all an LL line needs.
+//  - loadLinePair / storeLinePair: two adjacent LL lines in one 16-byte
+//    access (ld/st.volatile.v2, which the memory model treats as relaxed at
+//    system scope). A vector access is two 8-byte accesses, each single-copy
+//    atomic, in no promised order: a reader checks both lines' flags.
 //  - relax(spins): nothing for the first polls, then __nanosleep, so that
 //    spinning warps leave issue slots to the warps doing work.
 //  - now(): %globaltimer, nanoseconds, the unit of every deadline passed to
@@ -52,6 +56,14 @@ struct DeviceOrdering {
 
   __device__ static std::uint64_t loadLine(const std::uint64_t* line) { return loadRelaxed(line); }
   __device__ static void storeLine(std::uint64_t* line, std::uint64_t v) { storeRelaxed(line, v); }
+
+  // line must be 16-byte aligned.
+  __device__ static void loadLinePair(const std::uint64_t* line, std::uint64_t* first, std::uint64_t* second) {
+    asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(*first), "=l"(*second) : "l"(line) : "memory");
+  }
+  __device__ static void storeLinePair(std::uint64_t* line, std::uint64_t first, std::uint64_t second) {
+    asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(line), "l"(first), "l"(second) : "memory");
+  }
 
   __device__ static std::uint32_t loadFlag(const std::uint32_t* p) {
     std::uint32_t v;

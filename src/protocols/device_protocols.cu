@@ -8,8 +8,8 @@
 // the one to the others (device_ordering.h says why a barrier and one
 // thread's acquire or release suffice). The *Single kernels drive the
 // message calls from one thread instead. They are compile checks: the CUDA
-// executor moves Simple pieces from its own kernels
-// (device/ring_kernel.cuh), and nothing launches LL on a GPU yet.
+// executor moves pieces with its own primitives over the same protocols
+// (device/simple_primitives.cuh, device/ll_primitives.cuh).
 #include <cuda_runtime.h>
 
 #include <cstddef>

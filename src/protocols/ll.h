@@ -171,7 +171,19 @@ class LLSender {
     const std::uint64_t line = sent_ + k;
     Ordering::storeLine(lineAt(line), llPack(data, ring_.flag(line)));
   }
+  // Writes lines sent + k and sent + k + 1 in one access (Ordering::
+  // storeLinePair). sent + k must be even, and the ring's lines even, so
+  // that the pair is 16-byte aligned and never straddles the ring's end;
+  // both lines then carry one flag.
+  HORA_HOST_DEVICE void writePair(std::uint64_t k, std::uint32_t first, std::uint32_t second) {
+    const std::uint64_t line = sent_ + k;
+    const std::uint32_t flag = ring_.flag(line);
+    Ordering::storeLinePair(lineAt(line), llPack(first, flag), llPack(second, flag));
+  }
   HORA_HOST_DEVICE void advance(std::uint64_t count) { sent_ += count; }
+  // Records the lines written in head, so that the next LLSender of this
+  // FIFO (the next kernel) resumes after them.
+  HORA_HOST_DEVICE void recordProgress() { Ordering::storeRelaxed(fifo_.head, sent_); }
 
   // Sends one message of `bytes` bytes (zero allowed; at most
   // kLLMaxMessageBytes).
@@ -227,7 +239,7 @@ class LLSender {
       advance(count);
       done += count;
     }
-    Ordering::storeRelaxed(fifo_.head, sent_);
+    recordProgress();
     return Status::Ok;
   }
   HORA_HOST_DEVICE bool hasRoom(std::uint64_t count) const { return sent_ + count - knownTail_ <= ring_.lines(); }
@@ -261,6 +273,18 @@ class LLReceiver {
     *data = static_cast<std::uint32_t>(value);
     return true;
   }
+  // tryLine for lines received + k and received + k + 1 in one access, as
+  // LLSender::writePair wrote them: true once both have arrived.
+  HORA_HOST_DEVICE bool tryPair(std::uint64_t k, std::uint32_t* first, std::uint32_t* second) const {
+    const std::uint64_t line = received_ + k;
+    std::uint64_t a = 0, b = 0;
+    Ordering::loadLinePair(reinterpret_cast<const std::uint64_t*>(fifo_.slots) + ring_.index(line), &a, &b);
+    const std::uint32_t flag = ring_.flag(line);
+    if (static_cast<std::uint32_t>(a >> 32) != flag || static_cast<std::uint32_t>(b >> 32) != flag) return false;
+    *first = static_cast<std::uint32_t>(a);
+    *second = static_cast<std::uint32_t>(b);
+    return true;
+  }
   // Waits for line received + k to arrive; *data is its 4 bytes.
   HORA_HOST_DEVICE Status waitLine(std::uint64_t k, std::uint32_t* data, std::uint64_t deadline) {
     const std::uint64_t line = received_ + k;
@@ -282,9 +306,14 @@ class LLReceiver {
   // Moves past `count` lines, every one of them read, and returns them to
   // the sender as credits.
   HORA_HOST_DEVICE void consume(std::uint64_t count) {
-    received_ += count;
-    Ordering::storeRelease(fifo_.tail, received_);
+    pass(count);
+    returnCredits();
   }
+  // consume() in two steps, for a block that reads a piece's lines in many
+  // threads: each thread passes them in its own copy of the receiver, and
+  // one returns the credits once a barrier has ordered every read before.
+  HORA_HOST_DEVICE void pass(std::uint64_t count) { received_ += count; }
+  HORA_HOST_DEVICE void returnCredits() { Ordering::storeRelease(fifo_.tail, received_); }
 
   // Receives one message into dst (capacity bytes); *bytes is its size. A
   // larger message is still consumed whole, its excess dropped: Overflow.

@@ -51,6 +51,48 @@ TEST(DevicePlan, StepsAreWholeSlotsAlignedTo64Bytes) {
   }
 }
 
+TEST(DevicePlan, SmallOperationsUseLLInPiecesOfHalfAnLLSlot) {
+  DeviceShape s = shape(4, 1, 16);
+  s.llSlotBytes = 16 << 10;
+  s.llMaxBytes = 64 << 10;
+  const auto plan = [&](core::OpKind kind, std::size_t count, DataType type) {
+    return planDeviceLaunch(opOf(kind, count, type), s);
+  };
+  const DeviceLaunchPlan small = plan(core::OpKind::AllReduce, 2, DataType::Float32);
+  EXPECT_EQ(small.protocol, DeviceProtocol::LL);
+  EXPECT_EQ(small.channels, 1);
+  EXPECT_EQ(small.chunk * 4, llPieceBytes(s.llSlotBytes));
+  // Up to the limit, a channel per kLLBytesPerChannel; one element more is Simple.
+  const DeviceLaunchPlan atLimit = plan(core::OpKind::AllReduce, (64 << 10) / 4, DataType::Float32);
+  EXPECT_EQ(atLimit.protocol, DeviceProtocol::LL);
+  EXPECT_EQ(atLimit.channels, static_cast<int>((64 << 10) / kLLBytesPerChannel));
+  const DeviceLaunchPlan over = plan(core::OpKind::AllReduce, (64 << 10) / 4 + 1, DataType::Float32);
+  EXPECT_EQ(over.protocol, DeviceProtocol::Simple);
+  EXPECT_EQ(over.chunk * 4, 2 * s.slotBytes);
+  // All-gather and reduce-scatter count every rank's block (4 ranks).
+  EXPECT_EQ(plan(core::OpKind::AllGather, 16 << 10, DataType::Int8).protocol, DeviceProtocol::LL);
+  EXPECT_EQ(plan(core::OpKind::AllGather, (16 << 10) + 1, DataType::Int8).protocol, DeviceProtocol::Simple);
+  EXPECT_EQ(plan(core::OpKind::ReduceScatter, (16 << 10) + 1, DataType::Int8).protocol, DeviceProtocol::Simple);
+  // Steps still start on 64-byte boundaries.
+  EXPECT_EQ(plan(core::OpKind::Broadcast, 100, DataType::Float64).align, 64u);
+  // No LL where the ranks agreed on none.
+  s.llMaxBytes = 0;
+  EXPECT_EQ(plan(core::OpKind::AllReduce, 2, DataType::Float32).protocol, DeviceProtocol::Simple);
+}
+
+TEST(DevicePlan, NcclProtoRulesLLInOrOutAsNcclReadsIt) {
+  EXPECT_EQ(deviceLLMaxBytes(std::nullopt, 100), 100u);
+  EXPECT_EQ(deviceLLMaxBytes("LL", 100), 100u);
+  EXPECT_EQ(deviceLLMaxBytes("ll,simple", 100), 100u);
+  EXPECT_EQ(deviceLLMaxBytes(" LL , Simple", 100), 100u);
+  EXPECT_EQ(deviceLLMaxBytes("Simple", 100), 0u);
+  EXPECT_EQ(deviceLLMaxBytes("LL128,Simple", 100), 0u);
+  EXPECT_EQ(deviceLLMaxBytes("^LL", 100), 0u);
+  EXPECT_EQ(deviceLLMaxBytes("^Simple,LL", 100), 0u);
+  EXPECT_EQ(deviceLLMaxBytes("^LL128", 100), 100u);
+  EXPECT_EQ(deviceLLMaxBytes("^Simple", 100), 100u);
+}
+
 TEST(DevicePlan, CopyingCollectivesMoveBytes) {
   const DeviceShape s = shape(2, 1, 8);
   for (core::OpKind kind : {core::OpKind::AllGather, core::OpKind::Broadcast}) {

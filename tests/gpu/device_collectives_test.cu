@@ -20,6 +20,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cuda_ok.h"
@@ -454,6 +455,38 @@ TEST(DeviceCollectives, APeerThatNeverComesIsReported) {
     ranks.release(r);
   }
   cudaFree(buffer);
+}
+
+// Two ranks that disagree on the count: each receives a piece of another
+// size than its call expects, and each kernel stops with an error naming
+// the other rank, in either protocol (a small count goes by LL, a large one
+// by Simple); no rank returns success with the wrong data. (Counts that
+// give the two ranks as many channels: a channel one rank has and the
+// other lacks waits for its deadline.)
+TEST(DeviceCollectives, RanksThatDisagreeOnTheCountAreStopped) {
+  for (auto [count, other] : {std::pair<std::size_t, std::size_t>{100, 60}, {1u << 20, (1u << 20) - 4096}}) {
+    Ranks ranks(2);
+    float* buffers[2] = {};
+    for (float*& b : buffers) CUDA_OK(cudaMalloc(&b, count * sizeof(float)));
+    const auto start = std::chrono::steady_clock::now();
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclAllReduce(buffers[0], buffers[0], count, ncclFloat32, ncclSum, ranks.comm(0), ranks.stream(0)));
+    NCCL_OK(ncclAllReduce(buffers[1], buffers[1], other, ncclFloat32, ncclSum, ranks.comm(1), ranks.stream(1)));
+    NCCL_OK(ncclGroupEnd());
+    for (int r = 0; r < 2; ++r) CUDA_OK(cudaStreamSynchronize(ranks.stream(r)));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << count;
+    for (int r = 0; r < 2; ++r) {
+      ncclResult_t async = ncclSuccess;
+      NCCL_OK(ncclCommGetAsyncError(ranks.comm(r), &async));
+      EXPECT_EQ(async, ncclInvalidUsage) << "rank " << r << ", count " << count;
+      const std::string message = ncclGetLastError(ranks.comm(r));
+      EXPECT_NE(message.find("collective mismatch with rank " + std::to_string(1 - r)), std::string::npos)
+          << message;
+      ncclCommAbort(ranks.comm(r));
+      ranks.release(r);
+    }
+    for (float* b : buffers) cudaFree(b);
+  }
 }
 
 TEST(DeviceCollectives, BadInputIsRefusedClearly) {

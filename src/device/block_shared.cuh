@@ -1,0 +1,93 @@
+// What every block of a kernel that waits on FIFOs shares, whatever its
+// protocol: the element arithmetic of a collective, what thread 0 tells the
+// block between barriers, how a failed wait is recorded, and how a block
+// starts. Included by the primitives (simple_primitives.cuh,
+// ll_primitives.cuh); compiled only by nvcc.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "device/device_work.h"
+#include "kernels/dtypes.h"
+#include "kernels/reduce_host.h"
+#include "kernels/reduce_ops.h"
+#include "protocols/device_ordering.h"
+#include "protocols/status.h"
+
+namespace hora::device {
+
+// The element arithmetic of one collective: pre, combine and post of
+// kernels/reduce_ops.h, chained in Compute<T> and rounded once, as the host
+// loops do. Steps that are the identity move the bits unchanged.
+template <typename T, typename Combine, typename Pre, typename Post>
+struct ElementMath {
+  Pre pre;
+  Post post;
+  static constexpr bool kPlainPre = std::is_same_v<Pre, kernels::FuncIdentity<T>>;
+  static constexpr bool kPlainPost = std::is_same_v<Post, kernels::FuncIdentity<T>>;
+
+  // kLocal: this rank's input takes part (with pre); kRemote: the received
+  // element does; kPost: the result is final (post applies).
+  template <bool kLocal, bool kRemote, bool kPost>
+  __device__ T operator()(T local, T remote) const {
+    using A = kernels::Arithmetic<T>;
+    if constexpr (!kLocal) {
+      return remote;
+    } else if constexpr (!kRemote) {
+      if constexpr (kPlainPre && (!kPost || kPlainPost)) return local;
+      auto value = pre.apply(A::load(local));
+      if constexpr (kPost) value = post.apply(value);
+      return A::store(value);
+    } else {
+      auto value = Combine::apply(pre.apply(A::load(local)), A::load(remote));
+      if constexpr (kPost) value = post.apply(value);
+      return A::store(value);
+    }
+  }
+};
+
+// What thread 0 tells the block between the barriers of one piece.
+struct BlockShared {
+  protocols::Status status;
+  const char* received;
+  char* sendSlot;
+};
+
+// Records a failed wait: the block's status, which stops its later
+// primitives, and, if no block failed before, the kernel's failure record
+// that the host reads (naming the peer the wait was for).
+__device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure, protocols::Status status, int peer,
+                                     bool sending) {
+  shared->status = status;
+  if (atomicCAS(&failure->status, 0u, static_cast<std::uint32_t>(status)) == 0) {
+    failure->peer = peer;
+    failure->channel = static_cast<std::int32_t>(blockIdx.x);
+    failure->sending = sending ? 1 : 0;
+  }
+}
+
+// The start of every block of a kernel that waits on FIFOs: thread 0 clears
+// the block's status and sets its deadline, and every thread returns once
+// both are visible. `shared` and `deadline` are the kernel's __shared__
+// variables.
+__device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* deadline, std::uint64_t timeoutNs) {
+  if (threadIdx.x == 0) {
+    shared->status = protocols::Status::Ok;
+    *deadline = protocols::DeviceOrdering::now() + timeoutNs;
+  }
+  __syncthreads();
+}
+
+// The end of a kernel: its block 0 records the launch as done (device_work.h,
+// QueuedKernels). Blocks of one launch end close together, and the bound
+// it serves is loose, so one block's word is enough.
+__device__ inline void recordKernelDone(const QueuedKernels& queue) {
+  if (queue.sequence != 0 && blockIdx.x == 0 && threadIdx.x == 0)
+    protocols::DeviceOrdering::storeRelaxed(queue.done, queue.sequence);
+}
+
+}  // namespace hora::device
