@@ -25,6 +25,12 @@ constexpr int kUsageExitStatus = 2;
 
 int main(int argc, char** argv) {
   using namespace hora::perf;
+  // Ranks as threads on one GPU (-t), each thread launching on its own
+  // stream: CUDA spreads streams over CUDA_DEVICE_MAX_CONNECTIONS hardware
+  // queues (8 unless set before CUDA starts), and two ranks' streams on one
+  // queue can hold a rank's kernel behind another that waits for it
+  // (docs/gpu.md). The most CUDA allows, unless the user chose.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   Options options;
   std::optional<ProcessRank> process;
   RankPlacement placement;

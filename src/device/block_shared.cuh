@@ -59,7 +59,8 @@ struct BlockShared {
 
 // Records a failed wait: the block's status, which stops its later
 // primitives, and, if no block failed before, the kernel's failure record
-// that the host reads (naming the peer the wait was for).
+// that the host reads (naming the peer the wait was for); then raises the
+// rank's abort flags (device_work.h says why).
 __device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure, protocols::Status status, int peer,
                                      bool sending) {
   shared->status = status;
@@ -67,6 +68,7 @@ __device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure
     failure->peer = peer;
     failure->channel = static_cast<std::int32_t>(blockIdx.x);
     failure->sending = sending ? 1 : 0;
+    for (std::int32_t r = 0; r < failure->ranks; ++r) protocols::DeviceOrdering::storeFlag(failure->abortFlags + r, 1);
   }
 }
 

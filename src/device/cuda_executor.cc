@@ -49,7 +49,7 @@ constexpr std::uint64_t kLLSlotCount = 4;
 constexpr std::uint64_t kFifoAlignment = 4096;
 // Operations up to this size use LL unless HORA_DEVICE_LL_MAX_BYTES or
 // NCCL_PROTO say otherwise.
-constexpr std::uint64_t kDefaultLLMaxBytes = 16 << 10;
+constexpr std::uint64_t kDefaultLLMaxBytes = 64 << 10;
 // As many as the ring allows; the occupancy check may lower it.
 constexpr int kDefaultMaxChannels = DeviceRing::kMaxChannels;
 
@@ -199,9 +199,6 @@ CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline
               "cudaHostGetDevicePointer");
     cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&kernelsDoneOnDevice_), kernelsDone_, 0),
               "cudaHostGetDevicePointer");
-    cudaStream_t own = nullptr;
-    cudaCheck(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "creating the communicator's stream");
-    ownStream_ = own;
     exchangeFifos(deadline);
   } catch (...) {
     release();  // a constructor that throws runs no destructor
@@ -301,6 +298,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   std::uint32_t* abortFlagsOnDevice = nullptr;
   cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abortFlagsOnDevice), abortFlags_, 0),
             "cudaHostGetDevicePointer");
+  failure_->abortFlags = abortFlagsOnDevice;
+  failure_->ranks = n;
   // A FIFO between this rank and `peer`: its waits give up on that peer's
   // flag, which abort() raises with every other, and the exit of that
   // peer's process alone (a peer that exits after finishing its part never
@@ -477,7 +476,17 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
 }
 
 void* CudaExecutor::streamOf(const core::Op& op) const {
-  return op.completeOnReturn && op.stream == nullptr ? ownStream_ : op.stream;
+  return op.completeOnReturn && op.stream == nullptr ? ownStream() : op.stream;
+}
+
+void* CudaExecutor::ownStream() const {
+  if (ownStream_ == nullptr) {
+    DeviceScope scope(ctx_.device);
+    cudaStream_t own = nullptr;
+    cudaCheck(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), "creating the communicator's stream");
+    ownStream_ = own;
+  }
+  return ownStream_;
 }
 
 void* CudaExecutor::peerStream(std::span<const core::Op> ops) const {
@@ -558,7 +567,7 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
   if (peerWork) runPeers(ops);
   // The C++ API's calls: the host waits for the device (core::Op).
   if (std::any_of(ops.begin(), ops.end(), [](const core::Op& op) { return op.completeOnReturn; })) {
-    cudaCheck(cudaStreamSynchronize(static_cast<cudaStream_t>(ownStream_)),
+    cudaCheck(cudaStreamSynchronize(static_cast<cudaStream_t>(ownStream())),
               "waiting for the communicator's stream (cudaStreamSynchronize)");
     if (auto failed = failure()) throw *failed;
   }

@@ -116,7 +116,11 @@ class CudaExecutor final : public core::Executor {
   std::string peersUnusable_;  // why point-to-point work on device buffers cannot run here (empty: it can)
   void* ring_ = nullptr;            // the DeviceRing (device memory)
   int* ringRanksDevice_ = nullptr;  // its ranks (device memory)
-  void* ownStream_ = nullptr;  // cudaStream_t for the C++ API's calls (non-blocking)
+  // The communicator's own stream, made at its first use: a stream made
+  // for every communicator would take one of the few hardware queues CUDA
+  // spreads streams over (gpu.md, "Ranks of one process on one GPU").
+  void* ownStream() const;
+  mutable void* ownStream_ = nullptr;  // cudaStream_t for the C++ API's calls (non-blocking)
   void* mapped_ = nullptr;                // host-mapped: the failure record and the abort flags
   DeviceFailure* failure_ = nullptr;      // in mapped_
   std::uint32_t* abortFlags_ = nullptr;   // in mapped_, one per peer rank

@@ -59,8 +59,10 @@ struct DeviceLaunchPlan {
 // piece) outweigh what it adds.
 inline constexpr std::size_t kBytesPerChannel = 256 << 10;
 // The same for LL, whose pieces are small and whose cost is latency: a
-// channel per 16 KiB spreads a 64 KiB operation over 4 blocks.
-inline constexpr std::size_t kLLBytesPerChannel = 16 << 10;
+// channel per 8 KiB, so that every block's step is at most half an 8 KiB
+// piece (2 ranks) and a 64 KiB operation spreads over 8 blocks. (With one
+// channel per 16 KiB, a 16 KiB all-reduce was slower by LL than by Simple.)
+inline constexpr std::size_t kLLBytesPerChannel = 8 << 10;
 
 // Kinds the point-to-point kernel runs: Send, Recv, AllToAll, Gather, Scatter.
 bool isPeerKind(core::OpKind kind);

@@ -46,12 +46,18 @@ struct DeviceRing {
 };
 
 // Where a kernel records why it stopped: the first block to fail writes it
-// (host-mapped memory, read by the host without synchronising).
+// (host-mapped memory, read by the host without synchronising). That block
+// then raises every abort flag of its rank (set up by the host: the flags'
+// device address and count), so that the kernel's other blocks and the
+// rank's kernels queued behind it stop at their next check instead of each
+// waiting out its deadline: after a failure the communicator is unusable.
 struct DeviceFailure {
   std::uint32_t status;  // a protocols::Status, 0 while nothing failed
   std::int32_t peer;     // the user rank the failed wait was for
   std::int32_t channel;
   std::uint32_t sending;  // 1: waiting for room at `peer`; 0: for its data
+  std::uint32_t* abortFlags;  // device address, one per rank
+  std::int32_t ranks;
 };
 
 // Where a kernel says it finished, for the host's bound on the kernels a

@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 int main(int argc, char** argv) {
+  // Ranks as threads on one GPU, each on its own stream: as many hardware
+  // queues as CUDA allows, read when CUDA starts (docs/gpu.md, "Ranks of
+  // one process on one GPU").
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int devices = 0;
   const cudaError_t status = cudaGetDeviceCount(&devices);
   if (status != cudaSuccess || devices == 0) {
