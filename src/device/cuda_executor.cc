@@ -138,6 +138,36 @@ char* mapPeerFifos(int device, int peer, const GpuOffer& gpu, const FifoOffer& o
   return static_cast<char*>(mapping);
 }
 
+// The set-up's writes to device memory, on a stream of its own that the
+// set-up waits for before anything depends on them. cudaMemset and a
+// cudaMemcpy from pageable memory run on the legacy default stream and may
+// return before their writes land, and the kernels that read this memory
+// run on the program's non-blocking streams, which are not ordered after
+// that stream: a peer's first kernel could write into a FIFO that this
+// rank's clearing then wipes (its counters back at zero: a hang, or a
+// "collective mismatch" between ranks whose calls agree), or a kernel read
+// a DeviceRing not yet written.
+class SetupWrites {
+ public:
+  SetupWrites() { cudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
+  ~SetupWrites() { cudaStreamDestroy(stream_); }
+  SetupWrites(const SetupWrites&) = delete;
+  SetupWrites& operator=(const SetupWrites&) = delete;
+
+  void clear(void* to, std::size_t bytes) {
+    cudaCheck(cudaMemsetAsync(to, 0, bytes, stream_), "clearing the FIFOs (cudaMemsetAsync)");
+  }
+  // `from` must stay as it is until finish().
+  void upload(void* to, const void* from, std::size_t bytes) {
+    cudaCheck(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+  }
+  // Waits until every write so far has landed.
+  void finish() { cudaCheck(cudaStreamSynchronize(stream_), "waiting for the set-up's writes (cudaStreamSynchronize)"); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 // The channels every rank uses, decided alike on every rank from what all
 // ranks offered; or why device collectives cannot run on this communicator.
 struct ChannelAgreement {
@@ -271,7 +301,9 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   const std::uint64_t llStart = stride * fifoCount;
   const std::uint64_t fifoBytes = llStart + llStride * static_cast<std::uint64_t>(channels);
   cudaCheck(cudaMalloc(&fifos_, fifoBytes), "allocating the FIFOs (cudaMalloc)");
-  cudaCheck(cudaMemset(fifos_, 0, fifoBytes), "clearing the FIFOs");
+  SetupWrites writes;
+  writes.clear(fifos_, fifoBytes);
+  writes.finish();  // cleared before any peer learns where they are
   std::vector<FifoOffer> offers(static_cast<std::size_t>(n));
   FifoOffer& offer = offers[static_cast<std::size_t>(ctx_.rank)];
   offer.base = reinterpret_cast<std::uint64_t>(fifos_);
@@ -329,9 +361,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   }
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&peerChannels_), sizeof(DeviceChannel) * peerChannels.size()),
             "cudaMalloc");
-  cudaCheck(cudaMemcpy(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size(),
-                       cudaMemcpyHostToDevice),
-            "cudaMemcpy");
+  writes.upload(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size());
 
   // 5. The ring as the kernels see it.
   DeviceRing ring{};
@@ -345,12 +375,11 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   }
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
             "cudaMalloc");
-  cudaCheck(cudaMemcpy(ringRanksDevice_, ctx_.ringRanks.data(), sizeof(int) * static_cast<std::size_t>(n),
-                       cudaMemcpyHostToDevice),
-            "cudaMemcpy");
+  writes.upload(ringRanksDevice_, ctx_.ringRanks.data(), sizeof(int) * static_cast<std::size_t>(n));
   ring.ranks = ringRanksDevice_;
   cudaCheck(cudaMalloc(&ring_, sizeof(DeviceRing)), "cudaMalloc");
-  cudaCheck(cudaMemcpy(ring_, &ring, sizeof(DeviceRing), cudaMemcpyHostToDevice), "cudaMemcpy");
+  writes.upload(ring_, &ring, sizeof(DeviceRing));
+  writes.finish();  // in place before this rank's first kernel reads them
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
            " channels of ", kRingThreads, " threads, ", inThisProcess,
            " rank(s) of this process on this GPU, LL up to ", shape_.llMaxBytes, " bytes; next rank ", next,
