@@ -1,8 +1,9 @@
 // What every block of a kernel that waits on FIFOs shares, whatever its
 // protocol: the element arithmetic of a collective, what thread 0 tells the
-// block between barriers, how a failed wait is recorded, and how a block
-// starts. Included by the primitives (simple_primitives.cuh,
-// ll_primitives.cuh); compiled only by nvcc.
+// block between barriers, the primitives' contract over a protocol's move,
+// how a failed wait is recorded, and how a block starts and ends. Included
+// by the primitives (simple_primitives.cuh, ll_primitives.cuh); compiled
+// only by nvcc.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -55,6 +56,50 @@ struct BlockShared {
   protocols::Status status;
   const char* received;
   char* sendSlot;
+};
+
+// The contract of algorithms/primitives.h, written once over a protocol's
+// move (Simple, simple_primitives.cuh; LL, ll_primitives.cuh):
+// Derived::move<kLocal, kRemote, kOut, kSend, kPost>(from, to, i, o, n)
+// moves n elements; its flags say whether this rank's input takes part,
+// data is received, the output is written, the result is sent on, and the
+// post step (an average's division) applies.
+template <class Derived>
+class RingMoves {
+ public:
+  __device__ void send(int to, std::size_t i, std::size_t n) {
+    self().template move<true, false, false, true, false>(-1, to, i, 0, n);
+  }
+  __device__ void recv(int from, std::size_t o, std::size_t n) {
+    self().template move<false, true, true, false, false>(from, -1, 0, o, n);
+  }
+  __device__ void recvReduceSend(int from, int to, std::size_t i, std::size_t n) {
+    self().template move<true, true, false, true, false>(from, to, i, 0, n);
+  }
+  __device__ void recvReduceCopy(int from, std::size_t i, std::size_t o, std::size_t n) {
+    self().template move<true, true, true, false, true>(from, -1, i, o, n);
+  }
+  __device__ void recvReduceCopySend(int from, int to, std::size_t i, std::size_t o, std::size_t n) {
+    self().template move<true, true, true, true, true>(from, to, i, o, n);
+  }
+  __device__ void recvCopySend(int from, int to, std::size_t o, std::size_t n) {
+    self().template move<false, true, true, true, false>(from, to, 0, o, n);
+  }
+  __device__ void localReduceCopy(std::size_t i, std::size_t o, std::size_t n) {
+    self().template move<true, false, true, false, true>(-1, -1, i, o, n);
+  }
+  // Only the copying collectives use these two, whose math is the identity.
+  __device__ void copySend(int to, std::size_t i, std::size_t o, std::size_t n) {
+    self().template move<true, false, true, true, false>(-1, to, i, o, n);
+  }
+  __device__ void localCopy(std::size_t i, std::size_t o, std::size_t n) {
+    self().template move<true, false, true, false, false>(-1, -1, i, o, n);
+  }
+  // The direct schedules' fan-in is not run by this executor.
+  __device__ void recvReduceCopyAll(const int*, int, int, std::size_t, std::size_t, std::size_t) { __trap(); }
+
+ private:
+  __device__ Derived& self() { return static_cast<Derived&>(*this); }
 };
 
 // Records a failed wait: the block's status, which stops its later

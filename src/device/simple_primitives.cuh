@@ -39,7 +39,7 @@ __device__ inline bool aligned16(const void* pointer) {
 }
 
 template <typename T, typename Math>
-class SimpleRingPrimitives {
+class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
  public:
   __device__ SimpleRingPrimitives(const DeviceWork& work, const DeviceChannel& channel, BlockShared* shared,
                             Math math, std::uint64_t deadline)
@@ -53,36 +53,9 @@ class SimpleRingPrimitives {
         deadline_(deadline),
         failure_(work.failure) {}
 
-  // The contract of algorithms/primitives.h. Template flags of move():
-  // local input, received data, output written, sent on, post applied.
-  __device__ void send(int to, std::size_t i, std::size_t n) { move<true, false, false, true, false>(-1, to, i, 0, n); }
-  __device__ void recv(int from, std::size_t o, std::size_t n) { move<false, true, true, false, false>(from, -1, 0, o, n); }
-  __device__ void recvReduceSend(int from, int to, std::size_t i, std::size_t n) {
-    move<true, true, false, true, false>(from, to, i, 0, n);
-  }
-  __device__ void recvReduceCopy(int from, std::size_t i, std::size_t o, std::size_t n) {
-    move<true, true, true, false, true>(from, -1, i, o, n);
-  }
-  __device__ void recvReduceCopySend(int from, int to, std::size_t i, std::size_t o, std::size_t n) {
-    move<true, true, true, true, true>(from, to, i, o, n);
-  }
-  __device__ void recvCopySend(int from, int to, std::size_t o, std::size_t n) {
-    move<false, true, true, true, false>(from, to, 0, o, n);
-  }
-  __device__ void localReduceCopy(std::size_t i, std::size_t o, std::size_t n) {
-    move<true, false, true, false, true>(-1, -1, i, o, n);
-  }
-  // Only the copying collectives use these two, whose math is the identity.
-  __device__ void copySend(int to, std::size_t i, std::size_t o, std::size_t n) {
-    move<true, false, true, true, false>(-1, to, i, o, n);
-  }
-  __device__ void localCopy(std::size_t i, std::size_t o, std::size_t n) {
-    move<true, false, true, false, false>(-1, -1, i, o, n);
-  }
-  // The direct schedules' fan-in is not run by this executor.
-  __device__ void recvReduceCopyAll(const int*, int, int, std::size_t, std::size_t, std::size_t) { __trap(); }
 
  private:
+  friend class RingMoves<SimpleRingPrimitives>;
   template <bool kLocal, bool kRemote, bool kOut, bool kSend, bool kPost>
   __device__ void move(int from, int to, std::size_t i, std::size_t o, std::size_t n) {
     const T* in = in_ + i;
