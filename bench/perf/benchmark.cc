@@ -57,13 +57,20 @@ double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool 
 // size, the larger buffer's.
 std::size_t stepBytes(const StepPlan& plan) { return plan.sizing.bytes(dataTypeInfo(plan.type).size); }
 
-// Writes every driven rank's inputs for repetition `rep` into its buffers.
+// Writes every driven rank's inputs for repetition `rep` into its buffers,
+// then waits for every rank to have done so. Without that wait, a rank's
+// upload could overlap other ranks' kernels that already wait for it, and
+// an upload (a cudaMemcpy from pageable memory) may itself wait for the
+// device, for instance when CUDA first allocates its page-locked staging
+// memory: ranks of one process on one GPU would then wait for each other
+// until their kernels' deadline.
 void prepareAll(const BenchmarkThread& thread, const StepPlan& plan, const ValueModel& values, bool inPlace,
                 int rep) {
   for (const LocalRank& local : thread.ranks) {
     prepareInputs(plan, values, local.rank, inPlace, local.buffers, rep);
     if (local.upload) local.upload(stepBytes(plan));
   }
+  thread.sync->barrier(thread.participant);
 }
 
 // Runs options.checkIters checked iterations; the number of wrong elements

@@ -106,14 +106,21 @@ class RingMoves {
 // primitives, and, if no block failed before, the kernel's failure record
 // that the host reads (naming the peer the wait was for); then raises the
 // rank's abort flags (device_work.h says why).
+// (The claim is an atomic at device scope on host-mapped memory: only this
+// GPU's blocks contend for it, so that scope is enough.)
 __device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure, protocols::Status status, int peer,
                                      bool sending) {
+  using protocols::DeviceOrdering;
   shared->status = status;
-  if (atomicCAS(&failure->status, 0u, static_cast<std::uint32_t>(status)) == 0) {
+  if (atomicCAS(&failure->claimed, 0u, 1u) == 0) {
     failure->peer = peer;
     failure->channel = static_cast<std::int32_t>(blockIdx.x);
     failure->sending = sending ? 1 : 0;
-    for (std::int32_t r = 0; r < failure->ranks; ++r) protocols::DeviceOrdering::storeFlag(failure->abortFlags + r, 1);
+    // Release: the host that sees status reads the fields above whole.
+    asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(&failure->status), "r"(static_cast<std::uint32_t>(status))
+                 : "memory");
+    DeviceOrdering::storeFlag(failure->stopped, 1);
+    for (std::int32_t r = 0; r < failure->ranks; ++r) DeviceOrdering::storeFlag(failure->abortFlags + r, 1);
   }
 }
 
@@ -121,9 +128,14 @@ __device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure
 // the block's status and sets its deadline, and every thread returns once
 // both are visible. `shared` and `deadline` are the kernel's __shared__
 // variables.
-__device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* deadline, std::uint64_t timeoutNs) {
+// A kernel queued behind one of its rank's that failed (`stopped` set)
+// starts stopped: every primitive returns at once, and nothing is recorded
+// (the failure record keeps the first cause).
+__device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* deadline, std::uint64_t timeoutNs,
+                                         const std::uint32_t* stopped) {
   if (threadIdx.x == 0) {
-    shared->status = protocols::Status::Ok;
+    const bool stop = stopped != nullptr && protocols::DeviceOrdering::loadFlag(stopped) != 0;
+    shared->status = stop ? protocols::Status::Aborted : protocols::Status::Ok;
     *deadline = protocols::DeviceOrdering::now() + timeoutNs;
   }
   __syncthreads();
@@ -131,10 +143,11 @@ __device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* dea
 
 // The end of a kernel: its block 0 records the launch as done (device_work.h,
 // QueuedKernels). Blocks of one launch end close together, and the bound
-// it serves is loose, so one block's word is enough.
+// it serves is loose, so one block's word is enough. The largest number
+// stays: kernels of one rank on two streams may end out of order.
 __device__ inline void recordKernelDone(const QueuedKernels& queue) {
   if (queue.sequence != 0 && blockIdx.x == 0 && threadIdx.x == 0)
-    protocols::DeviceOrdering::storeRelaxed(queue.done, queue.sequence);
+    atomicMax(reinterpret_cast<unsigned long long*>(queue.done), static_cast<unsigned long long>(queue.sequence));
 }
 
 }  // namespace hora::device

@@ -300,10 +300,22 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   const std::uint64_t fifoCount = static_cast<std::uint64_t>(channels + n);
   const std::uint64_t llStart = stride * fifoCount;
   const std::uint64_t fifoBytes = llStart + llStride * static_cast<std::uint64_t>(channels);
+  // Every allocation comes before the ranks' last meeting below: once a
+  // rank is past it, its peers may be running kernels that wait for this
+  // rank, and CUDA lists a device allocation among the calls that may wait
+  // for the device.
   cudaCheck(cudaMalloc(&fifos_, fifoBytes), "allocating the FIFOs (cudaMalloc)");
+  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&peerChannels_), sizeof(DeviceChannel) * static_cast<std::size_t>(n)),
+            "cudaMalloc");
+  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
+            "cudaMalloc");
+  cudaCheck(cudaMalloc(&ring_, sizeof(DeviceRing)), "cudaMalloc");
+  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&stopped_), sizeof(std::uint32_t)), "cudaMalloc");
   SetupWrites writes;
   writes.clear(fifos_, fifoBytes);
+  writes.clear(stopped_, sizeof(std::uint32_t));
   writes.finish();  // cleared before any peer learns where they are
+  failure_->stopped = stopped_;
   std::vector<FifoOffer> offers(static_cast<std::size_t>(n));
   FifoOffer& offer = offers[static_cast<std::size_t>(ctx_.rank)];
   offer.base = reinterpret_cast<std::uint64_t>(fifos_);
@@ -359,8 +371,6 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
     peerChannels[static_cast<std::size_t>(peer)].recv =
         fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(channels + peer), peer);
   }
-  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&peerChannels_), sizeof(DeviceChannel) * peerChannels.size()),
-            "cudaMalloc");
   writes.upload(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size());
 
   // 5. The ring as the kernels see it.
@@ -373,11 +383,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
     ring.llChannels[c].send = llFifo(bases[static_cast<std::size_t>(next)], c, next);
     ring.llChannels[c].recv = llFifo(static_cast<char*>(fifos_), c, previous);
   }
-  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
-            "cudaMalloc");
   writes.upload(ringRanksDevice_, ctx_.ringRanks.data(), sizeof(int) * static_cast<std::size_t>(n));
   ring.ranks = ringRanksDevice_;
-  cudaCheck(cudaMalloc(&ring_, sizeof(DeviceRing)), "cudaMalloc");
   writes.upload(ring_, &ring, sizeof(DeviceRing));
   writes.finish();  // in place before this rank's first kernel reads them
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
@@ -410,6 +417,8 @@ void CudaExecutor::release() {
                         cudaSetDevice(ctx_.device) == cudaSuccess;
   if (ring_ != nullptr) cudaFree(ring_);
   if (ringRanksDevice_ != nullptr) cudaFree(ringRanksDevice_);
+  if (stopped_ != nullptr) cudaFree(stopped_);
+  stopped_ = nullptr;
   for (void* mapping : peerMappings_) cudaIpcCloseMemHandle(mapping);
   peerMappings_.clear();
   if (peerChannels_ != nullptr) cudaFree(peerChannels_);
@@ -509,6 +518,7 @@ void* CudaExecutor::streamOf(const core::Op& op) const {
 }
 
 void* CudaExecutor::ownStream() const {
+  std::lock_guard<std::mutex> lock(ownStreamMutex_);  // check() and the worker thread's run() may race
   if (ownStream_ == nullptr) {
     DeviceScope scope(ctx_.device);
     cudaStream_t own = nullptr;
@@ -524,7 +534,7 @@ void* CudaExecutor::peerStream(std::span<const core::Op> ops) const {
   return nullptr;
 }
 
-void CudaExecutor::runPeers(std::span<const core::Op> ops) {
+void CudaExecutor::runPeers(std::span<const core::Op> ops, bool launchedInRun) {
   const DevicePeerPlan plan = planPeerLaunch(ops, ctx_.rank, ctx_.nranks, shape_.maxChannels);
   auto* stream = static_cast<cudaStream_t>(peerStream(ops));
   for (const DevicePeerPlan::SelfCopy& copy : plan.copies)
@@ -537,17 +547,18 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops) {
   work.count = static_cast<int>(plan.transfers.size());
   work.timeoutNs = timeoutNs_;
   work.failure = failureOnDevice_;
-  work.queue = admitKernel(stream);
+  work.stopped = stopped_;
+  work.queue = admitKernel(stream, !launchedInRun);
   launchPeers(work, stream);
 }
 
-QueuedKernels CudaExecutor::admitKernel(void* stream) {
+QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait) {
   if (maxQueued_ == 0) return {};
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
   if (capture != cudaStreamCaptureStatusNone) return {};
   const auto deadline = std::chrono::steady_clock::now() + ctx_.timeout;
-  while (launched_ - __atomic_load_n(kernelsDone_, __ATOMIC_ACQUIRE) >= maxQueued_) {
+  while (mayWait && launched_ - __atomic_load_n(kernelsDone_, __ATOMIC_ACQUIRE) >= maxQueued_) {
     if (auto failed = failure()) throw *failed;
     if (aborted_.load(std::memory_order_acquire))
       fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": communicator aborted (ncclCommAbort)");
@@ -563,6 +574,12 @@ QueuedKernels CudaExecutor::admitKernel(void* stream) {
 void CudaExecutor::run(std::span<const core::Op> ops) {
   DeviceScope scope(ctx_.device);
   bool peerWork = false;
+  // Only a call's first kernel waits for room in the rank's queue: the
+  // kernels of one call (a group) go out together, since a group launched
+  // from one thread for several communicators queues each communicator's
+  // kernels in turn, and a wait in the middle would wait for kernels of
+  // another communicator that only this thread can launch, after.
+  bool launchedInRun = false;
   for (const core::Op& op : ops) {
     if (auto failed = failure()) throw *failed;
     if (isPeerKind(op.kind)) {
@@ -590,10 +607,12 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     work.align = plan.align;
     work.timeoutNs = timeoutNs_;
     work.failure = failureOnDevice_;
-    work.queue = admitKernel(stream);
+    work.stopped = stopped_;
+    work.queue = admitKernel(stream, !launchedInRun);
+    launchedInRun = true;
     launchRing(plan.spec, work, plan.channels, stream);
   }
-  if (peerWork) runPeers(ops);
+  if (peerWork) runPeers(ops, launchedInRun);
   // The C++ API's calls: the host waits for the device (core::Op).
   if (std::any_of(ops.begin(), ops.end(), [](const core::Op& op) { return op.completeOnReturn; })) {
     cudaCheck(cudaStreamSynchronize(static_cast<cudaStream_t>(ownStream())),

@@ -24,8 +24,9 @@
 // most maxQueued kernels (HORA_DEVICE_MAX_QUEUED) not yet finished, and a
 // call beyond that waits, as a launch into a full queue would, for its
 // rank's oldest kernel to end (each kernel stores its launch number into
-// host-mapped memory as it ends). Calls captured into graphs launch
-// nothing and are not counted.
+// host-mapped memory as it ends). Only a call's first kernel waits (run()
+// says why). Calls captured into graphs launch nothing and are not
+// counted.
 //
 // Plain C++: the CUDA types stay in cuda_executor.cc.
 #pragma once
@@ -34,6 +35,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -91,7 +93,7 @@ class CudaExecutor final : public core::Executor {
   void watchPeerProcesses(std::vector<ProcessWatch::Watched> peers);
   // The group's sends and receives (ops of peer kinds) in one launch, and
   // the copies of its sends to this rank.
-  void runPeers(std::span<const core::Op> ops);
+  void runPeers(std::span<const core::Op> ops, bool launchedInRun);
   // Where `op` runs: the caller's stream, or the communicator's own for
   // the C++ API's calls without one (core::Op::completeOnReturn).
   void* streamOf(const core::Op& op) const;
@@ -99,11 +101,11 @@ class CudaExecutor final : public core::Executor {
   void* peerStream(std::span<const core::Op> ops) const;
   // Frees what was allocated (the destructor, and a constructor that throws).
   void release();
-  // Before a kernel launch on `stream`: waits while maxQueued_ kernels of
-  // this rank are unfinished (the header says why), then gives the launch
-  // its number; 0 where nothing is counted. Throws the rank's failure, an
-  // abort, or a timeout naming what it waited for.
-  QueuedKernels admitKernel(void* stream);
+  // Before a kernel launch on `stream`: waits, if mayWait, while maxQueued_
+  // kernels of this rank are unfinished (the header says why), then gives
+  // the launch its number; 0 where nothing is counted. Throws the rank's
+  // failure, an abort, or a timeout naming what it waited for.
+  QueuedKernels admitKernel(void* stream, bool mayWait);
 
   CudaExecutorContext ctx_;
   DeviceShape shape_;
@@ -121,6 +123,8 @@ class CudaExecutor final : public core::Executor {
   // spreads streams over (gpu.md, "Ranks of one process on one GPU").
   void* ownStream() const;
   mutable void* ownStream_ = nullptr;  // cudaStream_t for the C++ API's calls (non-blocking)
+  mutable std::mutex ownStreamMutex_;
+  std::uint32_t* stopped_ = nullptr;  // device memory: nonzero once a kernel of this rank failed (device_work.h)
   void* mapped_ = nullptr;                // host-mapped: the failure record and the abort flags
   DeviceFailure* failure_ = nullptr;      // in mapped_
   std::uint32_t* abortFlags_ = nullptr;   // in mapped_, one per peer rank

@@ -45,19 +45,24 @@ struct DeviceRing {
   const int* ranks; // nranks user ranks in ring order (device memory)
 };
 
-// Where a kernel records why it stopped: the first block to fail writes it
-// (host-mapped memory, read by the host without synchronising). That block
-// then raises every abort flag of its rank (set up by the host: the flags'
-// device address and count), so that the kernel's other blocks and the
-// rank's kernels queued behind it stop at their next check instead of each
-// waiting out its deadline: after a failure the communicator is unusable.
+// Where a kernel records why it stopped: the first block to fail claims the
+// record, writes why, then publishes status (host-mapped memory, read by
+// the host without synchronising). That block then raises every abort flag
+// of its rank and sets the rank's stop word (set up by the host: their
+// device addresses), so that the kernel's other blocks stop at their next
+// check and the rank's kernels queued behind it stop before they send
+// anything (a piece they sent would reach a peer still in the failed call,
+// which would take it for a mismatch). After a failure the communicator is
+// unusable anyway.
 struct DeviceFailure {
   std::uint32_t status;  // a protocols::Status, 0 while nothing failed
   std::int32_t peer;     // the user rank the failed wait was for
   std::int32_t channel;
   std::uint32_t sending;  // 1: waiting for room at `peer`; 0: for its data
-  std::uint32_t* abortFlags;  // device address, one per rank
+  std::uint32_t claimed;  // nonzero once a block owns the record
   std::int32_t ranks;
+  std::uint32_t* abortFlags;  // device address, one per rank
+  std::uint32_t* stopped;     // device memory: the rank's stop word
 };
 
 // Where a kernel says it finished, for the host's bound on the kernels a
@@ -81,6 +86,7 @@ struct DeviceWork {
   std::size_t align;       // elements
   std::uint64_t timeoutNs; // every wait gives up after this long
   DeviceFailure* failure;  // host-mapped
+  const std::uint32_t* stopped;  // device memory: the rank's stop word (DeviceFailure)
   QueuedKernels queue;
 };
 
@@ -108,6 +114,7 @@ struct DevicePeerWork {
   int count;
   std::uint64_t timeoutNs;
   DeviceFailure* failure;  // host-mapped
+  const std::uint32_t* stopped;  // device memory: the rank's stop word (DeviceFailure)
   QueuedKernels queue;
 };
 

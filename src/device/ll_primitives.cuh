@@ -29,7 +29,8 @@
 // A wait polls its line, and every kCheckEvery polls the abort flag, the
 // deadline and the block's status: when one thread fails (a wrong header,
 // say), the others stop waiting for lines that will never come. A failed
-// thread leaves its loop but still meets the block at the barrier.
+// thread leaves its loop but still meets the block at the barrier, where
+// all threads decide together to stop (stopped_).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -75,7 +76,8 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
         shared_(shared),
         math_(math),
         deadline_(deadline),
-        failure_(work.failure) {}
+        failure_(work.failure),
+        stopped_(shared->status != protocols::Status::Ok) {}
 
 
  private:
@@ -92,13 +94,13 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
       const std::uint64_t packs = (piece + kLLPackBytes - 1) / kLLPackBytes;
       const std::uint64_t lines = kLLHeaderLines + 2 * packs;
       if constexpr (kSend) {
-        if (threadIdx.x == 0 && shared_->status == Status::Ok) {
+        if (threadIdx.x == 0 && !stopped_) {
           const Status status = sender_.waitRoom(lines, deadline_);
           if (status != Status::Ok) recordFailure(shared_, failure_, status, to, true);
         }
-        __syncthreads();  // room for the whole piece before any thread writes
+        stopped_ = __syncthreads_or(shared_->status != Status::Ok);  // room for the piece before anyone writes
       }
-      if (shared_->status != Status::Ok) return;  // read by every thread between the same barriers
+      if (stopped_) return;
       if (threadIdx.x == 0) {
         if constexpr (kSend) sender_.writePair(0, llHeaderWord(piece, last), 0);
         if constexpr (kRemote) {
@@ -121,8 +123,8 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
         if constexpr (kOut) store(out + first, count, result);
         if constexpr (kSend) sender_.writePair(kLLHeaderLines + 2 * k, result.words[0], result.words[1]);
       }
-      __syncthreads();  // every line of the piece read and written
-      if (shared_->status != Status::Ok) return;
+      stopped_ = __syncthreads_or(shared_->status != Status::Ok);  // every line read and written
+      if (stopped_) return;
       if constexpr (kSend) {
         sender_.advance(lines);
         if (threadIdx.x == 0) sender_.recordProgress();
@@ -189,6 +191,13 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
   Math math_;
   std::uint64_t deadline_;
   DeviceFailure* failure_;
+  // Whether the block stopped, as every thread saw it at the last barrier.
+  // Any thread may fail between barriers (a wrong header, a wait that gave
+  // up), so the decision to stop is taken only at a barrier, by all threads
+  // alike (__syncthreads_or): a thread that read the shared status just
+  // after another wrote it would otherwise leave while the rest go on to a
+  // barrier it never reaches.
+  bool stopped_;
 };
 
 static_assert(algorithms::Primitives<LLRingPrimitives<

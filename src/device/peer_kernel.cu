@@ -18,7 +18,7 @@ using ByteCopy = ElementMath<std::uint8_t, kernels::FuncSum<std::uint8_t>, kerne
 __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) {
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
-  beginWaitingBlock(&shared, &deadline, work.timeoutNs);
+  beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped);
   const DevicePeerOp& op = work.ops[blockIdx.x];
   DeviceWork view{};
   view.in = op.in;

@@ -19,7 +19,7 @@ template <typename T, typename Math>
 __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math math) {
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
-  beginWaitingBlock(&shared, &deadline, work.timeoutNs);
+  beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped);
   const DeviceRing& ring = *work.ring;
   const algorithms::Ring order{ring.nranks, ring.pos, ring.ranks};
   const algorithms::Channel channel{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)};
