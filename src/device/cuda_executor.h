@@ -3,8 +3,9 @@
 // host never waits for the GPU inside a call, so calls can be captured in
 // CUDA graphs and overlap the program's own kernels.
 //
-// Each rank owns, per channel, the FIFO its previous ring neighbour sends
-// into (protocols/, Simple, in this rank's GPU memory). The ranks exchange
+// Each rank owns, per channel, the two FIFOs its previous ring neighbour
+// sends into (protocols/: a Simple one, and an LL one for small
+// operations; in this rank's GPU memory). The ranks exchange
 // them at set-up: a rank of the same process takes the pointer, a rank of
 // another process on the same host opens it through a CUDA IPC handle.
 // Every kernel polls a host-mapped abort flag and a deadline (HORA_TIMEOUT)
