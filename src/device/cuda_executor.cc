@@ -53,6 +53,15 @@ constexpr std::uint64_t kDefaultLLMaxBytes = 64 << 10;
 // As many as the ring allows; the occupancy check may lower it.
 constexpr int kDefaultMaxChannels = DeviceRing::kMaxChannels;
 
+// Where one kind of FIFO lies in a rank's FIFO block: from `start`, one
+// every `stride` bytes, each of slotCount slots of slotBytes.
+struct FifoRegion {
+  std::uint64_t start;
+  std::uint64_t stride;
+  std::uint64_t slotBytes;
+  std::uint64_t slotCount;
+};
+
 std::uint64_t fifoStride(std::uint64_t slotBytes, std::uint64_t slotCount) {
   return protocols::roundUpTo(protocols::fifoLayout(slotBytes, slotCount).totalBytes, kFifoAlignment);
 }
@@ -348,14 +357,12 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   // flag, which abort() raises with every other, and the exit of that
   // peer's process alone (a peer that exits after finishing its part never
   // leaves a wait on it unmet, so other waits go on).
-  auto fifo = [&](char* base, std::uint64_t index, int peer) {
-    protocols::FifoHandle handle = protocols::fifoAt(base + stride * index, kSlotBytes, kSlotCount);
-    handle.abortFlag = abortFlagsOnDevice + peer;
-    return handle;
-  };
-  auto llFifo = [&](char* base, int channel, int peer) {
-    protocols::FifoHandle handle = protocols::fifoAt(base + llStart + llStride * static_cast<std::uint64_t>(channel),
-                                                     kLLSlotBytes, kLLSlotCount);
+  // `region` says which kind, `index` which of that kind, `base` whose.
+  const FifoRegion simple{0, stride, kSlotBytes, kSlotCount};
+  const FifoRegion ll{llStart, llStride, kLLSlotBytes, kLLSlotCount};
+  auto fifo = [&](char* base, const FifoRegion& region, std::uint64_t index, int peer) {
+    protocols::FifoHandle handle =
+        protocols::fifoAt(base + region.start + region.stride * index, region.slotBytes, region.slotCount);
     handle.abortFlag = abortFlagsOnDevice + peer;
     return handle;
   };
@@ -367,9 +374,9 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
     char* base = bases[static_cast<std::size_t>(peer)];
     if (base == nullptr) continue;
     peerChannels[static_cast<std::size_t>(peer)].send =
-        fifo(base, static_cast<std::uint64_t>(channels + ctx_.rank), peer);
+        fifo(base, simple, static_cast<std::uint64_t>(channels + ctx_.rank), peer);
     peerChannels[static_cast<std::size_t>(peer)].recv =
-        fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(channels + peer), peer);
+        fifo(static_cast<char*>(fifos_), simple, static_cast<std::uint64_t>(channels + peer), peer);
   }
   writes.upload(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size());
 
@@ -378,10 +385,11 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   ring.nranks = n;
   ring.pos = pos;
   for (int c = 0; c < channels; ++c) {
-    ring.channels[c].send = fifo(bases[static_cast<std::size_t>(next)], static_cast<std::uint64_t>(c), next);
-    ring.channels[c].recv = fifo(static_cast<char*>(fifos_), static_cast<std::uint64_t>(c), previous);
-    ring.llChannels[c].send = llFifo(bases[static_cast<std::size_t>(next)], c, next);
-    ring.llChannels[c].recv = llFifo(static_cast<char*>(fifos_), c, previous);
+    const auto index = static_cast<std::uint64_t>(c);
+    ring.channels[c].send = fifo(bases[static_cast<std::size_t>(next)], simple, index, next);
+    ring.channels[c].recv = fifo(static_cast<char*>(fifos_), simple, index, previous);
+    ring.llChannels[c].send = fifo(bases[static_cast<std::size_t>(next)], ll, index, next);
+    ring.llChannels[c].recv = fifo(static_cast<char*>(fifos_), ll, index, previous);
   }
   writes.upload(ringRanksDevice_, ctx_.ringRanks.data(), sizeof(int) * static_cast<std::size_t>(n));
   ring.ranks = ringRanksDevice_;

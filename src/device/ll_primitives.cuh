@@ -26,11 +26,12 @@
 // its own copy of the sender's and receiver's line counts and advances them
 // alike, so no count travels through shared memory.
 //
-// A wait polls its line, and every kCheckEvery polls the abort flag, the
-// deadline and the block's status: when one thread fails (a wrong header,
-// say), the others stop waiting for lines that will never come. A failed
-// thread leaves its loop but still meets the block at the barrier, where
-// all threads decide together to stop (stopped_).
+// A wait polls its lines and the block's status, and every kCheckEvery
+// polls the abort flag and the deadline (protocols/spin_wait.h): when one
+// thread fails (a wrong header, say), the others stop waiting for lines
+// that will never come. A failed thread leaves its loop but still meets
+// the block at the barrier, where all threads decide together to stop
+// (stopped_).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -164,21 +165,18 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
   // when this wait, or another thread of the block, failed.
   __device__ bool waitPair(std::uint64_t k, std::uint32_t* first, std::uint32_t* second, int from) {
     using protocols::Status;
-    using Ordering = protocols::DeviceOrdering;
-    for (std::uint32_t spins = 0;; spins = spins == ~0u ? spins : spins + 1) {
-      if (receiver_.tryPair(k, first, second)) return true;
-      if (spins % protocols::kCheckEvery == protocols::kCheckEvery - 1) {
-        if (*static_cast<volatile const Status*>(&shared_->status) != Status::Ok) return false;
-        Status status = Status::Ok;
-        if (recvAbort_ != nullptr && Ordering::loadFlag(recvAbort_) != 0) status = Status::Aborted;
-        else if (Ordering::now() >= deadline_) status = Status::TimedOut;
-        if (status != Status::Ok) {
-          recordFailure(shared_, failure_, status, from, false);
-          return false;
-        }
-      }
-      Ordering::relax(spins);
-    }
+    bool blockFailed = false;
+    // The pair, or another thread's failure, which ends the wait too (a
+    // shared-memory load, cheap beside the poll itself).
+    const Status status = protocols::spinUntil<protocols::DeviceOrdering>(
+        [&] {
+          if (receiver_.tryPair(k, first, second)) return true;
+          blockFailed = *static_cast<volatile const Status*>(&shared_->status) != Status::Ok;
+          return blockFailed;
+        },
+        recvAbort_, deadline_);
+    if (status != Status::Ok) recordFailure(shared_, failure_, status, from, false);
+    return status == Status::Ok && !blockFailed;
   }
 
   const T* in_;
