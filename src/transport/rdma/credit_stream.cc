@@ -61,13 +61,6 @@ void checkLifeline(const Socket& lifeline, const std::string& peer) {
     fail(ErrorKind::Remote, "RDMA peer ", peer, " closed its connection: the peer process exited or aborted");
 }
 
-// What a waiting rank may sleep on: the queue pair's fd once armed; -1
-// (poll again) when it has none or a completion may be waiting already.
-pollfd sleepEntry(QueuePair& qp) {
-  if (qp.eventFd() < 0 || !qp.arm()) return {-1, POLLIN, 0};
-  return {qp.eventFd(), POLLIN, 0};
-}
-
 [[noreturn]] void failCompletion(const Completion& completion, const std::string& peer) {
   const char* what = completion.operation == Operation::Receive              ? "receive"
                      : completion.operation == Operation::WriteWithImmediate ? "write with immediate"
@@ -94,6 +87,7 @@ CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queue
     : ring_(geometry.slots),
       staging_(geometry.slots * geometry.slotBytes),
       qps_(std::move(queuePairs)),
+      completionWait_(qps_),
       lifeline_(std::move(lifeline)),
       peer_(std::move(peerName)),
       geometry_(geometry),
@@ -273,13 +267,11 @@ std::size_t CreditSendStream::trySendTwo(const void* first, std::size_t firstByt
 
 pollfd CreditSendStream::pollEntry(bool) const {
   if (!connected_) return {lifeline_.fd(), POLLIN, 0};  // the receiver's answer
-  // One fd to sleep on: with several queue pairs, none (look again soon).
-  if (qps_.size() > 1) return {-1, POLLIN, 0};
   // A credit arrives as a plain RDMA write into the ring, which completes
   // nothing here and wakes no completion channel: a sender waiting for one
   // looks again soon instead of sleeping until the wait's slice ends.
   if (!nextCreditArrived()) return {-1, POLLIN, 0};
-  return sleepEntry(*qps_[0]);
+  return completionWait_.entry(qps_);
 }
 
 void CreditSendStream::checkAlive() {
@@ -317,6 +309,7 @@ CreditRecvStream::CreditRecvStream(std::unique_ptr<QueuePair> first, const Queue
   lifeline_.recvAll(&peerRing_, sizeof(peerRing_), deadline, nullptr, peer_);
   for (auto& qp : qps_) sendAddress(lifeline_, qp->address(), deadline, peer_);
   for (std::size_t q = 0; q < qps_.size(); ++q) qps_[q]->connect(theirs[q]);
+  completionWait_ = CompletionWait(qps_);
 }
 
 bool CreditRecvStream::finishSetup() {
@@ -424,8 +417,7 @@ std::size_t CreditRecvStream::tryRecvTwo(void* first, std::size_t firstBytes, vo
 
 pollfd CreditRecvStream::pollEntry(bool) const {
   if (!granting_) return {lifeline_.fd(), POLLIN, 0};  // the sender's "ready"
-  if (qps_.size() > 1) return {-1, POLLIN, 0};
-  return sleepEntry(*qps_[0]);
+  return completionWait_.entry(qps_);
 }
 
 void CreditRecvStream::checkAlive() {

@@ -62,6 +62,7 @@
 
 #include "base/socket.h"
 #include "transport/byte_stream.h"
+#include "transport/rdma/completion_wait.h"
 #include "transport/rdma/queue_pair.h"
 #include "transport/user_registrations.h"
 
@@ -148,6 +149,7 @@ class CreditSendStream final : public ByteStream {
   std::vector<CreditRecord> ring_;  // written by the receiver, over queue pair 0
   std::vector<char> staging_;
   std::vector<std::unique_ptr<QueuePair>> qps_;
+  CompletionWait completionWait_;  // over qps_
   bool connected_ = false;
   std::vector<char> answer_;  // the receiver's addresses as they come: length, then bytes, each
   Socket lifeline_;
@@ -201,6 +203,7 @@ class CreditRecvStream final : public ByteStream {
   std::vector<char> slots_;
   std::vector<CreditRecord> grants_;  // the source of each credit write
   std::vector<std::unique_ptr<QueuePair>> qps_;
+  CompletionWait completionWait_;  // over qps_
   bool granting_ = false;
   Socket lifeline_;
   std::string peer_;

@@ -125,11 +125,12 @@ TEST_F(OverOfi, RegisteredBuffersAllReduceExactly) {
 
 // A rank that waits long for its peer sleeps on the completion queue's fd
 // (after the spin budget) instead of polling: the process uses a small
-// fraction of the time it waits.
-TEST_F(OverOfi, AWaitingRankSleepsOnTheCompletionQueue) {
+// fraction of the time it waits. The waiting rank's CPU time while its
+// peer is late, in seconds.
+double cpuWhileWaitingForALatePeer() {
   constexpr auto kLate = std::chrono::milliseconds(1500);
   std::clock_t cpuBefore = 0, cpuAfter = 0;
-  onRanks(2, [&](int rank, ncclComm_t comm) {
+  testing::onEachRank(2, [&](int rank, ncclComm_t comm) {
     std::vector<float> data(1024, 1.0f);
     ASSERT_EQ(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm, nullptr), ncclSuccess);
     if (rank == 1) {
@@ -140,10 +141,30 @@ TEST_F(OverOfi, AWaitingRankSleepsOnTheCompletionQueue) {
     ASSERT_EQ(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm, nullptr), ncclSuccess);
     EXPECT_EQ(data[0], 4.0f);
   });
-  const double cpuSeconds = static_cast<double>(cpuAfter - cpuBefore) / CLOCKS_PER_SEC;
+  return static_cast<double>(cpuAfter - cpuBefore) / CLOCKS_PER_SEC;
+}
+
+TEST_F(OverOfi, AWaitingRankSleepsOnTheCompletionQueue) {
   // Sleeping on the fd costs milliseconds; looking every 50 us without one
   // costs about a quarter of the wait.
-  EXPECT_LT(cpuSeconds, 0.1) << "the waiting rank polled instead of sleeping on the completion queue";
+  EXPECT_LT(cpuWhileWaitingForALatePeer(), 0.1)
+      << "the waiting rank polled instead of sleeping on the completion queue";
+  EXPECT_GE(device_->queuePairsCreated(), 4) << "connections did not go through ofi";
+}
+
+// The same with two queue pairs per connection (two rails over the one
+// provider domain, as NCCL_IB_QPS_PER_CONNECTION=2 gives on verbs): the
+// rank sleeps on one fd that any of the queue pairs' completions wakes
+// (rdma/completion_wait.h), where before it looked again every 50 us.
+TEST_F(OverOfi, AWaitingRankWithTwoQueuePairsPerConnectionSleepsToo) {
+  auto twoQueuePairs = combineRails({device_, device_});
+  ASSERT_EQ(twoQueuePairs->rails(), 2u);
+  useDevice(TransportKind::Ofi, twoQueuePairs);
+  const int before = device_->queuePairsCreated();
+  EXPECT_LT(cpuWhileWaitingForALatePeer(), 0.1)
+      << "the waiting rank polled instead of sleeping on its queue pairs' fds";
+  // Two ranks, a connection each way, two queue pairs per connection.
+  EXPECT_GE(device_->queuePairsCreated() - before, 4 * 2) << "connections did not use two queue pairs";
 }
 
 // A sender that posts its last bytes and then makes no call into the
