@@ -225,6 +225,36 @@ TEST(OfiProgress, PostedBytesArriveWhileTheSenderIsAway) {
   ::unsetenv("HORA_OFI_PROVIDER");
 }
 
+// Endpoints of one domain share its registrations (registration_cache.h):
+// a buffer two of them register is registered once, unless the provider
+// binds each registration to one endpoint (FI_MR_ENDPOINT), where each
+// endpoint keeps its own. Either way, data written from it arrives.
+TEST(OfiRegistrations, EndpointsOfOneDomainShareThemWhereTheProviderAllows) {
+  ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
+  OfiOpening opening = openOfiDevice(/*allowSoftware=*/true, "lo");
+  ::unsetenv("HORA_OFI_PROVIDER");
+  ASSERT_TRUE(opening.device) << opening.why;
+  OfiDevice& device = *opening.device;
+  const bool perEndpoint = (device.info().domain_attr->mr_mode & FI_MR_ENDPOINT) != 0;
+  auto first = device.createQueuePair();
+  auto second = device.createQueuePair();
+  std::vector<char> buffer(10000, 'r');
+  const Region a = first->registerMemory(buffer.data(), buffer.size());
+  const Region b = second->registerMemory(buffer.data(), buffer.size());
+  if (perEndpoint) {
+    EXPECT_EQ(device.registrations().registrations(), 0u);
+    EXPECT_NE(a.localKey, b.localKey);
+  } else {
+    EXPECT_EQ(device.registrations().registrations(), 1u) << "two endpoints registered one buffer twice";
+    EXPECT_EQ(a.localKey, b.localKey);
+    EXPECT_EQ(a.remoteKey, b.remoteKey);
+  }
+  first->deregisterMemory(a);
+  EXPECT_EQ(device.registrations().registrations(), perEndpoint ? 0u : 1u) << "the second endpoint still uses it";
+  second->deregisterMemory(b);
+  EXPECT_EQ(device.registrations().registrations(), 0u);
+}
+
 // An interface other than loopback with an IPv4 address, up: a second
 // domain of libfabric's tcp provider beside "lo". Empty if there is none.
 std::string anotherInterface() {

@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -45,6 +46,7 @@ struct FakeVerbs {
   std::vector<ibv_recv_wr> receives;
   std::deque<ibv_wc> completions;  // what ibv_poll_cq hands out
   std::vector<std::string> destroyed;
+  std::vector<std::pair<void*, std::size_t>> registered;  // ibv_reg_mr's ranges
   int pendingEvents = 0;
   unsigned acknowledgedEvents = 0;
   int notifyRequests = 0;
@@ -79,7 +81,10 @@ struct FakeVerbs {
       current->modifies.push_back({*attributes, mask});
       return index == current->failModifyAt ? current->modifyError : 0;
     };
-    api.regMr = [](ibv_pd*, void*, std::size_t, int) { return &current->region; };
+    api.regMr = [](ibv_pd*, void* start, std::size_t bytes, int) {
+      current->registered.push_back({start, bytes});
+      return &current->region;
+    };
     api.deregMr = [](ibv_mr*) { return current->destroyed.push_back("mr"), 0; };
     api.deallocPd = [](ibv_pd*) { return current->destroyed.push_back("pd"), 0; };
     api.closeDevice = [](ibv_context*) { return current->destroyed.push_back("context"), 0; };
@@ -451,6 +456,31 @@ TEST(VerbsQueuePairDataPath, DestructionReleasesInOrder) {
     qp.registerMemory(buffer, sizeof(buffer));
   }
   EXPECT_EQ(fake.destroyed, (std::vector<std::string>{"qp", "cq", "channel", "mr", "pd", "context"}));
+}
+
+// The queue pairs of one port share its registrations: a buffer two queue
+// pairs register (a connection's staging over two queue pairs, a program
+// buffer sent to two peers) is registered once, as the whole pages it
+// touches, and deregistered when the last of them lets go.
+TEST(VerbsQueuePairDataPath, QueuePairsOfOnePortRegisterABufferOnce) {
+  FakeVerbs fake;
+  auto port = fake.port(LinkLayer::InfiniBand);
+  VerbsQueuePair first(port, 16, 8);
+  VerbsQueuePair second(port, 16, 8);
+  alignas(4096) static char buffer[3 * 4096];
+  const Region a = first.registerMemory(buffer + 10, 5000);
+  const Region b = second.registerMemory(buffer + 10, 5000);
+  ASSERT_EQ(fake.registered.size(), 1u);
+  EXPECT_EQ(fake.registered[0].first, static_cast<void*>(buffer));
+  EXPECT_EQ(fake.registered[0].second, 2u * 4096);
+  EXPECT_EQ(a.localKey, 0x11u);
+  EXPECT_EQ(b.remoteKey, 0x22u);
+  EXPECT_EQ(b.remoteAddress, reinterpret_cast<std::uintptr_t>(buffer + 10)) << "verbs names memory by address";
+  first.deregisterMemory(a);
+  EXPECT_TRUE(fake.destroyed.empty()) << "the second queue pair still uses it";
+  EXPECT_THROW(first.deregisterMemory(a), Error) << "the first no longer holds it";
+  second.deregisterMemory(b);
+  EXPECT_EQ(fake.destroyed, (std::vector<std::string>{"mr"}));
 }
 
 // --------------------------------------------------------- opening a port

@@ -23,6 +23,7 @@
 
 #include "transport/rdma/device.h"
 #include "transport/rdma/ofi/fabric_library.h"
+#include "transport/rdma/registration_cache.h"
 
 namespace hora::transport::rdma::ofi {
 
@@ -78,6 +79,9 @@ class OfiDevice final : public Device, public std::enable_shared_from_this<OfiDe
   // Registration needs a key from us unless the provider picks its own.
   std::uint64_t nextKey();
   ProgressThread& progress() { return progress_; }
+  // The domain's registrations, shared by its endpoints (unless the
+  // provider binds each to one endpoint: FI_MR_ENDPOINT).
+  RegistrationCache& registrations() { return registrations_; }
 
  private:
   const FabricLibrary& library_;
@@ -85,6 +89,7 @@ class OfiDevice final : public Device, public std::enable_shared_from_this<OfiDe
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
   std::atomic<std::uint64_t> nextKey_{1};  // keys are the domain's
+  RegistrationCache registrations_;          // empty before the domain closes
   ProgressThread progress_;  // last: stopped before the domain closes
 };
 

@@ -92,8 +92,7 @@ OfiQueuePair::~OfiQueuePair() {
   if (endpoint_ != nullptr) device_->progress().detach(this);
   // The endpoint first: nothing may complete into what is closed after it.
   if (endpoint_ != nullptr) fi_close(&endpoint_->fid);
-  for (fid_mr* mr : registrations_)
-    if (mr != nullptr) fi_close(&mr->fid);
+  for (const Region& region : regions_) releaseRegion(region);
   if (addresses_ != nullptr) fi_close(&addresses_->fid);
   if (completions_ != nullptr) fi_close(&completions_->fid);
 }
@@ -106,34 +105,45 @@ void OfiQueuePair::raise(const char* call, long result, bool posting) const {
        device_->library().explain(call, result));
 }
 
+RegistrationCache& OfiQueuePair::registrations() {
+  return (device_->info().domain_attr->mr_mode & FI_MR_ENDPOINT) != 0 ? ownRegistrations_ : device_->registrations();
+}
+
 Region OfiQueuePair::registerMemory(void* base, std::size_t bytes) {
-  const std::uint64_t mode = device_->info().domain_attr->mr_mode;
-  // A key of our choosing, unless the provider chooses (FI_MR_PROV_KEY).
-  const std::uint64_t requestedKey = (mode & FI_MR_PROV_KEY) != 0 ? 0 : device_->nextKey();
-  fid_mr* mr = nullptr;
-  int rc = fi_mr_reg(device_->domain(), base, bytes, FI_WRITE | FI_REMOTE_WRITE, 0, requestedKey, 0, &mr, nullptr);
-  if (rc != 0) raise("fi_mr_reg", rc);
-  registrations_.push_back(mr);
-  if ((mode & FI_MR_ENDPOINT) != 0) {
-    // Providers that scope registrations to an endpoint want it bound.
-    if ((rc = fi_mr_bind(mr, &endpoint_->fid, 0)) != 0) raise("fi_mr_bind", rc);
-    if ((rc = fi_mr_enable(mr)) != 0) raise("fi_mr_enable", rc);
-  }
-  Region region;
-  region.base = static_cast<char*>(base);
-  region.bytes = bytes;
-  region.localKey = registrations_.size() - 1;
-  region.remoteKey = fi_mr_key(mr);
-  // Peers name the region by virtual address, or by offset from its start.
-  region.remoteAddress = (mode & FI_MR_VIRT_ADDR) != 0 ? reinterpret_cast<std::uint64_t>(base) : 0;
+  const Region region = registrations().acquire(base, bytes, [&](char* start, std::size_t length) {
+    const std::uint64_t mode = device_->info().domain_attr->mr_mode;
+    // A key of our choosing, unless the provider chooses (FI_MR_PROV_KEY).
+    const std::uint64_t requestedKey = (mode & FI_MR_PROV_KEY) != 0 ? 0 : device_->nextKey();
+    fid_mr* mr = nullptr;
+    int rc = fi_mr_reg(device_->domain(), start, length, FI_WRITE | FI_REMOTE_WRITE, 0, requestedKey, 0, &mr, nullptr);
+    if (rc != 0) raise("fi_mr_reg", rc);
+    if ((mode & FI_MR_ENDPOINT) != 0) {
+      // Providers that scope registrations to an endpoint want it bound.
+      if ((rc = fi_mr_bind(mr, &endpoint_->fid, 0)) != 0 || (rc = fi_mr_enable(mr)) != 0) {
+        fi_close(&mr->fid);
+        raise("fi_mr_bind / fi_mr_enable", rc);
+      }
+    }
+    // Peers name the registration by virtual address, or by offset from
+    // its start.
+    const std::uint64_t remoteAddress = (mode & FI_MR_VIRT_ADDR) != 0 ? reinterpret_cast<std::uint64_t>(start) : 0;
+    return Registration{reinterpret_cast<std::uintptr_t>(mr), fi_mr_key(mr), remoteAddress, mr};
+  });
+  regions_.push_back(region);
   return region;
 }
 
 void OfiQueuePair::deregisterMemory(const Region& region) {
-  HORA_ENFORCE(region.localKey < registrations_.size() && registrations_[region.localKey] != nullptr,
-               "ofi: deregistering memory that was not registered");
-  fi_close(&registrations_[region.localKey]->fid);
-  registrations_[region.localKey] = nullptr;
+  const auto found = std::find_if(regions_.begin(), regions_.end(), [&](const Region& held) {
+    return held.base == region.base && held.bytes == region.bytes && held.localKey == region.localKey;
+  });
+  HORA_ENFORCE(found != regions_.end(), "ofi: deregistering memory that was not registered");
+  regions_.erase(found);
+  releaseRegion(region);
+}
+
+void OfiQueuePair::releaseRegion(const Region& region) {
+  registrations().release(region, [](void* mr) { fi_close(&static_cast<fid_mr*>(mr)->fid); });
 }
 
 OfiQueuePair::Request* OfiQueuePair::take(Operation operation, std::uint64_t id, bool signaled) {
@@ -198,7 +208,7 @@ void OfiQueuePair::postWrite(const Region& from, std::size_t offset, std::size_t
   posting.request = take(Operation::Write, id, signaled);
   posting.source = from.base + offset;
   posting.bytes = bytes;
-  posting.descriptor = fi_mr_desc(registrations_.at(from.localKey));
+  posting.descriptor = fi_mr_desc(reinterpret_cast<fid_mr*>(from.localKey));
   posting.to = to;
   post(posting);
 }

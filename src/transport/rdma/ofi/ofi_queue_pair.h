@@ -3,6 +3,11 @@
 // holding the one peer.
 //
 //   seam                      libfabric
+//   registerMemory            fi_mr_reg of the page range, shared with the
+//                             domain's other endpoints (registration_cache.h),
+//                             or with this one's only where the provider
+//                             binds registrations to an endpoint
+//                             (FI_MR_ENDPOINT)
 //   postWrite                 fi_write into the peer's registered memory
 //   postWriteWithImmediate    fi_senddata of no bytes, the immediate as
 //                             remote CQ data; ordered after the writes by
@@ -39,6 +44,7 @@
 
 #include "transport/rdma/ofi/ordered_send_completions.h"
 #include "transport/rdma/queue_pair.h"
+#include "transport/rdma/registration_cache.h"
 
 namespace hora::transport::rdma::ofi {
 
@@ -112,7 +118,12 @@ class OfiQueuePair final : public QueuePair {
   int waitFd_ = -1;  // the completion queue's, where the provider offers one
   std::size_t sendDepth_ = 0;
   std::size_t receiveDepth_ = 0;
-  std::vector<fid_mr*> registrations_;  // Region::localKey indexes this; null once deregistered
+  // Where this endpoint's registrations are kept: the domain's, or its own
+  // where the provider binds registrations to an endpoint.
+  RegistrationCache& registrations();
+  void releaseRegion(const Region& region);
+  RegistrationCache ownRegistrations_;
+  std::vector<Region> regions_;  // held; Region::localKey is the fid_mr*
   std::vector<std::unique_ptr<Request>> requests_;  // the rank's thread only
   std::vector<Request*> free_;                       // the rank's thread only
   OrderedSendCompletions sendOrder_;                 // the rank's thread only

@@ -1,5 +1,6 @@
 // One opened port of an RDMA device: the device context, a protection
-// domain for the memory its queue pairs register, and what a queue pair
+// domain for the memory its queue pairs register (one registration per
+// page range, shared by them all: registration_cache.h), and what a queue pair
 // needs to know about the port (its LID, MTU, link layer and the GID it
 // sends from). Shared by the queue pairs made on it; the last one out
 // closes the device.
@@ -9,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "transport/rdma/registration_cache.h"
 #include "transport/rdma/verbs/ib_settings.h"
 #include "transport/rdma/verbs/qp_transitions.h"
 #include "transport/rdma/verbs/verbs_api.h"
@@ -24,6 +26,7 @@ struct VerbsPort {
   const VerbsApi* api = nullptr;
   ibv_context* context = nullptr;  // owned
   ibv_pd* pd = nullptr;            // owned
+  RegistrationCache registrations;  // in pd; empty once the last queue pair is gone
   std::string name;                // "mlx5_0:1", for messages
   std::uint16_t lid = 0;
   LocalPath path;

@@ -80,7 +80,7 @@ void VerbsQueuePair::release() {
   if (qp_ != nullptr) api_.destroyQp(qp_), qp_ = nullptr;
   if (cq_ != nullptr) api_.destroyCq(cq_), cq_ = nullptr;
   if (channel_ != nullptr) api_.destroyCompChannel(channel_), channel_ = nullptr;
-  for (ibv_mr* region : regions_) api_.deregMr(region);
+  for (const Region& region : regions_) releaseRegion(region);
   regions_.clear();
 }
 
@@ -89,21 +89,29 @@ std::string VerbsQueuePair::what() const {
 }
 
 Region VerbsQueuePair::registerMemory(void* base, std::size_t bytes) {
-  errno = 0;
-  ibv_mr* region = api_.regMr(port_->pd, base, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-  if (region == nullptr)
-    fail(ErrorKind::System, "verbs: ibv_reg_mr of ", bytes, " bytes failed for ", what(), ": ", errnoText(errno));
+  const Region region = port_->registrations.acquire(base, bytes, [&](char* start, std::size_t length) {
+    errno = 0;
+    ibv_mr* mr = api_.regMr(port_->pd, start, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (mr == nullptr)
+      fail(ErrorKind::System, "verbs: ibv_reg_mr of ", length, " bytes failed for ", what(), ": ", errnoText(errno));
+    // Verbs names registered memory by virtual address.
+    return Registration{mr->lkey, mr->rkey, reinterpret_cast<std::uintptr_t>(start), mr};
+  });
   regions_.push_back(region);
-  // Verbs names registered memory by virtual address.
-  return Region{static_cast<char*>(base), bytes, region->lkey, region->rkey, reinterpret_cast<std::uintptr_t>(base)};
+  return region;
 }
 
 void VerbsQueuePair::deregisterMemory(const Region& region) {
-  const auto found = std::find_if(regions_.begin(), regions_.end(),
-                                  [&](const ibv_mr* mr) { return mr->lkey == region.localKey; });
+  const auto found = std::find_if(regions_.begin(), regions_.end(), [&](const Region& held) {
+    return held.base == region.base && held.bytes == region.bytes && held.localKey == region.localKey;
+  });
   HORA_ENFORCE(found != regions_.end(), "verbs: deregistering memory that ", what(), " never registered");
-  api_.deregMr(*found);
   regions_.erase(found);
+  releaseRegion(region);
+}
+
+void VerbsQueuePair::releaseRegion(const Region& region) {
+  port_->registrations.release(region, [&](void* mr) { api_.deregMr(static_cast<ibv_mr*>(mr)); });
 }
 
 void VerbsQueuePair::postSend(ibv_send_wr& request, std::uint64_t id, Operation operation, bool signaled) {

@@ -3,7 +3,9 @@
 // completion channel to sleep on.
 //
 //   seam                      verbs
-//   registerMemory            ibv_reg_mr, local write + remote write
+//   registerMemory            ibv_reg_mr, local write + remote write, of the
+//                             page range, shared with the port's other queue
+//                             pairs (registration_cache.h)
 //   postWrite                 IBV_WR_RDMA_WRITE, signaled or not
 //   postWriteWithImmediate    IBV_WR_RDMA_WRITE_WITH_IMM of no bytes; the
 //                             immediate travels in network byte order
@@ -68,6 +70,8 @@ class VerbsQueuePair final : public QueuePair {
   void postSend(ibv_send_wr& request, std::uint64_t id, Operation operation, bool signaled);
   Completion retire(const ibv_wc& completion);
   void release();
+  // Gives a region back to the port's registrations.
+  void releaseRegion(const Region& region);
   std::string what() const;
 
   std::shared_ptr<VerbsPort> port_;
@@ -77,7 +81,7 @@ class VerbsQueuePair final : public QueuePair {
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
   ibv_qp* qp_ = nullptr;
-  std::vector<ibv_mr*> regions_;
+  std::vector<Region> regions_;  // held in the port's registrations
   std::uint32_t psn_ = 0;
   std::uint64_t nextSequence_ = 1;
   std::deque<Posted> sends_;
