@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "transport/memory_owner.h"
+
 namespace hora::transport {
 
 std::uint64_t UserRegistrations::add(const void* base, std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::uint64_t id = nextId_++;
+  const std::uint64_t id = newMemoryOwner();
   ranges_.push_back({id, static_cast<const char*>(base), bytes});
   count_.store(ranges_.size(), std::memory_order_release);
   return id;

@@ -24,7 +24,7 @@ namespace hora::transport {
 class UserRegistrations {
  public:
   struct Range {
-    std::uint64_t id = 0;  // unique for the communicator's life
+    std::uint64_t id = 0;  // unique in the process (memory_owner.h): the memory's owner for a NIC
     const char* base = nullptr;
     std::size_t bytes = 0;
     // Whether all of [data, data + length) lies in this range.
@@ -49,7 +49,6 @@ class UserRegistrations {
   mutable std::mutex mutex_;
   std::vector<Range> ranges_;  // a program registers few buffers
   std::atomic<std::size_t> count_{0};  // so that find() takes no lock when there are none
-  std::uint64_t nextId_ = 1;
   std::atomic<std::uint64_t> generation_{0};
 };
 

@@ -101,8 +101,8 @@ CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queue
   for (auto& qp : qps_)  // a send is a write and a write with immediate
     HORA_ENFORCE(qp->sendQueueDepth() >= 2, "RDMA: a send queue of ", qp->sendQueueDepth(),
                  " requests; a send takes 2");
-  ringRegion_ = qps_[0]->registerMemory(ring_.data(), ring_.size() * sizeof(CreditRecord));
-  for (auto& qp : qps_) stagingRegions_.push_back(qp->registerMemory(staging_.data(), staging_.size()));
+  ringRegion_ = qps_[0]->registerMemory(ring_.data(), ring_.size() * sizeof(CreditRecord), memoryOwner_);
+  for (auto& qp : qps_) stagingRegions_.push_back(qp->registerMemory(staging_.data(), staging_.size(), memoryOwner_));
   // Ours: how many queue pairs, their addresses, and where the credits go.
   // Theirs comes later.
   const auto count = static_cast<std::uint32_t>(qps_.size());
@@ -200,7 +200,7 @@ CreditSendStream::UserRegion* CreditSendStream::userRegionFor(const char* data, 
   // program's buffer is only ever read by this side's writes.
   try {
     for (auto& qp : qps_)
-      region.perQueuePair.push_back(qp->registerMemory(const_cast<char*>(range->base), range->bytes));
+      region.perQueuePair.push_back(qp->registerMemory(const_cast<char*>(range->base), range->bytes, range->id));
   } catch (const Error& error) {
     // The device refused (the locked-memory limit, pages it cannot pin):
     // the buffer's bytes go through staging, as an unregistered one's.
@@ -301,9 +301,9 @@ CreditRecvStream::CreditRecvStream(std::unique_ptr<QueuePair> first, const Queue
     // A receive per granted slot; credit writes wait for send-queue room.
     HORA_ENFORCE(qp->sendQueueDepth() >= 1 && qp->receiveQueueDepth() >= geometry.slots,
                  "RDMA: queues too short for ", geometry.slots, " slots");
-    slotsRegions_.push_back(qp->registerMemory(slots_.data(), slots_.size()));
+    slotsRegions_.push_back(qp->registerMemory(slots_.data(), slots_.size(), memoryOwner_));
   }
-  grantsRegion_ = qps_[0]->registerMemory(grants_.data(), grants_.size() * sizeof(CreditRecord));
+  grantsRegion_ = qps_[0]->registerMemory(grants_.data(), grants_.size() * sizeof(CreditRecord), memoryOwner_);
   std::vector<std::vector<char>> theirs;
   for (std::uint32_t q = 0; q < count; ++q) theirs.push_back(recvAddress(lifeline_, deadline, peer_));
   lifeline_.recvAll(&peerRing_, sizeof(peerRing_), deadline, nullptr, peer_);

@@ -62,6 +62,7 @@
 
 #include "base/socket.h"
 #include "transport/byte_stream.h"
+#include "transport/memory_owner.h"
 #include "transport/rdma/completion_wait.h"
 #include "transport/rdma/queue_pair.h"
 #include "transport/user_registrations.h"
@@ -146,6 +147,9 @@ class CreditSendStream final : public ByteStream {
   // manual-progress provider's progress thread), and freed memory there
   // is a crash or silent corruption. This holds when a constructor throws
   // too, which an explicit destructor would not cover.
+  // Names this stream's own buffers to the device (memory_owner.h): its
+  // queue pairs share their registrations.
+  std::uint64_t memoryOwner_ = newMemoryOwner();
   std::vector<CreditRecord> ring_;  // written by the receiver, over queue pair 0
   std::vector<char> staging_;
   std::vector<std::unique_ptr<QueuePair>> qps_;
@@ -200,6 +204,7 @@ class CreditRecvStream final : public ByteStream {
   bool finishSetup();
 
   // Registered memory before the queue pairs, for the sender's reason.
+  std::uint64_t memoryOwner_ = newMemoryOwner();  // as the sender's
   std::vector<char> slots_;
   std::vector<CreditRecord> grants_;  // the source of each credit write
   std::vector<std::unique_ptr<QueuePair>> qps_;

@@ -68,7 +68,10 @@ class QueuePair {
   virtual std::size_t receiveQueueDepth() const = 0;
 
   // Registers [base, base + bytes) for local reads and remote writes.
-  virtual Region registerMemory(void* base, std::size_t bytes) = 0;
+  // `owner` names this lifetime of the memory (memory_owner.h): queue pairs
+  // of one device that register the same memory of the same owner may
+  // share one registration (registration_cache.h); 0 shares with none.
+  virtual Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner) = 0;
   // Ends a registration of registerMemory before the queue pair closes
   // (which ends them all). No request in flight may still use it.
   virtual void deregisterMemory(const Region& region) = 0;

@@ -1,38 +1,39 @@
 // The memory registrations of one protection domain (a verbs port's PD, a
 // libfabric domain), shared by every queue pair on it.
 //
-// A NIC registration covers whole pages (the pages are what it pins), and
-// every queue pair of a domain may use any registration of that domain. So
-// a buffer used by several connections (a registered buffer sent to each
-// peer of an all-to-all, the staging slots of a connection's several queue
-// pairs) is registered once: requests are rounded out to whole pages and
-// counted, and the registration ends when the last holder releases it.
+// Every queue pair of a domain may use any registration of that domain, so
+// memory that several queue pairs use (a registered buffer sent to several
+// peers, a stream's staging over its several queue pairs) needs only one:
+// the queue pairs that ask for the same memory of the same owner get the
+// one registration, counted, and it ends with its last holder.
 //
-// Only requests whose page-rounded range is the same share a registration,
-// never one that merely lies inside another's. A holder's own memory spans
-// every page of its range, so while any holder's memory is live, all of
-// the registration's pages stay mapped to what was registered. A lookup by
-// containment would hand a registration made for a buffer since freed (its
-// pages possibly unmapped and mapped again to other memory, which the
-// registration does not see) to a newcomer at the same address: silently
-// wrong data. Holders release before they free (the callers' contract: a
-// stream's queue pairs close before its memory is freed; a program
-// deregisters a buffer before it frees it).
+// What is shared is keyed by the memory's owner (memory_owner.h: a number
+// for one lifetime of the memory, never reused) and its exact range.
+//  - The owner, because a holder may keep a registration after its memory
+//    went back to the program (ncclCommDeregister on a failed communicator
+//    leaves the release to the connection), and the program may free that
+//    memory and get new memory at the same address: a registration found
+//    by address alone would be the old pages', which the NIC would go on
+//    reading. New memory comes with a new owner, so a new registration.
+//  - The exact range, not whole pages, though the NIC pins whole pages: a
+//    registration's bounds are what the NIC checks a peer's write against,
+//    and pages rounded out would let a stray write land in the objects
+//    that share the first and last page instead of failing.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <utility>
+#include <tuple>
 
 #include "base/error.h"
 #include "transport/rdma/queue_pair.h"
 
 namespace hora::transport::rdma {
 
-// What a backend made for one page-rounded range: its keys, how a peer
-// names the range's first byte, and the backend's own handle.
+// What a backend made for one range: its keys, how a peer names the
+// range's first byte, and the backend's own handle.
 struct Registration {
   std::uint64_t localKey = 0;
   std::uint64_t remoteKey = 0;
@@ -40,67 +41,82 @@ struct Registration {
   void* handle = nullptr;
 };
 
+// A region acquire() gave, with what the cache needs to take it back.
+struct HeldRegion {
+  Region region;
+  std::uint64_t owner = 0;  // as the cache keys it
+};
+
 class RegistrationCache {
  public:
-  // Pages of the system's size, or `pageBytes` (a power of two).
-  RegistrationCache();
-  explicit RegistrationCache(std::size_t pageBytes);
+  RegistrationCache() = default;
   RegistrationCache(const RegistrationCache&) = delete;
   RegistrationCache& operator=(const RegistrationCache&) = delete;
 
-  // The region for [base, base + bytes) (bytes > 0): from the registration
-  // of its page-rounded range, made by `make(start, bytes)` (returning a
-  // Registration) when there is none yet. A throwing `make` leaves the
-  // cache as it was.
-  template <typename Make>
-  Region acquire(void* base, std::size_t bytes, Make&& make) {
-    HORA_ENFORCE(bytes > 0, "RDMA: registering no bytes");
-    const Pages pages = pagesOf(base, bytes);
+  // The region for [base, base + bytes) of `owner` (0: shared with no one):
+  // the registration already made for it, or one `make(base, bytes)` makes
+  // now (returning a Registration). A throwing `make` leaves the cache as
+  // it was; `end(handle)` undoes a registration the cache could not keep.
+  template <typename Make, typename End>
+  HeldRegion acquire(std::uint64_t owner, void* base, std::size_t bytes, Make&& make, End&& end) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto found = entries_.find(pages);
-    if (found == entries_.end()) {
-      Registration made = make(reinterpret_cast<char*>(pages.first), pages.second - pages.first);
-      found = entries_.emplace(pages, Entry{made, 0}).first;
-      ++registrationsMade_;
+    if (owner != 0)
+      if (const auto found = entries_.find(keyOf(owner, base, bytes)); found != entries_.end()) {
+        ++found->second.holders;
+        return {regionOf(found->second.registration, base, bytes), owner};
+      }
+    // Memory shared with no one is kept under an owner of its own, which
+    // no caller names.
+    if (owner == 0) owner = kOwnerless | nextOwnerless_++;
+    const Registration made = make(static_cast<char*>(base), bytes);
+    try {
+      entries_.emplace(keyOf(owner, base, bytes), Entry{made, 1});
+    } catch (...) {
+      end(made.handle);
+      throw;
     }
-    ++found->second.holders;
-    return regionIn(found->first, found->second.registration, base, bytes);
+    ++registrationsMade_;
+    return {regionOf(made, base, bytes), owner};
   }
 
-  // Gives back a region acquire() returned; the registration ends, through
+  // Gives back a region acquire() gave; the registration ends, through
   // `end(handle)`, with its last holder.
   template <typename End>
-  void release(const Region& region, End&& end) {
+  void release(const HeldRegion& held, End&& end) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto found = entries_.find(pagesOf(region.base, region.bytes));
+    const auto found = entries_.find(keyOf(held.owner, held.region.base, held.region.bytes));
     HORA_ENFORCE(found != entries_.end() && found->second.holders > 0,
                  "RDMA: releasing memory that was never registered");
     if (--found->second.holders > 0) return;
-    // Ended under the lock, so that a page range never has two
+    // Ended under the lock: memory of one owner never has two
     // registrations at once.
     end(found->second.registration.handle);
     entries_.erase(found);
   }
 
-  // The backend's handle of a region acquire() returned (null if none).
-  void* handleOf(const Region& region) const;
   // Registrations in force, and made over the cache's life.
   std::size_t registrations() const;
   std::uint64_t registrationsMade() const;
 
  private:
-  using Pages = std::pair<std::uintptr_t, std::uintptr_t>;  // [first, end), page-aligned
+  using Key = std::tuple<std::uint64_t, std::uintptr_t, std::size_t>;  // owner, start, bytes
   struct Entry {
     Registration registration;
     std::size_t holders;
   };
-  Pages pagesOf(const void* base, std::size_t bytes) const;
-  static Region regionIn(const Pages& pages, const Registration& registration, void* base, std::size_t bytes);
+  static constexpr std::uint64_t kOwnerless = std::uint64_t{1} << 63;  // above every real owner
+  static Key keyOf(std::uint64_t owner, const void* base, std::size_t bytes) {
+    return {owner, reinterpret_cast<std::uintptr_t>(base), bytes};
+  }
+  static Region regionOf(const Registration& registration, void* base, std::size_t bytes) {
+    return Region{static_cast<char*>(base), bytes, registration.localKey, registration.remoteKey,
+                  registration.remoteAddress};
+  }
 
-  std::size_t pageBytes_;
   mutable std::mutex mutex_;
-  std::map<Pages, Entry> entries_;
+  std::map<Key, Entry> entries_;
   std::uint64_t registrationsMade_ = 0;
+  std::uint64_t nextOwnerless_ = 1;
 };
 
 }  // namespace hora::transport::rdma

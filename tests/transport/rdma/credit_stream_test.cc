@@ -238,8 +238,8 @@ class FakeDevice : public ::testing::Test {
     b_ = fabric_->createQueuePair(options);
     a_->connect(b_->address());
     b_->connect(a_->address());
-    local_ = a_->registerMemory(source_, sizeof(source_));
-    remote_ = b_->registerMemory(target_, sizeof(target_));
+    local_ = a_->registerMemory(source_, sizeof(source_), 0);
+    remote_ = b_->registerMemory(target_, sizeof(target_), 0);
   }
   std::vector<Completion> drain(FakeQueuePair& qp) {
     std::vector<Completion> all;

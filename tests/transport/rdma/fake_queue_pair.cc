@@ -68,7 +68,7 @@ bool FakeQueuePair::inError() const {
   return error_;
 }
 
-Region FakeQueuePair::registerMemory(void* base, std::size_t bytes) {
+Region FakeQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t) {
   if (options_.registrationLimitBytes != 0 && bytes > options_.registrationLimitBytes)
     fail(ErrorKind::System, "fake device: cannot register ", bytes, " bytes (limit ", options_.registrationLimitBytes,
          ")");

@@ -91,7 +91,9 @@ class FakeQueuePair final : public QueuePair {
 
   std::size_t sendQueueDepth() const override { return options_.sendQueueDepth; }
   std::size_t receiveQueueDepth() const override { return options_.receiveQueueDepth; }
-  Region registerMemory(void* base, std::size_t bytes) override;
+  // Each queue pair registers on its own (`owner` is not used): the
+  // protocol's view, one registration per queue pair that asks.
+  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner) override;
   void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;

@@ -19,6 +19,7 @@
 #include "base/socket.h"
 #include "every_collective.h"
 #include "nccl.h"
+#include "transport/memory_owner.h"
 #include "transport/rdma/credit_stream.h"
 #include "transport/rdma/multi_rail.h"
 #include "transport/rdma/ofi/ofi_device.h"
@@ -226,9 +227,9 @@ TEST(OfiProgress, PostedBytesArriveWhileTheSenderIsAway) {
 }
 
 // Endpoints of one domain share its registrations (registration_cache.h):
-// a buffer two of them register is registered once, unless the provider
-// binds each registration to one endpoint (FI_MR_ENDPOINT), where each
-// endpoint keeps its own. Either way, data written from it arrives.
+// a buffer two of them register for one owner is registered once, unless
+// the provider binds each registration to one endpoint (FI_MR_ENDPOINT),
+// where each endpoint keeps its own.
 TEST(OfiRegistrations, EndpointsOfOneDomainShareThemWhereTheProviderAllows) {
   ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
   OfiOpening opening = openOfiDevice(/*allowSoftware=*/true, "lo");
@@ -239,8 +240,9 @@ TEST(OfiRegistrations, EndpointsOfOneDomainShareThemWhereTheProviderAllows) {
   auto first = device.createQueuePair();
   auto second = device.createQueuePair();
   std::vector<char> buffer(10000, 'r');
-  const Region a = first->registerMemory(buffer.data(), buffer.size());
-  const Region b = second->registerMemory(buffer.data(), buffer.size());
+  const std::uint64_t owner = newMemoryOwner();
+  const Region a = first->registerMemory(buffer.data(), buffer.size(), owner);
+  const Region b = second->registerMemory(buffer.data(), buffer.size(), owner);
   if (perEndpoint) {
     EXPECT_EQ(device.registrations().registrations(), 0u);
     EXPECT_NE(a.localKey, b.localKey);

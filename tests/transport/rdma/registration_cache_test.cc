@@ -1,6 +1,6 @@
-// RegistrationCache: one registration per page range of a protection
-// domain, shared by its queue pairs, ended with its last holder. The
-// backend here is a stand-in that records what it was asked to register.
+// RegistrationCache: one registration per memory owner and range of a
+// protection domain, shared by its queue pairs, ended with its last
+// holder. The backend here is a stand-in that records what it was asked.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,28 +10,22 @@
 #include <vector>
 
 #include "base/error.h"
+#include "transport/memory_owner.h"
 #include "transport/rdma/registration_cache.h"
 
 namespace hora::transport::rdma {
 namespace {
 
-constexpr std::size_t kPage = 4096;
-
 struct Backend {
-  struct Made {
-    std::uintptr_t start;
-    std::size_t bytes;
-  };
-  std::vector<Made> made;
+  std::vector<std::pair<char*, std::size_t>> made;
   std::vector<void*> ended;
   std::uint64_t nextKey = 100;
 
   auto make() {
     return [this](char* start, std::size_t bytes) {
-      made.push_back({reinterpret_cast<std::uintptr_t>(start), bytes});
+      made.emplace_back(start, bytes);
       const std::uint64_t key = nextKey++;
-      // Named by offset from its start (as libfabric without FI_MR_VIRT_ADDR).
-      return Registration{key, key + 1000, 0, reinterpret_cast<void*>(key)};
+      return Registration{key, key + 1000, reinterpret_cast<std::uintptr_t>(start), reinterpret_cast<void*>(key)};
     };
   }
   auto end() {
@@ -39,109 +33,113 @@ struct Backend {
   }
 };
 
-// A page-aligned arena to carve test buffers from.
-struct Arena {
-  alignas(kPage) char bytes[8 * kPage];
-  char* at(std::size_t offset) { return bytes + offset; }
-};
-
-TEST(RegistrationCache, ARequestIsRegisteredAsTheWholePagesItTouches) {
+TEST(RegistrationCache, AQueuePairGetsTheRangeItAskedFor) {
   Backend backend;
-  RegistrationCache cache(kPage);
-  Arena arena;
-  const Region region = cache.acquire(arena.at(100), 5000, backend.make());
+  RegistrationCache cache;
+  char buffer[5000];
+  const HeldRegion held = cache.acquire(newMemoryOwner(), buffer + 100, 1000, backend.make(), backend.end());
   ASSERT_EQ(backend.made.size(), 1u);
-  EXPECT_EQ(backend.made[0].start, reinterpret_cast<std::uintptr_t>(arena.at(0)));
-  EXPECT_EQ(backend.made[0].bytes, 2 * kPage) << "bytes 100 to 5100 touch two pages";
-  // The region is the request itself, named by its offset into the registration.
-  EXPECT_EQ(region.base, arena.at(100));
-  EXPECT_EQ(region.bytes, 5000u);
-  EXPECT_EQ(region.remoteAddress, 100u);
-  EXPECT_EQ(region.remoteAt(7), 107u);
-  EXPECT_EQ(region.localKey, 100u);
-  EXPECT_EQ(region.remoteKey, 1100u);
+  // Exactly the range: a peer's write past it must fail at the NIC, not
+  // land in whatever shares its pages.
+  EXPECT_EQ(backend.made[0].first, buffer + 100);
+  EXPECT_EQ(backend.made[0].second, 1000u);
+  EXPECT_EQ(held.region.base, buffer + 100);
+  EXPECT_EQ(held.region.bytes, 1000u);
+  EXPECT_EQ(held.region.localKey, 100u);
+  EXPECT_EQ(held.region.remoteKey, 1100u);
+  EXPECT_EQ(held.region.remoteAddress, reinterpret_cast<std::uintptr_t>(buffer + 100));
 }
 
-TEST(RegistrationCache, TheSamePagesShareOneRegistrationUntilTheLastHolderReleases) {
+TEST(RegistrationCache, TheSameMemoryOfOneOwnerIsRegisteredOnceUntilTheLastHolderReleases) {
   Backend backend;
-  RegistrationCache cache(kPage);
-  Arena arena;
-  // Three holders of pages 1-2: the same buffer for two queue pairs, and
-  // another request whose page range is the same.
-  const Region a = cache.acquire(arena.at(kPage), 2 * kPage, backend.make());
-  const Region b = cache.acquire(arena.at(kPage), 2 * kPage, backend.make());
-  const Region c = cache.acquire(arena.at(kPage + 64), 2 * kPage - 128, backend.make());
+  RegistrationCache cache;
+  std::vector<char> buffer(4096);
+  const std::uint64_t owner = newMemoryOwner();
+  // Three queue pairs of one domain: a buffer sent to three peers.
+  std::vector<HeldRegion> held;
+  for (int q = 0; q < 3; ++q) held.push_back(cache.acquire(owner, buffer.data(), buffer.size(), backend.make(), backend.end()));
   EXPECT_EQ(backend.made.size(), 1u);
   EXPECT_EQ(cache.registrations(), 1u);
-  EXPECT_EQ(a.localKey, b.localKey);
-  EXPECT_EQ(c.localKey, a.localKey);
-  EXPECT_EQ(c.remoteAddress, 64u);
-  cache.release(a, backend.end());
-  cache.release(c, backend.end());
+  EXPECT_EQ(held[2].region.localKey, held[0].region.localKey);
+  cache.release(held[0], backend.end());
+  cache.release(held[1], backend.end());
   EXPECT_TRUE(backend.ended.empty()) << "one holder is left";
-  EXPECT_EQ(cache.handleOf(b), reinterpret_cast<void*>(a.localKey));
-  cache.release(b, backend.end());
+  cache.release(held[2], backend.end());
   ASSERT_EQ(backend.ended.size(), 1u);
-  EXPECT_EQ(backend.ended[0], reinterpret_cast<void*>(a.localKey));
   EXPECT_EQ(cache.registrations(), 0u);
-  EXPECT_EQ(cache.handleOf(b), nullptr);
-  // Registered again from scratch once it has ended.
-  cache.release(cache.acquire(arena.at(kPage), 2 * kPage, backend.make()), backend.end());
-  EXPECT_EQ(backend.made.size(), 2u);
+  // Registered anew once it has ended.
+  cache.release(cache.acquire(owner, buffer.data(), buffer.size(), backend.make(), backend.end()), backend.end());
   EXPECT_EQ(cache.registrationsMade(), 2u);
 }
 
-// A registration is shared only by requests of the same pages, never by
-// one that lies inside it: that one's memory may outlive the pages around
-// it, which could be unmapped and mapped again to other memory the
-// registration does not see.
-TEST(RegistrationCache, ARequestInsideAnotherRegistrationGetsItsOwn) {
+// The case the owner is for: a connection still holds the registration of
+// a buffer the program deregistered (a failed communicator leaves the
+// release to the connection), and the program frees the buffer and gets
+// new memory at the same address, which it registers again. The new
+// memory must get a registration of its own: the old one maps the old
+// pages.
+TEST(RegistrationCache, NewMemoryAtAnOldAddressIsNeverGivenTheOldRegistration) {
   Backend backend;
-  RegistrationCache cache(kPage);
-  Arena arena;
-  const Region whole = cache.acquire(arena.at(0), 4 * kPage, backend.make());
-  const Region inside = cache.acquire(arena.at(kPage), kPage, backend.make());
-  const Region overlapping = cache.acquire(arena.at(3 * kPage), 2 * kPage, backend.make());
-  EXPECT_EQ(backend.made.size(), 3u);
-  EXPECT_NE(inside.localKey, whole.localKey);
-  EXPECT_NE(overlapping.localKey, whole.localKey);
-  for (const Region& region : {whole, inside, overlapping}) cache.release(region, backend.end());
-  EXPECT_EQ(backend.ended.size(), 3u);
+  RegistrationCache cache;
+  std::vector<char> buffer(4096);
+  const HeldRegion stale = cache.acquire(newMemoryOwner(), buffer.data(), buffer.size(), backend.make(), backend.end());
+  const HeldRegion fresh = cache.acquire(newMemoryOwner(), buffer.data(), buffer.size(), backend.make(), backend.end());
+  EXPECT_EQ(backend.made.size(), 2u);
+  EXPECT_NE(fresh.region.localKey, stale.region.localKey);
+  cache.release(stale, backend.end());
+  cache.release(fresh, backend.end());
+  EXPECT_EQ(backend.ended.size(), 2u);
+}
+
+TEST(RegistrationCache, OtherRangesAndOwnerlessMemoryAreNotShared) {
+  Backend backend;
+  RegistrationCache cache;
+  std::vector<char> buffer(8192);
+  const std::uint64_t owner = newMemoryOwner();
+  const HeldRegion whole = cache.acquire(owner, buffer.data(), buffer.size(), backend.make(), backend.end());
+  const HeldRegion part = cache.acquire(owner, buffer.data() + 64, 128, backend.make(), backend.end());
+  const HeldRegion a = cache.acquire(0, buffer.data(), buffer.size(), backend.make(), backend.end());
+  const HeldRegion b = cache.acquire(0, buffer.data(), buffer.size(), backend.make(), backend.end());
+  EXPECT_EQ(backend.made.size(), 4u);
+  for (const HeldRegion& held : {whole, part, a, b}) cache.release(held, backend.end());
+  EXPECT_EQ(backend.ended.size(), 4u);
+  EXPECT_EQ(cache.registrations(), 0u);
 }
 
 TEST(RegistrationCache, AFailedRegistrationLeavesNothingBehind) {
   Backend backend;
-  RegistrationCache cache(kPage);
-  Arena arena;
-  EXPECT_THROW(cache.acquire(arena.at(0), 10, [](char*, std::size_t) -> Registration {
-    throw std::runtime_error("the device refused");
-  }),
+  RegistrationCache cache;
+  char buffer[64];
+  const std::uint64_t owner = newMemoryOwner();
+  EXPECT_THROW(cache.acquire(
+                   owner, buffer, sizeof(buffer),
+                   [](char*, std::size_t) -> Registration { throw std::runtime_error("the device refused"); },
+                   backend.end()),
                std::runtime_error);
   EXPECT_EQ(cache.registrations(), 0u);
-  const Region region = cache.acquire(arena.at(0), 10, backend.make());
+  const HeldRegion held = cache.acquire(owner, buffer, sizeof(buffer), backend.make(), backend.end());
   EXPECT_EQ(backend.made.size(), 1u) << "the next request registers anew";
-  cache.release(region, backend.end());
+  cache.release(held, backend.end());
   EXPECT_EQ(backend.ended.size(), 1u);
 }
 
-TEST(RegistrationCache, BadRequestsAreRefused) {
+TEST(RegistrationCache, ReleasingWhatIsNotHeldIsRefused) {
   Backend backend;
-  RegistrationCache cache(kPage);
-  Arena arena;
-  EXPECT_THROW(cache.acquire(arena.at(0), 0, backend.make()), Error);
-  Region never{arena.at(0), 10, 1, 2, 0};
+  RegistrationCache cache;
+  char buffer[64];
+  HeldRegion never{{buffer, sizeof(buffer), 1, 2, 0}, newMemoryOwner()};
   EXPECT_THROW(cache.release(never, backend.end()), Error);
-  const Region once = cache.acquire(arena.at(0), 10, backend.make());
+  const HeldRegion once = cache.acquire(newMemoryOwner(), buffer, sizeof(buffer), backend.make(), backend.end());
   cache.release(once, backend.end());
   EXPECT_THROW(cache.release(once, backend.end()), Error) << "released twice";
-  EXPECT_THROW(RegistrationCache(3000), Error) << "a page size that is not a power of two";
 }
 
 // Ranks as threads share a port: many threads taking and giving back the
-// same buffer's registration make it once at a time and end every one.
+// same memory's registration make it once at a time and end every one.
 TEST(RegistrationCache, ThreadsShareItSafely) {
-  RegistrationCache cache(kPage);
-  Arena arena;
+  RegistrationCache cache;
+  char buffer[256];
+  const std::uint64_t owner = newMemoryOwner();
   std::atomic<int> made{0}, ended{0}, live{0}, mostLive{0};
   auto make = [&](char*, std::size_t) {
     const int now = ++live;
@@ -157,12 +155,19 @@ TEST(RegistrationCache, ThreadsShareItSafely) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
-      for (int i = 0; i < 2000; ++i) cache.release(cache.acquire(arena.at(8), 100, make), end);
+      for (int i = 0; i < 2000; ++i) cache.release(cache.acquire(owner, buffer, sizeof(buffer), make, end), end);
     });
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(made.load(), ended.load());
-  EXPECT_EQ(mostLive.load(), 1) << "two registrations of one page range were live at once";
+  EXPECT_EQ(mostLive.load(), 1) << "two registrations of one owner's memory were live at once";
   EXPECT_EQ(cache.registrations(), 0u);
+}
+
+TEST(MemoryOwner, NumbersAreNeverReused) {
+  const std::uint64_t first = newMemoryOwner();
+  const std::uint64_t second = newMemoryOwner();
+  EXPECT_NE(first, 0u);
+  EXPECT_GT(second, first);
 }
 
 }  // namespace

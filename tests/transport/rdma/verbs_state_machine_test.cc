@@ -59,6 +59,7 @@ struct FakeVerbs {
   ibv_cq cq{};
   ibv_qp qp{};
   ibv_mr region{};
+  std::deque<ibv_mr> moreRegions;
   VerbsApi api;
 
   FakeVerbs() {
@@ -82,8 +83,13 @@ struct FakeVerbs {
       return index == current->failModifyAt ? current->modifyError : 0;
     };
     api.regMr = [](ibv_pd*, void* start, std::size_t bytes, int) {
+      // The first registration is `region`; later ones get keys of their own.
       current->registered.push_back({start, bytes});
-      return &current->region;
+      if (current->registered.size() == 1) return &current->region;
+      ibv_mr& more = current->moreRegions.emplace_back(current->region);
+      more.lkey += static_cast<std::uint32_t>(0x100 * current->moreRegions.size());
+      more.rkey += static_cast<std::uint32_t>(0x100 * current->moreRegions.size());
+      return &more;
     };
     api.deregMr = [](ibv_mr*) { return current->destroyed.push_back("mr"), 0; };
     api.deallocPd = [](ibv_pd*) { return current->destroyed.push_back("pd"), 0; };
@@ -320,7 +326,7 @@ TEST(VerbsQueuePairDataPath, WritesAndReceivesArePostedAsVerbsRequests) {
   FakeVerbs fake;
   VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
   char buffer[64];
-  const Region region = qp.registerMemory(buffer, sizeof(buffer));
+  const Region region = qp.registerMemory(buffer, sizeof(buffer), 0);
   EXPECT_EQ(region.localKey, 0x11u);
   EXPECT_EQ(region.remoteKey, 0x22u);
   EXPECT_EQ(region.remoteAddress, reinterpret_cast<std::uintptr_t>(buffer));
@@ -348,7 +354,7 @@ TEST(VerbsQueuePairDataPath, CompletionsMapBackToTheProtocolsIdsAndOperations) {
   FakeVerbs fake;
   VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
   char buffer[64];
-  const Region region = qp.registerMemory(buffer, sizeof(buffer));
+  const Region region = qp.registerMemory(buffer, sizeof(buffer), 0);
   qp.postWrite(region, 0, 8, RemoteMemory{0x5000, 0x77}, 100, false);  // completes silently
   qp.postWrite(region, 8, 8, RemoteMemory{0x5008, 0x77}, 101, true);
   qp.postWriteWithImmediate(7, 102);
@@ -453,26 +459,31 @@ TEST(VerbsQueuePairDataPath, DestructionReleasesInOrder) {
   {
     VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
     char buffer[8];
-    qp.registerMemory(buffer, sizeof(buffer));
+    qp.registerMemory(buffer, sizeof(buffer), 0);
   }
   EXPECT_EQ(fake.destroyed, (std::vector<std::string>{"qp", "cq", "channel", "mr", "pd", "context"}));
 }
 
 // The queue pairs of one port share its registrations: a buffer two queue
-// pairs register (a connection's staging over two queue pairs, a program
-// buffer sent to two peers) is registered once, as the whole pages it
-// touches, and deregistered when the last of them lets go.
+// pairs register for the same owner (a connection's staging over two queue
+// pairs, a program buffer sent to two peers) is registered once, and
+// deregistered when the last of them lets go; another owner of the same
+// address (memory freed and allocated again) gets its own.
 TEST(VerbsQueuePairDataPath, QueuePairsOfOnePortRegisterABufferOnce) {
   FakeVerbs fake;
   auto port = fake.port(LinkLayer::InfiniBand);
   VerbsQueuePair first(port, 16, 8);
   VerbsQueuePair second(port, 16, 8);
-  alignas(4096) static char buffer[3 * 4096];
-  const Region a = first.registerMemory(buffer + 10, 5000);
-  const Region b = second.registerMemory(buffer + 10, 5000);
+  static char buffer[3 * 4096];
+  const Region a = first.registerMemory(buffer + 10, 5000, 7);
+  const Region b = second.registerMemory(buffer + 10, 5000, 7);
   ASSERT_EQ(fake.registered.size(), 1u);
-  EXPECT_EQ(fake.registered[0].first, static_cast<void*>(buffer));
-  EXPECT_EQ(fake.registered[0].second, 2u * 4096);
+  EXPECT_EQ(fake.registered[0].first, static_cast<void*>(buffer + 10));
+  EXPECT_EQ(fake.registered[0].second, 5000u);
+  const Region other = second.registerMemory(buffer + 10, 5000, 8);
+  EXPECT_EQ(fake.registered.size(), 2u) << "another owner's memory at the same address";
+  second.deregisterMemory(other);
+  fake.destroyed.clear();
   EXPECT_EQ(a.localKey, 0x11u);
   EXPECT_EQ(b.remoteKey, 0x22u);
   EXPECT_EQ(b.remoteAddress, reinterpret_cast<std::uintptr_t>(buffer + 10)) << "verbs names memory by address";

@@ -92,7 +92,7 @@ OfiQueuePair::~OfiQueuePair() {
   if (endpoint_ != nullptr) device_->progress().detach(this);
   // The endpoint first: nothing may complete into what is closed after it.
   if (endpoint_ != nullptr) fi_close(&endpoint_->fid);
-  for (const Region& region : regions_) releaseRegion(region);
+  for (const HeldRegion& held : regions_) releaseRegion(held);
   if (addresses_ != nullptr) fi_close(&addresses_->fid);
   if (completions_ != nullptr) fi_close(&completions_->fid);
 }
@@ -109,8 +109,13 @@ RegistrationCache& OfiQueuePair::registrations() {
   return (device_->info().domain_attr->mr_mode & FI_MR_ENDPOINT) != 0 ? ownRegistrations_ : device_->registrations();
 }
 
-Region OfiQueuePair::registerMemory(void* base, std::size_t bytes) {
-  const Region region = registrations().acquire(base, bytes, [&](char* start, std::size_t length) {
+namespace {
+void closeRegistration(void* mr) { fi_close(&static_cast<fid_mr*>(mr)->fid); }
+}  // namespace
+
+Region OfiQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t owner) {
+  regions_.reserve(regions_.size() + 1);  // so that keeping what was acquired cannot throw
+  auto make = [&](char* start, std::size_t length) {
     const std::uint64_t mode = device_->info().domain_attr->mr_mode;
     // A key of our choosing, unless the provider chooses (FI_MR_PROV_KEY).
     const std::uint64_t requestedKey = (mode & FI_MR_PROV_KEY) != 0 ? 0 : device_->nextKey();
@@ -128,23 +133,24 @@ Region OfiQueuePair::registerMemory(void* base, std::size_t bytes) {
     // its start.
     const std::uint64_t remoteAddress = (mode & FI_MR_VIRT_ADDR) != 0 ? reinterpret_cast<std::uint64_t>(start) : 0;
     return Registration{reinterpret_cast<std::uintptr_t>(mr), fi_mr_key(mr), remoteAddress, mr};
-  });
-  regions_.push_back(region);
-  return region;
+  };
+  const HeldRegion held = registrations().acquire(owner, base, bytes, make, closeRegistration);
+  regions_.push_back(held);
+  return held.region;
 }
 
 void OfiQueuePair::deregisterMemory(const Region& region) {
-  const auto found = std::find_if(regions_.begin(), regions_.end(), [&](const Region& held) {
-    return held.base == region.base && held.bytes == region.bytes && held.localKey == region.localKey;
+  const auto found = std::find_if(regions_.begin(), regions_.end(), [&](const HeldRegion& held) {
+    return held.region.base == region.base && held.region.bytes == region.bytes &&
+           held.region.localKey == region.localKey;
   });
   HORA_ENFORCE(found != regions_.end(), "ofi: deregistering memory that was not registered");
+  const HeldRegion held = *found;
   regions_.erase(found);
-  releaseRegion(region);
+  releaseRegion(held);
 }
 
-void OfiQueuePair::releaseRegion(const Region& region) {
-  registrations().release(region, [](void* mr) { fi_close(&static_cast<fid_mr*>(mr)->fid); });
-}
+void OfiQueuePair::releaseRegion(const HeldRegion& held) { registrations().release(held, closeRegistration); }
 
 OfiQueuePair::Request* OfiQueuePair::take(Operation operation, std::uint64_t id, bool signaled) {
   if (free_.empty()) {

@@ -3,11 +3,10 @@
 // holding the one peer.
 //
 //   seam                      libfabric
-//   registerMemory            fi_mr_reg of the page range, shared with the
-//                             domain's other endpoints (registration_cache.h),
-//                             or with this one's only where the provider
-//                             binds registrations to an endpoint
-//                             (FI_MR_ENDPOINT)
+//   registerMemory            fi_mr_reg, shared with the domain's other
+//                             endpoints (registration_cache.h), or kept to
+//                             this one where the provider binds
+//                             registrations to an endpoint (FI_MR_ENDPOINT)
 //   postWrite                 fi_write into the peer's registered memory
 //   postWriteWithImmediate    fi_senddata of no bytes, the immediate as
 //                             remote CQ data; ordered after the writes by
@@ -59,7 +58,7 @@ class OfiQueuePair final : public QueuePair {
 
   std::size_t sendQueueDepth() const override { return sendDepth_; }
   std::size_t receiveQueueDepth() const override { return receiveDepth_; }
-  Region registerMemory(void* base, std::size_t bytes) override;
+  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner) override;
   void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;
@@ -121,9 +120,9 @@ class OfiQueuePair final : public QueuePair {
   // Where this endpoint's registrations are kept: the domain's, or its own
   // where the provider binds registrations to an endpoint.
   RegistrationCache& registrations();
-  void releaseRegion(const Region& region);
+  void releaseRegion(const HeldRegion& held);
   RegistrationCache ownRegistrations_;
-  std::vector<Region> regions_;  // held; Region::localKey is the fid_mr*
+  std::vector<HeldRegion> regions_;  // held; Region::localKey is the fid_mr*
   std::vector<std::unique_ptr<Request>> requests_;  // the rank's thread only
   std::vector<Request*> free_;                       // the rank's thread only
   OrderedSendCompletions sendOrder_;                 // the rank's thread only

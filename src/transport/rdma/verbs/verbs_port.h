@@ -1,8 +1,8 @@
 // One opened port of an RDMA device: the device context, a protection
 // domain for the memory its queue pairs register (one registration per
-// page range, shared by them all: registration_cache.h), and what a queue pair
-// needs to know about the port (its LID, MTU, link layer and the GID it
-// sends from). Shared by the queue pairs made on it; the last one out
+// memory owner and range, shared by them all: registration_cache.h), and
+// what a queue pair needs to know about the port (its LID, MTU, link layer
+// and the GID it sends from). Shared by the queue pairs made on it; the last one out
 // closes the device.
 #pragma once
 

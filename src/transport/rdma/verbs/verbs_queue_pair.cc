@@ -80,7 +80,7 @@ void VerbsQueuePair::release() {
   if (qp_ != nullptr) api_.destroyQp(qp_), qp_ = nullptr;
   if (cq_ != nullptr) api_.destroyCq(cq_), cq_ = nullptr;
   if (channel_ != nullptr) api_.destroyCompChannel(channel_), channel_ = nullptr;
-  for (const Region& region : regions_) releaseRegion(region);
+  for (const HeldRegion& held : regions_) releaseRegion(held);
   regions_.clear();
 }
 
@@ -88,31 +88,33 @@ std::string VerbsQueuePair::what() const {
   return qp_ != nullptr ? strCat(port_->name, " qp ", qp_->qp_num) : port_->name;
 }
 
-Region VerbsQueuePair::registerMemory(void* base, std::size_t bytes) {
-  const Region region = port_->registrations.acquire(base, bytes, [&](char* start, std::size_t length) {
+Region VerbsQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t owner) {
+  regions_.reserve(regions_.size() + 1);  // so that keeping what was acquired cannot throw
+  auto make = [&](char* start, std::size_t length) {
     errno = 0;
     ibv_mr* mr = api_.regMr(port_->pd, start, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     if (mr == nullptr)
       fail(ErrorKind::System, "verbs: ibv_reg_mr of ", length, " bytes failed for ", what(), ": ", errnoText(errno));
     // Verbs names registered memory by virtual address.
     return Registration{mr->lkey, mr->rkey, reinterpret_cast<std::uintptr_t>(start), mr};
-  });
-  regions_.push_back(region);
-  return region;
+  };
+  const HeldRegion held = port_->registrations.acquire(owner, base, bytes, make, endRegistration());
+  regions_.push_back(held);
+  return held.region;
 }
 
 void VerbsQueuePair::deregisterMemory(const Region& region) {
-  const auto found = std::find_if(regions_.begin(), regions_.end(), [&](const Region& held) {
-    return held.base == region.base && held.bytes == region.bytes && held.localKey == region.localKey;
+  const auto found = std::find_if(regions_.begin(), regions_.end(), [&](const HeldRegion& held) {
+    return held.region.base == region.base && held.region.bytes == region.bytes &&
+           held.region.localKey == region.localKey;
   });
   HORA_ENFORCE(found != regions_.end(), "verbs: deregistering memory that ", what(), " never registered");
+  const HeldRegion held = *found;
   regions_.erase(found);
-  releaseRegion(region);
+  releaseRegion(held);
 }
 
-void VerbsQueuePair::releaseRegion(const Region& region) {
-  port_->registrations.release(region, [&](void* mr) { api_.deregMr(static_cast<ibv_mr*>(mr)); });
-}
+void VerbsQueuePair::releaseRegion(const HeldRegion& held) { port_->registrations.release(held, endRegistration()); }
 
 void VerbsQueuePair::postSend(ibv_send_wr& request, std::uint64_t id, Operation operation, bool signaled) {
   const std::uint64_t sequence = nextSequence_++;

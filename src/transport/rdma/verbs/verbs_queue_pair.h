@@ -3,9 +3,9 @@
 // completion channel to sleep on.
 //
 //   seam                      verbs
-//   registerMemory            ibv_reg_mr, local write + remote write, of the
-//                             page range, shared with the port's other queue
-//                             pairs (registration_cache.h)
+//   registerMemory            ibv_reg_mr, local write + remote write, shared
+//                             with the port's other queue pairs
+//                             (registration_cache.h)
 //   postWrite                 IBV_WR_RDMA_WRITE, signaled or not
 //   postWriteWithImmediate    IBV_WR_RDMA_WRITE_WITH_IMM of no bytes; the
 //                             immediate travels in network byte order
@@ -48,7 +48,7 @@ class VerbsQueuePair final : public QueuePair {
 
   std::size_t sendQueueDepth() const override { return sendDepth_; }
   std::size_t receiveQueueDepth() const override { return receiveDepth_; }
-  Region registerMemory(void* base, std::size_t bytes) override;
+  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner) override;
   void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;
@@ -71,7 +71,11 @@ class VerbsQueuePair final : public QueuePair {
   Completion retire(const ibv_wc& completion);
   void release();
   // Gives a region back to the port's registrations.
-  void releaseRegion(const Region& region);
+  void releaseRegion(const HeldRegion& held);
+  // How the port's registrations end one of theirs.
+  auto endRegistration() const {
+    return [api = &api_](void* mr) { api->deregMr(static_cast<ibv_mr*>(mr)); };
+  }
   std::string what() const;
 
   std::shared_ptr<VerbsPort> port_;
@@ -81,7 +85,7 @@ class VerbsQueuePair final : public QueuePair {
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
   ibv_qp* qp_ = nullptr;
-  std::vector<Region> regions_;  // held in the port's registrations
+  std::vector<HeldRegion> regions_;  // held in the port's registrations
   std::uint32_t psn_ = 0;
   std::uint64_t nextSequence_ = 1;
   std::deque<Posted> sends_;
