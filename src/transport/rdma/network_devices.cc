@@ -25,7 +25,8 @@ void prepareNetworkDevices(const topology::TransportPolicy& policy, const RankNe
 #endif
   const bool ofiForced = policy.forced == TransportKind::Ofi;
 #if HORA_HAVE_OFI
-  if (ofiForced || spansHosts) ofi::prepareOfi(ofiForced, policy.ofiDisabled, rank.interfaceName, rank.railsNearest);
+  if (ofiForced || spansHosts) ofi::prepareOfi(ofiForced, policy.ofiDisabled, rank.interfaceName, rank.railsNearest,
+                                                rank.nicsNearest);
 #else
   (void)spansHosts;
   static std::once_flag once;

@@ -299,6 +299,22 @@ TEST(OfiRails, ConnectionsTakeTurnsOverTwoDomains) {
   EXPECT_GE(second->queuePairsCreated(), 2 * kRanks) << "the second rail (" << other << ") carried none";
 }
 
+// The domain a rank opens first follows the NICs nearest it
+// (domain_choice.h), through the real provider: tcp's domains are
+// interfaces, so loopback stands in for "the nearest NIC" here.
+TEST(OfiDomainChoice, TheProviderOpensTheDomainOfTheNearestNic) {
+  const std::string other = anotherInterface();
+  if (other.empty()) GTEST_SKIP() << "no interface but loopback with an IPv4 address: one tcp domain only";
+  ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
+  OfiOpening nearLoopback = openOfiDevice(/*allowSoftware=*/true, "", {}, {"lo"});
+  OfiOpening nothingKnown = openOfiDevice(/*allowSoftware=*/true, "", {}, {});
+  ::unsetenv("HORA_OFI_PROVIDER");
+  ASSERT_TRUE(nearLoopback.device) << nearLoopback.why;
+  ASSERT_TRUE(nothingKnown.device) << nothingKnown.why;
+  EXPECT_STREQ(nearLoopback.device->info().domain_attr->name, "lo");
+  EXPECT_STRNE(nothingKnown.device->info().domain_attr->name, "lo") << "without a nearest NIC, loopback comes last";
+}
+
 TEST(OfiRails, ARailTheProviderDoesNotOfferIsLeftOut) {
   ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
   ::setenv("HORA_OFI_RAILS", "no-such-interface", 1);

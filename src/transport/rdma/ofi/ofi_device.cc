@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "transport/rdma/multi_rail.h"
+#include "transport/rdma/ofi/domain_choice.h"
 #include "transport/rdma/ofi/ofi_queue_pair.h"
 
 namespace hora::transport::rdma::ofi {
@@ -143,11 +144,13 @@ fi_info* protocolHints(const FabricLibrary& library) {
 }  // namespace
 
 namespace {
-// The answer to take among fi_getinfo's: acceptable ones in libfabric's
-// order (fastest first), the bootstrap's interface first, loopback last.
-fi_info* chooseInfo(fi_info* found, bool allowSoftware, const std::string& interfaceName, std::string& skipped) {
+// The answer to take among fi_getinfo's: the acceptable one this rank
+// wants most (domain_choice.h), libfabric's order (fastest first) among
+// equals.
+fi_info* chooseInfo(fi_info* found, bool allowSoftware, const std::string& preferred,
+                    const std::vector<std::string>& nearest, std::string& skipped) {
   fi_info* best = nullptr;
-  int bestRank = 3;
+  std::size_t bestRank = 0;
   for (fi_info* info = found; info != nullptr; info = info->next) {
     const std::string provider = info->fabric_attr->prov_name;
     if (!allowSoftware && !isHardwareProvider(provider)) {
@@ -155,8 +158,8 @@ fi_info* chooseInfo(fi_info* found, bool allowSoftware, const std::string& inter
       continue;
     }
     const std::string domain = info->domain_attr->name != nullptr ? info->domain_attr->name : "";
-    const int rank = !interfaceName.empty() && domain == interfaceName ? 0 : domain != "lo" ? 1 : 2;
-    if (rank < bestRank) {
+    const std::size_t rank = domainPreference(domain, preferred, nearest);
+    if (best == nullptr || rank < bestRank) {
       best = info;
       bestRank = rank;
     }
@@ -188,7 +191,8 @@ std::vector<std::shared_ptr<OfiDevice>> openFurtherRails(const FabricLibrary& li
     if (std::find(taken.begin(), taken.end(), domain) != taken.end()) continue;
     fi_info* match = nullptr;
     for (fi_info* info = found; info != nullptr && match == nullptr; info = info->next)
-      if (provider == info->fabric_attr->prov_name && domainOf(*info) == domain) match = info;
+      if (provider == info->fabric_attr->prov_name && (listed ? domainOf(*info) == domain : domainOnNic(domainOf(*info), domain)))
+        match = info;
     if (match == nullptr) {
       if (listed) HORA_LOG(Info, "ofi: HORA_OFI_RAILS names ", domain, ", which provider ", provider, " does not offer");
       continue;
@@ -211,7 +215,7 @@ std::vector<std::shared_ptr<OfiDevice>> openFurtherRails(const FabricLibrary& li
 
 }  // namespace
 
-OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName,
+OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName, const std::vector<std::string>& railNics,
                          const std::vector<std::string>& nearestNics) {
   OfiOpening opening;
   const FabricLibrary* library = fabricLibrary(opening.why);
@@ -229,7 +233,7 @@ OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName,
   // HORA_OFI_DOMAIN names the domain (a NIC: "mlx5_0", "efa0"; an
   // interface for tcp); else the bootstrap's interface is preferred.
   const std::string preferred = env::get({"HORA_OFI_DOMAIN"}).value_or(interfaceName);
-  fi_info* best = chooseInfo(found, allowSoftware, preferred, skipped);
+  fi_info* best = chooseInfo(found, allowSoftware, preferred, nearestNics, skipped);
   if (best == nullptr) {
     library->freeinfo(found);
     opening.why = strCat("only software providers (", skipped,
@@ -250,15 +254,15 @@ OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName,
   } catch (const Error& error) {
     opening.why = error.what();
   }
-  if (opening.device) opening.moreRails = openFurtherRails(*library, found, *best, nearestNics);
+  if (opening.device) opening.moreRails = openFurtherRails(*library, found, *best, railNics);
   library->freeinfo(found);
   return opening;
 }
 
-void prepareOfi(bool forced, bool disabled, const std::string& interfaceName,
+void prepareOfi(bool forced, bool disabled, const std::string& interfaceName, const std::vector<std::string>& railNics,
                 const std::vector<std::string>& nearestNics) {
   installOnce(TransportKind::Ofi, disabled, [&](std::string& why) -> std::shared_ptr<Device> {
-    OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced, interfaceName, nearestNics);
+    OfiOpening opening = openOfiDevice(/*allowSoftware=*/forced, interfaceName, railNics, nearestNics);
     why = opening.why;
     return combineRails(opening.device, opening.moreRails);
   });

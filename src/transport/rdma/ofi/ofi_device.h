@@ -102,17 +102,20 @@ struct OfiOpening {
 };
 
 // Finds a provider (as above; `allowSoftware`: tcp and the like too) and
-// opens it. A provider may offer one domain per network interface (tcp
-// does): the one named `interfaceName` (the interface hora's bootstrap
-// chose) is taken first, then any but loopback, so that peers on other
-// hosts can reach the address. Never throws for "nothing here": says why.
+// opens it. A provider may offer one domain per NIC or network interface:
+// the one HORA_OFI_DOMAIN names, else the one named `interfaceName` (the
+// interface hora's bootstrap chose, after which tcp names its domains),
+// else the one on the first of `nearestNics` it offers (the topology's
+// RDMA NICs, nearest this rank first), then any but loopback, so that
+// peers on other hosts can reach the address (domain_choice.h). Never
+// throws for "nothing here": says why.
 //
 // Rails: the domains HORA_OFI_RAILS lists (comma-separated domain names,
-// taken as given), or else those of `nearestNics` (the topology's NICs as
-// near this rank as its nearest, by name: verbs-style providers name their
-// domains after the NIC) on the first domain's fabric, are opened as
-// further rails. A rail that does not open is left out, said at INFO.
+// taken as given), or else those on `railNics` (the topology's NICs as
+// near this rank as its nearest) on the first domain's fabric, are opened
+// as further rails. A rail that does not open is left out, said at INFO.
 OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName = "",
+                         const std::vector<std::string>& railNics = {},
                          const std::vector<std::string>& nearestNics = {});
 
 // Installs the ofi device for this process (rdma::useDevice) unless one is
@@ -120,6 +123,6 @@ OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName = 
 // communicator's init, and acts on the first. `forced`: HORA_TRANSPORT=ofi.
 // With further rails (above), the device is their combination.
 void prepareOfi(bool forced, bool disabled, const std::string& interfaceName,
-                const std::vector<std::string>& nearestNics = {});
+                const std::vector<std::string>& railNics = {}, const std::vector<std::string>& nearestNics = {});
 
 }  // namespace hora::transport::rdma::ofi
