@@ -79,6 +79,12 @@ struct SimplePiece {
   const std::uint64_t* stamp;  // its full stamp on the board (kStampWords)
 };
 
+// The size word a slot described as `piece` carries (its inverse).
+HORA_HOST_DEVICE constexpr std::uint64_t sizeWordOf(const SimplePiece& piece) {
+  return piece.bytes | (piece.last ? kLastPiece : 0) |
+         (piece.stamped ? kStamped | (piece.check & kStampCheckMask) << kStampCheckShift : 0);
+}
+
 // index + 1 modulo count: where a slot index goes next. Kept instead of a
 // counter's remainder, which costs a division (tens of cycles) per slot on
 // the path of every message.
@@ -139,6 +145,18 @@ class SimpleSender {
     advanceHead();
   }
 
+  // publish() of a slot whose size word (and, when `stamp` is not null, its
+  // board entry) is given whole, as another FIFO's slot carried them: what
+  // a relay between two FIFOs (transport/proxy/fifo_relay.h) hands on.
+  HORA_HOST_DEVICE void publishWord(std::uint64_t sizeWord, const std::uint64_t* stamp) {
+    if (stamp != nullptr) {
+      std::uint64_t* entry = fifo_.stamps + headSlot_ * kStampWords;
+      for (std::uint64_t w = 0; w < kStampWords; ++w) entry[w] = stamp[w];
+    }
+    fifo_.sizes[headSlot_] = sizeWord;
+    advanceHead();
+  }
+
   // Sends one message of `bytes` bytes (zero allowed), a slot at a time.
   HORA_HOST_DEVICE Status send(const void* src, std::size_t bytes, std::uint64_t deadline) {
     const char* from = static_cast<const char*>(src);
@@ -193,6 +211,22 @@ class SimpleReceiver {
     return true;
   }
 
+  // Without waiting: whether the slot `ahead` places after the oldest
+  // unread one has been published, and if so *piece describes it (`ahead`
+  // 0 is tryData's slot). Slots are still released oldest first: a relay
+  // reads ahead to send several slots at once and releases each once it
+  // has gone.
+  HORA_HOST_DEVICE bool tryPeek(std::uint64_t ahead, SimplePiece* piece) {
+    if (knownHead_ - tail_ <= ahead) {
+      knownHead_ = Ordering::loadAcquire(fifo_.head);
+      if (knownHead_ - tail_ <= ahead) return false;
+    }
+    std::uint64_t slot = tailSlot_ + ahead;
+    if (slot >= fifo_.slotCount) slot -= fifo_.slotCount;
+    describeSlot(slot, piece);
+    return true;
+  }
+
   // Waits for the oldest unread slot and describes it in *piece.
   HORA_HOST_DEVICE Status waitData(SimplePiece* piece, std::uint64_t deadline) {
     if (!hasData()) {
@@ -241,14 +275,15 @@ class SimpleReceiver {
 
  private:
   HORA_HOST_DEVICE bool hasData() const { return knownHead_ != tail_; }
-  HORA_HOST_DEVICE void describe(SimplePiece* piece) {
-    const std::uint64_t size = fifo_.sizes[tailSlot_];
-    piece->data = fifo_.slots + tailSlot_ * fifo_.slotBytes;
+  HORA_HOST_DEVICE void describe(SimplePiece* piece) { describeSlot(tailSlot_, piece); }
+  HORA_HOST_DEVICE void describeSlot(std::uint64_t slot, SimplePiece* piece) {
+    const std::uint64_t size = fifo_.sizes[slot];
+    piece->data = fifo_.slots + slot * fifo_.slotBytes;
     piece->bytes = size & kSizeMask;
     piece->last = (size & kLastPiece) != 0;
     piece->stamped = (size & kStamped) != 0;
     piece->check = size >> kStampCheckShift & kStampCheckMask;
-    piece->stamp = fifo_.stamps + tailSlot_ * kStampWords;
+    piece->stamp = fifo_.stamps + slot * kStampWords;
   }
 
   FifoHandle fifo_;

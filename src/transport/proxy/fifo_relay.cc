@@ -1,0 +1,119 @@
+#include "transport/proxy/fifo_relay.h"
+
+#include "base/error.h"
+
+namespace hora::transport::proxy {
+
+using protocols::kSizeMask;
+using protocols::kStampCheckMask;
+using protocols::kStampCheckShift;
+using protocols::kStamped;
+using protocols::kStampWords;
+
+// ---------------------------------------------------------------- sending
+
+FifoSendRelay::FifoSendRelay(const std::vector<protocols::FifoHandle>& fifos, SendConnection& connection)
+    : connection_(connection) {
+  HORA_ENFORCE(!fifos.empty(), "a relay of no FIFOs");
+  for (const protocols::FifoHandle& fifo : fifos) fifos_.emplace_back(fifo);
+  ahead_.assign(fifos.size(), 0);
+}
+
+bool FifoSendRelay::progress() {
+  bool moved = connection_.progress();
+  // Slots whose frames have gone go back to their kernels, oldest first:
+  // the order they were posted in, which is each channel's own order.
+  const std::uint64_t sent = connection_.completedBytes();
+  while (!inFlight_.empty() && inFlight_.front().end <= sent) {
+    const std::size_t channel = inFlight_.front().channel;
+    fifos_[channel].release();
+    --ahead_[channel];
+    inFlight_.pop_front();
+    headers_.pop_front();
+    moved = true;
+  }
+  // Every slot published since, channel after channel (starting from a
+  // different one each time, so none waits behind another's stream).
+  const std::size_t channels = fifos_.size();
+  bool posted = false;
+  for (std::size_t i = 0; i < channels; ++i) {
+    const std::size_t channel = (nextChannel_ + i) % channels;
+    protocols::SimplePiece piece{};
+    while (fifos_[channel].tryPeek(ahead_[channel], &piece)) {
+      headers_.push_back({protocols::sizeWordOf(piece), channel});
+      connection_.post(&headers_.back(), sizeof(FrameHeader));
+      // The board entry and the bytes stay as they are until the slot is
+      // given back, so they are sent from the FIFO itself.
+      if (piece.stamped) connection_.post(piece.stamp, kStampWords * sizeof(std::uint64_t));
+      if (piece.bytes > 0) connection_.post(piece.data, piece.bytes);
+      inFlight_.push_back({channel, connection_.postedBytes()});
+      ++ahead_[channel];
+      posted = true;
+    }
+  }
+  nextChannel_ = (nextChannel_ + 1) % channels;
+  if (posted) connection_.progress();
+  return moved || posted;
+}
+
+// -------------------------------------------------------------- receiving
+
+FifoRecvRelay::FifoRecvRelay(const std::vector<protocols::FifoHandle>& fifos, RecvConnection& connection)
+    : connection_(connection) {
+  HORA_ENFORCE(!fifos.empty(), "a relay of no FIFOs");
+  for (const protocols::FifoHandle& fifo : fifos) {
+    fifos_.emplace_back(fifo);
+    slotBytes_.push_back(fifo.slotBytes);
+  }
+}
+
+bool FifoRecvRelay::received(void* into, std::size_t bytes) {
+  if (bytes == 0) return true;
+  if (!posted_) {
+    connection_.post(into, bytes);
+    target_ = connection_.postedBytes();
+    posted_ = true;
+  }
+  connection_.progress();
+  if (connection_.completedBytes() < target_) return false;
+  posted_ = false;
+  return true;
+}
+
+bool FifoRecvRelay::progress() {
+  bool moved = false;
+  for (;;) {
+    switch (stage_) {
+      case Stage::Header: {
+        if (!received(&header_, sizeof(FrameHeader))) return moved;
+        const std::uint64_t word = header_.sizeWord;
+        const bool stamped = (word & kStamped) != 0;
+        const bool strayCheck = !stamped && (word >> kStampCheckShift & kStampCheckMask) != 0;
+        if (header_.channel >= fifos_.size() || (word & kSizeMask) > slotBytes_[header_.channel] || strayCheck)
+          fail(ErrorKind::Remote, "the device network relay from ", connection_.peerName(),
+               " sent a frame that is none of its own (channel ", header_.channel, " of ", fifos_.size(),
+               ", size word ", word, ")");
+        stage_ = stamped ? Stage::Stamp : Stage::Data;
+        moved = true;
+        break;
+      }
+      case Stage::Stamp:
+        if (!received(stamp_, sizeof(stamp_))) return moved;
+        stage_ = Stage::Data;
+        moved = true;
+        break;
+      case Stage::Data: {
+        Sender& fifo = fifos_[header_.channel];
+        if (slot_ == nullptr && !fifo.tryRoom(&slot_)) return moved;  // the kernel has not freed a slot yet
+        if (!received(slot_, header_.sizeWord & kSizeMask)) return moved;
+        fifo.publishWord(header_.sizeWord, (header_.sizeWord & kStamped) != 0 ? stamp_ : nullptr);
+        slot_ = nullptr;
+        stage_ = Stage::Header;
+        moved = true;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace hora::transport::proxy

@@ -1,0 +1,200 @@
+// The device network path's relays (transport/proxy/fifo_relay.h), with
+// host threads in the kernels' place: they run the same Simple protocol on
+// the FIFOs (protocols/simple.h) that a kernel runs there. A sending
+// "kernel" fills FIFOs, a relay carries their slots over a TCP connection
+// (a socket pair), another relay fills the receiving FIFOs, and a
+// receiving "kernel" must see every slot exactly as it was published: its
+// bytes, size word (last piece, stamp flag and check) and stamp.
+#include <sys/socket.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/socket.h"
+#include "protocols/host_fifo.h"
+#include "protocols/host_ordering.h"
+#include "protocols/simple.h"
+#include "transport/byte_stream.h"
+#include "transport/proxy/fifo_relay.h"
+#include "transport/stream_connection.h"
+
+namespace hora::transport::proxy {
+namespace {
+
+using protocols::FifoHandle;
+using protocols::HostOrdering;
+using protocols::SimplePiece;
+
+constexpr std::uint64_t kSlotBytes = 1024;
+constexpr std::uint64_t kSlotCount = 4;
+
+// FIFOs in plain host memory, one per channel (pinned memory the GPU maps
+// in the real path).
+struct Fifos {
+  explicit Fifos(std::size_t channels) {
+    const std::size_t bytes = protocols::fifoLayout(kSlotBytes, kSlotCount).totalBytes;
+    for (std::size_t c = 0; c < channels; ++c) {
+      blocks.push_back(std::unique_ptr<char[], decltype(&std::free)>(
+          static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)), &std::free));
+      handles.push_back(protocols::initFifo(blocks.back().get(), bytes, kSlotBytes, kSlotCount));
+    }
+  }
+  std::vector<std::unique_ptr<char[], decltype(&std::free)>> blocks;
+  std::vector<FifoHandle> handles;
+};
+
+// A connected pair of TCP-style connections over a socket pair.
+struct ConnectionPair {
+  ConnectionPair() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) throw std::runtime_error("socketpair");
+    sender = std::make_unique<StreamSendConnection>(std::make_unique<SocketStream>(Socket(fds[0]), "rank 1"),
+                                                    "rank 1");
+    receiver = std::make_unique<StreamRecvConnection>(std::make_unique<SocketStream>(Socket(fds[1]), "rank 0"),
+                                                      "rank 0");
+  }
+  std::unique_ptr<StreamSendConnection> sender;
+  std::unique_ptr<StreamRecvConnection> receiver;
+};
+
+// What the sending kernel publishes on channel c, slot k.
+struct Slot {
+  std::uint64_t bytes;
+  bool last;
+  bool stamped;
+  std::uint64_t check;
+};
+Slot slotOf(std::size_t channel, std::uint64_t k) {
+  // Sizes 0, 1, odd, full; a stamp every fifth slot, sometimes on a
+  // piece that does not end its message.
+  const std::uint64_t sizes[] = {0, 1, 7, 333, kSlotBytes, kSlotBytes - 16, 64};
+  Slot slot{sizes[(k + channel) % 7], (k % 3) != 1, (k % 5) == 0, 0};
+  if (slot.stamped) slot.check = (k * 2654435761u + channel) & protocols::kStampCheckMask;
+  return slot;
+}
+char byteOf(std::size_t channel, std::uint64_t k, std::uint64_t i) {
+  return static_cast<char>(channel * 31 + k * 7 + i * 13 + 1);
+}
+
+TEST(FifoRelay, EverySlotArrivesAsItWasPublishedOnEveryChannel) {
+  constexpr std::size_t kChannels = 3;
+  constexpr std::uint64_t kSlotsPerChannel = 400;  // the FIFOs wrap a hundred times
+  Fifos sending(kChannels), receiving(kChannels);
+  ConnectionPair pair;
+  FifoSendRelay sendRelay(sending.handles, *pair.sender);
+  FifoRecvRelay recvRelay(receiving.handles, *pair.receiver);
+  std::atomic<bool> stop{false};
+  std::thread relays([&] {
+    // One thread drives both relays here; in a job each side has its own.
+    while (!stop.load()) {
+      const bool moved = sendRelay.progress() | recvRelay.progress();
+      if (!moved) std::this_thread::yield();
+    }
+  });
+  const auto deadline = static_cast<std::uint64_t>(HostOrdering::now()) + 30'000'000'000ull;
+  std::vector<std::thread> kernels;
+  for (std::size_t c = 0; c < kChannels; ++c) {
+    kernels.emplace_back([&, c] {
+      protocols::SimpleSender<HostOrdering> out(sending.handles[c]);
+      for (std::uint64_t k = 0; k < kSlotsPerChannel; ++k) {
+        char* slot = nullptr;
+        ASSERT_EQ(out.waitRoom(&slot, deadline), protocols::Status::Ok);
+        const Slot want = slotOf(c, k);
+        for (std::uint64_t i = 0; i < want.bytes; ++i) slot[i] = byteOf(c, k, i);
+        if (want.stamped) {
+          const std::uint64_t stamp[protocols::kStampWords] = {k, c, 0xabcdef, k * k};
+          SimplePiece piece{nullptr, want.bytes, want.last, true, want.check, nullptr};
+          out.publishWord(protocols::sizeWordOf(piece), stamp);
+        } else {
+          out.publish(want.bytes, want.last);
+        }
+      }
+    });
+    kernels.emplace_back([&, c] {
+      protocols::SimpleReceiver<HostOrdering> in(receiving.handles[c]);
+      for (std::uint64_t k = 0; k < kSlotsPerChannel; ++k) {
+        SimplePiece piece{};
+        ASSERT_EQ(in.waitData(&piece, deadline), protocols::Status::Ok) << "channel " << c << " slot " << k;
+        const Slot want = slotOf(c, k);
+        ASSERT_EQ(piece.bytes, want.bytes) << "channel " << c << " slot " << k;
+        ASSERT_EQ(piece.last, want.last) << "channel " << c << " slot " << k;
+        ASSERT_EQ(piece.stamped, want.stamped) << "channel " << c << " slot " << k;
+        if (want.stamped) {
+          ASSERT_EQ(piece.check, want.check);
+          EXPECT_EQ(piece.stamp[0], k);
+          EXPECT_EQ(piece.stamp[1], c);
+          EXPECT_EQ(piece.stamp[2], 0xabcdefu);
+          EXPECT_EQ(piece.stamp[3], k * k);
+        }
+        for (std::uint64_t i = 0; i < want.bytes; ++i)
+          ASSERT_EQ(piece.data[i], byteOf(c, k, i)) << "channel " << c << " slot " << k << " byte " << i;
+        in.release();
+      }
+    });
+  }
+  for (auto& kernel : kernels) kernel.join();
+  stop = true;
+  relays.join();
+  EXPECT_TRUE(sendRelay.idle());
+}
+
+// A relay at the far end that is gone: the relay that sends to it fails
+// with the connection's error, which names the peer, instead of waiting.
+TEST(FifoRelay, APeerThatIsGoneIsAnErrorNamingIt) {
+  Fifos sending(1);
+  auto pair = std::make_unique<ConnectionPair>();
+  FifoSendRelay relay(sending.handles, *pair->sender);
+  pair->receiver.reset();  // the peer's end closes
+  protocols::SimpleSender<HostOrdering> out(sending.handles[0]);
+  std::string error;
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  try {
+    // Enough slots that the socket's buffer cannot hide the peer's absence.
+    for (int k = 0; std::chrono::steady_clock::now() < giveUp; ++k) {
+      char* slot = nullptr;
+      if (out.tryRoom(&slot)) out.publish(kSlotBytes);
+      relay.progress();
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("rank 1"), std::string::npos) << error;
+}
+
+// Bytes that are not a relay's frames (another program on the connection,
+// a relay with more channels) are refused before anything is written into
+// a FIFO.
+TEST(FifoRelay, AFrameThatIsNotARelaysIsRefused) {
+  Fifos receiving(2);
+  for (const FrameHeader bad : {FrameHeader{16, 2},                        // no such channel
+                                FrameHeader{kSlotBytes + 16, 0},           // larger than a slot
+                                FrameHeader{std::uint64_t{5} << 32, 1}}) {  // a check without a stamp
+    ConnectionPair pair;
+    FifoRecvRelay relay(receiving.handles, *pair.receiver);
+    pair.sender->post(&bad, sizeof(bad));
+    std::string error;
+    try {
+      for (int i = 0; i < 100000 && error.empty(); ++i) {
+        pair.sender->progress();
+        relay.progress();
+      }
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("none of its own"), std::string::npos) << "channel " << bad.channel << ": " << error;
+    EXPECT_NE(error.find("rank 0"), std::string::npos) << error;
+    for (const FifoHandle& fifo : receiving.handles) EXPECT_EQ(*fifo.head, 0u) << "a slot was published";
+  }
+}
+
+}  // namespace
+}  // namespace hora::transport::proxy
