@@ -1,4 +1,5 @@
-// The device network path's relays (transport/proxy/fifo_relay.h), with
+// The device network path's relays (transport/proxy/fifo_relay.h) and the
+// thread that drives them (network_proxy.h), with
 // host threads in the kernels' place: they run the same Simple protocol on
 // the FIFOs (protocols/simple.h) that a kernel runs there. A sending
 // "kernel" fills FIFOs, a relay carries their slots over a TCP connection
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -25,6 +27,7 @@
 #include "protocols/simple.h"
 #include "transport/byte_stream.h"
 #include "transport/proxy/fifo_relay.h"
+#include "transport/proxy/network_proxy.h"
 #include "transport/stream_connection.h"
 
 namespace hora::transport::proxy {
@@ -85,21 +88,12 @@ char byteOf(std::size_t channel, std::uint64_t k, std::uint64_t i) {
   return static_cast<char>(channel * 31 + k * 7 + i * 13 + 1);
 }
 
-TEST(FifoRelay, EverySlotArrivesAsItWasPublishedOnEveryChannel) {
-  constexpr std::size_t kChannels = 3;
+// Runs kernels' stand-ins on both ends of `channels` FIFOs relayed by
+// `relay`, a function that starts the relaying and returns what stops it.
+void checkEverySlotArrives(std::size_t kChannels, const std::function<std::function<void()>(Fifos&, Fifos&)>& relay) {
   constexpr std::uint64_t kSlotsPerChannel = 400;  // the FIFOs wrap a hundred times
   Fifos sending(kChannels), receiving(kChannels);
-  ConnectionPair pair;
-  FifoSendRelay sendRelay(sending.handles, *pair.sender);
-  FifoRecvRelay recvRelay(receiving.handles, *pair.receiver);
-  std::atomic<bool> stop{false};
-  std::thread relays([&] {
-    // One thread drives both relays here; in a job each side has its own.
-    while (!stop.load()) {
-      const bool moved = sendRelay.progress() | recvRelay.progress();
-      if (!moved) std::this_thread::yield();
-    }
-  });
+  const std::function<void()> stopRelaying = relay(sending, receiving);
   const auto deadline = static_cast<std::uint64_t>(HostOrdering::now()) + 30'000'000'000ull;
   std::vector<std::thread> kernels;
   for (std::size_t c = 0; c < kChannels; ++c) {
@@ -142,9 +136,76 @@ TEST(FifoRelay, EverySlotArrivesAsItWasPublishedOnEveryChannel) {
     });
   }
   for (auto& kernel : kernels) kernel.join();
-  stop = true;
-  relays.join();
-  EXPECT_TRUE(sendRelay.idle());
+  stopRelaying();
+}
+
+TEST(FifoRelay, EverySlotArrivesAsItWasPublishedOnEveryChannel) {
+  ConnectionPair pair;
+  std::unique_ptr<FifoSendRelay> sendRelay;
+  std::unique_ptr<FifoRecvRelay> recvRelay;
+  std::atomic<bool> stop{false};
+  std::thread relays;
+  checkEverySlotArrives(3, [&](Fifos& sending, Fifos& receiving) {
+    sendRelay = std::make_unique<FifoSendRelay>(sending.handles, *pair.sender);
+    recvRelay = std::make_unique<FifoRecvRelay>(receiving.handles, *pair.receiver);
+    relays = std::thread([&] {
+      // One thread drives both relays here; in a job each side has its own.
+      while (!stop.load()) {
+        const bool moved = sendRelay->progress() | recvRelay->progress();
+        if (!moved) std::this_thread::yield();
+      }
+    });
+    return [&] {
+      stop = true;
+      relays.join();
+      EXPECT_TRUE(sendRelay->idle());
+    };
+  });
+}
+
+// The same through two NetworkProxy threads, as two ranks run them.
+TEST(NetworkProxy, CarriesEverySlotBetweenTwoRanks) {
+  ConnectionPair pair;
+  std::unique_ptr<NetworkProxy> sendingRank, receivingRank;
+  std::atomic<bool> failed{false};
+  checkEverySlotArrives(2, [&](Fifos& sending, Fifos& receiving) {
+    auto onFailure = [&](const Error&) { failed = true; };
+    sendingRank = std::make_unique<NetworkProxy>(std::make_unique<FifoSendRelay>(sending.handles, *pair.sender),
+                                                 nullptr, onFailure);
+    receivingRank = std::make_unique<NetworkProxy>(
+        nullptr, std::make_unique<FifoRecvRelay>(receiving.handles, *pair.receiver), onFailure);
+    return [&] {
+      sendingRank->stop();
+      receivingRank->stop();
+    };
+  });
+  EXPECT_FALSE(failed.load());
+}
+
+// A proxy whose peer is gone stops and says why, naming the peer, so that
+// its rank can stop the kernels that wait on it.
+TEST(NetworkProxy, APeerThatIsGoneStopsItWithTheReason) {
+  Fifos sending(1);
+  auto pair = std::make_unique<ConnectionPair>();
+  pair->receiver.reset();
+  std::atomic<bool> called{false};
+  std::string reason;
+  NetworkProxy proxy(std::make_unique<FifoSendRelay>(sending.handles, *pair->sender), nullptr,
+                     [&](const Error& error) {
+                       reason = error.what();
+                       called = true;
+                     });
+  protocols::SimpleSender<HostOrdering> out(sending.handles[0]);
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!called && std::chrono::steady_clock::now() < giveUp) {
+    char* slot = nullptr;
+    if (out.tryRoom(&slot)) out.publish(kSlotBytes);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(called.load()) << "the proxy did not notice its peer was gone";
+  EXPECT_TRUE(proxy.failed());
+  EXPECT_NE(reason.find("rank 1"), std::string::npos) << reason;
+  proxy.stop();
 }
 
 // A relay at the far end that is gone: the relay that sends to it fails
