@@ -5,7 +5,9 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 
+#include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "bootstrap/gatekeeper.h"
@@ -14,24 +16,35 @@
 namespace hora::bootstrap {
 
 std::uint64_t localHostHash() {
+  // NCCL_HOSTID names the host instead of its name and boot id, as NCCL
+  // reads it: processes of one machine given different ids are different
+  // hosts (their ranks talk over the network transports, device buffers
+  // through the network proxy), which is how a multi-host job is tried on
+  // one machine.
+  const std::optional<std::string> id = env::get({"HORA_HOSTID", "NCCL_HOSTID"});
   char name[256] = {0};
   gethostname(name, sizeof(name) - 1);
   // Ranks in different network or pid namespaces of one machine are
   // different hosts to us: they cannot share memory through /proc/<pid>.
-  std::string key = name;
+  std::string key = id ? *id : std::string(name);
+  if (id) key.insert(0, "id:");
   for (const char* ns : {"/proc/self/ns/net", "/proc/self/ns/pid"}) {
     char target[256] = {0};
     ssize_t n = readlink(ns, target, sizeof(target) - 1);
-    key += "|" + (n > 0 ? std::string(target, n) : std::string());
+    key += '|';
+    if (n > 0) key.append(target, static_cast<std::size_t>(n));
   }
   // The initial namespaces have the same numbers on every machine, so two
   // machines with one hostname (cloned VMs, containers given a --hostname)
   // would hash alike; the kernel's boot id tells them apart, and is the
   // same in every container of one machine.
-  std::ifstream bootId("/proc/sys/kernel/random/boot_id");
-  std::string boot;
-  std::getline(bootId, boot);
-  key += "|" + boot;
+  if (!id) {
+    std::ifstream bootId("/proc/sys/kernel/random/boot_id");
+    std::string boot;
+    std::getline(bootId, boot);
+    key += '|';
+    key += boot;
+  }
   return std::hash<std::string>{}(key);
 }
 

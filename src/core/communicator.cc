@@ -193,7 +193,13 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   const bool singleCopyRing =
       nranks > 1 && std::all_of(readsPrevious.begin(), readsPrevious.end(),
                                 [](std::uint8_t reads) { return reads != 0; });
-  startCudaExecutor(ringRanks, placements[static_cast<std::size_t>(rank)].hostHash, deadline);
+  // The CUDA executor's proxy to ring neighbours on other hosts gets
+  // connections of its own, of the same transports: the host executor's
+  // carry its own operations' bytes.
+  auto networkConnector = [this, magic = id.magic, kinds, connectorOptions] {
+    return std::make_unique<transport::Connector>(*bootstrap_, magic, &abort_, kinds, connectorOptions);
+  };
+  startCudaExecutor(ringRanks, placements[static_cast<std::size_t>(rank)].hostHash, deadline, networkConnector);
   executor_ = std::make_unique<HostExecutor>(
       HostExecutorContext{rank, nranks, *bootstrap_, *connector_, windows_, std::move(ringRanks),
                           singleCopyRing, waitPolicy(), tuning_.checkAgreement},
@@ -218,7 +224,8 @@ int Communicator::cudaDeviceCount() {
 }
 
 void Communicator::startCudaExecutor(const std::vector<int>& ringRanks, std::uint64_t hostHash,
-                                     const Deadline& deadline) {
+                                     const Deadline& deadline,
+                                     std::function<std::unique_ptr<transport::Connector>()> networkConnector) {
 #if HORA_HAVE_CUDA
   // Only where every rank has a device: the executor's set-up is collective.
   std::vector<std::int32_t> devices(static_cast<std::size_t>(nranks_));
@@ -232,9 +239,11 @@ void Communicator::startCudaExecutor(const std::vector<int>& ringRanks, std::uin
     return;
   }
   cudaExecutor_ = std::make_unique<device::CudaExecutor>(
-      device::CudaExecutorContext{rank_, nranks_, ringRanks, hostHash, device_, timeout_, *bootstrap_}, deadline);
+      device::CudaExecutorContext{rank_, nranks_, ringRanks, hostHash, device_, timeout_, *bootstrap_,
+                                  std::move(networkConnector)},
+      deadline);
 #else
-  (void)ringRanks, (void)hostHash, (void)deadline;
+  (void)ringRanks, (void)hostHash, (void)deadline, (void)networkConnector;
 #endif
 }
 

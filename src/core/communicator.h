@@ -164,7 +164,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Where `ops`' buffers are; throws for host and device buffers mixed.
   MemoryKind memoryOf(std::span<const Op> ops) const;
   // With CUDA and a device on every rank: the CUDA executor (collective).
-  void startCudaExecutor(const std::vector<int>& ringRanks, std::uint64_t hostHash, const Deadline& deadline);
+  // `networkConnector`: makes connections of the host transports for the
+  // executor's network proxy (collective; device/cuda_executor.h).
+  void startCudaExecutor(const std::vector<int>& ringRanks, std::uint64_t hostHash, const Deadline& deadline,
+                         std::function<std::unique_ptr<transport::Connector>()> networkConnector);
   // Init after the rendezvous: the ring, placements, transports.
   void connectAll(const bootstrap::UniqueId& id, const Deadline& deadline);
   // What this rank reports for `failure`, and what it tells the others

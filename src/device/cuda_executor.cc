@@ -18,6 +18,7 @@
 #include "device/ring_launch.h"
 #include "protocols/fifo_handle.h"
 #include "protocols/status.h"
+#include "topology/topology.h"
 
 namespace hora::device {
 namespace {
@@ -183,10 +184,13 @@ struct ChannelAgreement {
   int minChannels = 1;
   int maxChannels = DeviceRing::kMaxChannels;
   std::uint64_t llMaxBytes = 0;  // the smallest any rank allows
+  bool crossesHosts = false;     // some link of the ring goes through the network proxy
   std::string unusable;
 };
 
-ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::vector<int>& ringRanks) {
+// `networkPossible`: the ranks can make connections for the network proxy.
+ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::vector<int>& ringRanks,
+                                 bool networkPossible) {
   ChannelAgreement agreed;
   std::map<std::pair<std::uint64_t, int>, int> ranksOnGpu;
   for (const GpuOffer& g : gpus) ++ranksOnGpu[{g.hostHash, g.device}];
@@ -208,8 +212,11 @@ ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::v
   for (std::size_t p = 0; p < n; ++p)
     if (gpus[static_cast<std::size_t>(ringRanks[p])].hostHash !=
         gpus[static_cast<std::size_t>(ringRanks[(p + 1) % n])].hostHash)
-      agreed.unusable = "the ring crosses hosts, and device buffers between hosts need the network proxy, which "
-                        "hora does not have yet";
+      agreed.crossesHosts = true;
+  if (agreed.crossesHosts && !networkPossible)
+    agreed.unusable = "the ring crosses hosts, and this communicator has no connections for the network proxy";
+  // The relays carry Simple slots only (transport/proxy/fifo_relay.h).
+  if (agreed.crossesHosts) agreed.llMaxBytes = 0;
   return agreed;
 }
 
@@ -274,7 +281,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   mine.llMaxBytes = deviceLLMaxBytes(env::get({"NCCL_PROTO"}),
                                      env::getBytes({"HORA_DEVICE_LL_MAX_BYTES"}, kDefaultLLMaxBytes));
   ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);
-  const ChannelAgreement agreed = agreeOnChannels(gpus, ctx_.ringRanks);
+  const ChannelAgreement agreed = agreeOnChannels(gpus, ctx_.ringRanks, static_cast<bool>(ctx_.networkConnector));
   if (!agreed.unusable.empty()) {
     unusable_ = agreed.unusable;  // the same verdict on every rank: host buffers still work
     HORA_LOG(Info, "rank ", ctx_.rank, ": no collectives on device buffers: ", unusable_);
@@ -320,6 +327,18 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
             "cudaMalloc");
   cudaCheck(cudaMalloc(&ring_, sizeof(DeviceRing)), "cudaMalloc");
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&stopped_), sizeof(std::uint32_t)), "cudaMalloc");
+  // Ring neighbours on other hosts: FIFOs in pinned host memory, which the
+  // network proxy reads and fills.
+  const bool nextRemote = gpus[static_cast<std::size_t>(next)].hostHash != mine.hostHash;
+  const bool previousRemote = gpus[static_cast<std::size_t>(previous)].hostHash != mine.hostHash;
+  const std::uint64_t stageBytes = stride * static_cast<std::uint64_t>(channels);
+  auto allocateStage = [&](void** stage) {
+    cudaCheck(cudaHostAlloc(stage, stageBytes, cudaHostAllocMapped | cudaHostAllocPortable),
+              "allocating the FIFOs for the network proxy (cudaHostAlloc)");
+    std::memset(*stage, 0, stageBytes);  // counters at 0: empty FIFOs
+  };
+  if (nextRemote) allocateStage(&sendStage_);
+  if (previousRemote) allocateStage(&recvStage_);
   SetupWrites writes;
   writes.clear(fifos_, fifoBytes);
   writes.clear(stopped_, sizeof(std::uint32_t));
@@ -337,6 +356,13 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   // point-to-point work on device buffers.
   std::vector<char*> bases(static_cast<std::size_t>(n), nullptr);
   for (int peer = 0; peer < n; ++peer) {
+    if (gpus[static_cast<std::size_t>(peer)].hostHash != mine.hostHash) {
+      // Reached through the network proxy, by the ring only.
+      if (peersUnusable_.empty())
+        peersUnusable_ = strCat("rank ", peer, " is on another host, and point-to-point work on device buffers "
+                                "does not cross hosts yet");
+      continue;
+    }
     std::string why;
     bases[static_cast<std::size_t>(peer)] =
         peer == ctx_.rank ? static_cast<char*>(fifos_)
@@ -380,25 +406,84 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   }
   writes.upload(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size());
 
-  // 5. The ring as the kernels see it.
+  // 5. The ring as the kernels see it. A neighbour on another host: the
+  // FIFOs in host memory, as this GPU addresses them (its LL FIFOs are
+  // never used: such a ring runs Simple only, and they stay this rank's).
+  const FifoRegion stage{0, stride, kSlotBytes, kSlotCount};
+  auto onDevice = [](void* hostMemory) {
+    void* mapped = nullptr;
+    if (hostMemory != nullptr)
+      cudaCheck(cudaHostGetDevicePointer(&mapped, hostMemory, 0), "cudaHostGetDevicePointer");
+    return static_cast<char*>(mapped);
+  };
+  char* sendStageOnDevice = onDevice(sendStage_);
+  char* recvStageOnDevice = onDevice(recvStage_);
   DeviceRing ring{};
   ring.nranks = n;
   ring.pos = pos;
   for (int c = 0; c < channels; ++c) {
     const auto index = static_cast<std::uint64_t>(c);
-    ring.channels[c].send = fifo(bases[static_cast<std::size_t>(next)], simple, index, next);
-    ring.channels[c].recv = fifo(static_cast<char*>(fifos_), simple, index, previous);
-    ring.llChannels[c].send = fifo(bases[static_cast<std::size_t>(next)], ll, index, next);
+    char* nextBase = nextRemote ? static_cast<char*>(fifos_) : bases[static_cast<std::size_t>(next)];
+    ring.channels[c].send = nextRemote ? fifo(sendStageOnDevice, stage, index, next) : fifo(nextBase, simple, index, next);
+    ring.channels[c].recv = previousRemote ? fifo(recvStageOnDevice, stage, index, previous)
+                                           : fifo(static_cast<char*>(fifos_), simple, index, previous);
+    ring.llChannels[c].send = fifo(nextBase, ll, index, next);
     ring.llChannels[c].recv = fifo(static_cast<char*>(fifos_), ll, index, previous);
   }
   writes.upload(ringRanksDevice_, ctx_.ringRanks.data(), sizeof(int) * static_cast<std::size_t>(n));
   ring.ranks = ringRanksDevice_;
   writes.upload(ring_, &ring, sizeof(DeviceRing));
   writes.finish();  // in place before this rank's first kernel reads them
+  if (agreed.crossesHosts) startNetworkProxy(channels, stride, nextRemote ? next : -1, previousRemote ? previous : -1);
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
            " channels of ", kRingThreads, " threads, ", inThisProcess,
            " rank(s) of this process on this GPU, LL up to ", shape_.llMaxBytes, " bytes; next rank ", next,
-           sameProcess ? " in this process" : " in another process (CUDA IPC)");
+           nextRemote    ? strCat(" on another host (network proxy, ",
+                                  topology::transportName(networkConnector_->kindOf(next)), ")")
+           : sameProcess ? std::string(" in this process")
+                         : std::string(" in another process (CUDA IPC)"));
+}
+
+void CudaExecutor::startNetworkProxy(int channels, std::uint64_t stride, int sendPeer, int recvPeer) {
+  networkConnector_ = ctx_.networkConnector();  // every rank of the ring, at this point
+  if (sendPeer < 0 && recvPeer < 0) return;
+  // The FIFOs as the host addresses them; the relays never wait on them,
+  // so their abort flags are only for the kernels.
+  auto hostFifos = [&](void* stage, int peer) {
+    std::vector<protocols::FifoHandle> fifos;
+    for (int c = 0; c < channels; ++c) {
+      protocols::FifoHandle handle =
+          protocols::fifoAt(static_cast<char*>(stage) + stride * static_cast<std::uint64_t>(c), kSlotBytes, kSlotCount);
+      handle.abortFlag = abortFlags_ + peer;
+      fifos.push_back(handle);
+    }
+    return fifos;
+  };
+  // Sends first on every rank, as the communicator's own ring does: a
+  // receive waits for its peer's send to connect.
+  std::unique_ptr<transport::proxy::FifoSendRelay> send;
+  std::unique_ptr<transport::proxy::FifoRecvRelay> recv;
+  if (sendPeer >= 0)
+    send = std::make_unique<transport::proxy::FifoSendRelay>(hostFifos(sendStage_, sendPeer),
+                                                              networkConnector_->sendTo(sendPeer, /*busy=*/true));
+  if (recvPeer >= 0)
+    recv = std::make_unique<transport::proxy::FifoRecvRelay>(hostFifos(recvStage_, recvPeer),
+                                                              networkConnector_->recvFrom(recvPeer));
+  proxy_ = std::make_unique<transport::proxy::NetworkProxy>(std::move(send), std::move(recv),
+                                                            [this](const Error& error) { proxyFailed(error); });
+}
+
+void CudaExecutor::proxyFailed(const Error& error) {
+  {
+    std::lock_guard<std::mutex> lock(proxyErrorMutex_);
+    proxyError_ = Error(error.kind(), strCat("rank ", ctx_.rank, ": the network proxy of its kernels failed: ",
+                                             error.what()),
+                        error.failedRank());
+  }
+  proxyFailed_.store(true, std::memory_order_release);
+  // Every wait of this rank's kernels stops; failure() gives the cause.
+  for (int peer = 0; peer < ctx_.nranks; ++peer) __atomic_store_n(&abortFlags_[peer], 1u, __ATOMIC_RELEASE);
+  HORA_LOG(Warn, "rank ", ctx_.rank, ": the network proxy of its kernels failed: ", error.what());
 }
 
 void CudaExecutor::watchPeerProcesses(std::vector<ProcessWatch::Watched> peers) {
@@ -423,6 +508,10 @@ void CudaExecutor::release() {
   int previous = 0;
   const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != ctx_.device &&
                         cudaSetDevice(ctx_.device) == cudaSuccess;
+  // The proxy stops before the memory it relays goes, and its connections
+  // after it.
+  proxy_.reset();
+  networkConnector_.reset();
   if (ring_ != nullptr) cudaFree(ring_);
   if (ringRanksDevice_ != nullptr) cudaFree(ringRanksDevice_);
   if (stopped_ != nullptr) cudaFree(stopped_);
@@ -432,6 +521,9 @@ void CudaExecutor::release() {
   if (peerChannels_ != nullptr) cudaFree(peerChannels_);
   peerChannels_ = nullptr;
   if (fifos_ != nullptr) cudaFree(fifos_);
+  if (sendStage_ != nullptr) cudaFreeHost(sendStage_);
+  if (recvStage_ != nullptr) cudaFreeHost(recvStage_);
+  sendStage_ = recvStage_ = nullptr;
   // The watch raises the flag: it stops before the flag goes.
   watch_.reset();
   if (mapped_ != nullptr) cudaFreeHost(mapped_);
@@ -450,9 +542,16 @@ void CudaExecutor::abort() {
   if (abortFlags_ == nullptr) return;
   aborted_.store(true, std::memory_order_release);
   for (int peer = 0; peer < ctx_.nranks; ++peer) __atomic_store_n(&abortFlags_[peer], 1u, __ATOMIC_RELEASE);
+  // The proxies of neighbours on other hosts see the end at once, and stop
+  // their kernels, instead of at their deadline.
+  if (networkConnector_) networkConnector_->shutdown();
 }
 
 std::optional<Error> CudaExecutor::failure() const {
+  if (proxyFailed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(proxyErrorMutex_);
+    return proxyError_;  // the first cause: the kernels stopped because of it
+  }
   if (failure_ == nullptr) return std::nullopt;
   const auto status = static_cast<protocols::Status>(__atomic_load_n(&failure_->status, __ATOMIC_ACQUIRE));
   if (status == protocols::Status::Ok) return std::nullopt;

@@ -8,6 +8,14 @@
 // operations; in this rank's GPU memory). The ranks exchange
 // them at set-up: a rank of the same process takes the pointer, a rank of
 // another process on the same host opens it through a CUDA IPC handle.
+// A ring neighbour on another host is reached through pinned host memory
+// and a proxy thread (transport/proxy/): the kernels send into, or receive
+// from, FIFOs in host memory this GPU maps, and the proxy carries their
+// slots over a connection of the host transports (TCP, ib, ofi) to the
+// neighbour's proxy. Such a ring uses only the Simple protocol (the relays
+// carry Simple slots); a proxy that fails raises the rank's abort flags,
+// and failure() reports its error.
+//
 // Every kernel polls a host-mapped abort flag and a deadline (HORA_TIMEOUT)
 // in each wait, and records why it stopped in a host-mapped failure record
 // that failure() reads without synchronising. Each FIFO's waits poll the
@@ -35,6 +43,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,6 +58,8 @@
 #include "device/device_memory.h"
 #include "device/device_plan.h"
 #include "hora/error.h"
+#include "transport/connector.h"
+#include "transport/proxy/network_proxy.h"
 
 namespace hora::device {
 
@@ -60,6 +71,11 @@ struct CudaExecutorContext {
   int device;                  // this rank's CUDA device
   std::chrono::milliseconds timeout;
   bootstrap::Bootstrap& bootstrap;  // outlives the executor
+  // Makes connections to the other ranks over the host transports, for the
+  // network proxy. Collective: the executor calls it on every rank or on
+  // none (when the ring crosses hosts). Null: device buffers do not cross
+  // hosts.
+  std::function<std::unique_ptr<transport::Connector>()> networkConnector;
 };
 
 class CudaExecutor final : public core::Executor {
@@ -89,6 +105,12 @@ class CudaExecutor final : public core::Executor {
 
  private:
   void exchangeFifos(const Deadline& deadline);
+  // Connects the FIFOs in host memory to the ring neighbours on other
+  // hosts (-1: that neighbour is on this host) and starts the proxy.
+  // Collective: every rank of a ring that crosses hosts calls it.
+  void startNetworkProxy(int channels, std::uint64_t stride, int sendPeer, int recvPeer);
+  // The proxy stopped on `error`: the first cause, then every wait stops.
+  void proxyFailed(const Error& error);
   // Watches the processes of `peers` (rank and pid; other processes of this
   // host, same pid namespace): each that exits raises its abort flag.
   void watchPeerProcesses(std::vector<ProcessWatch::Watched> peers);
@@ -114,6 +136,16 @@ class CudaExecutor final : public core::Executor {
   bool gpuSharedInProcess_ = false;  // another rank of this process uses this GPU
   std::uint64_t timeoutNs_;
   void* fifos_ = nullptr;           // this rank's receive FIFOs (device memory)
+  // Pinned host memory the GPU maps, per channel a Simple FIFO: what this
+  // rank's kernels send to a next rank on another host, and receive from a
+  // previous one there (null where that neighbour is on this host).
+  void* sendStage_ = nullptr;
+  void* recvStage_ = nullptr;
+  std::unique_ptr<transport::Connector> networkConnector_;  // outlives proxy_
+  std::unique_ptr<transport::proxy::NetworkProxy> proxy_;
+  std::atomic<bool> proxyFailed_{false};  // proxyError_ is set
+  mutable std::mutex proxyErrorMutex_;
+  std::optional<Error> proxyError_;
   std::vector<void*> peerMappings_;  // peers' FIFOs opened by CUDA IPC
   DeviceChannel* peerChannels_ = nullptr;  // per rank, for point-to-point work (device memory)
   std::string peersUnusable_;  // why point-to-point work on device buffers cannot run here (empty: it can)

@@ -1,7 +1,8 @@
 // Ranks in separate processes on one GPU: each child process (this program
 // again, started with --rank) joins a communicator through nccl.h and
 // all-reduces device buffers; the next rank's FIFOs reach it through CUDA
-// IPC. The parent starts the children before it touches CUDA itself, so
+// IPC, or, for ranks told they are on different hosts (NCCL_HOSTID), through
+// the network proxy (pinned host FIFOs relayed over TCP). The parent starts the children before it touches CUDA itself, so
 // they own fresh CUDA state, and checks their exit codes. Processes on one
 // GPU take turns on it (time slices) unless MPS runs, so the sizes are
 // small.
@@ -106,8 +107,11 @@ int runSurvivor(const ncclUniqueId& id) {
   const std::string text = ncclGetLastError(comm);
   std::fprintf(stderr, "survivor: after %.2f s: %s: %s\n", seconds, ncclGetErrorString(async), text.c_str());
   if (async == ncclSuccess) return fail("the peer's death", "not reported within 30 s");
-  if (text.find("rank 1") == std::string::npos || text.find("exited") == std::string::npos)
-    return fail("the error", "does not say that rank 1 exited");
+  // On this host the process watch sees the exit; across hosts the network
+  // proxy's connection to it fails.
+  const bool acrossHosts = std::getenv("NCCL_HOSTID") != nullptr;
+  if (text.find("rank 1") == std::string::npos || (!acrossHosts && text.find("exited") == std::string::npos))
+    return fail("the error", "does not name rank 1 (or, on one host, say that it exited)");
   if (seconds > 5) return fail("the peer's death", "reported later than 5 s after the call");
   ncclCommAbort(comm);
   return 0;
@@ -122,15 +126,30 @@ int runVictim(const ncclUniqueId& id) {
   return 1;
 }
 
-TEST(DeviceProcesses, APeerProcessThatDiesStopsTheKernelWaitingForIt) {
+// This program's environment, and NCCL_HOSTID=<host> when `host` is not
+// empty (the rank then counts as on a host of that name).
+struct Environment {
+  explicit Environment(const std::string& host) {
+    for (char** variable = environ; *variable != nullptr; ++variable)
+      if (std::strncmp(*variable, "NCCL_HOSTID=", 12) != 0) strings.emplace_back(*variable);
+    if (!host.empty()) strings.push_back("NCCL_HOSTID=" + host);
+    for (std::string& text : strings) pointers.push_back(text.data());
+    pointers.push_back(nullptr);
+  }
+  std::vector<std::string> strings;
+  std::vector<char*> pointers;
+};
+
+void checkAPeerThatDiesStopsTheSurvivor(bool acrossHosts) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   std::vector<pid_t> children;
   for (const char* role : {"--survivor", "--victim"}) {
     std::string self = "/proc/self/exe", roleArg = role, idArg = hexOf(id);
     char* argv[] = {self.data(), roleArg.data(), idArg.data(), nullptr};
+    Environment environment(acrossHosts ? std::string("node") + role : std::string());
     pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, environ), 0);
+    ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, environment.pointers.data()), 0);
     children.push_back(pid);
   }
   int status = 0;
@@ -138,6 +157,39 @@ TEST(DeviceProcesses, APeerProcessThatDiesStopsTheKernelWaitingForIt) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the survivor failed (its stderr says why)";
   ASSERT_EQ(waitpid(children[1], &status, 0), children[1]);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+TEST(DeviceProcesses, APeerProcessThatDiesStopsTheKernelWaitingForIt) { checkAPeerThatDiesStopsTheSurvivor(false); }
+
+// The same across "hosts": the survivor's kernel waits on its network
+// proxy, whose connection to the dead rank fails.
+TEST(DeviceProcesses, APeerOnAnotherHostThatDiesStopsTheKernelWaitingForIt) {
+  checkAPeerThatDiesStopsTheSurvivor(true);
+}
+
+// Every rank on a host of its own (NCCL_HOSTID): every link of the ring
+// goes through the network proxy, and the results must still be exact.
+TEST(DeviceProcesses, RanksOnDifferentHostsAllReduceThroughTheNetworkProxy) {
+  for (int nranks : {2, 3}) {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    std::vector<pid_t> children;
+    for (int rank = 0; rank < nranks; ++rank) {
+      std::string self = "/proc/self/exe", rankArg = std::to_string(rank), sizeArg = std::to_string(nranks),
+                  idArg = hexOf(id);
+      char flag[] = "--rank";
+      char* argv[] = {self.data(), flag, rankArg.data(), sizeArg.data(), idArg.data(), nullptr};
+      Environment environment("node" + std::to_string(rank));
+      pid_t pid = 0;
+      ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, environment.pointers.data()), 0);
+      children.push_back(pid);
+    }
+    for (int rank = 0; rank < nranks; ++rank) {
+      int status = 0;
+      ASSERT_EQ(waitpid(children[rank], &status, 0), children[rank]);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << nranks << " ranks: rank " << rank << " failed";
+    }
+  }
 }
 
 TEST(DeviceProcesses, RanksInSeparateProcessesShareOneGpu) {
