@@ -474,6 +474,9 @@ void CudaExecutor::startNetworkProxy(int channels, std::uint64_t stride, int sen
 }
 
 void CudaExecutor::proxyFailed(const Error& error) {
+  // After ncclCommAbort the abort is the first cause: it closed the
+  // proxy's connections itself.
+  if (aborted_.load(std::memory_order_acquire)) return;
   {
     std::lock_guard<std::mutex> lock(proxyErrorMutex_);
     proxyError_ = Error(error.kind(), strCat("rank ", ctx_.rank, ": the network proxy of its kernels failed: ",
