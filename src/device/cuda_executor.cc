@@ -294,6 +294,11 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   int inThisProcess = 0;
   for (const GpuOffer& g : gpus) inThisProcess += g.process == mine.process && g.device == mine.device ? 1 : 0;
   gpuSharedInProcess_ = inThisProcess > 1;
+  for (const GpuOffer& g : gpus) {
+    int sharing = 0;
+    for (const GpuOffer& other : gpus) sharing += other.process == g.process && other.device == g.device ? 1 : 0;
+    if (sharing > 1) legacyStreamRefused_ = true;
+  }
   if (gpuSharedInProcess_)
     maxQueued_ = static_cast<std::uint64_t>(std::max<long long>(
         0, env::getInt({"HORA_DEVICE_MAX_QUEUED"},
@@ -351,89 +356,122 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   if (offer.shareable == 0) cudaGetLastError();
   ctx_.bootstrap.allGather(offers.data(), sizeof(FifoOffer), deadline);
 
-  // 3. Every rank's FIFOs, as this process addresses them. The ring needs
-  // the next rank's; a peer this rank cannot reach only rules out
-  // point-to-point work on device buffers.
-  std::vector<char*> bases(static_cast<std::size_t>(n), nullptr);
-  for (int peer = 0; peer < n; ++peer) {
-    if (gpus[static_cast<std::size_t>(peer)].hostHash != mine.hostHash) {
-      // Reached through the network proxy, by the ring only.
-      if (peersUnusable_.empty())
-        peersUnusable_ = strCat("rank ", peer, " is on another host, and point-to-point work on device buffers "
-                                "does not cross hosts yet");
-      continue;
-    }
-    std::string why;
-    bases[static_cast<std::size_t>(peer)] =
-        peer == ctx_.rank ? static_cast<char*>(fifos_)
-                          : mapPeerFifos(ctx_.device, peer, gpus[static_cast<std::size_t>(peer)],
-                                         offers[static_cast<std::size_t>(peer)], peerMappings_, &why);
-    if (bases[static_cast<std::size_t>(peer)] == nullptr) {
-      if (peer == next) fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the next rank of the ring: ", why);
-      if (peersUnusable_.empty()) peersUnusable_ = why;
-    }
-  }
+  // Steps 3 to 5 come before the ranks' last meeting (below): mapping the
+  // peers' FIFOs and the uploads may wait for the device, and a rank that
+  // fails here must fail init on every rank, not leave its peers' kernels
+  // waiting for it.
   const bool sameProcess = gpus[static_cast<std::size_t>(next)].process == processIdentity();
-  std::uint32_t* abortFlagsOnDevice = nullptr;
-  cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abortFlagsOnDevice), abortFlags_, 0),
-            "cudaHostGetDevicePointer");
-  failure_->abortFlags = abortFlagsOnDevice;
-  failure_->ranks = n;
-  // A FIFO between this rank and `peer`: its waits give up on that peer's
-  // flag, which abort() raises with every other, and the exit of that
-  // peer's process alone (a peer that exits after finishing its part never
-  // leaves a wait on it unmet, so other waits go on).
-  // `region` says which kind, `index` which of that kind, `base` whose.
-  const FifoRegion simple{0, stride, kSlotBytes, kSlotCount};
-  const FifoRegion ll{llStart, llStride, kLLSlotBytes, kLLSlotCount};
-  auto fifo = [&](char* base, const FifoRegion& region, std::uint64_t index, int peer) {
-    protocols::FifoHandle handle =
-        protocols::fifoAt(base + region.start + region.stride * index, region.slotBytes, region.slotCount);
-    handle.abortFlag = abortFlagsOnDevice + peer;
-    return handle;
-  };
+  std::optional<Error> setupFailed;
+  try {
+    [&] {
+      // 3. Every rank's FIFOs, as this process addresses them. The ring needs
+      // the next rank's; a peer this rank cannot reach only rules out
+      // point-to-point work on device buffers.
+      std::vector<char*> bases(static_cast<std::size_t>(n), nullptr);
+      for (int peer = 0; peer < n; ++peer) {
+        if (gpus[static_cast<std::size_t>(peer)].hostHash != mine.hostHash) {
+          // Reached through the network proxy, by the ring only.
+          if (peersUnusable_.empty())
+            peersUnusable_ = strCat("rank ", peer, " is on another host, and point-to-point work on device buffers "
+                                    "does not cross hosts yet");
+          continue;
+        }
+        std::string why;
+        bases[static_cast<std::size_t>(peer)] =
+            peer == ctx_.rank ? static_cast<char*>(fifos_)
+                              : mapPeerFifos(ctx_.device, peer, gpus[static_cast<std::size_t>(peer)],
+                                             offers[static_cast<std::size_t>(peer)], peerMappings_, &why);
+        if (bases[static_cast<std::size_t>(peer)] == nullptr) {
+          if (peer == next) fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the next rank of the ring: ", why);
+          if (peersUnusable_.empty()) peersUnusable_ = why;
+        }
+      }
+      std::uint32_t* abortFlagsOnDevice = nullptr;
+      cudaCheck(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abortFlagsOnDevice), abortFlags_, 0),
+                "cudaHostGetDevicePointer");
+      failure_->abortFlags = abortFlagsOnDevice;
+      failure_->ranks = n;
+      // A FIFO between this rank and `peer`: its waits give up on that peer's
+      // flag, which abort() raises with every other, and the exit of that
+      // peer's process alone (a peer that exits after finishing its part never
+      // leaves a wait on it unmet, so other waits go on).
+      // `region` says which kind, `index` which of that kind, `base` whose.
+      const FifoRegion simple{0, stride, kSlotBytes, kSlotCount};
+      const FifoRegion ll{llStart, llStride, kLLSlotBytes, kLLSlotCount};
+      auto fifo = [&](char* base, const FifoRegion& region, std::uint64_t index, int peer) {
+        protocols::FifoHandle handle =
+            protocols::fifoAt(base + region.start + region.stride * index, region.slotBytes, region.slotCount);
+        handle.abortFlag = abortFlagsOnDevice + peer;
+        return handle;
+      };
 
-  // 4. Point-to-point: the FIFO for this rank in every peer's memory, and
-  // every peer's in this rank's.
-  std::vector<DeviceChannel> peerChannels(static_cast<std::size_t>(n));
+      // 4. Point-to-point: the FIFO for this rank in every peer's memory, and
+      // every peer's in this rank's.
+      std::vector<DeviceChannel> peerChannels(static_cast<std::size_t>(n));
+      for (int peer = 0; peer < n; ++peer) {
+        char* base = bases[static_cast<std::size_t>(peer)];
+        if (base == nullptr) continue;
+        peerChannels[static_cast<std::size_t>(peer)].send =
+            fifo(base, simple, static_cast<std::uint64_t>(channels + ctx_.rank), peer);
+        peerChannels[static_cast<std::size_t>(peer)].recv =
+            fifo(static_cast<char*>(fifos_), simple, static_cast<std::uint64_t>(channels + peer), peer);
+      }
+      writes.upload(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size());
+
+      // 5. The ring as the kernels see it. A neighbour on another host: the
+      // FIFOs in host memory, as this GPU addresses them (its LL FIFOs are
+      // never used: such a ring runs Simple only, and they stay this rank's).
+      const FifoRegion stage{0, stride, kSlotBytes, kSlotCount};
+      auto onDevice = [](void* hostMemory) {
+        void* mapped = nullptr;
+        if (hostMemory != nullptr)
+          cudaCheck(cudaHostGetDevicePointer(&mapped, hostMemory, 0), "cudaHostGetDevicePointer");
+        return static_cast<char*>(mapped);
+      };
+      char* sendStageOnDevice = onDevice(sendStage_);
+      char* recvStageOnDevice = onDevice(recvStage_);
+      DeviceRing ring{};
+      ring.nranks = n;
+      ring.pos = pos;
+      for (int c = 0; c < channels; ++c) {
+        const auto index = static_cast<std::uint64_t>(c);
+        char* nextBase = nextRemote ? static_cast<char*>(fifos_) : bases[static_cast<std::size_t>(next)];
+        ring.channels[c].send =
+            nextRemote ? fifo(sendStageOnDevice, stage, index, next) : fifo(nextBase, simple, index, next);
+        ring.channels[c].recv = previousRemote ? fifo(recvStageOnDevice, stage, index, previous)
+                                               : fifo(static_cast<char*>(fifos_), simple, index, previous);
+        ring.llChannels[c].send = fifo(nextBase, ll, index, next);
+        ring.llChannels[c].recv = fifo(static_cast<char*>(fifos_), ll, index, previous);
+      }
+      writes.upload(ringRanksDevice_, ctx_.ringRanks.data(), sizeof(int) * static_cast<std::size_t>(n));
+      ring.ranks = ringRanksDevice_;
+      writes.upload(ring_, &ring, sizeof(DeviceRing));
+      writes.finish();  // in place before this rank's first kernel reads them
+    }();
+  } catch (const Error& error) {
+    setupFailed = error;
+  }
+  // The last meeting. Once a rank is past it, its peers may launch kernels
+  // that wait for it. Every rank also learns whether every rank can reach
+  // all of its peers' FIFOs, so that all refuse point-to-point work alike.
+  struct SetupStatus {
+    std::int32_t failed;
+    std::int32_t peersUnusable;
+  };
+  std::vector<SetupStatus> statuses(static_cast<std::size_t>(n));
+  statuses[static_cast<std::size_t>(ctx_.rank)] = {setupFailed ? 1 : 0, peersUnusable_.empty() ? 0 : 1};
+  ctx_.bootstrap.allGather(statuses.data(), sizeof(SetupStatus), deadline);
+  if (setupFailed) throw *setupFailed;
   for (int peer = 0; peer < n; ++peer) {
-    char* base = bases[static_cast<std::size_t>(peer)];
-    if (base == nullptr) continue;
-    peerChannels[static_cast<std::size_t>(peer)].send =
-        fifo(base, simple, static_cast<std::uint64_t>(channels + ctx_.rank), peer);
-    peerChannels[static_cast<std::size_t>(peer)].recv =
-        fifo(static_cast<char*>(fifos_), simple, static_cast<std::uint64_t>(channels + peer), peer);
+    const SetupStatus& status = statuses[static_cast<std::size_t>(peer)];
+    if (status.failed != 0)
+      throw Error(ErrorKind::Remote,
+                  strCat("rank ", ctx_.rank, ": rank ", peer,
+                         " could not set up its FIFOs for collectives on device buffers (its own error says why)"),
+                  peer);
+    if (status.peersUnusable != 0 && peersUnusable_.empty())
+      peersUnusable_ = strCat("rank ", peer, " cannot reach the FIFOs of all of its peers");
   }
-  writes.upload(peerChannels_, peerChannels.data(), sizeof(DeviceChannel) * peerChannels.size());
-
-  // 5. The ring as the kernels see it. A neighbour on another host: the
-  // FIFOs in host memory, as this GPU addresses them (its LL FIFOs are
-  // never used: such a ring runs Simple only, and they stay this rank's).
-  const FifoRegion stage{0, stride, kSlotBytes, kSlotCount};
-  auto onDevice = [](void* hostMemory) {
-    void* mapped = nullptr;
-    if (hostMemory != nullptr)
-      cudaCheck(cudaHostGetDevicePointer(&mapped, hostMemory, 0), "cudaHostGetDevicePointer");
-    return static_cast<char*>(mapped);
-  };
-  char* sendStageOnDevice = onDevice(sendStage_);
-  char* recvStageOnDevice = onDevice(recvStage_);
-  DeviceRing ring{};
-  ring.nranks = n;
-  ring.pos = pos;
-  for (int c = 0; c < channels; ++c) {
-    const auto index = static_cast<std::uint64_t>(c);
-    char* nextBase = nextRemote ? static_cast<char*>(fifos_) : bases[static_cast<std::size_t>(next)];
-    ring.channels[c].send = nextRemote ? fifo(sendStageOnDevice, stage, index, next) : fifo(nextBase, simple, index, next);
-    ring.channels[c].recv = previousRemote ? fifo(recvStageOnDevice, stage, index, previous)
-                                           : fifo(static_cast<char*>(fifos_), simple, index, previous);
-    ring.llChannels[c].send = fifo(nextBase, ll, index, next);
-    ring.llChannels[c].recv = fifo(static_cast<char*>(fifos_), ll, index, previous);
-  }
-  writes.upload(ringRanksDevice_, ctx_.ringRanks.data(), sizeof(int) * static_cast<std::size_t>(n));
-  ring.ranks = ringRanksDevice_;
-  writes.upload(ring_, &ring, sizeof(DeviceRing));
-  writes.finish();  // in place before this rank's first kernel reads them
   if (agreed.crossesHosts) startNetworkProxy(channels, stride, nextRemote ? next : -1, previousRemote ? previous : -1);
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
            " channels of ", kRingThreads, " threads, ", inThisProcess,
@@ -531,6 +569,8 @@ void CudaExecutor::release() {
   watch_.reset();
   if (mapped_ != nullptr) cudaFreeHost(mapped_);
   if (ownStream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
+  if (lastLaunch_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(lastLaunch_));
+  lastLaunch_ = nullptr;
   ownStream_ = nullptr;
   ring_ = fifos_ = nullptr;
   ringRanksDevice_ = nullptr;
@@ -614,11 +654,11 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
     // process and they for it: the kernels of ranks sharing this GPU here
     // could not run at once, and would wait for each other until the deadline.
     const void* stream = streamOf(op);
-    if (gpuSharedInProcess_ && (stream == nullptr || stream == cudaStreamLegacy))
+    if (legacyStreamRefused_ && (stream == nullptr || stream == cudaStreamLegacy))
       fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": ", core::opKindName(op.kind),
-           " on the legacy default stream (stream 0), while other ranks of this process share GPU ", ctx_.device,
-           ": their kernels must run at the same time, which that stream forbids; give each rank a stream of "
-           "its own (cudaStreamCreateWithFlags with cudaStreamNonBlocking)");
+           " on the legacy default stream (stream 0), while ranks of one process of this communicator share a "
+           "GPU: their kernels must run at the same time, which that stream forbids; give each rank a stream "
+           "of its own (cudaStreamCreateWithFlags with cudaStreamNonBlocking)");
   }
   if (peerWork) planPeerLaunch(ops, ctx_.rank, ctx_.nranks, shape_.maxChannels);  // throws what it cannot run
 }
@@ -659,7 +699,9 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops, bool launchedInRun) {
   work.failure = failureOnDevice_;
   work.stopped = stopped_;
   work.queue = admitKernel(stream, !launchedInRun);
+  orderAfterLastLaunch(stream);
   launchPeers(work, stream);
+  launched(stream);
 }
 
 QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait) {
@@ -679,6 +721,31 @@ QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait) {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   return {++launched_, kernelsDoneOnDevice_};
+}
+
+void CudaExecutor::orderAfterLastLaunch(void* stream) {
+  if (!anyLaunch_ || stream == lastStream_) return;
+  if (lastLaunch_ == nullptr) {
+    // The first change of stream: from now on every launch records when it
+    // has been enqueued. The last launch had no record, so record one now
+    // on its stream, after it.
+    cudaEvent_t event = nullptr;
+    cudaCheck(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    lastLaunch_ = event;
+    // A stream the program has destroyed since cannot take the record;
+    // its kernel is then left unordered (CUDA lets it finish).
+    if (cudaEventRecord(event, static_cast<cudaStream_t>(lastStream_)) != cudaSuccess) cudaGetLastError();
+  }
+  cudaCheck(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(lastLaunch_), 0),
+            "ordering this communicator's kernel after its last one, on another stream (cudaStreamWaitEvent)");
+}
+
+void CudaExecutor::launched(void* stream) {
+  anyLaunch_ = true;
+  lastStream_ = stream;
+  if (lastLaunch_ != nullptr)
+    cudaCheck(cudaEventRecord(static_cast<cudaEvent_t>(lastLaunch_), static_cast<cudaStream_t>(stream)),
+              "recording this communicator's last launch (cudaEventRecord)");
 }
 
 void CudaExecutor::run(std::span<const core::Op> ops) {
@@ -720,7 +787,9 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     work.stopped = stopped_;
     work.queue = admitKernel(stream, !launchedInRun);
     launchedInRun = true;
+    orderAfterLastLaunch(stream);
     launchRing(plan.spec, work, plan.channels, stream);
+    launched(stream);
   }
   if (peerWork) runPeers(ops, launchedInRun);
   // The C++ API's calls: the host waits for the device (core::Op).

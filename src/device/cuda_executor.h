@@ -129,11 +129,25 @@ class CudaExecutor final : public core::Executor {
   // the launch its number; 0 where nothing is counted. Throws the rank's
   // failure, an abort, or a timeout naming what it waited for.
   QueuedKernels admitKernel(void* stream, bool mayWait);
+  // Every kernel of this communicator uses the same FIFOs, so none may
+  // start before the one launched before it has ended. Launches on one
+  // stream are ordered by it; a launch on another stream than the last
+  // first makes its stream wait for the last launch (an event recorded
+  // after every launch once the communicator has used two streams).
+  void orderAfterLastLaunch(void* stream);
+  void launched(void* stream);
+  void* lastStream_ = nullptr;
+  bool anyLaunch_ = false;
+  void* lastLaunch_ = nullptr;  // cudaEvent_t, made at the first change of stream
 
   CudaExecutorContext ctx_;
   DeviceShape shape_;
   std::string unusable_;  // why device collectives cannot run here (empty: they can)
   bool gpuSharedInProcess_ = false;  // another rank of this process uses this GPU
+  // Some rank of the communicator shares its GPU with another rank of its
+  // process: every rank refuses the legacy default stream (check()), so
+  // that none launches what another refuses.
+  bool legacyStreamRefused_ = false;
   std::uint64_t timeoutNs_;
   void* fifos_ = nullptr;           // this rank's receive FIFOs (device memory)
   // Pinned host memory the GPU maps, per channel a Simple FIFO: what this
