@@ -141,6 +141,13 @@ __device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* dea
   __syncthreads();
 }
 
+// Whether the block has stopped, decided at a barrier, as every decision
+// to stop is: all threads get the same answer, and none reads the status
+// while thread 0 may be recording a failure.
+__device__ inline bool blockStoppedAtBarrier(const BlockShared* shared) {
+  return __syncthreads_or(shared->status != protocols::Status::Ok) != 0;
+}
+
 // The end of a kernel: its block 0 records the launch as done (device_work.h,
 // QueuedKernels). Blocks of one launch end close together, and the bound
 // it serves is loose, so one block's word is enough. The largest number

@@ -43,10 +43,15 @@ constexpr std::uint64_t kQueuedKernelsPerGpu = 512;
 constexpr std::uint64_t kSlotBytes = 128 << 10;
 constexpr std::uint64_t kSlotCount = 4;
 // Every LL FIFO (a ring channel's second): four slots of 16 KiB, 8192
-// lines. A piece fills at most one slot (device_plan.h), so four pieces
-// are in flight before a sender waits for credits.
+// lines. A full piece (device_plan.h: half a slot of data) takes its
+// header pair and a line per 4 bytes, 2050 lines, a little more than a
+// slot: three full pieces are in flight before a sender waits for credits.
+// A piece never needs more lines than the ring holds, or its sender would
+// wait for room for ever.
 constexpr std::uint64_t kLLSlotBytes = 16 << 10;
 constexpr std::uint64_t kLLSlotCount = 4;
+static_assert(2 + llPieceBytes(kLLSlotBytes) / 4 <= kLLSlotCount * kLLSlotBytes / sizeof(std::uint64_t),
+              "an LL piece must fit in the LL FIFO");
 constexpr std::uint64_t kFifoAlignment = 4096;
 // Operations up to this size use LL unless HORA_DEVICE_LL_MAX_BYTES or
 // NCCL_PROTO say otherwise.

@@ -78,7 +78,10 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
         math_(math),
         deadline_(deadline),
         failure_(work.failure),
-        stopped_(shared->status != protocols::Status::Ok) {}
+        // At a barrier, as every decision to stop: thread 0 may record a
+        // failure in its first move, and a warp that read the status after
+        // that would return where the others wait at a barrier.
+        stopped_(blockStoppedAtBarrier(shared)) {}
 
 
  private:
