@@ -167,9 +167,9 @@ TEST(DeviceProcesses, APeerOnAnotherHostThatDiesStopsTheKernelWaitingForIt) {
   checkAPeerThatDiesStopsTheSurvivor(true);
 }
 
-// Every rank on a host of its own (NCCL_HOSTID): every link of the ring
-// goes through the network proxy, and the results must still be exact.
-TEST(DeviceProcesses, RanksOnDifferentHostsAllReduceThroughTheNetworkProxy) {
+// 2 and 3 ranks, each a process of its own on this GPU, all-reduce exactly;
+// with `hostPerRank`, each on a host of its own (NCCL_HOSTID).
+void checkRanksInSeparateProcesses(bool hostPerRank) {
   for (int nranks : {2, 3}) {
     ncclUniqueId id;
     ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
@@ -179,7 +179,7 @@ TEST(DeviceProcesses, RanksOnDifferentHostsAllReduceThroughTheNetworkProxy) {
                   idArg = hexOf(id);
       char flag[] = "--rank";
       char* argv[] = {self.data(), flag, rankArg.data(), sizeArg.data(), idArg.data(), nullptr};
-      Environment environment("node" + std::to_string(rank));
+      Environment environment(hostPerRank ? "node" + std::to_string(rank) : std::string());
       pid_t pid = 0;
       ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, environment.pointers.data()), 0);
       children.push_back(pid);
@@ -192,27 +192,11 @@ TEST(DeviceProcesses, RanksOnDifferentHostsAllReduceThroughTheNetworkProxy) {
   }
 }
 
-TEST(DeviceProcesses, RanksInSeparateProcessesShareOneGpu) {
-  for (int nranks : {2, 3}) {
-    ncclUniqueId id;
-    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-    std::vector<pid_t> children;
-    for (int rank = 0; rank < nranks; ++rank) {
-      std::string self = "/proc/self/exe", rankArg = std::to_string(rank), sizeArg = std::to_string(nranks),
-                  idArg = hexOf(id);
-      char flag[] = "--rank";
-      char* argv[] = {self.data(), flag, rankArg.data(), sizeArg.data(), idArg.data(), nullptr};
-      pid_t pid = 0;
-      ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, environ), 0);
-      children.push_back(pid);
-    }
-    for (int rank = 0; rank < nranks; ++rank) {
-      int status = 0;
-      ASSERT_EQ(waitpid(children[rank], &status, 0), children[rank]);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << nranks << " ranks: rank " << rank << " failed";
-    }
-  }
-}
+TEST(DeviceProcesses, RanksInSeparateProcessesShareOneGpu) { checkRanksInSeparateProcesses(false); }
+
+// Every rank on a host of its own: every link of the ring goes through the
+// network proxy, and the results must still be exact.
+TEST(DeviceProcesses, RanksOnDifferentHostsAllReduceThroughTheNetworkProxy) { checkRanksInSeparateProcesses(true); }
 
 }  // namespace
 
