@@ -220,8 +220,15 @@ ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::v
       agreed.crossesHosts = true;
   if (agreed.crossesHosts && !networkPossible)
     agreed.unusable = "the ring crosses hosts, and this communicator has no connections for the network proxy";
-  // The relays carry Simple slots only (transport/proxy/fifo_relay.h).
-  if (agreed.crossesHosts) agreed.llMaxBytes = 0;
+  // The relays carry Simple slots only (transport/proxy/fifo_relay.h), and
+  // one channel: channels sharing one connection could wait for each
+  // other around a ring of hosts (a block keeps its received slot while it
+  // waits for room to send, and a frame for a full FIFO holds up the
+  // frames behind it).
+  if (agreed.crossesHosts) {
+    agreed.llMaxBytes = 0;
+    agreed.minChannels = agreed.maxChannels = 1;
+  }
   return agreed;
 }
 
@@ -456,28 +463,46 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   } catch (const Error& error) {
     setupFailed = error;
   }
-  // The last meeting. Once a rank is past it, its peers may launch kernels
-  // that wait for it. Every rank also learns whether every rank can reach
-  // all of its peers' FIFOs, so that all refuse point-to-point work alike.
-  struct SetupStatus {
-    std::int32_t failed;
-    std::int32_t peersUnusable;
+  // The ranks meet: each says whether its step succeeded (a rank that
+  // failed fails init on every rank, instead of leaving its peers' kernels
+  // waiting for it) and whether it reaches all of its peers' FIFOs, so
+  // that all refuse point-to-point work alike.
+  auto meet = [&](const std::optional<Error>& mine, const char* step) {
+    struct SetupStatus {
+      std::int32_t failed;
+      std::int32_t peersUnusable;
+    };
+    std::vector<SetupStatus> statuses(static_cast<std::size_t>(n));
+    statuses[static_cast<std::size_t>(ctx_.rank)] = {mine ? 1 : 0, peersUnusable_.empty() ? 0 : 1};
+    ctx_.bootstrap.allGather(statuses.data(), sizeof(SetupStatus), deadline);
+    if (mine) throw *mine;
+    for (int peer = 0; peer < n; ++peer) {
+      const SetupStatus& status = statuses[static_cast<std::size_t>(peer)];
+      if (status.failed != 0)
+        throw Error(ErrorKind::Remote,
+                    strCat("rank ", ctx_.rank, ": rank ", peer, " could not ", step,
+                           " for collectives on device buffers (its own error says why)"),
+                    peer);
+      if (status.peersUnusable != 0 && peersUnusable_.empty())
+        peersUnusable_ = strCat("rank ", peer, " cannot reach the FIFOs of all of its peers");
+    }
   };
-  std::vector<SetupStatus> statuses(static_cast<std::size_t>(n));
-  statuses[static_cast<std::size_t>(ctx_.rank)] = {setupFailed ? 1 : 0, peersUnusable_.empty() ? 0 : 1};
-  ctx_.bootstrap.allGather(statuses.data(), sizeof(SetupStatus), deadline);
-  if (setupFailed) throw *setupFailed;
-  for (int peer = 0; peer < n; ++peer) {
-    const SetupStatus& status = statuses[static_cast<std::size_t>(peer)];
-    if (status.failed != 0)
-      throw Error(ErrorKind::Remote,
-                  strCat("rank ", ctx_.rank, ": rank ", peer,
-                         " could not set up its FIFOs for collectives on device buffers (its own error says why)"),
-                  peer);
-    if (status.peersUnusable != 0 && peersUnusable_.empty())
-      peersUnusable_ = strCat("rank ", peer, " cannot reach the FIFOs of all of its peers");
+  meet(setupFailed, "set up its FIFOs");
+  // A ring across hosts: the network proxy's connections, then the last
+  // meeting (nothing in between waits for the device).
+  if (agreed.crossesHosts) {
+    NetworkRelays relays;
+    std::optional<Error> connectFailed;
+    try {
+      relays = connectNetwork(channels, stride, nextRemote ? next : -1, previousRemote ? previous : -1);
+    } catch (const Error& error) {
+      connectFailed = error;
+    }
+    meet(connectFailed, "connect its network proxy");
+    if (relays.send || relays.recv)
+      proxy_ = std::make_unique<transport::proxy::NetworkProxy>(std::move(relays.send), std::move(relays.recv),
+                                                                [this](const Error& error) { proxyFailed(error); });
   }
-  if (agreed.crossesHosts) startNetworkProxy(channels, stride, nextRemote ? next : -1, previousRemote ? previous : -1);
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
            " channels of ", kRingThreads, " threads, ", inThisProcess,
            " rank(s) of this process on this GPU, LL up to ", shape_.llMaxBytes, " bytes; next rank ", next,
@@ -487,9 +512,11 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
                          : std::string(" in another process (CUDA IPC)"));
 }
 
-void CudaExecutor::startNetworkProxy(int channels, std::uint64_t stride, int sendPeer, int recvPeer) {
+CudaExecutor::NetworkRelays CudaExecutor::connectNetwork(int channels, std::uint64_t stride, int sendPeer,
+                                                          int recvPeer) {
   networkConnector_ = ctx_.networkConnector();  // every rank of the ring, at this point
-  if (sendPeer < 0 && recvPeer < 0) return;
+  NetworkRelays relays;
+  if (sendPeer < 0 && recvPeer < 0) return relays;
   // The FIFOs as the host addresses them; the relays never wait on them,
   // so their abort flags are only for the kernels.
   auto hostFifos = [&](void* stage, int peer) {
@@ -504,16 +531,13 @@ void CudaExecutor::startNetworkProxy(int channels, std::uint64_t stride, int sen
   };
   // Sends first on every rank, as the communicator's own ring does: a
   // receive waits for its peer's send to connect.
-  std::unique_ptr<transport::proxy::FifoSendRelay> send;
-  std::unique_ptr<transport::proxy::FifoRecvRelay> recv;
   if (sendPeer >= 0)
-    send = std::make_unique<transport::proxy::FifoSendRelay>(hostFifos(sendStage_, sendPeer),
-                                                              networkConnector_->sendTo(sendPeer, /*busy=*/true));
+    relays.send = std::make_unique<transport::proxy::FifoSendRelay>(hostFifos(sendStage_, sendPeer),
+                                                                     networkConnector_->sendTo(sendPeer, /*busy=*/true));
   if (recvPeer >= 0)
-    recv = std::make_unique<transport::proxy::FifoRecvRelay>(hostFifos(recvStage_, recvPeer),
-                                                              networkConnector_->recvFrom(recvPeer));
-  proxy_ = std::make_unique<transport::proxy::NetworkProxy>(std::move(send), std::move(recv),
-                                                            [this](const Error& error) { proxyFailed(error); });
+    relays.recv = std::make_unique<transport::proxy::FifoRecvRelay>(hostFifos(recvStage_, recvPeer),
+                                                                     networkConnector_->recvFrom(recvPeer));
+  return relays;
 }
 
 void CudaExecutor::proxyFailed(const Error& error) {
@@ -555,7 +579,10 @@ void CudaExecutor::release() {
   const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != ctx_.device &&
                         cudaSetDevice(ctx_.device) == cudaSuccess;
   // The proxy stops before the memory it relays goes, and its connections
-  // after it.
+  // after it. On an orderly destroy it first sends what the kernels
+  // published and ends its stream, so the peer's proxy ends quietly.
+  if (proxy_ && !aborted_.load(std::memory_order_acquire) && !proxyFailed_.load(std::memory_order_acquire))
+    proxy_->finish(ctx_.timeout);
   proxy_.reset();
   networkConnector_.reset();
   if (ring_ != nullptr) cudaFree(ring_);
@@ -728,8 +755,20 @@ QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait) {
   return {++launched_, kernelsDoneOnDevice_};
 }
 
+// A launch being captured into a graph is not ordered here: a captured
+// stream may not wait on an event recorded outside its capture, and its
+// replays run when the program says. (One stream per communicator in a
+// graph, as with NCCL.)
+namespace {
+bool isCapturing(void* stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
+  return capture != cudaStreamCaptureStatusNone;
+}
+}  // namespace
+
 void CudaExecutor::orderAfterLastLaunch(void* stream) {
-  if (!anyLaunch_ || stream == lastStream_) return;
+  if (!anyLaunch_ || stream == lastStream_ || isCapturing(stream)) return;
   if (lastLaunch_ == nullptr) {
     // The first change of stream: from now on every launch records when it
     // has been enqueued. The last launch had no record, so record one now
@@ -746,6 +785,8 @@ void CudaExecutor::orderAfterLastLaunch(void* stream) {
 }
 
 void CudaExecutor::launched(void* stream) {
+  // (The capture check costs a call, so only where there is a record to make.)
+  if (lastLaunch_ != nullptr && isCapturing(stream)) return;
   anyLaunch_ = true;
   lastStream_ = stream;
   if (lastLaunch_ != nullptr)

@@ -105,10 +105,14 @@ class CudaExecutor final : public core::Executor {
 
  private:
   void exchangeFifos(const Deadline& deadline);
-  // Connects the FIFOs in host memory to the ring neighbours on other
-  // hosts (-1: that neighbour is on this host) and starts the proxy.
+  // The relays between the FIFOs in host memory and connections to the
+  // ring neighbours on other hosts (-1: that neighbour is on this host).
   // Collective: every rank of a ring that crosses hosts calls it.
-  void startNetworkProxy(int channels, std::uint64_t stride, int sendPeer, int recvPeer);
+  struct NetworkRelays {
+    std::unique_ptr<transport::proxy::FifoSendRelay> send;
+    std::unique_ptr<transport::proxy::FifoRecvRelay> recv;
+  };
+  NetworkRelays connectNetwork(int channels, std::uint64_t stride, int sendPeer, int recvPeer);
   // The proxy stopped on `error`: the first cause, then every wait stops.
   void proxyFailed(const Error& error);
   // Watches the processes of `peers` (rank and pid; other processes of this

@@ -182,6 +182,60 @@ TEST(NetworkProxy, CarriesEverySlotBetweenTwoRanks) {
   EXPECT_FALSE(failed.load());
 }
 
+// A rank that destroys its communicator finishes its proxy: every slot its
+// kernel published goes, then the end of the stream, and the peer's proxy
+// ends quietly even as the connection closes: a peer that left in order is
+// not a failure. One that vanishes without ending its stream is.
+void checkHowAPeerLeaves(bool inOrder) {
+  Fifos sending(1), receiving(1);
+  auto pair = std::make_unique<ConnectionPair>();
+  std::atomic<bool> failed{false};
+  std::string reason;
+  NetworkProxy receivingRank(nullptr, std::make_unique<FifoRecvRelay>(receiving.handles, *pair->receiver),
+                             [&](const Error& error) {
+                               reason = error.what();
+                               failed = true;
+                             });
+  auto sendingRank = std::make_unique<NetworkProxy>(
+      std::make_unique<FifoSendRelay>(sending.handles, *pair->sender), nullptr, [](const Error&) {});
+  constexpr int kSlots = 3;  // fewer than the FIFO holds: the kernel never waits
+  protocols::SimpleSender<HostOrdering> out(sending.handles[0]);
+  for (int k = 0; k < kSlots; ++k) {
+    char* slot = nullptr;
+    ASSERT_TRUE(out.tryRoom(&slot));
+    slot[0] = static_cast<char>(k + 1);
+    out.publish(1);
+  }
+  if (inOrder) {
+    sendingRank->finish(std::chrono::seconds(10));
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the slots go, no end follows
+    sendingRank->stop();
+  }
+  sendingRank.reset();
+  pair->sender.reset();  // the connection closes
+  protocols::SimpleReceiver<HostOrdering> in(receiving.handles[0]);
+  const auto deadline = HostOrdering::now() + 10'000'000'000ull;
+  for (int k = 0; k < kSlots; ++k) {
+    SimplePiece piece{};
+    ASSERT_EQ(in.waitData(&piece, deadline), protocols::Status::Ok) << "slot " << k;
+    EXPECT_EQ(piece.data[0], static_cast<char>(k + 1));
+    in.release();
+  }
+  const auto giveUp = std::chrono::steady_clock::now() + std::chrono::seconds(inOrder ? 1 : 10);
+  while (!failed && std::chrono::steady_clock::now() < giveUp) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (inOrder) {
+    EXPECT_FALSE(failed.load()) << "a peer that ended its stream was taken for a failure: " << reason;
+  } else {
+    ASSERT_TRUE(failed.load()) << "a peer that vanished without ending its stream went unnoticed";
+    EXPECT_NE(reason.find("rank 0"), std::string::npos) << reason;
+  }
+  receivingRank.stop();
+}
+
+TEST(NetworkProxy, APeerThatFinishesEndsTheStreamQuietly) { checkHowAPeerLeaves(true); }
+TEST(NetworkProxy, APeerThatVanishesWithoutEndingIsAFailure) { checkHowAPeerLeaves(false); }
+
 // A proxy whose peer is gone stops and says why, naming the peer, so that
 // its rank can stop the kernels that wait on it.
 TEST(NetworkProxy, APeerThatIsGoneStopsItWithTheReason) {

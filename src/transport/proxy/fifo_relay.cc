@@ -26,8 +26,10 @@ bool FifoSendRelay::progress() {
   const std::uint64_t sent = connection_.completedBytes();
   while (!inFlight_.empty() && inFlight_.front().end <= sent) {
     const std::size_t channel = inFlight_.front().channel;
-    fifos_[channel].release();
-    --ahead_[channel];
+    if (channel != kEndOfStream) {
+      fifos_[channel].release();
+      --ahead_[channel];
+    }
     inFlight_.pop_front();
     headers_.pop_front();
     moved = true;
@@ -56,6 +58,23 @@ bool FifoSendRelay::progress() {
   return moved || posted;
 }
 
+bool FifoSendRelay::drained() {
+  if (!inFlight_.empty()) return false;
+  protocols::SimplePiece piece{};
+  for (std::size_t channel = 0; channel < fifos_.size(); ++channel)
+    if (fifos_[channel].tryPeek(ahead_[channel], &piece)) return false;
+  return true;
+}
+
+void FifoSendRelay::sendEnd() {
+  if (endPosted_) return;
+  endPosted_ = true;
+  headers_.push_back({0, kEndOfStream});
+  connection_.post(&headers_.back(), sizeof(FrameHeader));
+  inFlight_.push_back({kEndOfStream, connection_.postedBytes()});
+  connection_.progress();
+}
+
 // -------------------------------------------------------------- receiving
 
 FifoRecvRelay::FifoRecvRelay(const std::vector<protocols::FifoHandle>& fifos, RecvConnection& connection)
@@ -80,13 +99,28 @@ bool FifoRecvRelay::received(void* into, std::size_t bytes) {
   return true;
 }
 
+void FifoRecvRelay::checkAlive() {
+  if (ended_) return;
+  try {
+    connection_.checkAlive();
+  } catch (const Error&) {
+    // A peer that ended its stream may close right after: take what came.
+    progress();
+    if (!ended_) throw;
+  }
+}
+
 bool FifoRecvRelay::progress() {
   bool moved = false;
-  for (;;) {
+  while (!ended_) {
     switch (stage_) {
       case Stage::Header: {
         if (!received(&header_, sizeof(FrameHeader))) return moved;
         const std::uint64_t word = header_.sizeWord;
+        if (header_.channel == kEndOfStream && word == 0) {
+          ended_ = true;
+          return true;
+        }
         const bool stamped = (word & kStamped) != 0;
         const bool strayCheck = !stamped && (word >> kStampCheckShift & kStampCheckMask) != 0;
         if (header_.channel >= fifos_.size() || (word & kSizeMask) > slotBytes_[header_.channel] || strayCheck)
@@ -114,6 +148,7 @@ bool FifoRecvRelay::progress() {
       }
     }
   }
+  return moved;
 }
 
 }  // namespace hora::transport::proxy

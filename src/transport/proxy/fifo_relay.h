@@ -25,6 +25,12 @@
 // their frames straight from the FIFO (no copy) and gives each slot back
 // to the kernel once the connection has sent all of its frame.
 //
+// A relay that is done (its communicator is being destroyed) sends an
+// end-of-stream frame once every slot has gone; the receiving relay then
+// stops quietly. A connection that ends without one is a failure: the
+// peer died or aborted. Only a relay with work outstanding watches its
+// peer (checkAlive), so a peer that left in order is never an error.
+//
 // progress() never waits; errors are the connection's (naming the peer).
 // One thread drives a relay.
 #pragma once
@@ -43,9 +49,10 @@ namespace hora::transport::proxy {
 // The fixed part of a frame.
 struct FrameHeader {
   std::uint64_t sizeWord = 0;  // the slot's, as protocols/simple.h packs it
-  std::uint64_t channel = 0;   // which FIFO of the relay
+  std::uint64_t channel = 0;   // which FIFO of the relay; kEndOfStream: the last frame
 };
 static_assert(sizeof(FrameHeader) == 16);
+inline constexpr std::uint64_t kEndOfStream = ~std::uint64_t{0};
 
 class FifoSendRelay {
  public:
@@ -58,6 +65,16 @@ class FifoSendRelay {
   bool progress();
   // Nothing taken from a FIFO is still waiting to be sent.
   bool idle() const { return inFlight_.empty(); }
+  // Nothing published is unsent: every slot the kernels published has gone.
+  bool drained();
+  // Posts the end-of-stream frame (once; after drained()).
+  void sendEnd();
+  // The end-of-stream frame has gone.
+  bool ended() const { return endPosted_ && inFlight_.empty(); }
+  // Throws if the peer is gone while frames are still going to it.
+  void checkAlive() {
+    if (!inFlight_.empty()) connection_.checkAlive();
+  }
 
  private:
   struct Sent {
@@ -71,6 +88,7 @@ class FifoSendRelay {
   std::deque<FrameHeader> headers_;  // of the frames in flight (a deque: posted addresses stay put)
   std::deque<Sent> inFlight_;        // oldest first
   std::size_t nextChannel_ = 0;      // where the next round of posting starts
+  bool endPosted_ = false;
 };
 
 class FifoRecvRelay {
@@ -83,6 +101,11 @@ class FifoRecvRelay {
   // publishes each slot once all of its frame is in; true if anything
   // moved. Throws when a frame is not one a FifoSendRelay sends.
   bool progress();
+  // The peer's relay sent its end-of-stream frame: nothing more comes.
+  bool ended() const { return ended_; }
+  // Throws if the peer is gone without having ended its stream (what came
+  // before its end is taken first).
+  void checkAlive();
 
  private:
   enum class Stage { Header, Stamp, Data };
@@ -98,6 +121,7 @@ class FifoRecvRelay {
   FrameHeader header_;
   std::uint64_t stamp_[protocols::kStampWords] = {};
   char* slot_ = nullptr;  // where the frame's bytes go
+  bool ended_ = false;
 };
 
 }  // namespace hora::transport::proxy

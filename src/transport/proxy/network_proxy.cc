@@ -13,6 +13,7 @@ namespace {
 constexpr int kBusyPolls = 1000;
 constexpr int kYields = 1000;
 constexpr auto kSleepSlice = std::chrono::microseconds(20);
+constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 }  // namespace
 
 NetworkProxy::NetworkProxy(std::unique_ptr<FifoSendRelay> send, std::unique_ptr<FifoRecvRelay> recv,
@@ -28,19 +29,38 @@ void NetworkProxy::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void NetworkProxy::finish(std::chrono::milliseconds timeout) {
+  finishBy_ = std::chrono::steady_clock::now() + timeout;
+  finishing_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();  // it ends itself once finished
+}
+
 void NetworkProxy::run() {
   int idle = 0;
+  auto lastLivenessCheck = std::chrono::steady_clock::now();
   try {
     while (!stopping_.load(std::memory_order_acquire)) {
       bool moved = false;
       if (send_) moved |= send_->progress();
       if (recv_) moved |= recv_->progress();
+      if (finishing_.load(std::memory_order_acquire)) {
+        if (!send_ || std::chrono::steady_clock::now() > finishBy_) return;
+        if (send_->drained()) send_->sendEnd();
+        if (send_->ended()) return;
+      }
       if (moved) {
         idle = 0;
-      } else if (++idle > kBusyPolls + kYields) {
+        continue;
+      }
+      if (++idle > kBusyPolls + kYields) {
         std::this_thread::sleep_for(kSleepSlice);
       } else if (idle > kBusyPolls) {
         sched_yield();
+      }
+      if (idle > kBusyPolls && std::chrono::steady_clock::now() - lastLivenessCheck > kLivenessPeriod) {
+        lastLivenessCheck = std::chrono::steady_clock::now();
+        if (send_) send_->checkAlive();
+        if (recv_) recv_->checkAlive();
       }
     }
   } catch (const Error& error) {

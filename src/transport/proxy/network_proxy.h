@@ -8,10 +8,17 @@
 //
 // Waiting: the proxy polls while slots move, then yields, then sleeps in
 // short slices (a kernel that waits on it is a GPU waiting on a CPU, so
-// it never sleeps long), and stops within a slice of stop().
+// it never sleeps long), and stops within a slice of stop(). While idle it
+// asks its relays every 100 ms whether their peers still live (an RDMA
+// connection learns of a gone peer only so).
+//
+// Ending: finish() relays what the kernels have published, sends the
+// end-of-stream frame and stops, so that the peer's relay ends quietly
+// (a communicator's destroy); stop() just stops (an abort).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -33,6 +40,9 @@ class NetworkProxy {
 
   // Ends the thread (and waits for it).
   void stop();
+  // Ends the thread once every slot the kernels published has gone and
+  // the end of the stream with it, or `timeout` has passed; then stop().
+  void finish(std::chrono::milliseconds timeout);
   // Whether the thread has ended on a failure (onFailure was called).
   bool failed() const { return failed_.load(std::memory_order_acquire); }
 
@@ -43,6 +53,8 @@ class NetworkProxy {
   std::unique_ptr<FifoRecvRelay> recv_;
   std::function<void(const Error&)> onFailure_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> finishing_{false};
+  std::chrono::steady_clock::time_point finishBy_;  // written before finishing_
   std::atomic<bool> failed_{false};
   std::thread thread_;  // last: started once the rest is in place
 };
