@@ -16,10 +16,12 @@
 // of the FIFO of that channel and publishes it with the same size word, so
 // the receiving kernel sees exactly what the sending kernel published,
 // stamps and their checks included: the agreement check works across the
-// relay as within a host. Several channels (thread blocks, each with its
-// own FIFO) share one connection; a frame waits only for room in its own
-// channel's FIFO, and each channel's kernel block drains its FIFO without
-// waiting for another's, so sharing never deadlocks.
+// relay as within a host. A relay can carry several channels (thread
+// blocks, each with its own FIFO) over one connection, but a frame for a
+// full FIFO holds up the frames behind it, and a ring kernel's block keeps
+// its received slot while it waits for room to send: around a ring of
+// hosts, channels sharing connections could wait for each other. So the
+// CUDA executor gives a ring that crosses hosts one channel.
 //
 // The sending relay reads slots ahead (SimpleReceiver::tryPeek), posts
 // their frames straight from the FIFO (no copy) and gives each slot back
