@@ -103,7 +103,7 @@ TEST_F(OverLoopbackVerbs, AWaitingRankSleepsOnTheCompletionChannel) {
       EXPECT_EQ(data[0], 4.0f);
     });
     const double cpuSeconds = static_cast<double>(cpuAfter - cpuBefore) / CLOCKS_PER_SEC;
-    EXPECT_LT(cpuSeconds, 0.1) << "the waiting rank polled instead of sleeping on the completion channel";
+    EXPECT_LT(cpuSeconds, 0.25) << "the waiting rank polled instead of sleeping on the completion channel";
     EXPECT_GT(verbs_.wakeUps(), wakeUpsBefore) << "no completion channel woke a sleeping rank";
   }
 }

@@ -146,9 +146,10 @@ double cpuWhileWaitingForALatePeer() {
 }
 
 TEST_F(OverOfi, AWaitingRankSleepsOnTheCompletionQueue) {
-  // Sleeping on the fd costs milliseconds; looking every 50 us without one
-  // costs about a quarter of the wait.
-  EXPECT_LT(cpuWhileWaitingForALatePeer(), 0.1)
+  // Sleeping on the fd costs 0.06-0.1 s here (the process's CPU: the
+  // device's progress thread included); looking every 50 us without one
+  // costs a third of the wait or more (0.51 s measured).
+  EXPECT_LT(cpuWhileWaitingForALatePeer(), 0.25)
       << "the waiting rank polled instead of sleeping on the completion queue";
   EXPECT_GE(device_->queuePairsCreated(), 4) << "connections did not go through ofi";
 }
@@ -162,7 +163,7 @@ TEST_F(OverOfi, AWaitingRankWithTwoQueuePairsPerConnectionSleepsToo) {
   ASSERT_EQ(twoQueuePairs->rails(), 2u);
   useDevice(TransportKind::Ofi, twoQueuePairs);
   const int before = device_->queuePairsCreated();
-  EXPECT_LT(cpuWhileWaitingForALatePeer(), 0.1)
+  EXPECT_LT(cpuWhileWaitingForALatePeer(), 0.25)
       << "the waiting rank polled instead of sleeping on its queue pairs' fds";
   // Two ranks, a connection each way, two queue pairs per connection.
   EXPECT_GE(device_->queuePairsCreated() - before, 4 * 2) << "connections did not use two queue pairs";
