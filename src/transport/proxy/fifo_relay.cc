@@ -25,13 +25,12 @@ bool FifoSendRelay::progress() {
   // the order they were posted in, which is each channel's own order.
   const std::uint64_t sent = connection_.completedBytes();
   while (!inFlight_.empty() && inFlight_.front().end <= sent) {
-    const std::size_t channel = inFlight_.front().channel;
+    const std::uint64_t channel = inFlight_.front().header.channel;
     if (channel != kEndOfStream) {
       fifos_[channel].release();
       --ahead_[channel];
     }
     inFlight_.pop_front();
-    headers_.pop_front();
     moved = true;
   }
   // Every slot published since, channel after channel (starting from a
@@ -42,13 +41,13 @@ bool FifoSendRelay::progress() {
     const std::size_t channel = (nextChannel_ + i) % channels;
     protocols::SimplePiece piece{};
     while (fifos_[channel].tryPeek(ahead_[channel], &piece)) {
-      headers_.push_back({protocols::sizeWordOf(piece), channel});
-      connection_.post(&headers_.back(), sizeof(FrameHeader));
+      Sent& frame = inFlight_.emplace_back(Sent{{protocols::sizeWordOf(piece), channel}, 0});
+      connection_.post(&frame.header, sizeof(FrameHeader));
       // The board entry and the bytes stay as they are until the slot is
       // given back, so they are sent from the FIFO itself.
       if (piece.stamped) connection_.post(piece.stamp, kStampWords * sizeof(std::uint64_t));
       if (piece.bytes > 0) connection_.post(piece.data, piece.bytes);
-      inFlight_.push_back({channel, connection_.postedBytes()});
+      frame.end = connection_.postedBytes();
       ++ahead_[channel];
       posted = true;
     }
@@ -69,9 +68,9 @@ bool FifoSendRelay::drained() {
 void FifoSendRelay::sendEnd() {
   if (endPosted_) return;
   endPosted_ = true;
-  headers_.push_back({0, kEndOfStream});
-  connection_.post(&headers_.back(), sizeof(FrameHeader));
-  inFlight_.push_back({kEndOfStream, connection_.postedBytes()});
+  Sent& frame = inFlight_.emplace_back(Sent{{0, kEndOfStream}, 0});
+  connection_.post(&frame.header, sizeof(FrameHeader));
+  frame.end = connection_.postedBytes();
   connection_.progress();
 }
 

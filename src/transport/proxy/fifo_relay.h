@@ -79,16 +79,17 @@ class FifoSendRelay {
   }
 
  private:
+  // A frame posted and not yet sent: its header (whose address the
+  // connection holds) and where it ends in the stream.
   struct Sent {
-    std::size_t channel;
+    FrameHeader header;
     std::uint64_t end;  // the connection's posted bytes after the frame
   };
   using Receiver = protocols::SimpleReceiver<protocols::HostOrdering>;
   std::vector<Receiver> fifos_;
   std::vector<std::uint64_t> ahead_;  // per channel: slots posted, not yet given back
   SendConnection& connection_;
-  std::deque<FrameHeader> headers_;  // of the frames in flight (a deque: posted addresses stay put)
-  std::deque<Sent> inFlight_;        // oldest first
+  std::deque<Sent> inFlight_;        // oldest first (a deque: posted headers stay put)
   std::size_t nextChannel_ = 0;      // where the next round of posting starts
   bool endPosted_ = false;
 };

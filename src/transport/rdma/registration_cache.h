@@ -25,7 +25,9 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
+#include <vector>
 
 #include "base/error.h"
 #include "transport/rdma/queue_pair.h"
@@ -46,6 +48,10 @@ struct HeldRegion {
   Region region;
   std::uint64_t owner = 0;  // as the cache keys it
 };
+
+// Removes from `held` (a queue pair's regions) the one acquire() gave as
+// `region`, and returns it; nullopt if it holds none such.
+std::optional<HeldRegion> takeHeldRegion(std::vector<HeldRegion>& held, const Region& region);
 
 class RegistrationCache {
  public:

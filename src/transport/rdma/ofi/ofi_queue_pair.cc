@@ -140,14 +140,9 @@ Region OfiQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t
 }
 
 void OfiQueuePair::deregisterMemory(const Region& region) {
-  const auto found = std::find_if(regions_.begin(), regions_.end(), [&](const HeldRegion& held) {
-    return held.region.base == region.base && held.region.bytes == region.bytes &&
-           held.region.localKey == region.localKey;
-  });
-  HORA_ENFORCE(found != regions_.end(), "ofi: deregistering memory that was not registered");
-  const HeldRegion held = *found;
-  regions_.erase(found);
-  releaseRegion(held);
+  const std::optional<HeldRegion> held = takeHeldRegion(regions_, region);
+  HORA_ENFORCE(held.has_value(), "ofi: deregistering memory that was not registered");
+  releaseRegion(*held);
 }
 
 void OfiQueuePair::releaseRegion(const HeldRegion& held) { registrations().release(held, closeRegistration); }

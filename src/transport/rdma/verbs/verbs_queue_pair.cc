@@ -104,14 +104,9 @@ Region VerbsQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64
 }
 
 void VerbsQueuePair::deregisterMemory(const Region& region) {
-  const auto found = std::find_if(regions_.begin(), regions_.end(), [&](const HeldRegion& held) {
-    return held.region.base == region.base && held.region.bytes == region.bytes &&
-           held.region.localKey == region.localKey;
-  });
-  HORA_ENFORCE(found != regions_.end(), "verbs: deregistering memory that ", what(), " never registered");
-  const HeldRegion held = *found;
-  regions_.erase(found);
-  releaseRegion(held);
+  const std::optional<HeldRegion> held = takeHeldRegion(regions_, region);
+  HORA_ENFORCE(held.has_value(), "verbs: deregistering memory that ", what(), " never registered");
+  releaseRegion(*held);
 }
 
 void VerbsQueuePair::releaseRegion(const HeldRegion& held) { port_->registrations.release(held, endRegistration()); }
