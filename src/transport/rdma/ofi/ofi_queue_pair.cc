@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "transport/rdma/ofi/ofi_device.h"
 
 namespace hora::transport::rdma::ofi {
@@ -90,9 +91,20 @@ OfiQueuePair::OfiQueuePair(std::shared_ptr<OfiDevice> device) : device_(std::mov
 
 OfiQueuePair::~OfiQueuePair() {
   if (endpoint_ != nullptr) device_->progress().detach(this);
-  // The endpoint first: nothing may complete into what is closed after it.
-  if (endpoint_ != nullptr) fi_close(&endpoint_->fid);
-  for (const HeldRegion& held : regions_) releaseRegion(held);
+  // Registrations shared by the domain outlive the endpoint, so it goes
+  // first: nothing may complete into what is closed after it. A provider
+  // that binds each registration to an endpoint (FI_MR_ENDPOINT) counts
+  // them as the endpoint's users and refuses to close it (-FI_EBUSY) while
+  // one is open, so there they go first, as a verbs protection domain
+  // outlives its registrations; the peer's writes into them then fail at
+  // its NIC instead of landing.
+  const bool boundToEndpoint = (device_->info().domain_attr->mr_mode & FI_MR_ENDPOINT) != 0;
+  if (boundToEndpoint) releaseAllRegions();
+  if (endpoint_ != nullptr) {
+    if (const int rc = fi_close(&endpoint_->fid); rc != 0)
+      HORA_LOG(Warn, "ofi (", device_->provider(), "): closing an endpoint: ", device_->library().explain("fi_close", rc));
+  }
+  if (!boundToEndpoint) releaseAllRegions();
   if (addresses_ != nullptr) fi_close(&addresses_->fid);
   if (completions_ != nullptr) fi_close(&completions_->fid);
 }
@@ -146,6 +158,11 @@ void OfiQueuePair::deregisterMemory(const Region& region) {
 }
 
 void OfiQueuePair::releaseRegion(const HeldRegion& held) { registrations().release(held, closeRegistration); }
+
+void OfiQueuePair::releaseAllRegions() {
+  for (const HeldRegion& held : regions_) releaseRegion(held);
+  regions_.clear();
+}
 
 OfiQueuePair::Request* OfiQueuePair::take(Operation operation, std::uint64_t id, bool signaled) {
   if (free_.empty()) {

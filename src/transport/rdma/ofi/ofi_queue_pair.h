@@ -121,6 +121,7 @@ class OfiQueuePair final : public QueuePair {
   // where the provider binds registrations to an endpoint.
   RegistrationCache& registrations();
   void releaseRegion(const HeldRegion& held);
+  void releaseAllRegions();
   RegistrationCache ownRegistrations_;
   std::vector<HeldRegion> regions_;  // held; Region::localKey is the fid_mr*
   std::vector<std::unique_ptr<Request>> requests_;  // the rank's thread only
