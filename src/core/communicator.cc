@@ -123,6 +123,7 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
              " B, which stay in cache while ranks take turns, and reductions write outputs of ",
              tuning_.reductionStreamingMinBytes, " B and more around the cache");
   connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
+  connectorOptions.shm.wakeSleepers = sharedCpus;
   const auto kinds = chooseTransports(placements, system);
   threadCpus_ = threadCpusNearDevice(system, placements);
   bool usesShm = false;

@@ -55,6 +55,22 @@ bool ProgressEngine::progressAll() {
   return moved;
 }
 
+bool ProgressEngine::gatherWakeLines() {
+  lines_.clear();
+  auto gather = [&](transport::Connection* connection) {
+    if (connection->idle()) return true;
+    transport::WakeLine* line = connection->wakeLine();
+    if (line == nullptr) return false;
+    lines_.push_back(line);
+    return true;
+  };
+  for (auto* s : sends_)
+    if (!gather(s)) return false;
+  for (auto* r : recvs_)
+    if (!gather(r)) return false;
+  return !lines_.empty();
+}
+
 void ProgressEngine::drain(const char* what) {
   waitUntil([&] { return allMoved(/*andStamps=*/false); }, what);
 }

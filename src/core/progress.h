@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/futex.h"
 #include "core/wait_mode.h"
 #include "transport/connection.h"
 #include "transport/connector.h"
@@ -83,11 +84,23 @@ class ProgressEngine {
   template <typename F>
   void waitLoop(F done, const char* what);
   [[noreturn]] void failStalled(const char* what);
+  // The wake lines of every connection with work outstanding, into
+  // lines_; false if one has none (or none has work), so the waiter must
+  // sleep in poll() instead.
+  bool gatherWakeLines();
+  // Sleeps on lines_ (transport/wake_line.h) until a peer moves, unless
+  // the second look (progressAll, then done) finds it has already.
+  // True if the second look moved bytes.
+  template <typename F>
+  bool sleepOnWakeLines(F done);
   // Every posted byte has moved (and, `andStamps`, every stamp has left or
   // been checked): drain()'s goal and settled().
   bool allMoved(bool andStamps) const;
 
   WaitPolicy policy_;
+  std::vector<transport::WakeLine*> lines_;
+  std::vector<FutexExpectation> expected_;
+  bool wakeLinesWork_ = true;  // cleared if the kernel cannot sleep on them
   std::vector<transport::SendConnection*> sends_;
   std::vector<transport::RecvConnection*> recvs_;
 };

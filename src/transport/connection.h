@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "protocols/protocol.h"
 #include "transport/op_stamp.h"
+#include "transport/wake_line.h"
 
 namespace hora::transport {
 
@@ -47,6 +48,10 @@ class Connection {
   virtual std::chrono::microseconds sleepSlice() const { return std::chrono::milliseconds(20); }
   // Throws a Remote error if the peer is gone (called while a wait stalls).
   virtual void checkAlive() {}
+  // Where this end may sleep while it waits for the peer, which wakes it
+  // there whenever it moves (wake_line.h); null where the peer wakes
+  // nothing, and a waiter sleeps in poll() instead.
+  virtual WakeLine* wakeLine() { return nullptr; }
   virtual const std::string& peerName() const = 0;
   // Nothing outstanding: a stalled wait need not watch this peer.
   virtual bool idle() const { return completedBytes() == postedBytes(); }

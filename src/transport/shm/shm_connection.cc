@@ -83,6 +83,7 @@ std::unique_ptr<ShmSendConnection> connectShmSender(Socket lifeline, std::string
   auto* header = new (base) ShmSegmentHeader();
   header->magic = ShmSegmentHeader::kMagic;
   header->geometry = geometry;
+  header->wakesSleepers = options.wakeSleepers ? 1 : 0;
   // A new shared-memory file reads as zero (host_fifo.h); writing the
   // slots anyway is what allocates their pages.
   protocols::initFifo(base + layout.simpleOffset, layout.llOffset - layout.simpleOffset,
@@ -132,6 +133,7 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
 ShmSendConnection::ShmSendConnection(ShmSegment segment, Socket lifeline, std::string peerName)
     : segment_(std::move(segment)),
       header_(static_cast<ShmSegmentHeader*>(segment_.data())),
+      wakes_(header_->wakesSleepers != 0),
       simple_(simpleFifoAt(segment_.data(), header_->geometry, ShmSegment::pageBytes())),
       ll_(llFifoAt(segment_.data(), header_->geometry, ShmSegment::pageBytes())),
       lifeline_(std::move(lifeline)),
@@ -156,10 +158,11 @@ void ShmSendConnection::stampLeft() {
 void ShmSendConnection::publishSimple(std::size_t bytes) {
   if (!stampDue()) {
     simple_.publish(bytes);
-    return;
+  } else {
+    simple_.publishStamped(bytes, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
+    stampLeft();
   }
-  simple_.publishStamped(bytes, stamps_.front().stamp.words.data(), stamps_.front().stamp.check);
-  stampLeft();
+  wakeReceiver();
 }
 
 bool ShmSendConnection::llRoomFor(std::size_t bytes) {
@@ -174,11 +177,12 @@ bool ShmSendConnection::sendLL(const char* data, std::size_t bytes) {
   if (!stampDue()) {
     HostOrdering::fenceRelease();
     ll_.send(data, bytes, protocols::kNoDeadline);  // cannot wait: the room is there
-    return true;
+  } else {
+    const OpStamp& stamp = stamps_.front().stamp;
+    ll_.sendStamped(data, bytes, stamp.words.data(), static_cast<std::uint32_t>(stamp.check));
+    stampLeft();
   }
-  const OpStamp& stamp = stamps_.front().stamp;
-  ll_.sendStamped(data, bytes, stamp.words.data(), static_cast<std::uint32_t>(stamp.check));
-  stampLeft();
+  wakeReceiver();
   return true;
 }
 
@@ -313,6 +317,7 @@ ShmRecvConnection::ShmRecvConnection(ShmSegment segment, Socket lifeline, std::s
                                      pid_t senderPid, bool readsSender)
     : segment_(std::move(segment)),
       header_(static_cast<ShmSegmentHeader*>(segment_.data())),
+      wakes_(header_->wakesSleepers != 0),
       simple_(simpleFifoAt(segment_.data(), header_->geometry, ShmSegment::pageBytes())),
       ll_(llFifoAt(segment_.data(), header_->geometry, ShmSegment::pageBytes())),
       lifeline_(std::move(lifeline)),
@@ -400,6 +405,7 @@ void ShmRecvConnection::takeSimpleStamp() {
   dueStampChecked();
   if (slot_.bytes == 0) {
     simple_.release();  // the stamp alone
+    wakeSender();
     return;
   }
   holdingSlot_ = true;
@@ -481,6 +487,7 @@ std::span<const char> ShmRecvConnection::llArrived() {
     ll_.consume(protocols::llStampedMessageLines(llInboxBytes_));
     ++llStampsTaken_;
   }
+  wakeSender();  // its LL room came back
   llLinesSeen_ = 0;
   llInboxRead_ = 0;
   return {llInbox_, llInboxBytes_};
@@ -511,6 +518,7 @@ void ShmRecvConnection::release(ShmRoute route, std::size_t bytes) {
 
 void ShmRecvConnection::publishTaken() {
   HostOrdering::storeRelease(&header_->taken, queue_.completed());
+  wakeSender();
 }
 
 bool ShmRecvConnection::progress() {

@@ -75,6 +75,9 @@ struct ShmOptions {
   // which its slots divide (shmGeometry() in shm_layout.h).
   std::size_t fifoBytes = 4 << 20;
   std::size_t sliceBytes = 128 << 10;
+  // Each end wakes the other where it sleeps (wake_line.h): for ranks that
+  // share cores, which sleep instead of yielding (core/progress_wait.h).
+  bool wakeSleepers = false;
 };
 
 class ShmSendConnection;
@@ -117,6 +120,7 @@ class ShmSendConnection final : public SendConnection {
   pollfd pollEntry() const override;
   std::chrono::microseconds sleepSlice() const override { return kShmSleepSlice; }
   void checkAlive() override;
+  WakeLine* wakeLine() override { return wakes_ ? &header_->senderSleeps : nullptr; }
   const std::string& peerName() const override { return peer_; }
 
   // Busy until the receiver has taken every byte (a single-copy sender waits
@@ -159,9 +163,14 @@ class ShmSendConnection final : public SendConnection {
   bool sendLL(const char* data, std::size_t bytes);
   // Reads the receiver's answer once it is there (non-blocking).
   void collectAck();
+  // After publishing: the receiver may be asleep, waiting for it.
+  void wakeReceiver() {
+    if (wakes_) wakeIfSleeping(header_->receiverSleeps);
+  }
 
   ShmSegment segment_;
   ShmSegmentHeader* header_;
+  bool wakes_;  // header_->wakesSleepers
   SimpleSender simple_;
   LLSender ll_;
   Socket lifeline_;
@@ -195,6 +204,7 @@ class ShmRecvConnection final : public RecvConnection {
   pollfd pollEntry() const override { return {idle() ? -1 : lifeline_.fd(), POLLIN, 0}; }
   std::chrono::microseconds sleepSlice() const override { return kShmSleepSlice; }
   void checkAlive() override;
+  WakeLine* wakeLine() override { return wakes_ ? &header_->receiverSleeps : nullptr; }
   const std::string& peerName() const override { return peer_; }
   // Busy while bytes or a stamp are due.
   bool idle() const override { return completedBytes() == postedBytes() && !stampDue(); }
@@ -256,9 +266,14 @@ class ShmRecvConnection final : public RecvConnection {
   std::span<const char> llArrived();
   // Tells the sender how far the stream has been taken.
   void publishTaken();
+  // After freeing room or taking bytes: the sender may be asleep, waiting.
+  void wakeSender() {
+    if (wakes_) wakeIfSleeping(header_->senderSleeps);
+  }
 
   ShmSegment segment_;
   ShmSegmentHeader* header_;
+  bool wakes_;  // header_->wakesSleepers
   SimpleReceiver simple_;
   LLReceiver ll_;
   Socket lifeline_;

@@ -11,6 +11,9 @@
 // mapped twice or at the same address, which memory shared between GPUs of
 // different processes could not give either.
 //
+// `receiverSleeps` and `senderSleeps` are where each end sleeps when ranks
+// share cores (wake_line.h), each on its own line.
+//
 // `taken` counts the stream bytes the receiver has completed (its own
 // counter, on its own cache line): the sender's acknowledgedBytes(), which a
 // single-copy sender waits on before it reuses a buffer it only described.
@@ -20,6 +23,7 @@
 #include <cstdint>
 
 #include "protocols/fifo_handle.h"
+#include "transport/wake_line.h"
 
 namespace hora::transport {
 
@@ -47,7 +51,12 @@ struct alignas(64) ShmSegmentHeader {
   static constexpr std::uint64_t kMagic = 0x686f72612d73686dull;  // "hora-shm"
   std::uint64_t magic;
   ShmGeometry geometry;
+  // Nonzero: each end wakes the other when it sleeps (wake_line.h); set
+  // by the sender, alike on every connection of a communicator.
+  std::uint32_t wakesSleepers;
   alignas(64) std::uint64_t taken;  // written by the receiver only
+  WakeLine receiverSleeps;          // the receiver waits for data
+  WakeLine senderSleeps;            // the sender waits for room or `taken`
 };
 
 struct ShmSegmentLayout {
