@@ -52,7 +52,9 @@ FutexSleep futexWaitAny(std::span<const FutexExpectation> words, std::chrono::mi
       waiters[i].flags = FUTEX_32;  // shared between processes: not FUTEX_PRIVATE_FLAG
     }
     const timespec until = absoluteMonotonic(timeout);
-    if (::syscall(SYS_futex_waitv, waiters, words.size(), 0, &until, CLOCK_MONOTONIC) >= 0 || errno != ENOSYS)
+    // ENOSYS: no such call; EPERM: a sandbox's system call filter.
+    if (::syscall(SYS_futex_waitv, waiters, words.size(), 0, &until, CLOCK_MONOTONIC) >= 0 ||
+        (errno != ENOSYS && errno != EPERM))
       return FutexSleep::Woken;
     waitvWorks.store(false, std::memory_order_relaxed);
   }
