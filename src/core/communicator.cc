@@ -18,6 +18,7 @@
 #include "hora_config.h"
 #if HORA_HAVE_CUDA
 #include "device/cuda_executor.h"
+#include "device/device_memory.h"
 #endif
 #include "topology/cpu_affinity.h"
 #include "transport/rdma/device.h"
@@ -262,6 +263,21 @@ Communicator::~Communicator() {
 }
 
 
+std::optional<int> Communicator::gpuInTopology(const topology::System& system) const {
+#if HORA_HAVE_CUDA
+  if (device_ < 0) return std::nullopt;
+  const std::string busId = device::pciBusIdOf(device_);
+  const std::optional<int> gpu = busId.empty() ? std::nullopt : system.findGpu(busId);
+  if (!gpu)
+    HORA_LOG(Info, "rank ", rank_, ": CUDA device ", device_, " (bus id '", busId,
+             "') is not in the topology; RDMA NICs are ranked by this rank's CPUs");
+  return gpu;
+#else
+  (void)system;
+  return std::nullopt;
+#endif
+}
+
 std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topology::System& system,
                                                                     const Deadline& deadline,
                                                                     std::vector<CpuMask>& cpuMasks,
@@ -276,10 +292,13 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   transport::rdma::RankNetworkView view;
   view.spansHosts = spansHosts;
   view.interfaceName = bootstrap_->interfaceName();
-  // Host buffers: the NIC nearest the CPUs this rank runs on.
+  // The NICs nearest the rank's GPU where it has one the topology knows
+  // (its device buffers' traffic, staged in host memory near it, leaves
+  // there; NCCL chooses alike), else nearest the CPUs it runs on.
   const std::vector<int> cpus = topology::currentCpus();
-  view.nicsNearest = topology::rdmaNicsNearest(system, std::nullopt, cpus);
-  view.railsNearest = topology::rdmaRailsNearest(system, std::nullopt, cpus);
+  const std::optional<int> gpu = gpuInTopology(system);
+  view.nicsNearest = topology::rdmaNicsNearest(system, gpu, cpus);
+  view.railsNearest = topology::rdmaRailsNearest(system, gpu, cpus);
   transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), view);
   // What this rank can use, not what hwloc saw: ranks must agree on the
   // transport of each pair, and one whose NIC failed to open cannot use it.

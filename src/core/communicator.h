@@ -182,6 +182,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // connections so peers fail at once, and throws it.
   [[noreturn]] void failBroken(const Error& error);
   WaitPolicy waitPolicy() const;
+  // This rank's CUDA device among the topology's GPUs (by PCI bus id);
+  // none without one, or where the topology does not list it.
+  std::optional<int> gpuInTopology(const topology::System& system) const;
   // Placement, CPUs and agreed settings (agreed_settings.h) of every rank
   // (all-gathered), then transport per peer, the ring and how to wait.
   std::vector<topology::RankPlacement> gatherPlacements(const topology::System& system,

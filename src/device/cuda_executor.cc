@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <random>
 #include <thread>
 #include <utility>
@@ -14,6 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "device/cuda_check.h"
+#include "device/gpu_offer.h"
 #include "device/peer_launch.h"
 #include "device/ring_launch.h"
 #include "protocols/fifo_handle.h"
@@ -104,18 +104,7 @@ std::uint64_t processIdentity() {
   return identity;
 }
 
-// What each rank tells the others, first about its GPU, then about its FIFOs.
-struct GpuOffer {
-  std::uint64_t hostHash;
-  std::uint64_t process;  // processIdentity()
-  std::int64_t pid;
-  std::int32_t device;
-  std::int32_t residentBlocks;  // ring-kernel blocks its GPU keeps resident
-  std::int32_t minChannels;     // NCCL_MIN_NCHANNELS here
-  std::int32_t maxChannels;     // NCCL_MAX_NCHANNELS here
-  std::uint64_t llMaxBytes;     // deviceLLMaxBytes() here
-};
-
+// What each rank tells the others about its FIFOs (after its GPU: gpu_offer.h).
 struct FifoOffer {
   cudaIpcMemHandle_t handle;
   std::uint64_t base;   // this rank's address of its FIFOs
@@ -123,21 +112,43 @@ struct FifoOffer {
   std::int32_t padding;
 };
 
+// The CUDA ordinal of `uuid`'s GPU in this process; -1 where this process
+// does not see it (CUDA_VISIBLE_DEVICES).
+int localOrdinalOf(const GpuUuid& uuid) {
+  int count = 0;
+  cudaCheck(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    cudaDeviceProp properties{};
+    cudaCheck(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
+    if (std::memcmp(properties.uuid.bytes, uuid.data(), uuid.size()) == 0) return ordinal;
+  }
+  return -1;
+}
+
 // `peer`'s FIFO memory as this process addresses it: its pointer within
 // this process, or its allocation opened by CUDA IPC (added to `mappings`),
 // after enabling access to its GPU. Null, with *why set, where this GPU
 // cannot reach the peer's or its process could not export the memory.
-char* mapPeerFifos(int device, int peer, const GpuOffer& gpu, const FifoOffer& offer, std::vector<void*>& mappings,
-                   std::string* why) {
-  if (gpu.device != device) {
+// `device` and `deviceUuid`: this rank's GPU.
+char* mapPeerFifos(int device, const GpuUuid& deviceUuid, int peer, const GpuOffer& gpu, const FifoOffer& offer,
+                   std::vector<void*>& mappings, std::string* why) {
+  if (gpu.uuid != deviceUuid) {
+    // The peer's ordinal is its process's; this process may number the GPU
+    // differently, or not see it at all.
+    const int peerDevice = localOrdinalOf(gpu.uuid);
+    if (peerDevice < 0) {
+      *why = strCat(gpuName(gpu.uuid), " of rank ", peer,
+                    " is not visible to this process (CUDA_VISIBLE_DEVICES), so GPU ", device, " cannot map its memory");
+      return nullptr;
+    }
     int canAccess = 0;
-    cudaCheck(cudaDeviceCanAccessPeer(&canAccess, device, gpu.device), "cudaDeviceCanAccessPeer");
+    cudaCheck(cudaDeviceCanAccessPeer(&canAccess, device, peerDevice), "cudaDeviceCanAccessPeer");
     if (canAccess == 0) {
-      *why = strCat("GPU ", device, " cannot access GPU ", gpu.device, " of rank ", peer,
+      *why = strCat("GPU ", device, " cannot access GPU ", peerDevice, " (", gpuName(gpu.uuid), ") of rank ", peer,
                     " directly; staging through host memory is not built yet");
       return nullptr;
     }
-    const cudaError_t enabled = cudaDeviceEnablePeerAccess(gpu.device, 0);
+    const cudaError_t enabled = cudaDeviceEnablePeerAccess(peerDevice, 0);
     if (enabled != cudaErrorPeerAccessAlreadyEnabled) cudaCheck(enabled, "cudaDeviceEnablePeerAccess");
     cudaGetLastError();
   }
@@ -182,55 +193,6 @@ class SetupWrites {
  private:
   cudaStream_t stream_ = nullptr;
 };
-
-// The channels every rank uses, decided alike on every rank from what all
-// ranks offered; or why device collectives cannot run on this communicator.
-struct ChannelAgreement {
-  int minChannels = 1;
-  int maxChannels = DeviceRing::kMaxChannels;
-  std::uint64_t llMaxBytes = 0;  // the smallest any rank allows
-  bool crossesHosts = false;     // some link of the ring goes through the network proxy
-  std::string unusable;
-};
-
-// `networkPossible`: the ranks can make connections for the network proxy.
-ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::vector<int>& ringRanks,
-                                 bool networkPossible) {
-  ChannelAgreement agreed;
-  std::map<std::pair<std::uint64_t, int>, int> ranksOnGpu;
-  for (const GpuOffer& g : gpus) ++ranksOnGpu[{g.hostHash, g.device}];
-  for (const GpuOffer& g : gpus) {
-    const int sharing = ranksOnGpu[{g.hostHash, g.device}];
-    const int fit = channelsPerRank(g.residentBlocks, sharing, g.maxChannels);
-    if (fit == 0) {
-      agreed.unusable = strCat(sharing, " ranks share GPU ", g.device, ", which keeps only ", g.residentBlocks,
-                               " blocks of the ring kernel resident: their kernels could not all run at once");
-      return agreed;
-    }
-    agreed.maxChannels = std::min(agreed.maxChannels, fit);
-    agreed.minChannels = std::max(agreed.minChannels, static_cast<int>(g.minChannels));
-  }
-  agreed.llMaxBytes = gpus.front().llMaxBytes;
-  for (const GpuOffer& g : gpus) agreed.llMaxBytes = std::min(agreed.llMaxBytes, g.llMaxBytes);
-  agreed.minChannels = std::min(agreed.minChannels, agreed.maxChannels);
-  const std::size_t n = ringRanks.size();
-  for (std::size_t p = 0; p < n; ++p)
-    if (gpus[static_cast<std::size_t>(ringRanks[p])].hostHash !=
-        gpus[static_cast<std::size_t>(ringRanks[(p + 1) % n])].hostHash)
-      agreed.crossesHosts = true;
-  if (agreed.crossesHosts && !networkPossible)
-    agreed.unusable = "the ring crosses hosts, and this communicator has no connections for the network proxy";
-  // The relays carry Simple slots only (transport/proxy/fifo_relay.h), and
-  // one channel: channels sharing one connection could wait for each
-  // other around a ring of hosts (a block keeps its received slot while it
-  // waits for room to send, and a frame for a full FIFO holds up the
-  // frames behind it).
-  if (agreed.crossesHosts) {
-    agreed.llMaxBytes = 0;
-    agreed.minChannels = agreed.maxChannels = 1;
-  }
-  return agreed;
-}
 
 }  // namespace
 
@@ -286,6 +248,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   mine.process = processIdentity();
   mine.pid = ::getpid();
   mine.device = ctx_.device;
+  std::memcpy(mine.uuid.data(), properties.uuid.bytes, mine.uuid.size());
   mine.residentBlocks = ringBlocksPerMultiprocessor() * properties.multiProcessorCount;
   mine.minChannels = static_cast<std::int32_t>(env::getInt({"HORA_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS"}, 1));
   mine.maxChannels = static_cast<std::int32_t>(
@@ -303,14 +266,10 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   shape_.maxChannels = channels;
   shape_.minChannels = agreed.minChannels;
   shape_.llMaxBytes = agreed.llMaxBytes;
-  int inThisProcess = 0;
-  for (const GpuOffer& g : gpus) inThisProcess += g.process == mine.process && g.device == mine.device ? 1 : 0;
+  const int inThisProcess = ranksOnGpu(gpus, mine, /*sameProcess=*/true);
   gpuSharedInProcess_ = inThisProcess > 1;
-  for (const GpuOffer& g : gpus) {
-    int sharing = 0;
-    for (const GpuOffer& other : gpus) sharing += other.process == g.process && other.device == g.device ? 1 : 0;
-    if (sharing > 1) legacyStreamRefused_ = true;
-  }
+  for (const GpuOffer& g : gpus)
+    if (ranksOnGpu(gpus, g, /*sameProcess=*/true) > 1) legacyStreamRefused_ = true;
   if (gpuSharedInProcess_)
     maxQueued_ = static_cast<std::uint64_t>(std::max<long long>(
         0, env::getInt({"HORA_DEVICE_MAX_QUEUED"},
@@ -391,7 +350,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
         std::string why;
         bases[static_cast<std::size_t>(peer)] =
             peer == ctx_.rank ? static_cast<char*>(fifos_)
-                              : mapPeerFifos(ctx_.device, peer, gpus[static_cast<std::size_t>(peer)],
+                              : mapPeerFifos(ctx_.device, mine.uuid, peer, gpus[static_cast<std::size_t>(peer)],
                                              offers[static_cast<std::size_t>(peer)], peerMappings_, &why);
         if (bases[static_cast<std::size_t>(peer)] == nullptr) {
           if (peer == next) fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the next rank of the ring: ", why);

@@ -27,6 +27,15 @@ int deviceCount() {
   return count;
 }
 
+std::string pciBusIdOf(int device) {
+  char busId[32] = {};
+  if (cudaDeviceGetPCIBusId(busId, sizeof(busId), device) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return busId;
+}
+
 int currentDevice() {
   if (deviceCount() == 0) return -1;
   int device = -1;

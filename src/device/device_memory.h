@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace hora::device {
 
@@ -15,6 +16,9 @@ bool isDeviceMemory(const void* pointer);
 int currentDevice();
 // CUDA devices this process sees (0 where CUDA has none).
 int deviceCount();
+// The PCI bus id of CUDA device `device` ("0000:07:00.0"), as the topology
+// names GPUs; empty where CUDA cannot say.
+std::string pciBusIdOf(int device);
 
 // `bytes` of memory on the current device, which other processes can open
 // by CUDA IPC (cudaMalloc memory is). Throws hora::Error naming the size
