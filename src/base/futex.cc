@@ -10,6 +10,8 @@
 #include <climits>
 #include <vector>
 
+#include "base/error.h"
+
 namespace hora {
 
 namespace {
@@ -44,7 +46,9 @@ FutexSleep futexWaitAny(std::span<const FutexExpectation> words, std::chrono::mi
     return FutexSleep::Woken;  // EAGAIN (changed), EINTR, ETIMEDOUT alike: look again
   }
 #ifdef SYS_futex_waitv
-  if (words.size() <= FUTEX_WAITV_MAX && waitvWorks.load(std::memory_order_relaxed)) {
+  static_assert(kFutexWaitMaxWords == FUTEX_WAITV_MAX);
+  if (words.size() > kFutexWaitMaxWords) fail(ErrorKind::Internal, "a futex wait on ", words.size(), " words");
+  if (waitvWorks.load(std::memory_order_relaxed)) {
     futex_waitv waiters[FUTEX_WAITV_MAX] = {};
     for (std::size_t i = 0; i < words.size(); ++i) {
       waiters[i].val = words[i].value;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -20,12 +21,16 @@ struct FutexExpectation {
 
 enum class FutexSleep {
   Woken,        // woken, a word differed, a signal came, or the time ran out
-  Unsupported,  // the kernel cannot wait on these words: poll instead
+  Unsupported,  // the kernel cannot wait on several words: poll instead
 };
+
+// The most words one wait may watch (futex_waitv's limit).
+inline constexpr std::size_t kFutexWaitMaxWords = 128;
 
 // Sleeps until one of `words` no longer holds its value (checked by the
 // kernel atomically with going to sleep, so a change made just before
-// cannot be missed), a wake on one of them, or `timeout`.
+// cannot be missed), a wake on one of them, or `timeout`. At most
+// kFutexWaitMaxWords words.
 FutexSleep futexWaitAny(std::span<const FutexExpectation> words, std::chrono::microseconds timeout);
 
 // Wakes every thread sleeping on `word`, in any process.

@@ -296,9 +296,9 @@ std::vector<topology::RankPlacement> Communicator::gatherPlacements(const topolo
   // (its device buffers' traffic, staged in host memory near it, leaves
   // there; NCCL chooses alike), else nearest the CPUs it runs on.
   const std::vector<int> cpus = topology::currentCpus();
-  const std::optional<int> gpu = gpuInTopology(system);
-  view.nicsNearest = topology::rdmaNicsNearest(system, gpu, cpus);
-  view.railsNearest = topology::rdmaRailsNearest(system, gpu, cpus);
+  gpuInTopology_ = gpuInTopology(system);
+  view.nicsNearest = topology::rdmaNicsNearest(system, gpuInTopology_, cpus);
+  view.railsNearest = topology::rdmaRailsNearest(system, gpuInTopology_, cpus);
   transport::rdma::prepareNetworkDevices(topology::TransportPolicy::fromEnvironment(), view);
   // What this rank can use, not what hwloc saw: ranks must agree on the
   // transport of each pair, and one whose NIC failed to open cannot use it.
@@ -340,7 +340,7 @@ std::optional<std::vector<int>> Communicator::threadCpusNearDevice(
     const topology::System& system, const std::vector<topology::RankPlacement>& placements) const {
   // The device this rank's data goes through: its GPU, else the NIC that
   // carries its traffic to ranks on other hosts.
-  std::optional<int> device = system.findGpu(placements[rank_].gpuBusId);
+  std::optional<int> device = gpuInTopology_;
   const bool otherHosts = std::any_of(placements.begin(), placements.end(), [&](const auto& p) {
     return p.hostHash != placements[rank_].hostHash;
   });

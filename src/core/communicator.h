@@ -212,6 +212,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Tuning tuning_;
   WaitMode waitMode_ = WaitMode::Spin;
   std::optional<std::vector<int>> threadCpus_;
+  std::optional<int> gpuInTopology_;  // gpuInTopology(), found once at init
   WindowTable windows_;
   std::shared_ptr<transport::UserRegistrations> userRegistrations_ =
       std::make_shared<transport::UserRegistrations>();

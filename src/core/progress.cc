@@ -68,7 +68,8 @@ bool ProgressEngine::gatherWakeLines() {
     if (!gather(s)) return false;
   for (auto* r : recvs_)
     if (!gather(r)) return false;
-  return !lines_.empty();
+  // More than one wait can watch (an all-to-all with many peers): poll().
+  return !lines_.empty() && lines_.size() <= kFutexWaitMaxWords;
 }
 
 void ProgressEngine::drain(const char* what) {

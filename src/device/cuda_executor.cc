@@ -112,30 +112,31 @@ struct FifoOffer {
   std::int32_t padding;
 };
 
-// The CUDA ordinal of `uuid`'s GPU in this process; -1 where this process
-// does not see it (CUDA_VISIBLE_DEVICES).
-int localOrdinalOf(const GpuUuid& uuid) {
+// The UUIDs of the GPUs this process sees, by CUDA ordinal.
+std::vector<GpuUuid> visibleGpus() {
   int count = 0;
   cudaCheck(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  std::vector<GpuUuid> uuids(static_cast<std::size_t>(count));
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     cudaDeviceProp properties{};
     cudaCheck(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
-    if (std::memcmp(properties.uuid.bytes, uuid.data(), uuid.size()) == 0) return ordinal;
+    std::memcpy(uuids[static_cast<std::size_t>(ordinal)].data(), properties.uuid.bytes, sizeof(GpuUuid));
   }
-  return -1;
+  return uuids;
 }
 
 // `peer`'s FIFO memory as this process addresses it: its pointer within
 // this process, or its allocation opened by CUDA IPC (added to `mappings`),
 // after enabling access to its GPU. Null, with *why set, where this GPU
 // cannot reach the peer's or its process could not export the memory.
-// `device` and `deviceUuid`: this rank's GPU.
-char* mapPeerFifos(int device, const GpuUuid& deviceUuid, int peer, const GpuOffer& gpu, const FifoOffer& offer,
-                   std::vector<void*>& mappings, std::string* why) {
+// `device` and `deviceUuid`: this rank's GPU; `visible`: visibleGpus().
+char* mapPeerFifos(int device, const GpuUuid& deviceUuid, const std::vector<GpuUuid>& visible, int peer,
+                   const GpuOffer& gpu, const FifoOffer& offer, std::vector<void*>& mappings, std::string* why) {
   if (gpu.uuid != deviceUuid) {
     // The peer's ordinal is its process's; this process may number the GPU
     // differently, or not see it at all.
-    const int peerDevice = localOrdinalOf(gpu.uuid);
+    const auto found = std::find(visible.begin(), visible.end(), gpu.uuid);
+    const int peerDevice = found == visible.end() ? -1 : static_cast<int>(found - visible.begin());
     if (peerDevice < 0) {
       *why = strCat(gpuName(gpu.uuid), " of rank ", peer,
                     " is not visible to this process (CUDA_VISIBLE_DEVICES), so GPU ", device, " cannot map its memory");
@@ -339,6 +340,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
       // the next rank's; a peer this rank cannot reach only rules out
       // point-to-point work on device buffers.
       std::vector<char*> bases(static_cast<std::size_t>(n), nullptr);
+      const std::vector<GpuUuid> visible = visibleGpus();
       for (int peer = 0; peer < n; ++peer) {
         if (gpus[static_cast<std::size_t>(peer)].hostHash != mine.hostHash) {
           // Reached through the network proxy, by the ring only.
@@ -350,7 +352,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
         std::string why;
         bases[static_cast<std::size_t>(peer)] =
             peer == ctx_.rank ? static_cast<char*>(fifos_)
-                              : mapPeerFifos(ctx_.device, mine.uuid, peer, gpus[static_cast<std::size_t>(peer)],
+                              : mapPeerFifos(ctx_.device, mine.uuid, visible, peer, gpus[static_cast<std::size_t>(peer)],
                                              offers[static_cast<std::size_t>(peer)], peerMappings_, &why);
         if (bases[static_cast<std::size_t>(peer)] == nullptr) {
           if (peer == next) fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the next rank of the ring: ", why);

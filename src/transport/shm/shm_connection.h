@@ -120,7 +120,9 @@ class ShmSendConnection final : public SendConnection {
   pollfd pollEntry() const override;
   std::chrono::microseconds sleepSlice() const override { return kShmSleepSlice; }
   void checkAlive() override;
-  WakeLine* wakeLine() override { return wakes_ ? &header_->senderSleeps : nullptr; }
+  // None while the receiver's answer is due: it comes over the lifeline,
+  // which poll() watches, and rings nothing.
+  WakeLine* wakeLine() override { return wakes_ && !awaitingAck_ ? &header_->senderSleeps : nullptr; }
   const std::string& peerName() const override { return peer_; }
 
   // Busy until the receiver has taken every byte (a single-copy sender waits

@@ -48,7 +48,9 @@ struct ShmGeometry {
 ShmGeometry shmGeometry(std::size_t fifoBytes, std::size_t sliceBytes);
 
 struct alignas(64) ShmSegmentHeader {
-  static constexpr std::uint64_t kMagic = 0x686f72612d73686dull;  // "hora-shm"
+  // "hora-sh2": the header of this layout (with wake lines); a peer built
+  // with another layout is refused by name instead of misread.
+  static constexpr std::uint64_t kMagic = 0x686f72612d736832ull;
   std::uint64_t magic;
   ShmGeometry geometry;
   // Nonzero: each end wakes the other when it sleeps (wake_line.h); set

@@ -122,7 +122,12 @@ RegistrationCache& OfiQueuePair::registrations() {
 }
 
 namespace {
-void closeRegistration(void* mr) { fi_close(&static_cast<fid_mr*>(mr)->fid); }
+void closeRegistration(void* mr) {
+  // A provider may refuse while an operation on it is outstanding (a
+  // connection torn down mid-transfer): the registration then stays.
+  if (const int rc = fi_close(&static_cast<fid_mr*>(mr)->fid); rc != 0)
+    HORA_LOG(Warn, "ofi: closing a memory registration failed (", rc, "): it stays registered");
+}
 }  // namespace
 
 Region OfiQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t owner) {
