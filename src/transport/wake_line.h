@@ -1,9 +1,9 @@
 // Waking a rank that sleeps until its peer moves, for ranks that share
-// cores (core/wait_mode.h): a rank with nothing to do goes to sleep at
-// once, giving the core to the ranks that have work, and the peer that
-// gives it work wakes exactly it. Yielding the core instead keeps every
-// waiting rank runnable, so the scheduler keeps handing the core to ranks
-// that only look and yield again.
+// cores (core/wait_mode.h). A rank that has waited out its budget
+// (yielding the core between looks, core/progress_wait.h) sleeps here and
+// uses no CPU until the peer that gives it work wakes exactly it, where
+// sleeping in poll() it would wake every 50 us to look: shared memory
+// wakes no file descriptor.
 //
 // One line per waiting end of a connection, in memory both ends share:
 //
@@ -41,7 +41,8 @@ inline void wakeIfSleeping(WakeLine& line) {
 }
 
 // The waiter's half, in two steps around its second look for progress:
-// announce() returns what the bell must still hold for the sleep to begin.
+// announceSleep() returns what the bell must still hold for the sleep to
+// begin; endSleep() follows the sleep, or a second look that found work.
 inline std::uint32_t announceSleep(WakeLine& line) {
   const std::uint32_t bell = std::atomic_ref<std::uint32_t>(line.bell).load(std::memory_order_relaxed);
   std::atomic_ref<std::uint32_t>(line.sleeping).store(1, std::memory_order_relaxed);
