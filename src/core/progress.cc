@@ -109,6 +109,8 @@ void ProgressEngine::failStalled(const char* what) {
     if (s->completedBytes() != s->postedBytes())
       waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to accept data (",
                         s->postedBytes() - s->completedBytes(), " bytes outstanding)");
+    else if (s->peerMemoryAccess() == transport::PeerMemoryAccess::Unknown)
+      waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to answer the connection's handshake");
     else if (s->stampPending())
       waiting += strCat(waiting.empty() ? "" : "; ", s->peerName(), " to make room for this operation's stamp");
     else

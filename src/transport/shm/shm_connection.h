@@ -125,12 +125,14 @@ class ShmSendConnection final : public SendConnection {
   WakeLine* wakeLine() override { return wakes_ && !awaitingAck_ ? &header_->senderSleeps : nullptr; }
   const std::string& peerName() const override { return peer_; }
 
-  // Busy until the receiver has taken every byte (a single-copy sender waits
-  // for that), while an in-place sender waits for room, and while a stamp
-  // that must leave alone waits for a slot.
+  // Busy until the receiver has answered the handshake (a single-copy
+  // sender waits for that answer, which poll() then watches the lifeline
+  // for) and has taken every byte (a single-copy sender waits for that),
+  // while an in-place sender waits for room, and while a stamp that must
+  // leave alone waits for a slot.
   bool idle() const override {
-    return completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() && !wantsRoom_ &&
-           stamps_.empty();
+    return !awaitingAck_ && completedBytes() == postedBytes() && acknowledgedBytes() >= postedBytes() &&
+           !wantsRoom_ && stamps_.empty();
   }
   void alignStream(std::size_t alignment) override;
   void beginMessage(protocols::Protocol protocol) override;
