@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +26,7 @@
 
 #include "base/deadline.h"
 #include "base/socket.h"
+#include "core/progress.h"
 #include "byte_pattern.h"
 #include "shm_pair.h"
 #include "hora/communicator.h"
@@ -95,6 +97,31 @@ TEST_F(ShmConnectionTest, SenderCompletesOnlyOnceTheReceiverHasMappedTheFifo) {
   EXPECT_EQ(received, data);
   EXPECT_EQ(sender->acknowledgedBytes(), 100u);
   EXPECT_TRUE(sender->idle());
+}
+
+// A sender that needs the receiver's handshake answer (a single-copy
+// sender asks whether the receiver may read its memory) is busy until it
+// comes, watching the lifeline the answer arrives on; a wait that stalls
+// there says so.
+TEST_F(ShmConnectionTest, SenderAwaitingTheHandshakeAnswerIsBusyAndSaysSoWhenItStalls) {
+  connectSender();  // no receiver yet: no answer
+  EXPECT_FALSE(sender->idle()) << "the answer is still due";
+  EXPECT_NE(sender->pollEntry().fd, -1) << "the answer comes on the lifeline, which a sleeper must watch";
+  EXPECT_EQ(sender->wakeLine(), nullptr) << "nothing rings a wake line for the answer";
+  std::atomic<bool> abort{false};
+  core::ProgressEngine engine({std::chrono::milliseconds(200), std::chrono::microseconds(0), &abort, 0});
+  engine.add(sender.get());
+  try {
+    engine.waitUntil([&] { return sender->peerMemoryAccess() != PeerMemoryAccess::Unknown; }, "testing");
+    ADD_FAILURE() << "the wait ended without an answer";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(kReceiverName + " to answer the connection's handshake"),
+              std::string::npos)
+        << error.what();
+  }
+  acceptReceiver();
+  ASSERT_TRUE(pumpUntil([&] { return sender->peerMemoryAccess() != PeerMemoryAccess::Unknown; }));
+  EXPECT_TRUE(sender->idle()) << "answered, nothing posted";
 }
 
 TEST_F(ShmConnectionTest, InPlaceSendAndReceiveMoveDataIntact) {
