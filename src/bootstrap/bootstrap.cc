@@ -26,8 +26,7 @@ std::uint64_t localHostHash() {
   gethostname(name, sizeof(name) - 1);
   // Ranks in different network or pid namespaces of one machine are
   // different hosts to us: they cannot share memory through /proc/<pid>.
-  std::string key = id ? "id:" : "";
-  key += id ? *id : std::string(name);
+  std::string key = id ? "id:" + *id : std::string(name);
   for (const char* ns : {"/proc/self/ns/net", "/proc/self/ns/pid"}) {
     char target[256] = {0};
     ssize_t n = readlink(ns, target, sizeof(target) - 1);

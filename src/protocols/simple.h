@@ -102,6 +102,9 @@ class SimpleSender {
         knownTail_(Ordering::loadAcquire(fifo.tail)),
         headSlot_(head_ % fifo.slotCount) {}
 
+  // The most bytes a slot holds.
+  HORA_HOST_DEVICE std::uint64_t slotBytes() const { return fifo_.slotBytes; }
+
   // Without waiting: whether a slot is free, and if so *slot as waitRoom
   // gives it. For callers that poll many FIFOs from one loop.
   HORA_HOST_DEVICE bool tryRoom(char** slot) {
@@ -139,10 +142,7 @@ class SimpleSender {
   // words) goes to the board, `check` (30 bits of it) with the size.
   HORA_HOST_DEVICE void publishStamped(std::uint64_t bytes, const std::uint64_t* stamp,
                                        std::uint64_t check) {
-    std::uint64_t* entry = fifo_.stamps + headSlot_ * kStampWords;
-    for (std::uint64_t w = 0; w < kStampWords; ++w) entry[w] = stamp[w];
-    fifo_.sizes[headSlot_] = bytes | kLastPiece | kStamped | check << kStampCheckShift;
-    advanceHead();
+    publishWord(bytes | kLastPiece | kStamped | check << kStampCheckShift, stamp);
   }
 
   // publish() of a slot whose size word (and, when `stamp` is not null, its

@@ -79,10 +79,7 @@ void FifoSendRelay::sendEnd() {
 FifoRecvRelay::FifoRecvRelay(const std::vector<protocols::FifoHandle>& fifos, RecvConnection& connection)
     : connection_(connection) {
   HORA_ENFORCE(!fifos.empty(), "a relay of no FIFOs");
-  for (const protocols::FifoHandle& fifo : fifos) {
-    fifos_.emplace_back(fifo);
-    slotBytes_.push_back(fifo.slotBytes);
-  }
+  for (const protocols::FifoHandle& fifo : fifos) fifos_.emplace_back(fifo);
 }
 
 bool FifoRecvRelay::received(void* into, std::size_t bytes) {
@@ -122,7 +119,7 @@ bool FifoRecvRelay::progress() {
         }
         const bool stamped = (word & kStamped) != 0;
         const bool strayCheck = !stamped && (word >> kStampCheckShift & kStampCheckMask) != 0;
-        if (header_.channel >= fifos_.size() || (word & kSizeMask) > slotBytes_[header_.channel] || strayCheck)
+        if (header_.channel >= fifos_.size() || (word & kSizeMask) > fifos_[header_.channel].slotBytes() || strayCheck)
           fail(ErrorKind::Remote, "the device network relay from ", connection_.peerName(),
                " sent a frame that is none of its own (channel ", header_.channel, " of ", fifos_.size(),
                ", size word ", word, ")");

@@ -116,7 +116,6 @@ class FifoRecvRelay {
   bool received(void* into, std::size_t bytes);
   using Sender = protocols::SimpleSender<protocols::HostOrdering>;
   std::vector<Sender> fifos_;
-  std::vector<std::uint64_t> slotBytes_;
   RecvConnection& connection_;
   Stage stage_ = Stage::Header;
   bool posted_ = false;     // the stage's receive is posted
