@@ -8,10 +8,7 @@
 #include "api/group.h"
 #include "api/nccl_api.h"
 #include "bootstrap/unique_id.h"
-#include "hora_config.h"
-#if HORA_HAVE_CUDA
-#include "device/device_memory.h"
-#endif
+#include "core/scalar.h"
 
 using namespace hora;
 
@@ -337,20 +334,19 @@ HORA_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* sca
     const DataType type = api::checkType(datatype, "datatype");
     HORA_CHECK_ARG(residence == ncclScalarDevice || residence == ncclScalarHostImmediate,
                    "invalid scalar residence ", int(residence));
-    std::uint64_t bits = 0;
-    // The scalar is read now, whatever its residence says: from the device
-    // where it lies in device memory (PyTorch passes a tensor's), else from
-    // the host.
-#if HORA_HAVE_CUDA
-    if (device::isDeviceMemory(scalar)) {
-      device::copyToHost(&bits, scalar, dataTypeSize(type));
-    } else {
-      std::memcpy(&bits, scalar, dataTypeSize(type));
+    const api::CommPtr communicator = api::checkComm(comm);
+    // ncclScalarDevice: the scalar stays where it is and is read each time
+    // a collective with this op runs (on device buffers by the kernel, after
+    // the stream's earlier work), as NCCL does; PyTorch passes a tensor's
+    // memory, which may be written just before the collective.
+    if (residence == ncclScalarDevice) {
+      *op = static_cast<ncclRedOp_t>(communicator->createPreMulSum(type, 0, scalar));
+      return;
     }
-#else
-    std::memcpy(&bits, scalar, dataTypeSize(type));
-#endif
-    *op = static_cast<ncclRedOp_t>(api::checkComm(comm)->createPreMulSum(type, bits));
+    // ncclScalarHostImmediate: read now.
+    std::uint64_t bits = 0;
+    core::readScalar(&bits, scalar, dataTypeSize(type));
+    *op = static_cast<ncclRedOp_t>(communicator->createPreMulSum(type, bits));
   });
 }
 

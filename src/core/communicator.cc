@@ -675,7 +675,7 @@ void Communicator::abort() {
   queue_.clear();
 }
 
-int Communicator::createPreMulSum(DataType type, std::uint64_t scalarBits) {
+int Communicator::createPreMulSum(DataType type, std::uint64_t scalarBits, const void* scalarAt) {
   std::lock_guard<std::mutex> lock(stateMutex_);
   // The lowest free handle, as NCCL reuses them: PyTorch makes and destroys
   // one per PREMUL_SUM collective, so counting up would run out of ints.
@@ -684,7 +684,7 @@ int Communicator::createPreMulSum(DataType type, std::uint64_t scalarBits) {
     if (used != handle) break;
     ++handle;
   }
-  customOps_[handle] = kernels::ReduceSpec{type, kernels::ReduceKind::PreMulSum, scalarBits};
+  customOps_[handle] = kernels::ReduceSpec{type, kernels::ReduceKind::PreMulSum, scalarBits, scalarAt};
   return handle;
 }
 
@@ -758,8 +758,19 @@ MemoryKind Communicator::checkedMemoryOf(std::span<const Op> ops) const {
 }
 
 void Communicator::runOps(std::span<const Op> ops, MemoryKind memory) {
-  if (memory == MemoryKind::Host) return executor_->run(ops);
-  cudaExecutor_->run(ops);  // checkedMemoryOf made sure there is one
+  if (memory == MemoryKind::Device) return cudaExecutor_->run(ops);  // checkedMemoryOf made sure there is one
+  if (std::none_of(ops.begin(), ops.end(), [](const Op& op) { return op.reduce.scalarAt != nullptr; }))
+    return executor_->run(ops);
+  // A PreMulSum scalar left in memory (ncclScalarDevice) is read as the
+  // operation starts: host work has no stream to order the read after.
+  std::vector<Op> withScalars(ops.begin(), ops.end());
+  for (Op& op : withScalars) {
+    if (op.reduce.scalarAt == nullptr) continue;
+    op.reduce.scalarBits = 0;
+    readScalar(&op.reduce.scalarBits, op.reduce.scalarAt, dataTypeSize(op.reduce.type));
+    op.reduce.scalarAt = nullptr;
+  }
+  executor_->run(withScalars);
 }
 
 }  // namespace hora::core

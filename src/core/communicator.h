@@ -153,7 +153,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::uint64_t zeroCopyCollectives() const { return executor_->windowCollectives(); }
 
   // PreMulSum handles (ncclRedOpCreatePreMulSum): index >= ncclNumOps.
-  int createPreMulSum(DataType type, std::uint64_t scalarBits);
+  // The scalar comes by value (`scalarBits`), or, where `scalarAt` is not
+  // null (ncclScalarDevice), stays in memory and is read each time an
+  // operation with the handle runs.
+  int createPreMulSum(DataType type, std::uint64_t scalarBits, const void* scalarAt = nullptr);
   void destroyRedOp(int handle);
   // The element-wise reduction of a built-in op or handle, for `type`.
   kernels::ReduceSpec reduceSpecFor(int op, DataType type) const;

@@ -3,7 +3,11 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "hora_config.h"
 #include "kernels/dtypes.h"
+#if HORA_HAVE_CUDA
+#include "device/device_memory.h"
+#endif
 
 namespace hora::core {
 
@@ -32,6 +36,13 @@ std::uint64_t scalarBits(DataType type, double value) {
     case DataType::Float8e5m2: return fp8_e5m2(static_cast<float>(value)).bits;
   }
   fail(ErrorKind::InvalidArgument, "invalid data type ", static_cast<int>(type));
+}
+
+void readScalar(void* to, const void* from, std::size_t bytes) {
+#if HORA_HAVE_CUDA
+  if (device::isDeviceMemory(from)) return device::copyToHost(to, from, bytes);
+#endif
+  std::memcpy(to, from, bytes);
 }
 
 }  // namespace hora::core

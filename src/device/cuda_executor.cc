@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "device/cuda_check.h"
+#include "device/device_memory.h"
 #include "device/gpu_offer.h"
 #include "device/peer_launch.h"
 #include "device/ring_launch.h"
@@ -642,6 +643,10 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
              "take one stream per communicator; this group gives ", core::opKindName(op.kind), " another");
     } else {
       planDeviceLaunch(op, shape_);  // throws for kinds without a device schedule
+      if (op.reduce.scalarAt != nullptr && !isDeviceReadable(op.reduce.scalarAt))
+        fail(ErrorKind::InvalidArgument, "rank ", ctx_.rank, ": ", core::opKindName(op.kind),
+             " on device buffers with a ncclRedOpCreatePreMulSum op whose scalar was given as ncclScalarDevice "
+             "but lies in host memory the GPU cannot read; pass device memory, or ncclScalarHostImmediate");
     }
     // The legacy default stream waits for every other blocking stream of the
     // process and they for it: the kernels of ranks sharing this GPU here
@@ -792,6 +797,7 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     work.timeoutNs = timeoutNs_;
     work.failure = failureOnDevice_;
     work.stopped = stopped_;
+    work.preMulScalar = plan.spec.scalarAt;
     work.queue = admitKernel(stream, !launchedInRun);
     launchedInRun = true;
     orderAfterLastLaunch(stream);

@@ -18,6 +18,18 @@ bool isDeviceMemory(const void* pointer) {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
+bool isDeviceReadable(const void* pointer) {
+  if (pointer == nullptr) return false;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  // Pinned host memory is read through its device address, which unified
+  // addressing makes the same as its host address.
+  return attributes.type != cudaMemoryTypeUnregistered && attributes.devicePointer == pointer;
+}
+
 int deviceCount() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

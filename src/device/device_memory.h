@@ -12,6 +12,9 @@ namespace hora::device {
 // Whether `pointer` is memory a CUDA device owns or manages (false for host
 // memory, including where CUDA has no device).
 bool isDeviceMemory(const void* pointer);
+// Whether a kernel can read `pointer`: device or managed memory, or host
+// memory pinned by CUDA (false for plain host memory).
+bool isDeviceReadable(const void* pointer);
 // The calling thread's current CUDA device, or -1 where CUDA has none.
 int currentDevice();
 // CUDA devices this process sees (0 where CUDA has none).

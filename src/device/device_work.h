@@ -88,6 +88,11 @@ struct DeviceWork {
   DeviceFailure* failure;  // host-mapped
   const std::uint32_t* stopped;  // device memory: the rank's stop word (DeviceFailure)
   QueuedKernels queue;
+  // PreMulSum with the scalar left in memory (ncclScalarDevice): where the
+  // kernel reads it as it starts, so that it sees what the stream's earlier
+  // work wrote there, in every replay of a graph; null where the scalar
+  // came by value.
+  const void* preMulScalar;
 };
 
 // One send or receive of a point-to-point launch, run by one thread block:

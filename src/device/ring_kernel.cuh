@@ -20,6 +20,9 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
   beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped);
+  if constexpr (std::is_same_v<decltype(math.pre), kernels::FuncPreMul<T>>) {
+    if (work.preMulScalar != nullptr) math.pre = kernels::FuncPreMul<T>(*static_cast<const T*>(work.preMulScalar));
+  }
   const DeviceRing& ring = *work.ring;
   const algorithms::Ring order{ring.nranks, ring.pos, ring.ranks};
   const algorithms::Channel channel{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)};
@@ -73,6 +76,7 @@ void launchRingAs(const kernels::ReduceSpec& spec, const DeviceWork& work, int c
     case ReduceKind::Max: return launchWith<T, FuncMax<T>>(work, channels, stream, identity, identity);
     case ReduceKind::Min: return launchWith<T, FuncMin<T>>(work, channels, stream, identity, identity);
     case ReduceKind::PreMulSum: {
+      // (A scalar left in memory replaces this one as the kernel starts.)
       T scalar;
       static_assert(sizeof(T) <= sizeof(spec.scalarBits));
       std::memcpy(&scalar, &spec.scalarBits, sizeof(T));  // the low bytes (little-endian)

@@ -58,6 +58,10 @@ void checkReduceArguments(const char* caller, const ReduceSpec& spec, const void
   if (spec.kind == ReduceKind::SumPostDiv && spec.scalarBits == 0) {
     throwInvalid(caller, "sumpostdiv needs a divisor of at least 1, got 0");
   }
+  if (spec.scalarAt != nullptr) {
+    // Only the executors read a scalar where it lies, as an operation runs.
+    throwInvalid(caller, "the premulsum scalar must be given by value (scalarBits), not by address");
+  }
   if (count == 0) return;
   const std::size_t elementSize = dataTypeSize(spec.type);
   checkPointer(caller, dst, "dst", elementSize, spec.type);

@@ -25,6 +25,12 @@ struct ReduceSpec {
   // (e.g. the 2 bytes of a half, the 4 bytes of an int32), little-endian in
   // the low bytes. SumPostDiv: the divisor as an unsigned integer.
   std::uint64_t scalarBits = 0;
+  // PreMulSum whose scalar the program left in memory to be read when the
+  // operation runs (ncclScalarDevice): its address, and scalarBits is
+  // unused. A kernel reads it there, after whatever the stream did before;
+  // a host operation reads it as it starts (Communicator::runOps). The
+  // functions below take the scalar in scalarBits only.
+  const void* scalarAt = nullptr;
 };
 
 // For i in [0, count):

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -41,21 +42,49 @@ TEST(HostSemantics, HostCommunicatorsHaveNoCudaDevice) {
   for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
-TEST(HostSemantics, PreMulSumScalarIsReadWhenTheOpIsCreated) {
-  // Both residences name host memory here, read by ncclRedOpCreatePreMulSum;
-  // changing the variable later does not change the op.
-  for (ncclScalarResidence_t residence : {ncclScalarHostImmediate, ncclScalarDevice}) {
-    LocalComms comms(1);
-    double scalar = 3.0;
-    ncclRedOp_t op;
-    ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar, ncclDouble, residence, comms[0]), ncclSuccess);
-    scalar = 100.0;
-    std::vector<double> in = {1.0, -2.0}, out(2);
-    ASSERT_EQ(ncclAllReduce(in.data(), out.data(), 2, ncclDouble, op, comms[0], nullptr), ncclSuccess)
-        << ncclGetLastError(nullptr);
-    EXPECT_EQ(out, (std::vector<double>{3.0, -6.0})) << "residence " << residence;
-    EXPECT_EQ(ncclRedOpDestroy(op, comms[0]), ncclSuccess);
+// ncclScalarHostImmediate: the scalar is read by ncclRedOpCreatePreMulSum;
+// changing the variable later does not change the op.
+TEST(HostSemantics, HostImmediatePreMulSumScalarIsReadWhenTheOpIsCreated) {
+  LocalComms comms(1);
+  double scalar = 3.0;
+  ncclRedOp_t op;
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar, ncclDouble, ncclScalarHostImmediate, comms[0]), ncclSuccess);
+  scalar = 100.0;
+  std::vector<double> in = {1.0, -2.0}, out(2);
+  ASSERT_EQ(ncclAllReduce(in.data(), out.data(), 2, ncclDouble, op, comms[0], nullptr), ncclSuccess)
+      << ncclGetLastError(nullptr);
+  EXPECT_EQ(out, (std::vector<double>{3.0, -6.0}));
+  EXPECT_EQ(ncclRedOpDestroy(op, comms[0]), ncclSuccess);
+}
+
+// ncclScalarDevice: the scalar stays where the program keeps it and is read
+// each time a collective with the op runs, as NCCL's kernels read it (so
+// that work ordered before the collective may write it). On host buffers
+// it is read as the collective starts.
+TEST(HostSemantics, DevicePreMulSumScalarIsReadWhenEachCollectiveRuns) {
+  LocalComms comms(2);
+  std::int32_t scalars[2] = {3, 3};
+  ncclRedOp_t ops[2];
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&ops[r], &scalars[r], ncclInt32, ncclScalarDevice, comms[r]), ncclSuccess);
+  for (std::int32_t value : {5, -7}) {
+    for (std::int32_t& scalar : scalars) scalar = value;
+    std::vector<std::int32_t> in[2] = {{1, 2, 3}, {10, 20, 30}}, out[2] = {std::vector<std::int32_t>(3),
+                                                                             std::vector<std::int32_t>(3)};
+    std::thread ranks[2];
+    ncclResult_t results[2] = {ncclInternalError, ncclInternalError};
+    for (int r = 0; r < 2; ++r)
+      ranks[r] = std::thread([&, r] {
+        results[r] = ncclAllReduce(in[r].data(), out[r].data(), 3, ncclInt32, ops[r], comms[r], nullptr);
+      });
+    for (auto& rank : ranks) rank.join();
+    const std::vector<std::int32_t> want = {11 * value, 22 * value, 33 * value};
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(results[r], ncclSuccess) << ncclGetLastError(comms[r]);
+      EXPECT_EQ(out[r], want) << "rank " << r << ", scalar " << value;
+    }
   }
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(ncclRedOpDestroy(ops[r], comms[r]), ncclSuccess);
 }
 
 }  // namespace

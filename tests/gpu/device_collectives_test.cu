@@ -359,6 +359,71 @@ TEST(DeviceCollectives, GraphCaptureReplays) {
   for (int r = 0; r < n; ++r) EXPECT_TRUE(errors[r].empty()) << "rank " << r << ": " << errors[r];
 }
 
+__global__ void storeScalar(float* at, float value) { *at = value; }
+
+// ncclScalarDevice: the kernel reads the scalar as it runs, after what the
+// stream did before it, so a kernel on the same (non-blocking) stream may
+// write it just before the collective, and every replay of a captured
+// collective reads the value of its turn. Each rank's thread alternates
+// direct calls and replays of one graph.
+TEST(DeviceCollectives, DeviceScalarIsReadByEveryRunOfTheCollective) {
+  const int n = 3;
+  Ranks ranks(n);
+  const std::size_t count = 70001;
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(n);
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      auto check = [&](bool ok, const std::string& what) {
+        if (!ok && errors[r].empty()) errors[r] = what;
+        return ok;
+      };
+      cudaSetDevice(0);
+      cudaStream_t stream = ranks.stream(r);
+      float *in = nullptr, *out = nullptr, *scalar = nullptr;
+      cudaMalloc(&in, count * sizeof(float));
+      cudaMalloc(&out, count * sizeof(float));
+      cudaMalloc(&scalar, sizeof(float));
+      const std::vector<float> input(count, static_cast<float>(r + 1));
+      cudaMemcpy(in, input.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+      ncclRedOp_t op{};
+      check(ncclRedOpCreatePreMulSum(&op, scalar, ncclFloat32, ncclScalarDevice, ranks.comm(r)) == ncclSuccess,
+            std::string("create: ") + ncclGetLastError(ranks.comm(r)));
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin capture");
+      check(ncclAllReduce(in, out, count, ncclFloat32, op, ranks.comm(r), stream) == ncclSuccess,
+            std::string("capture: ") + ncclGetLastError(ranks.comm(r)));
+      check(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "end capture");
+      check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+      std::vector<float> got(count);
+      for (int turn = 0; turn < 40 && errors[r].empty(); ++turn) {
+        const float value = static_cast<float>(turn % 5 + 1);
+        storeScalar<<<1, 1, 0, stream>>>(scalar, value);
+        if (turn % 2 == 0) {
+          check(ncclAllReduce(in, out, count, ncclFloat32, op, ranks.comm(r), stream) == ncclSuccess,
+                std::string("call: ") + ncclGetLastError(ranks.comm(r)));
+        } else {
+          check(cudaGraphLaunch(exec, stream) == cudaSuccess, "launch");
+        }
+        check(cudaStreamSynchronize(stream) == cudaSuccess, "turn " + std::to_string(turn));
+        cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
+        const float want = value * static_cast<float>(n * (n + 1) / 2);
+        check(std::count(got.begin(), got.end(), want) == static_cast<std::ptrdiff_t>(count),
+              "turn " + std::to_string(turn) + (turn % 2 ? " (replay)" : " (call)") + ": got " +
+                  std::to_string(got[0]) + ", want " + std::to_string(want));
+      }
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      ncclRedOpDestroy(op, ranks.comm(r));
+      cudaFree(scalar);
+      cudaFree(in);
+      cudaFree(out);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_TRUE(errors[r].empty()) << "rank " << r << ": " << errors[r];
+}
+
 // With a current device ncclMemAlloc returns device memory, as NCCL's; it
 // can be registered (ncclCommRegister, and the collective
 // ncclCommWindowRegister) and collectives on it are right.
@@ -505,6 +570,14 @@ TEST(DeviceCollectives, BadInputIsRefusedClearly) {
   // stream: their kernels would be serialised and wait for each other.
   EXPECT_EQ(ncclAllReduce(onDevice, onDevice, 64, ncclFloat32, ncclSum, ranks.comm(0), nullptr), ncclInvalidUsage);
   EXPECT_NE(std::string(ncclGetLastError(ranks.comm(0))).find("legacy default stream"), std::string::npos);
+  // A scalar said to be in device memory that a kernel cannot read.
+  float hostScalar = 2.0f;
+  ncclRedOp_t premul{};
+  NCCL_OK(ncclRedOpCreatePreMulSum(&premul, &hostScalar, ncclFloat32, ncclScalarDevice, ranks.comm(0)));
+  EXPECT_EQ(ncclAllReduce(onDevice, onDevice, 64, ncclFloat32, premul, ranks.comm(0), ranks.stream(0)),
+            ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(ranks.comm(0))).find("host memory the GPU cannot read"), std::string::npos);
+  NCCL_OK(ncclRedOpDestroy(premul, ranks.comm(0)));
   // A buffer a rank does not use (a broadcast's send away from the root)
   // may be anything, as with NCCL: a host pointer there mixes nothing.
   CUDA_OK(cudaMemset(onDevice, 0, 64 * sizeof(float)));

@@ -382,6 +382,15 @@ TEST(ReduceHostBadInput, ZeroDivisorIsRejected) {
   expectInvalidArgument([&] { reduceHost(spec, d, a, b, 4, true); }, "divisor");
 }
 
+// A scalar by address is for the executors to read as an operation runs;
+// the loops would otherwise scale by the unused scalarBits.
+TEST(ReduceHostBadInput, ScalarByAddressIsRejected) {
+  float a[4] = {}, b[4] = {}, d[4] = {};
+  const float scalar = 2.0f;
+  const ReduceSpec spec{DataType::Float32, ReduceKind::PreMulSum, 0, &scalar};
+  expectInvalidArgument([&] { reduceHost(spec, d, a, b, 4, false); }, "by value");
+}
+
 TEST(ReduceHostBadInput, NullMisalignedAndOverlappingPointersAreRejected) {
   alignas(16) float a[8] = {}, b[8] = {}, d[8] = {};
   const ReduceSpec spec{DataType::Float32, ReduceKind::Sum, 0};
