@@ -386,6 +386,7 @@ TEST(DeviceCollectives, DeviceScalarIsReadByEveryRunOfTheCollective) {
       cudaMalloc(&scalar, sizeof(float));
       const std::vector<float> input(count, static_cast<float>(r + 1));
       cudaMemcpy(in, input.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+      check(cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess, "upload");  // (UPLOADS_LANDED says why)
       ncclRedOp_t op{};
       check(ncclRedOpCreatePreMulSum(&op, scalar, ncclFloat32, ncclScalarDevice, ranks.comm(r)) == ncclSuccess,
             std::string("create: ") + ncclGetLastError(ranks.comm(r)));
