@@ -20,6 +20,7 @@
 #include "protocols/fifo_handle.h"
 #include "protocols/status.h"
 #include "topology/topology.h"
+#include "transport/rdma/gpu_direct.h"
 
 namespace hora::device {
 namespace {
@@ -468,10 +469,17 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   HORA_LOG(Info, "rank ", ctx_.rank, ": CUDA executor on GPU ", ctx_.device, ", up to ", channels,
            " channels of ", kRingThreads, " threads, ", inThisProcess,
            " rank(s) of this process on this GPU, LL up to ", shape_.llMaxBytes, " bytes; next rank ", next,
-           nextRemote    ? strCat(" on another host (network proxy, ",
-                                  topology::transportName(networkConnector_->kindOf(next)), ")")
+           nextRemote    ? strCat(" on another host (network proxy, ", networkPath(next), ")")
            : sameProcess ? std::string(" in this process")
                          : std::string(" in another process (CUDA IPC)"));
+}
+
+std::string CudaExecutor::networkPath(int peer) const {
+  const topology::TransportKind kind = networkConnector_->kindOf(peer);
+  const bool rdma = kind == topology::TransportKind::Ib || kind == topology::TransportKind::Ofi;
+  return strCat(topology::transportName(kind), ", device data ",
+                rdma ? transport::rdma::describeDeviceDataPath(transport::rdma::gpuDirectFacts(ctx_.device))
+                     : std::string("staged through pinned host memory"));
 }
 
 CudaExecutor::NetworkRelays CudaExecutor::connectNetwork(int channels, std::uint64_t stride, int sendPeer,

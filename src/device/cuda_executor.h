@@ -113,6 +113,9 @@ class CudaExecutor final : public core::Executor {
     std::unique_ptr<transport::proxy::FifoRecvRelay> recv;
   };
   NetworkRelays connectNetwork(int channels, std::uint64_t stride, int sendPeer, int recvPeer);
+  // How data for `peer` on another host travels, for the log: the
+  // transport, and how device data reaches it (transport/rdma/gpu_direct.h).
+  std::string networkPath(int peer) const;
   // The proxy stopped on `error`: the first cause, then every wait stops.
   void proxyFailed(const Error& error);
   // Watches the processes of `peers` (rank and pid; other processes of this

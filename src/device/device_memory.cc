@@ -1,5 +1,6 @@
 #include "device/device_memory.h"
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -28,6 +29,29 @@ bool isDeviceReadable(const void* pointer) {
   // Pinned host memory is read through its device address, which unified
   // addressing makes the same as its host address.
   return attributes.type != cudaMemoryTypeUnregistered && attributes.devicePointer == pointer;
+}
+
+bool exportsDmabuf(int device) {
+  // A driver attribute the runtime does not name: asked of the driver
+  // through the runtime's entry-point lookup, so hora needs no link to
+  // libcuda.
+  void* getDevice = nullptr;
+  void* getAttribute = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &getDevice, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess ||
+      cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &getAttribute, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  CUdevice handle = 0;
+  int supported = 0;
+  return reinterpret_cast<CUresult (*)(CUdevice*, int)>(getDevice)(&handle, device) == CUDA_SUCCESS &&
+         reinterpret_cast<CUresult (*)(int*, CUdevice_attribute, CUdevice)>(getAttribute)(
+             &supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, handle) == CUDA_SUCCESS &&
+         supported != 0;
 }
 
 int deviceCount() {

@@ -17,6 +17,10 @@ bool isDeviceMemory(const void* pointer);
 bool isDeviceReadable(const void* pointer);
 // The calling thread's current CUDA device, or -1 where CUDA has none.
 int currentDevice();
+// Whether CUDA device `device` can export its memory as a dma-buf for
+// another driver (a NIC) to map (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED);
+// false where CUDA cannot say.
+bool exportsDmabuf(int device);
 // CUDA devices this process sees (0 where CUDA has none).
 int deviceCount();
 // The PCI bus id of CUDA device `device` ("0000:07:00.0"), as the topology

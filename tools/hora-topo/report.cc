@@ -282,6 +282,7 @@ void printText(std::ostream& out, const System& system, const NetworkDeviceRepor
     out << "\nNetwork transports on this host:\n";
     out << "  ib:  " << network->ibDetail << "\n";
     out << "  ofi: " << (network->ofi ? "usable, " : "") << network->ofiDetail << "\n";
+    out << "  GPUDirect RDMA: " << network->gpuDirectDetail << " (device data is staged through host memory)\n";
   }
 
   if (ranks == nullptr || ranks->placements.empty()) return;
@@ -382,6 +383,7 @@ void printJson(std::ostream& out, const System& system, const NetworkDeviceRepor
     json.key("network").open('{')
         .field("ib", network->ib).field("ibDetail", network->ibDetail)
         .field("ofi", network->ofi).field("ofiDetail", network->ofiDetail)
+        .field("gpuDirectDetail", network->gpuDirectDetail)
         .close('}');
   }
   if (ranks != nullptr && !ranks->placements.empty()) {

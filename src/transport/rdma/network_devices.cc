@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "hora_config.h"
 #include "transport/rdma/device.h"
+#include "transport/rdma/gpu_direct.h"
 #if HORA_HAVE_OFI
 #include "transport/rdma/ofi/ofi_device.h"
 #endif
@@ -66,6 +67,7 @@ NetworkDeviceReport probeNetworkDevices(const topology::TransportPolicy& policy)
   (void)ofiForced;
   report.ofiDetail = "not available: this build of hora has no libfabric transport";
 #endif
+  report.gpuDirectDetail = describeGpuDirect(gpuDirectFactsOfHost());
   return report;
 }
 

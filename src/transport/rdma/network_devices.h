@@ -31,6 +31,7 @@ struct NetworkDeviceReport {
   std::string ibDetail;
   bool ofi = false;
   std::string ofiDetail;
+  std::string gpuDirectDetail;  // rdma/gpu_direct.h: describeGpuDirect
 };
 NetworkDeviceReport probeNetworkDevices(const topology::TransportPolicy& policy);
 

@@ -667,6 +667,8 @@ TEST(VerbsApi, TheInstalledLibraryFillsTheTable) {
   // The versioned symbol, not whatever dlsym would find first.
   EXPECT_EQ((void*)api.modifyQp, ::dlvsym(library, "ibv_modify_qp", "IBVERBS_1.1"));
   EXPECT_NE((void*)api.modifyQp, ::dlvsym(library, "ibv_modify_qp", "IBVERBS_1.0"));
+  // Optional: dma-buf registration where the library has it (Debian 12's does).
+  EXPECT_EQ((void*)api.regDmabufMr, ::dlvsym(library, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"));
   // Without a kernel RDMA stack the device list fails (ENOSYS) or is empty,
   // but the call goes through.
   int count = -1;

@@ -84,6 +84,8 @@ bool fillVerbsApi(void* library, VerbsApi& api, std::string& why) {
   }
   // Optional: rdma-core 32 and later.
   api.queryGidEntry = reinterpret_cast<decltype(api.queryGidEntry)>(lookUp(library, "_ibv_query_gid_ex", {"IBVERBS_1.11"}));
+  // Optional: rdma-core 34 and later.
+  api.regDmabufMr = reinterpret_cast<decltype(api.regDmabufMr)>(lookUp(library, "ibv_reg_dmabuf_mr", {"IBVERBS_1.12"}));
 
   compatQueryPort = exportedQueryPort;
   api.queryPort = queryPortThroughOps;
