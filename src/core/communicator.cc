@@ -762,12 +762,14 @@ void Communicator::runOps(std::span<const Op> ops, MemoryKind memory) {
   if (std::none_of(ops.begin(), ops.end(), [](const Op& op) { return op.reduce.scalarAt != nullptr; }))
     return executor_->run(ops);
   // A PreMulSum scalar left in memory (ncclScalarDevice) is read as the
-  // operation starts: host work has no stream to order the read after.
+  // operation starts: host work has no stream to order the read after (in
+  // device memory, it is read by a synchronous copy, docs/gpu.md). An
+  // operation with nothing to reduce reads nothing.
   std::vector<Op> withScalars(ops.begin(), ops.end());
   for (Op& op : withScalars) {
     if (op.reduce.scalarAt == nullptr) continue;
     op.reduce.scalarBits = 0;
-    readScalar(&op.reduce.scalarBits, op.reduce.scalarAt, dataTypeSize(op.reduce.type));
+    if (op.count != 0) readScalar(&op.reduce.scalarBits, op.reduce.scalarAt, dataTypeSize(op.reduce.type));
     op.reduce.scalarAt = nullptr;
   }
   executor_->run(withScalars);

@@ -74,25 +74,6 @@ std::uint64_t fifoStride(std::uint64_t slotBytes, std::uint64_t slotCount) {
   return protocols::roundUpTo(protocols::fifoLayout(slotBytes, slotCount).totalBytes, kFifoAlignment);
 }
 
-// Makes `device` current for the scope, then restores the caller's.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    cudaCheck(cudaGetDevice(&previous_), "cudaGetDevice");
-    switched_ = previous_ != device;
-    if (switched_) cudaCheck(cudaSetDevice(device), "cudaSetDevice");
-  }
-  // Only where it switched: every call on device buffers makes one.
-  ~DeviceScope() {
-    if (switched_) cudaSetDevice(previous_);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-  bool switched_ = false;
-};
 
 // Which process a rank runs in, among those of its host: the pid, and a
 // random number drawn once per process, since processes in different pid
@@ -475,11 +456,13 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
 }
 
 std::string CudaExecutor::networkPath(int peer) const {
+  // (What GPUDirect RDMA the machine offers is said for verbs only: the
+  // dma-buf facts are libibverbs'.)
   const topology::TransportKind kind = networkConnector_->kindOf(peer);
-  const bool rdma = kind == topology::TransportKind::Ib || kind == topology::TransportKind::Ofi;
   return strCat(topology::transportName(kind), ", device data ",
-                rdma ? transport::rdma::describeDeviceDataPath(transport::rdma::gpuDirectFacts(ctx_.device))
-                     : std::string("staged through pinned host memory"));
+                kind == topology::TransportKind::Ib
+                    ? transport::rdma::describeDeviceDataPath(transport::rdma::gpuDirectFacts(ctx_.device))
+                    : std::string("staged through pinned host memory"));
 }
 
 CudaExecutor::NetworkRelays CudaExecutor::connectNetwork(int channels, std::uint64_t stride, int sendPeer,
@@ -651,10 +634,11 @@ void CudaExecutor::check(std::span<const core::Op> ops) const {
              "take one stream per communicator; this group gives ", core::opKindName(op.kind), " another");
     } else {
       planDeviceLaunch(op, shape_);  // throws for kinds without a device schedule
-      if (op.reduce.scalarAt != nullptr && !isDeviceReadable(op.reduce.scalarAt))
+      if (op.reduce.scalarAt != nullptr && !isDeviceReadable(op.reduce.scalarAt, ctx_.device))
         fail(ErrorKind::InvalidArgument, "rank ", ctx_.rank, ": ", core::opKindName(op.kind),
              " on device buffers with a ncclRedOpCreatePreMulSum op whose scalar was given as ncclScalarDevice "
-             "but lies in host memory the GPU cannot read; pass device memory, or ncclScalarHostImmediate");
+             "but lies where GPU ", ctx_.device, " cannot read it (pageable host memory, or another GPU's memory); "
+             "pass memory of GPU ", ctx_.device, ", managed or pinned host memory, or use ncclScalarHostImmediate");
     }
     // The legacy default stream waits for every other blocking stream of the
     // process and they for it: the kernels of ranks sharing this GPU here

@@ -9,6 +9,16 @@
 
 namespace hora::device {
 
+DeviceScope::DeviceScope(int device) {
+  cudaCheck(cudaGetDevice(&previous_), "cudaGetDevice");
+  switched_ = previous_ != device;
+  if (switched_) cudaCheck(cudaSetDevice(device), "cudaSetDevice");
+}
+
+DeviceScope::~DeviceScope() {
+  if (switched_) cudaSetDevice(previous_);
+}
+
 bool isDeviceMemory(const void* pointer) {
   if (pointer == nullptr) return false;
   cudaPointerAttributes attributes{};
@@ -19,22 +29,32 @@ bool isDeviceMemory(const void* pointer) {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
-bool isDeviceReadable(const void* pointer) {
+bool isDeviceReadable(const void* pointer, int device) {
   if (pointer == nullptr) return false;
+  DeviceScope scope(device);  // a pinned buffer's device address is per device
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  // Pinned host memory is read through its device address, which unified
-  // addressing makes the same as its host address.
-  return attributes.type != cudaMemoryTypeUnregistered && attributes.devicePointer == pointer;
+  switch (attributes.type) {
+    case cudaMemoryTypeManaged: return true;
+    case cudaMemoryTypeDevice: return attributes.device == device;
+    // Read through its device address, which unified addressing makes the
+    // same as its host address.
+    case cudaMemoryTypeHost: return attributes.devicePointer == pointer;
+    default: return false;
+  }
 }
 
 bool exportsDmabuf(int device) {
   // A driver attribute the runtime does not name: asked of the driver
   // through the runtime's entry-point lookup, so hora needs no link to
   // libcuda.
+#if CUDART_VERSION < 12050
+  (void)device;  // cudaGetDriverEntryPointByVersion came with CUDA 12.5
+  return false;
+#else
   void* getDevice = nullptr;
   void* getAttribute = nullptr;
   cudaDriverEntryPointQueryResult found{};
@@ -52,6 +72,7 @@ bool exportsDmabuf(int device) {
          reinterpret_cast<CUresult (*)(int*, CUdevice_attribute, CUdevice)>(getAttribute)(
              &supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, handle) == CUDA_SUCCESS &&
          supported != 0;
+#endif
 }
 
 int deviceCount() {
@@ -88,6 +109,12 @@ void* allocateDeviceMemory(std::size_t bytes) {
 void freeDeviceMemory(void* memory) { cudaCheck(cudaFree(memory), "freeing device memory (cudaFree)"); }
 
 void copyToHost(void* host, const void* device, std::size_t bytes) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, device) != cudaSuccess) cudaGetLastError();
+  const bool owned = attributes.type == cudaMemoryTypeDevice && attributes.device >= 0;
+  int current = 0;
+  if (!owned) cudaCheck(cudaGetDevice(&current), "cudaGetDevice");
+  DeviceScope scope(owned ? attributes.device : current);
   cudaCheck(cudaMemcpy(host, device, bytes, cudaMemcpyDefault), "copying from device memory (cudaMemcpy)");
 }
 

@@ -9,12 +9,28 @@
 
 namespace hora::device {
 
+// Makes `device` current for the scope, then restores the caller's.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device);
+  // Only where it switched: every call on device buffers makes one.
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
 // Whether `pointer` is memory a CUDA device owns or manages (false for host
 // memory, including where CUDA has no device).
 bool isDeviceMemory(const void* pointer);
-// Whether a kernel can read `pointer`: device or managed memory, or host
-// memory pinned by CUDA (false for plain host memory).
-bool isDeviceReadable(const void* pointer);
+// Whether a kernel on CUDA device `device` can read `pointer`: that
+// device's memory, managed memory, or host memory pinned by CUDA (false
+// for pageable host memory, and for another device's memory: peer access
+// is not looked at).
+bool isDeviceReadable(const void* pointer, int device);
 // The calling thread's current CUDA device, or -1 where CUDA has none.
 int currentDevice();
 // Whether CUDA device `device` can export its memory as a dma-buf for
@@ -33,7 +49,8 @@ std::string pciBusIdOf(int device);
 void* allocateDeviceMemory(std::size_t bytes);
 void freeDeviceMemory(void* memory);
 // Copies `bytes` from device (or managed) memory to the host, waiting for
-// the copy; throws hora::Error with CUDA's reason.
+// the copy, with the memory's own device current (so that no other
+// device's context is made); throws hora::Error with CUDA's reason.
 void copyToHost(void* host, const void* device, std::size_t bytes);
 
 }  // namespace hora::device

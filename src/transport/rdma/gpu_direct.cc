@@ -15,9 +15,10 @@ namespace hora::transport::rdma {
 
 std::string findPeerMemoryModule(const std::string& sysfsRoot) {
   // The module registers itself with the RDMA core's peer-memory clients
-  // (the first two names), and shows up as a loaded module (the third).
-  for (const char* path : {"/kernel/mm/memory_peers/nv_mem/version",
-                           "/kernel/mm/memory_peers/nvidia-peermem/version", "/module/nvidia_peermem/version"}) {
+  // (nv_mem, or nv_mem_nc for its variant without caching), and shows up
+  // as a loaded module (nvidia_peermem).
+  for (const char* path : {"/kernel/mm/memory_peers/nv_mem/version", "/kernel/mm/memory_peers/nv_mem_nc/version",
+                           "/module/nvidia_peermem/version"}) {
     std::string file = sysfsRoot + path;
     if (::access(file.c_str(), F_OK) == 0) return file;
   }
@@ -56,7 +57,9 @@ GpuDirectFacts gpuDirectFactsOfHost() {
 std::string describeGpuDirect(const GpuDirectFacts& facts) {
   std::string ways;
   if (!facts.peerMemoryModule.empty()) ways = strCat("peer memory (", facts.peerMemoryModule, ")");
-  if (facts.nicRegistersDmabuf && facts.gpuExportsDmabuf) ways += strCat(ways.empty() ? "" : " and ", "dma-buf");
+  if (facts.nicRegistersDmabuf && facts.gpuExportsDmabuf)
+    ways += strCat(ways.empty() ? "" : " and ",
+                   "dma-buf, as far as the GPU and libibverbs say (the NIC's driver was not asked)");
   if (!ways.empty()) return strCat("possible here: ", ways);
   const char* dmabuf = !facts.gpuExportsDmabuf && !facts.nicRegistersDmabuf
                            ? "neither the GPU nor libibverbs offers dma-buf"

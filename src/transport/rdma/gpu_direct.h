@@ -39,12 +39,15 @@ GpuDirectFacts gpuDirectFacts(int cudaDevice);
 GpuDirectFacts gpuDirectFactsOfHost();
 
 // What GPUDirect RDMA the machine offers, for hora-topo: "possible here:
-// dma-buf", or "not available: no peer-memory module, and ...".
+// dma-buf, as far as ...", or "not available: no peer-memory module, and
+// ...". dma-buf counts as possible when the GPU exports dma-bufs and
+// libibverbs has ibv_reg_dmabuf_mr; whether the NIC's kernel driver
+// accepts one is not tried (that needs an open NIC).
 std::string describeGpuDirect(const GpuDirectFacts& facts);
 
 // How device data reaches the NIC, for the log of a connection to another
-// host: "staged through pinned host memory (GPUDirect RDMA possible here:
-// dma-buf; hora does not use it yet)".
+// host over ib: "staged through pinned host memory (GPUDirect RDMA possible
+// here: ...; hora does not use it yet)".
 std::string describeDeviceDataPath(const GpuDirectFacts& facts);
 
 }  // namespace hora::transport::rdma

@@ -40,7 +40,7 @@ TEST(GpuDirect, NoPeerMemoryModuleInAnEmptyTree) {
 }
 
 TEST(GpuDirect, EachWayTheModuleShowsItselfIsFound) {
-  for (const char* path : {"/kernel/mm/memory_peers/nv_mem/version", "/kernel/mm/memory_peers/nvidia-peermem/version",
+  for (const char* path : {"/kernel/mm/memory_peers/nv_mem/version", "/kernel/mm/memory_peers/nv_mem_nc/version",
                            "/module/nvidia_peermem/version"}) {
     SysfsTree tree;
     tree.add(path);
@@ -61,11 +61,15 @@ TEST(GpuDirect, TheWordingSaysWhatIsPossibleAndWhatHoraDoes) {
   EXPECT_EQ(describeGpuDirect(gpuOnly), "not available: no peer-memory module, and libibverbs cannot register a "
                                         "dma-buf");
   GpuDirectFacts dmabuf{"", true, true};
-  EXPECT_EQ(describeGpuDirect(dmabuf), "possible here: dma-buf");
-  EXPECT_EQ(describeDeviceDataPath(dmabuf),
-            "staged through pinned host memory (GPUDirect RDMA possible here: dma-buf; hora does not use it yet)");
+  const std::string dmabufWay = "dma-buf, as far as the GPU and libibverbs say (the NIC's driver was not asked)";
+  EXPECT_EQ(describeGpuDirect(dmabuf), "possible here: " + dmabufWay);
+  EXPECT_EQ(describeDeviceDataPath(dmabuf), "staged through pinned host memory (GPUDirect RDMA possible here: " +
+                                                dmabufWay + "; hora does not use it yet)");
   GpuDirectFacts both{"/sys/module/nvidia_peermem/version", true, true};
-  EXPECT_EQ(describeGpuDirect(both), "possible here: peer memory (/sys/module/nvidia_peermem/version) and dma-buf");
+  EXPECT_EQ(describeGpuDirect(both), "possible here: peer memory (/sys/module/nvidia_peermem/version) and " + dmabufWay);
+  GpuDirectFacts module{"/sys/module/nvidia_peermem/version", false, false};
+  EXPECT_EQ(describeDeviceDataPath(module), "staged through pinned host memory (GPUDirect RDMA possible here: peer "
+                                            "memory (/sys/module/nvidia_peermem/version); hora does not use it yet)");
 }
 
 // This machine: no GPU, so no dma-buf export, whatever libibverbs offers.
