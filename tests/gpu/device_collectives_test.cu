@@ -311,52 +311,83 @@ TEST(DeviceCollectives, StreamOrderAndTwoCommunicators) {
   for (int r = 0; r < n; ++r) cudaFree(a[r]), cudaFree(b[r]);
 }
 
+// A rank's thread records its first failure here (a gtest assertion on
+// another thread could not stop it); checks after the first only say to
+// stop.
+class RankCheck {
+ public:
+  bool operator()(bool ok, const std::string& what) {
+    if (!ok && error_.empty()) error_ = what;
+    return ok;
+  }
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
+// Runs body(r, check) on a thread per rank with device 0 current, then
+// reports each rank's first failure.
+template <typename Body>
+void onRankThreads(int n, Body body) {
+  std::vector<RankCheck> checks(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      cudaSetDevice(0);
+      body(r, checks[static_cast<std::size_t>(r)]);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    const RankCheck& check = checks[static_cast<std::size_t>(r)];
+    EXPECT_TRUE(check.ok()) << "rank " << r << ": " << check.error();
+  }
+}
+
+// Captures one all-reduce on `stream` into a graph, ready to launch.
+cudaGraphExec_t captureAllReduce(const float* in, float* out, std::size_t count, ncclRedOp_t op, ncclComm_t comm,
+                                 cudaStream_t stream, RankCheck& check) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin capture");
+  check(ncclAllReduce(in, out, count, ncclFloat32, op, comm, stream) == ncclSuccess,
+        std::string("capture: ") + ncclGetLastError(comm));
+  check(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "end capture");
+  check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+  cudaGraphDestroy(graph);  // the executable graph stands alone
+  return exec;
+}
+
 // Each rank's thread captures its all-reduce into a CUDA graph and replays
 // it 100 times, with new inputs between some replays.
 TEST(DeviceCollectives, GraphCaptureReplays) {
   const int n = 4;
   Ranks ranks(n);
   const std::size_t count = 100003;
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(n);
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      auto check = [&](bool ok, const std::string& what) {
-        if (!ok && errors[r].empty()) errors[r] = what;
-        return ok;
-      };
-      cudaSetDevice(0);
-      float *in = nullptr, *out = nullptr;
-      cudaMalloc(&in, count * sizeof(float));
-      cudaMalloc(&out, count * sizeof(float));
-      cudaStream_t stream = ranks.stream(r);
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin capture");
-      check(ncclAllReduce(in, out, count, ncclFloat32, ncclSum, ranks.comm(r), stream) == ncclSuccess,
-            std::string("capture: ") + ncclGetLastError(ranks.comm(r)));
-      check(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "end capture");
-      check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
-      std::vector<float> input(count), got(count);
-      for (int replay = 0; replay < 100 && errors[r].empty(); ++replay) {
-        // Replay k of every rank pairs with replay k of the others.
-        std::fill(input.begin(), input.end(), static_cast<float>(r + replay % 7));
-        cudaMemcpyAsync(in, input.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream);
-        check(cudaGraphLaunch(exec, stream) == cudaSuccess, "launch");
-        check(cudaStreamSynchronize(stream) == cudaSuccess, "replay " + std::to_string(replay));
-        cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
-        const float want = static_cast<float>(n * (n - 1) / 2 + n * (replay % 7));
-        check(got[0] == want && got[count / 2] == want && got[count - 1] == want,
-              "replay " + std::to_string(replay) + ": got " + std::to_string(got[0]) + ", want " +
-                  std::to_string(want));
-      }
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
-      cudaFree(in);
-      cudaFree(out);
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_TRUE(errors[r].empty()) << "rank " << r << ": " << errors[r];
+  onRankThreads(n, [&](int r, RankCheck& check) {
+    float *in = nullptr, *out = nullptr;
+    cudaMalloc(&in, count * sizeof(float));
+    cudaMalloc(&out, count * sizeof(float));
+    cudaStream_t stream = ranks.stream(r);
+    cudaGraphExec_t exec = captureAllReduce(in, out, count, ncclSum, ranks.comm(r), stream, check);
+    std::vector<float> input(count), got(count);
+    for (int replay = 0; replay < 100 && check.ok(); ++replay) {
+      // Replay k of every rank pairs with replay k of the others.
+      std::fill(input.begin(), input.end(), static_cast<float>(r + replay % 7));
+      cudaMemcpyAsync(in, input.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream);
+      check(cudaGraphLaunch(exec, stream) == cudaSuccess, "launch");
+      check(cudaStreamSynchronize(stream) == cudaSuccess, "replay " + std::to_string(replay));
+      cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
+      const float want = static_cast<float>(n * (n - 1) / 2 + n * (replay % 7));
+      check(got[0] == want && got[count / 2] == want && got[count - 1] == want,
+            "replay " + std::to_string(replay) + ": got " + std::to_string(got[0]) + ", want " +
+                std::to_string(want));
+    }
+    cudaGraphExecDestroy(exec);
+    cudaFree(in);
+    cudaFree(out);
+  });
 }
 
 __global__ void storeScalar(float* at, float value) { *at = value; }
@@ -370,59 +401,42 @@ TEST(DeviceCollectives, DeviceScalarIsReadByEveryRunOfTheCollective) {
   const int n = 3;
   Ranks ranks(n);
   const std::size_t count = 70001;
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(n);
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      auto check = [&](bool ok, const std::string& what) {
-        if (!ok && errors[r].empty()) errors[r] = what;
-        return ok;
-      };
-      cudaSetDevice(0);
-      cudaStream_t stream = ranks.stream(r);
-      float *in = nullptr, *out = nullptr, *scalar = nullptr;
-      cudaMalloc(&in, count * sizeof(float));
-      cudaMalloc(&out, count * sizeof(float));
-      cudaMalloc(&scalar, sizeof(float));
-      const std::vector<float> input(count, static_cast<float>(r + 1));
-      cudaMemcpy(in, input.data(), count * sizeof(float), cudaMemcpyHostToDevice);
-      check(cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess, "upload");  // (UPLOADS_LANDED says why)
-      ncclRedOp_t op{};
-      check(ncclRedOpCreatePreMulSum(&op, scalar, ncclFloat32, ncclScalarDevice, ranks.comm(r)) == ncclSuccess,
-            std::string("create: ") + ncclGetLastError(ranks.comm(r)));
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin capture");
-      check(ncclAllReduce(in, out, count, ncclFloat32, op, ranks.comm(r), stream) == ncclSuccess,
-            std::string("capture: ") + ncclGetLastError(ranks.comm(r)));
-      check(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "end capture");
-      check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
-      std::vector<float> got(count);
-      for (int turn = 0; turn < 40 && errors[r].empty(); ++turn) {
-        const float value = static_cast<float>(turn % 5 + 1);
-        storeScalar<<<1, 1, 0, stream>>>(scalar, value);
-        if (turn % 2 == 0) {
-          check(ncclAllReduce(in, out, count, ncclFloat32, op, ranks.comm(r), stream) == ncclSuccess,
-                std::string("call: ") + ncclGetLastError(ranks.comm(r)));
-        } else {
-          check(cudaGraphLaunch(exec, stream) == cudaSuccess, "launch");
-        }
-        check(cudaStreamSynchronize(stream) == cudaSuccess, "turn " + std::to_string(turn));
-        cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
-        const float want = value * static_cast<float>(n * (n + 1) / 2);
-        check(std::count(got.begin(), got.end(), want) == static_cast<std::ptrdiff_t>(count),
-              "turn " + std::to_string(turn) + (turn % 2 ? " (replay)" : " (call)") + ": got " +
-                  std::to_string(got[0]) + ", want " + std::to_string(want));
+  onRankThreads(n, [&](int r, RankCheck& check) {
+    cudaStream_t stream = ranks.stream(r);
+    float *in = nullptr, *out = nullptr, *scalar = nullptr;
+    cudaMalloc(&in, count * sizeof(float));
+    cudaMalloc(&out, count * sizeof(float));
+    cudaMalloc(&scalar, sizeof(float));
+    const std::vector<float> input(count, static_cast<float>(r + 1));
+    cudaMemcpy(in, input.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+    check(cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess, "upload");  // (UPLOADS_LANDED says why)
+    ncclRedOp_t op{};
+    check(ncclRedOpCreatePreMulSum(&op, scalar, ncclFloat32, ncclScalarDevice, ranks.comm(r)) == ncclSuccess,
+          std::string("create: ") + ncclGetLastError(ranks.comm(r)));
+    cudaGraphExec_t exec = captureAllReduce(in, out, count, op, ranks.comm(r), stream, check);
+    std::vector<float> got(count);
+    for (int turn = 0; turn < 40 && check.ok(); ++turn) {
+      const float value = static_cast<float>(turn % 5 + 1);
+      storeScalar<<<1, 1, 0, stream>>>(scalar, value);
+      if (turn % 2 == 0) {
+        check(ncclAllReduce(in, out, count, ncclFloat32, op, ranks.comm(r), stream) == ncclSuccess,
+              std::string("call: ") + ncclGetLastError(ranks.comm(r)));
+      } else {
+        check(cudaGraphLaunch(exec, stream) == cudaSuccess, "launch");
       }
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
-      ncclRedOpDestroy(op, ranks.comm(r));
-      cudaFree(scalar);
-      cudaFree(in);
-      cudaFree(out);
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_TRUE(errors[r].empty()) << "rank " << r << ": " << errors[r];
+      check(cudaStreamSynchronize(stream) == cudaSuccess, "turn " + std::to_string(turn));
+      cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost);
+      const float want = value * static_cast<float>(n * (n + 1) / 2);
+      check(std::count(got.begin(), got.end(), want) == static_cast<std::ptrdiff_t>(count),
+            "turn " + std::to_string(turn) + (turn % 2 ? " (replay)" : " (call)") + ": got " +
+                std::to_string(got[0]) + ", want " + std::to_string(want));
+    }
+    cudaGraphExecDestroy(exec);
+    ncclRedOpDestroy(op, ranks.comm(r));
+    cudaFree(scalar);
+    cudaFree(in);
+    cudaFree(out);
+  });
 }
 
 // With a current device ncclMemAlloc returns device memory, as NCCL's; it
