@@ -607,6 +607,13 @@ std::optional<Error> CudaExecutor::failure() const {
                           waited, " rank ", peer, " on channel ", failure_->channel,
                           ": that rank stopped, or never made the matching call"),
                    peer);
+    case protocols::Status::OtherProtocol:
+      return Error(ErrorKind::InvalidUsage,
+                   strCat("rank ", ctx_.rank, ": collective mismatch with rank ", peer, " on channel ",
+                          failure_->channel,
+                          ": its data came by the other protocol (LL or Simple) than this rank's call chose, so the "
+                          "calls differ in size (the ranks disagree on the collective's kind, count or type)"),
+                   peer);
     default:
       return Error(ErrorKind::InvalidUsage,
                    strCat("rank ", ctx_.rank, ": collective mismatch with rank ", peer, " on channel ",

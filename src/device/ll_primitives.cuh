@@ -41,6 +41,7 @@
 
 #include "algorithms/primitives.h"
 #include "device/block_shared.cuh"
+#include "device/protocol_watch.cuh"
 #include "protocols/ll.h"
 #include "protocols/spin_wait.h"
 
@@ -66,14 +67,17 @@ __device__ inline std::uint32_t llHeaderWord(std::uint64_t bytes, bool last) {
 template <typename T, typename Math>
 class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
  public:
+  // `simpleRecv`: the Simple FIFO from the same peer, watched while a
+  // piece's header is awaited (protocol_watch.cuh).
   __device__ LLRingPrimitives(const DeviceWork& work, const DeviceChannel& channel, BlockShared* shared, Math math,
-                              std::uint64_t deadline)
+                              std::uint64_t deadline, const protocols::FifoHandle& simpleRecv)
       : in_(static_cast<const T*>(work.in)),
         out_(static_cast<T*>(work.out)),
         pieceBytes_(llPieceBytes(channel.recv.slotBytes)),
         sender_(channel.send),
         receiver_(channel.recv),
         recvAbort_(channel.recv.abortFlag),
+        simpleRecv_(simpleRecv),
         shared_(shared),
         math_(math),
         deadline_(deadline),
@@ -109,7 +113,7 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
         if constexpr (kSend) sender_.writePair(0, llHeaderWord(piece, last), 0);
         if constexpr (kRemote) {
           std::uint32_t header = 0, unused = 0;
-          if (waitPair(0, &header, &unused, from) && header != llHeaderWord(piece, last))
+          if (waitHeader(&header, &unused, from) && header != llHeaderWord(piece, last))
             recordFailure(shared_, failure_, Status::Overflow, from, false);
         }
       }
@@ -165,8 +169,11 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
   }
 
   // Waits for lines k and k + 1 of the piece the receiver is at; false
-  // when this wait, or another thread of the block, failed.
-  __device__ bool waitPair(std::uint64_t k, std::uint32_t* first, std::uint32_t* second, int from) {
+  // when this wait, or another thread of the block, failed. `watch` as
+  // spinUntil's.
+  template <class Watch = protocols::NoWatch>
+  __device__ bool waitPair(std::uint64_t k, std::uint32_t* first, std::uint32_t* second, int from,
+                           Watch watch = Watch{}) {
     using protocols::Status;
     bool blockFailed = false;
     // The pair, or another thread's failure, which ends the wait too (a
@@ -177,9 +184,13 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
           blockFailed = *static_cast<volatile const Status*>(&shared_->status) != Status::Ok;
           return blockFailed;
         },
-        recvAbort_, deadline_);
+        recvAbort_, deadline_, watch);
     if (status != Status::Ok) recordFailure(shared_, failure_, status, from, false);
     return status == Status::Ok && !blockFailed;
+  }
+  // Thread 0: a piece's header pair, watching the Simple FIFO meanwhile.
+  __device__ bool waitHeader(std::uint32_t* header, std::uint32_t* unused, int from) {
+    return waitPair(0, header, unused, from, OtherProtocolWatch<SimpleHasData>(SimpleHasData{simpleRecv_}));
   }
 
   const T* in_;
@@ -188,6 +199,7 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
   protocols::LLSender<protocols::DeviceOrdering> sender_;
   protocols::LLReceiver<protocols::DeviceOrdering> receiver_;
   const std::uint32_t* recvAbort_;
+  protocols::FifoHandle simpleRecv_;
   BlockShared* shared_;
   Math math_;
   std::uint64_t deadline_;

@@ -24,7 +24,9 @@ __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) 
   view.in = op.in;
   view.out = op.out;
   view.failure = work.failure;
-  SimpleRingPrimitives<std::uint8_t, ByteCopy> p(view, work.peers[op.peer], &shared, ByteCopy{}, deadline);
+  // (Point-to-point work has one protocol: no other FIFO to watch.)
+  SimpleRingPrimitives<std::uint8_t, ByteCopy> p(view, work.peers[op.peer], &shared, ByteCopy{}, deadline,
+                                                 protocols::FifoHandle{});
   if (op.sending != 0) {
     p.send(op.peer, 0, op.bytes);
   } else {

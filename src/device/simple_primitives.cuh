@@ -22,6 +22,7 @@
 
 #include "algorithms/primitives.h"
 #include "device/block_shared.cuh"
+#include "device/protocol_watch.cuh"
 #include "protocols/simple.h"
 
 namespace hora::device {
@@ -41,13 +42,16 @@ __device__ inline bool aligned16(const void* pointer) {
 template <typename T, typename Math>
 class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
  public:
+  // `llRecv`: the LL FIFO from the same peer, watched while a wait lasts
+  // (protocol_watch.cuh); a FIFO without slots where there is none.
   __device__ SimpleRingPrimitives(const DeviceWork& work, const DeviceChannel& channel, BlockShared* shared,
-                            Math math, std::uint64_t deadline)
+                            Math math, std::uint64_t deadline, const protocols::FifoHandle& llRecv)
       : in_(static_cast<const T*>(work.in)),
         out_(static_cast<T*>(work.out)),
         slotBytes_(channel.recv.slotBytes),
         sender_(channel.send),
         receiver_(channel.recv),
+        llRecv_(llRecv),
         shared_(shared),
         math_(math),
         deadline_(deadline),
@@ -93,7 +97,7 @@ class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
     Status status = Status::Ok;
     if constexpr (kRemote) {
       protocols::SimplePiece got{};
-      status = receiver_.waitData(&got, deadline_);
+      status = receiver_.waitData(&got, deadline_, OtherProtocolWatch<LLHasData>(LLHasData{llRecv_}));
       if (status == Status::Ok && (got.bytes != piece || got.last != last)) status = Status::Overflow;
       shared_->received = got.data;
       if (status != Status::Ok) return fail(status, from, false);
@@ -156,6 +160,7 @@ class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
   std::uint64_t slotBytes_;
   protocols::SimpleSender<protocols::DeviceOrdering> sender_;
   protocols::SimpleReceiver<protocols::DeviceOrdering> receiver_;
+  protocols::FifoHandle llRecv_;
   BlockShared* shared_;
   Math math_;
   std::uint64_t deadline_;

@@ -28,7 +28,8 @@ void throwIfFailed(Status status, const char* what) {
     case Status::Ok: return;
     case Status::Aborted: fail(ErrorKind::Remote, "protocols: ", what, ": aborted");
     case Status::TimedOut: fail(ErrorKind::Remote, "protocols: ", what, ": timed out");
-    case Status::Overflow: fail(ErrorKind::InvalidUsage, "protocols: ", what, ": ", statusName(status));
+    case Status::Overflow:
+    case Status::OtherProtocol: fail(ErrorKind::InvalidUsage, "protocols: ", what, ": ", statusName(status));
   }
   fail(ErrorKind::Internal, "protocols: ", what, ": unknown status ", static_cast<unsigned>(status));
 }

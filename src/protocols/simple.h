@@ -227,15 +227,17 @@ class SimpleReceiver {
     return true;
   }
 
-  // Waits for the oldest unread slot and describes it in *piece.
-  HORA_HOST_DEVICE Status waitData(SimplePiece* piece, std::uint64_t deadline) {
+  // Waits for the oldest unread slot and describes it in *piece; `watch`
+  // as spinUntil's.
+  template <class Watch = NoWatch>
+  HORA_HOST_DEVICE Status waitData(SimplePiece* piece, std::uint64_t deadline, Watch watch = Watch{}) {
     if (!hasData()) {
       const Status status = spinUntil<Ordering>(
           [&] {
             knownHead_ = Ordering::loadAcquire(fifo_.head);
             return hasData();
           },
-          fifo_.abortFlag, deadline);
+          fifo_.abortFlag, deadline, watch);
       if (status != Status::Ok) return status;
     }
     describe(piece);

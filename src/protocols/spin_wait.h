@@ -1,11 +1,12 @@
 // The one polling loop behind every protocol wait: poll a condition until it
-// holds, the FIFO's abort flag is raised, or the deadline passes.
+// holds, the FIFO's abort flag is raised, the deadline passes, or something
+// else the caller watches gives up.
 //
-// The condition is polled first and on every iteration; the abort flag and
-// the clock only every kCheckEvery polls, since a clock read costs more than
-// a poll of a line already in cache, and a wait that ends within a few polls
-// should not pay for it. A condition that holds wins over a raised flag or a
-// passed deadline: the work it unblocks is already there.
+// The condition is polled first and on every iteration; the abort flag, the
+// clock and the watch only every kCheckEvery polls, since a clock read costs
+// more than a poll of a line already in cache, and a wait that ends within a
+// few polls should not pay for it. A condition that holds wins over a raised
+// flag, a passed deadline or a watch: the work it unblocks is already there.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +18,21 @@ namespace hora::protocols {
 
 inline constexpr std::uint32_t kCheckEvery = 64;
 
-template <class Ordering, class Ready>
-HORA_HOST_DEVICE Status spinUntil(Ready&& ready, const std::uint32_t* abortFlag, std::uint64_t deadline) {
+// A wait's watch that never gives up.
+struct NoWatch {
+  HORA_HOST_DEVICE constexpr Status operator()() const { return Status::Ok; }
+};
+
+// `watch()` returns Ok to go on waiting, or the status the wait ends with.
+template <class Ordering, class Ready, class Watch = NoWatch>
+HORA_HOST_DEVICE Status spinUntil(Ready&& ready, const std::uint32_t* abortFlag, std::uint64_t deadline,
+                                  Watch watch = Watch{}) {
   for (std::uint32_t spins = 0;; spins = spins == ~0u ? spins : spins + 1) {
     if (ready()) return Status::Ok;
     if (spins % kCheckEvery == kCheckEvery - 1) {
       if (abortFlag != nullptr && Ordering::loadFlag(abortFlag) != 0) return Status::Aborted;
       if (deadline != kNoDeadline && Ordering::now() >= deadline) return Status::TimedOut;
+      if (const Status watched = watch(); watched != Status::Ok) return watched;
     }
     Ordering::relax(spins);
   }

@@ -14,6 +14,10 @@ enum class Status : std::uint32_t {
   Aborted,   // the FIFO's abort flag was raised while waiting
   TimedOut,  // the deadline passed first
   Overflow,  // a message did not fit: the receiver's buffer, or LL's 32-bit size
+  // The peer's data stayed on the other protocol's FIFO (Simple or LL) while
+  // this side waited on its own: the two sides chose different protocols,
+  // so their calls differ in size (device kernels; device/protocol_watch.cuh).
+  OtherProtocol,
 };
 
 HORA_HOST_DEVICE constexpr const char* statusName(Status status) {
@@ -22,6 +26,7 @@ HORA_HOST_DEVICE constexpr const char* statusName(Status status) {
     case Status::Aborted: return "aborted";
     case Status::TimedOut: return "timed out";
     case Status::Overflow: return "message larger than its buffer";
+    case Status::OtherProtocol: return "the peer's data came by the other protocol";
   }
   return "unknown status";
 }

@@ -544,11 +544,15 @@ TEST(DeviceCollectives, APeerThatNeverComesIsReported) {
 // counts give the ranks different numbers of channels: the blocks one rank
 // has and the other lacks stop too, once a block of theirs has failed,
 // well before the deadline.
+// Counts on both sides of the LL limit (1000 and 100000 floats) put the two
+// ranks on different protocols: each then sees the other's data on the
+// FIFO it does not wait on (device/protocol_watch.cuh).
 TEST(DeviceCollectives, RanksThatDisagreeOnTheCountAreStopped) {
-  for (auto [count, other] : {std::pair<std::size_t, std::size_t>{100, 60}, {1u << 20, (1u << 20) * 3 / 5}}) {
+  for (auto [count, other] : {std::pair<std::size_t, std::size_t>{100, 60}, {1u << 20, (1u << 20) * 3 / 5},
+                              {1000, 100000}}) {
     Ranks ranks(2);
     float* buffers[2] = {};
-    for (float*& b : buffers) CUDA_OK(cudaMalloc(&b, count * sizeof(float)));
+    for (float*& b : buffers) CUDA_OK(cudaMalloc(&b, std::max(count, other) * sizeof(float)));
     const auto start = std::chrono::steady_clock::now();
     NCCL_OK(ncclGroupStart());
     NCCL_OK(ncclAllReduce(buffers[0], buffers[0], count, ncclFloat32, ncclSum, ranks.comm(0), ranks.stream(0)));
@@ -563,6 +567,8 @@ TEST(DeviceCollectives, RanksThatDisagreeOnTheCountAreStopped) {
       const std::string message = ncclGetLastError(ranks.comm(r));
       EXPECT_NE(message.find("collective mismatch with rank " + std::to_string(1 - r)), std::string::npos)
           << message;
+      if (count == 1000)
+        EXPECT_NE(message.find("by the other protocol"), std::string::npos) << message;
       ncclCommAbort(ranks.comm(r));
       ranks.release(r);
     }

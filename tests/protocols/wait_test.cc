@@ -116,3 +116,49 @@ TEST(HostDeadline, TranslatesHorasDeadline) {
 
 }  // namespace
 }  // namespace hora::protocols::testing
+
+namespace hora::protocols::testing {
+namespace {
+
+// A watch ends a wait with its status once it gives up, is asked only on
+// the slow path (every kCheckEvery polls), and never overrides a condition
+// that holds.
+TEST(WaitWatch, EndsTheWaitWithItsStatusOnTheSlowPath) {
+  std::uint64_t polls = 0, asked = 0;
+  const Status status = spinUntil<HostOrdering>(
+      [&] {
+        ++polls;
+        return false;
+      },
+      nullptr, kNoDeadline,
+      [&] { return ++asked == 3 ? Status::OtherProtocol : Status::Ok; });
+  EXPECT_EQ(status, Status::OtherProtocol);
+  EXPECT_EQ(asked, 3u);
+  EXPECT_EQ(polls, 3 * kCheckEvery);
+  EXPECT_EQ(spinUntil<HostOrdering>([] { return true; }, nullptr, kNoDeadline,
+                                    [] { return Status::OtherProtocol; }),
+            Status::Ok);
+}
+
+// SimpleReceiver::waitData passes its watch on: a receiver with nothing to
+// read ends with the watch's status, long before its deadline.
+TEST(WaitWatch, SimpleReceiverEndsWithItsWatchsStatus) {
+  OwnedFifo fifo(32, 3);
+  SimpleReceiver<HostOrdering> receiver(fifo.handle());
+  SimplePiece piece{};
+  int asked = 0;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(receiver.waitData(&piece, HostOrdering::deadlineAfter(std::chrono::seconds(60)),
+                              [&] { return ++asked < 10 ? Status::Ok : Status::OtherProtocol; }),
+            Status::OtherProtocol);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(asked, 10);
+  // Nothing was consumed: a slot published now is read.
+  SimpleSender<HostOrdering> sender(fifo.handle());
+  ASSERT_EQ(sender.send("abc", 3, kNoDeadline), Status::Ok);
+  EXPECT_EQ(receiver.waitData(&piece, kNoDeadline, [] { return Status::OtherProtocol; }), Status::Ok);
+  EXPECT_EQ(piece.bytes, 3u);
+}
+
+}  // namespace
+}  // namespace hora::protocols::testing
