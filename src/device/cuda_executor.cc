@@ -611,8 +611,9 @@ std::optional<Error> CudaExecutor::failure() const {
       return Error(ErrorKind::InvalidUsage,
                    strCat("rank ", ctx_.rank, ": collective mismatch with rank ", peer, " on channel ",
                           failure_->channel,
-                          ": its data came by the other protocol (LL or Simple) than this rank's call chose, so the "
-                          "calls differ in size (the ranks disagree on the collective's kind, count or type)"),
+                          ": its data came by a different protocol (LL or Simple) from the one this rank's call "
+                          "chose, so the calls differ in size (the ranks disagree on the collective's kind, count or "
+                          "type)"),
                    peer);
     default:
       return Error(ErrorKind::InvalidUsage,

@@ -27,7 +27,8 @@
 // alike, so no count travels through shared memory.
 //
 // A wait polls its lines and the block's status, and every kCheckEvery
-// polls the abort flag and the deadline (protocols/spin_wait.h): when one
+// polls the abort flag and the deadline (protocols/spin_wait.h), and a
+// piece's header wait also the peer's Simple FIFO (protocol_watch.cuh): when one
 // thread fails (a wrong header, say), the others stop waiting for lines
 // that will never come. A failed thread leaves its loop but still meets
 // the block at the barrier, where all threads decide together to stop
@@ -67,10 +68,10 @@ __device__ inline std::uint32_t llHeaderWord(std::uint64_t bytes, bool last) {
 template <typename T, typename Math>
 class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
  public:
-  // `simpleRecv`: the Simple FIFO from the same peer, watched while a
-  // piece's header is awaited (protocol_watch.cuh).
+  // `simpleRecv`: the Simple FIFO from the same peer (device memory),
+  // watched while a piece's header is awaited (protocol_watch.cuh).
   __device__ LLRingPrimitives(const DeviceWork& work, const DeviceChannel& channel, BlockShared* shared, Math math,
-                              std::uint64_t deadline, const protocols::FifoHandle& simpleRecv)
+                              std::uint64_t deadline, const protocols::FifoHandle* simpleRecv)
       : in_(static_cast<const T*>(work.in)),
         out_(static_cast<T*>(work.out)),
         pieceBytes_(llPieceBytes(channel.recv.slotBytes)),
@@ -199,7 +200,7 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
   protocols::LLSender<protocols::DeviceOrdering> sender_;
   protocols::LLReceiver<protocols::DeviceOrdering> receiver_;
   const std::uint32_t* recvAbort_;
-  protocols::FifoHandle simpleRecv_;
+  const protocols::FifoHandle* simpleRecv_;
   BlockShared* shared_;
   Math math_;
   std::uint64_t deadline_;

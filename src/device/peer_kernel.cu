@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) 
   view.failure = work.failure;
   // (Point-to-point work has one protocol: no other FIFO to watch.)
   SimpleRingPrimitives<std::uint8_t, ByteCopy> p(view, work.peers[op.peer], &shared, ByteCopy{}, deadline,
-                                                 protocols::FifoHandle{});
+                                                 nullptr);
   if (op.sending != 0) {
     p.send(op.peer, 0, op.bytes);
   } else {

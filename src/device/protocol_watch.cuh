@@ -27,22 +27,27 @@ namespace hora::device {
 
 inline constexpr std::uint64_t kOtherProtocolNs = 10'000'000;  // 10 ms
 
-// Whether the peer has data waiting on `fifo`, a receiving FIFO this block
-// does not use for the operation (no FIFO there: never).
+// Whether the peer has data waiting on `*fifo`, a receiving FIFO this block
+// does not use for the operation. The handle stays where it is (the ring's
+// device memory) and is read only on the slow path, so that the 512
+// threads of a block carry a pointer, not a handle only thread 0 needs.
+// No FIFO (null, or one without slots: an LL ring of size 0 is not a ring):
+// never.
 struct SimpleHasData {
-  protocols::FifoHandle fifo;
+  const protocols::FifoHandle* fifo;
   __device__ bool operator()() const {
     using protocols::DeviceOrdering;
-    return fifo.slots != nullptr && DeviceOrdering::loadAcquire(fifo.head) != DeviceOrdering::loadRelaxed(fifo.tail);
+    return fifo != nullptr && fifo->slots != nullptr &&
+           DeviceOrdering::loadAcquire(fifo->head) != DeviceOrdering::loadRelaxed(fifo->tail);
   }
 };
 struct LLHasData {
-  protocols::FifoHandle fifo;
+  const protocols::FifoHandle* fifo;
   __device__ bool operator()() const {
-    if (fifo.slots == nullptr) return false;
+    if (fifo == nullptr || fifo->slots == nullptr) return false;
     // The receiver returns every line it has read, so the next message
     // starts at the tail.
-    const protocols::LLReceiver<protocols::DeviceOrdering> next(fifo);
+    const protocols::LLReceiver<protocols::DeviceOrdering> next(*fifo);
     std::uint32_t header = 0;
     return next.tryLine(0, &header);
   }

@@ -28,11 +28,11 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math
   const algorithms::Channel channel{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)};
   if (work.protocol == DeviceProtocol::LL) {
     LLRingPrimitives<T, Math> p(work, ring.llChannels[blockIdx.x], &shared, math, deadline,
-                                ring.channels[blockIdx.x].recv);
+                                &ring.channels[blockIdx.x].recv);
     algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
   } else {
     SimpleRingPrimitives<T, Math> p(work, ring.channels[blockIdx.x], &shared, math, deadline,
-                                    ring.llChannels[blockIdx.x].recv);
+                                    &ring.llChannels[blockIdx.x].recv);
     algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
   }
   recordKernelDone(work.queue);

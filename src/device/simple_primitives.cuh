@@ -10,7 +10,8 @@
 // a slot's worth at a time, cut the same way on both sides, so a piece that
 // arrives is forwarded as one piece.
 //
-// A failed wait (abort flag, deadline, a piece of the wrong size) is
+// A failed wait (abort flag, deadline, a piece of the wrong size, the
+// peer's data on the LL FIFO instead: protocol_watch.cuh) is
 // recorded in the work's failure record and makes every later primitive of
 // the block return at once: the kernel ends, and the host reports it.
 #pragma once
@@ -42,10 +43,10 @@ __device__ inline bool aligned16(const void* pointer) {
 template <typename T, typename Math>
 class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
  public:
-  // `llRecv`: the LL FIFO from the same peer, watched while a wait lasts
-  // (protocol_watch.cuh); a FIFO without slots where there is none.
+  // `llRecv`: the LL FIFO from the same peer (device memory), watched while
+  // a wait lasts (protocol_watch.cuh); null where there is none.
   __device__ SimpleRingPrimitives(const DeviceWork& work, const DeviceChannel& channel, BlockShared* shared,
-                            Math math, std::uint64_t deadline, const protocols::FifoHandle& llRecv)
+                            Math math, std::uint64_t deadline, const protocols::FifoHandle* llRecv)
       : in_(static_cast<const T*>(work.in)),
         out_(static_cast<T*>(work.out)),
         slotBytes_(channel.recv.slotBytes),
@@ -160,7 +161,7 @@ class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
   std::uint64_t slotBytes_;
   protocols::SimpleSender<protocols::DeviceOrdering> sender_;
   protocols::SimpleReceiver<protocols::DeviceOrdering> receiver_;
-  protocols::FifoHandle llRecv_;
+  const protocols::FifoHandle* llRecv_;
   BlockShared* shared_;
   Math math_;
   std::uint64_t deadline_;

@@ -114,12 +114,6 @@ TEST(HostDeadline, TranslatesHorasDeadline) {
   EXPECT_LE(deadline, after + shortNs);
 }
 
-}  // namespace
-}  // namespace hora::protocols::testing
-
-namespace hora::protocols::testing {
-namespace {
-
 // A watch ends a wait with its status once it gives up, is asked only on
 // the slow path (every kCheckEvery polls), and never overrides a condition
 // that holds.
