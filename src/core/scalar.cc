@@ -40,9 +40,10 @@ std::uint64_t scalarBits(DataType type, double value) {
 
 void readScalar(void* to, const void* from, std::size_t bytes) {
 #if HORA_HAVE_CUDA
-  if (device::isDeviceMemory(from)) return device::copyToHost(to, from, bytes);
-#endif
+  device::copyToHost(to, from, bytes);
+#else
   std::memcpy(to, from, bytes);
+#endif
 }
 
 }  // namespace hora::core

@@ -74,7 +74,6 @@ std::uint64_t fifoStride(std::uint64_t slotBytes, std::uint64_t slotCount) {
   return protocols::roundUpTo(protocols::fifoLayout(slotBytes, slotCount).totalBytes, kFifoAlignment);
 }
 
-
 // Which process a rank runs in, among those of its host: the pid, and a
 // random number drawn once per process, since processes in different pid
 // namespaces of one host may have the same pid.

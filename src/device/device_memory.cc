@@ -3,6 +3,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <optional>
 #include <string>
 
 #include "device/cuda_check.h"
@@ -108,14 +110,16 @@ void* allocateDeviceMemory(std::size_t bytes) {
 
 void freeDeviceMemory(void* memory) { cudaCheck(cudaFree(memory), "freeing device memory (cudaFree)"); }
 
-void copyToHost(void* host, const void* device, std::size_t bytes) {
+void copyToHost(void* host, const void* from, std::size_t bytes) {
   cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, device) != cudaSuccess) cudaGetLastError();
-  const bool owned = attributes.type == cudaMemoryTypeDevice && attributes.device >= 0;
-  int current = 0;
-  if (!owned) cudaCheck(cudaGetDevice(&current), "cudaGetDevice");
-  DeviceScope scope(owned ? attributes.device : current);
-  cudaCheck(cudaMemcpy(host, device, bytes, cudaMemcpyDefault), "copying from device memory (cudaMemcpy)");
+  if (cudaPointerGetAttributes(&attributes, from) != cudaSuccess) cudaGetLastError();  // host memory CUDA never saw
+  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
+    std::memcpy(host, from, bytes);
+    return;
+  }
+  std::optional<DeviceScope> owner;
+  if (attributes.type == cudaMemoryTypeDevice) owner.emplace(attributes.device);
+  cudaCheck(cudaMemcpy(host, from, bytes, cudaMemcpyDefault), "copying from device memory (cudaMemcpy)");
 }
 
 }  // namespace hora::device

@@ -48,9 +48,10 @@ std::string pciBusIdOf(int device);
 // and CUDA's reason when the device has no room.
 void* allocateDeviceMemory(std::size_t bytes);
 void freeDeviceMemory(void* memory);
-// Copies `bytes` from device (or managed) memory to the host, waiting for
-// the copy, with the memory's own device current (so that no other
-// device's context is made); throws hora::Error with CUDA's reason.
-void copyToHost(void* host, const void* device, std::size_t bytes);
+// Copies `bytes` at `from` to the host: from device memory by CUDA with
+// the memory's own device current (so that no other device's context is
+// made), from managed memory by CUDA, waiting for the copy; from host
+// memory directly. Throws hora::Error with CUDA's reason.
+void copyToHost(void* host, const void* from, std::size_t bytes);
 
 }  // namespace hora::device

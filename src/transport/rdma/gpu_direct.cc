@@ -60,7 +60,7 @@ std::string describeGpuDirect(const GpuDirectFacts& facts) {
   if (facts.nicRegistersDmabuf && facts.gpuExportsDmabuf)
     ways += strCat(ways.empty() ? "" : " and ",
                    "dma-buf, as far as the GPU and libibverbs say (the NIC's driver was not asked)");
-  if (!ways.empty()) return strCat("possible here: ", ways);
+  if (facts.possible()) return strCat("possible here: ", ways);
   const char* dmabuf = !facts.gpuExportsDmabuf && !facts.nicRegistersDmabuf
                            ? "neither the GPU nor libibverbs offers dma-buf"
                        : !facts.gpuExportsDmabuf ? "no GPU exports dma-bufs"
@@ -69,9 +69,8 @@ std::string describeGpuDirect(const GpuDirectFacts& facts) {
 }
 
 std::string describeDeviceDataPath(const GpuDirectFacts& facts) {
-  const bool possible = !facts.peerMemoryModule.empty() || (facts.nicRegistersDmabuf && facts.gpuExportsDmabuf);
   return strCat("staged through pinned host memory (GPUDirect RDMA ", describeGpuDirect(facts),
-                possible ? "; hora does not use it yet)" : ")");
+                facts.possible() ? "; hora does not use it yet)" : ")");
 }
 
 }  // namespace hora::transport::rdma

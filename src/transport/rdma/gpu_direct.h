@@ -20,6 +20,9 @@ struct GpuDirectFacts {
   std::string peerMemoryModule;     // the file that shows the module loaded; empty: none
   bool nicRegistersDmabuf = false;  // libibverbs has ibv_reg_dmabuf_mr
   bool gpuExportsDmabuf = false;    // the rank's GPU exports dma-bufs
+
+  // Either way is there.
+  bool possible() const { return !peerMemoryModule.empty() || (nicRegistersDmabuf && gpuExportsDmabuf); }
 };
 
 // The first of the files that show a peer-memory module loaded, as NCCL
