@@ -33,11 +33,13 @@ std::size_t kernelsDoneOffset(int nranks) {
   return protocols::roundUpTo(kAbortFlagsOffset + sizeof(std::uint32_t) * static_cast<std::size_t>(nranks),
                               protocols::kCacheLineBytes);
 }
-// Unfinished kernels the ranks of one process on one GPU may hold between
-// them (cuda_executor.h): well under the launches CUDA queues per context
-// (about a thousand), and each rank's share still far more than it takes
-// to keep the GPU busy.
-constexpr std::uint64_t kQueuedKernelsPerGpu = 512;
+// Unfinished kernels a rank that shares its GPU with other ranks of its
+// process may hold (cuda_executor.h says why one).
+constexpr long long kDefaultMaxQueued = 1;
+// How long a call that waits for its rank's last kernel polls without
+// sleeping: a small collective's kernel ends within tens of microseconds,
+// and a sleep would add more than that to every call.
+constexpr auto kQueueSpin = std::chrono::milliseconds(1);
 
 // Every FIFO: four slots of 128 KiB. A ring step (two slots) then moves
 // while the previous one drains; a piece is large against the block's two
@@ -254,9 +256,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   for (const GpuOffer& g : gpus)
     if (ranksOnGpu(gpus, g, /*sameProcess=*/true) > 1) legacyStreamRefused_ = true;
   if (gpuSharedInProcess_)
-    maxQueued_ = static_cast<std::uint64_t>(std::max<long long>(
-        0, env::getInt({"HORA_DEVICE_MAX_QUEUED"},
-                       static_cast<long long>(std::max<std::uint64_t>(8, kQueuedKernelsPerGpu / inThisProcess)))));
+    maxQueued_ = static_cast<std::uint64_t>(
+        std::max<long long>(0, env::getInt({"HORA_DEVICE_MAX_QUEUED"}, kDefaultMaxQueued)));
   std::vector<ProcessWatch::Watched> peerProcesses;
   for (int peer = 0; peer < n; ++peer) {
     const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
@@ -706,16 +707,20 @@ QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
   if (capture != cudaStreamCaptureStatusNone) return {};
-  const auto deadline = std::chrono::steady_clock::now() + ctx_.timeout;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + ctx_.timeout;
   while (mayWait && launched_ - __atomic_load_n(kernelsDone_, __ATOMIC_ACQUIRE) >= maxQueued_) {
     if (auto failed = failure()) throw *failed;
     if (aborted_.load(std::memory_order_acquire))
       fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": communicator aborted (ncclCommAbort)");
     if (std::chrono::steady_clock::now() > deadline)
-      fail(ErrorKind::Remote, "rank ", ctx_.rank, ": ", maxQueued_, " kernels of this rank were queued on GPU ",
-           ctx_.device, " and none ended in ", ctx_.timeout.count(),
-           " ms (HORA_TIMEOUT): they wait for a rank of this process that stopped making calls");
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+      fail(ErrorKind::Remote, "rank ", ctx_.rank, ": no kernel of this rank on GPU ", ctx_.device, " ended in ",
+           ctx_.timeout.count(), " ms (HORA_TIMEOUT) while it had ", maxQueued_,
+           " unfinished (HORA_DEVICE_MAX_QUEUED): they wait for a rank of this process that stopped making calls");
+    if (std::chrono::steady_clock::now() - start < kQueueSpin)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   return {++launched_, kernelsDoneOnDevice_};
 }

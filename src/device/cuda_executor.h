@@ -25,17 +25,19 @@
 // for it stops at once instead of at its deadline, and the error names the
 // rank that exited.
 //
-// Ranks of one process that share a GPU share its launch queue too: CUDA
-// holds only so many launches not yet run, and a launch beyond them waits
-// for the GPU to take one. A rank whose thread runs far ahead of a peer's
-// could fill that queue with kernels that all wait for the peer, whose own
-// launch then waits for room: neither could go on. So such a rank keeps at
-// most maxQueued kernels (HORA_DEVICE_MAX_QUEUED) not yet finished, and a
-// call beyond that waits, as a launch into a full queue would, for its
-// rank's oldest kernel to end (each kernel stores its launch number into
-// host-mapped memory as it ends). Only a call's first kernel waits (run()
-// says why). Calls captured into graphs launch nothing and are not
-// counted.
+// Ranks of one process that share a GPU share its hardware queues too:
+// CUDA spreads a context's streams over a few queues, and a queue holds a
+// kernel back while the kernel before it on the same stream runs. If a
+// rank's thread runs ahead of a peer's, its next kernel can stand in a
+// shared queue in front of the peer's current one, which its own current
+// kernel waits for: neither can go on (seen on an H100 with 4 ranks as
+// threads, each launching on its own stream, even with 32 queues). So such
+// a rank keeps at most maxQueued kernels (HORA_DEVICE_MAX_QUEUED, 1 by
+// default) not yet finished, and a call beyond that waits for its rank's
+// last kernel to end (each kernel stores its launch number into
+// host-mapped memory as it ends): no rank then has a kernel queued behind
+// its own unfinished one. Only a call's first kernel waits (run() says
+// why). Calls captured into graphs launch nothing and are not counted.
 //
 // Plain C++: the CUDA types stay in cuda_executor.cc.
 #pragma once
