@@ -535,7 +535,7 @@ void Communicator::failBroken(const Error& failure) {
   // Close our connections so that peers waiting on us fail now rather than
   // at their deadline; stop this rank's kernels.
   connector_->shutdown();
-  if (cudaExecutor_) cudaExecutor_->abort();
+  if (cudaExecutor_) cudaExecutor_->abort(error.failedRank());
   throw error;
 }
 

@@ -26,8 +26,9 @@ class Executor {
   virtual void check(std::span<const Op> ops) const { (void)ops; }
 
   // For executors whose work outlives run() (kernels on a stream): stop it
-  // now, and what stopped it, if anything did (nullopt when nothing failed).
-  virtual void abort() {}
+  // now, for the failure of rank `origin` (-1: this rank's own abort), and
+  // what stopped it, if anything did (nullopt when nothing failed).
+  virtual void abort(int origin = -1) { (void)origin; }
   virtual std::optional<Error> failure() const { return std::nullopt; }
 };
 

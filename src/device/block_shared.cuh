@@ -54,6 +54,7 @@ struct ElementMath {
 // What thread 0 tells the block between the barriers of one piece.
 struct BlockShared {
   protocols::Status status;
+  std::int32_t origin;  // once stopped: the user rank whose stop came first (DeviceFailure)
   const char* received;
   char* sendSlot;
 };
@@ -102,25 +103,45 @@ class RingMoves {
   __device__ Derived& self() { return static_cast<Derived&>(*this); }
 };
 
+// The user rank whose stop a wait on `peer` that ended with `status`
+// stands for: the rank named on the FIFO's abort line (PeerStopped:
+// `line`), the rank the peer's abort flag names (Aborted), else this rank.
+__device__ inline std::int32_t originOf(const DeviceFailure* failure, protocols::Status status, int peer,
+                                        const std::uint32_t* line) {
+  using protocols::DeviceOrdering;
+  std::uint32_t named = 0;
+  if (status == protocols::Status::PeerStopped && line != nullptr) named = DeviceOrdering::loadFlag(line);
+  if (status == protocols::Status::Aborted && peer >= 0 && peer < failure->ranks)
+    named = DeviceOrdering::loadFlag(failure->abortFlags + peer);
+  return named != 0 ? static_cast<std::int32_t>(named) - 1 : failure->self;
+}
+
 // Records a failed wait: the block's status, which stops its later
 // primitives, and, if no block failed before, the kernel's failure record
 // that the host reads (naming the peer the wait was for); then raises the
-// rank's abort flags (device_work.h says why).
+// rank's abort flags (device_work.h says why). `line`: the abort line the
+// wait watched, read for a PeerStopped's origin.
 // (The claim is an atomic at device scope on host-mapped memory: only this
 // GPU's blocks contend for it, so that scope is enough.)
 __device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure, protocols::Status status, int peer,
-                                     bool sending) {
+                                     bool sending, const std::uint32_t* line = nullptr) {
   using protocols::DeviceOrdering;
+  const std::int32_t origin = originOf(failure, status, peer, line);
+  shared->origin = origin;
   shared->status = status;
   if (atomicCAS(&failure->claimed, 0u, 1u) == 0) {
     failure->peer = peer;
+    failure->origin = origin;
     failure->channel = static_cast<std::int32_t>(blockIdx.x);
     failure->sending = sending ? 1 : 0;
     // Release: the host that sees status reads the fields above whole.
     asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(&failure->status), "r"(static_cast<std::uint32_t>(status))
                  : "memory");
     DeviceOrdering::storeFlag(failure->stopped, 1);
-    for (std::int32_t r = 0; r < failure->ranks; ++r) DeviceOrdering::storeFlag(failure->abortFlags + r, 1);
+    // Each flag names the origin, so that the blocks it stops pass the same
+    // rank on; a flag the host raised first keeps what it says.
+    for (std::int32_t r = 0; r < failure->ranks; ++r)
+      atomicCAS(failure->abortFlags + r, 0u, static_cast<std::uint32_t>(origin + 1));
   }
 }
 
@@ -132,13 +153,34 @@ __device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure
 // starts stopped: every primitive returns at once, and nothing is recorded
 // (the failure record keeps the first cause).
 __device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* deadline, std::uint64_t timeoutNs,
-                                         const std::uint32_t* stopped) {
+                                         const std::uint32_t* stopped, const DeviceFailure* failure) {
   if (threadIdx.x == 0) {
     const bool stop = stopped != nullptr && protocols::DeviceOrdering::loadFlag(stopped) != 0;
     shared->status = stop ? protocols::Status::Aborted : protocols::Status::Ok;
+    // The kernel that set the stop word recorded whose stop it was (before
+    // it set the word; should that record not show yet, this rank's own).
+    const std::int32_t recorded = *static_cast<const volatile std::int32_t*>(&failure->origin);
+    shared->origin = recorded >= 0 ? recorded : failure->self;
     *deadline = protocols::DeviceOrdering::now() + timeoutNs;
   }
   __syncthreads();
+}
+
+// The end of every block of a kernel that waits on FIFOs: a block that
+// stopped says so on the abort line of each of its FIFOs (device_work.h
+// says why), naming the rank whose stop came first, unless the line
+// already names one. Every thread of the block calls it.
+template <class... Fifos>
+__device__ void endBlock(const BlockShared* shared, const Fifos&... fifos) {
+  __syncthreads();  // every thread's failure is recorded
+  if (threadIdx.x != 0 || shared->status == protocols::Status::Ok) return;
+  const std::uint32_t named = static_cast<std::uint32_t>(shared->origin + 1);
+  const auto announce = [&](const protocols::FifoHandle& fifo) {
+    std::uint32_t* line = protocols::abortLineOf(fifo);
+    if (line != nullptr && named != 0 && protocols::DeviceOrdering::loadFlag(line) == 0)
+      protocols::DeviceOrdering::storeFlag(line, named);
+  };
+  (announce(fifos), ...);
 }
 
 // Whether the block has stopped, decided at a barrier, as every decision

@@ -29,6 +29,7 @@ namespace {
 // record (a cache line of its own). The kernels' done word follows them, on
 // a line of its own.
 constexpr std::size_t kAbortFlagsOffset = protocols::kCacheLineBytes;
+static_assert(sizeof(DeviceFailure) <= kAbortFlagsOffset, "the failure record fits its line");
 std::size_t kernelsDoneOffset(int nranks) {
   return protocols::roundUpTo(kAbortFlagsOffset + sizeof(std::uint32_t) * static_cast<std::size_t>(nranks),
                               protocols::kCacheLineBytes);
@@ -197,6 +198,8 @@ CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline
   std::memset(mapped, 0, mappedBytes);
   mapped_ = mapped;
   failure_ = static_cast<DeviceFailure*>(mapped);
+  failure_->self = ctx_.rank;
+  failure_->origin = -1;
   abortFlags_ = reinterpret_cast<std::uint32_t*>(static_cast<char*>(mapped) + kAbortFlagsOffset);
   kernelsDone_ = reinterpret_cast<std::uint64_t*>(static_cast<char*>(mapped) + kernelsDoneOffset(ctx_.nranks));
   try {
@@ -505,8 +508,20 @@ void CudaExecutor::proxyFailed(const Error& error) {
   }
   proxyFailed_.store(true, std::memory_order_release);
   // Every wait of this rank's kernels stops; failure() gives the cause.
-  for (int peer = 0; peer < ctx_.nranks; ++peer) __atomic_store_n(&abortFlags_[peer], 1u, __ATOMIC_RELEASE);
+  raiseAbortFlags(error.failedRank() >= 0 ? error.failedRank() : ctx_.rank);
   HORA_LOG(Warn, "rank ", ctx_.rank, ": the network proxy of its kernels failed: ", error.what());
+}
+
+void CudaExecutor::raiseAbortFlags(int origin, int onlyPeer) {
+  // A raised flag names the rank whose failure it stands for, which the
+  // kernels it stops pass on (device_work.h); a flag raised before keeps
+  // what it says.
+  for (int peer = 0; peer < ctx_.nranks; ++peer) {
+    if (onlyPeer >= 0 && peer != onlyPeer) continue;
+    std::uint32_t lowered = 0;
+    __atomic_compare_exchange_n(&abortFlags_[peer], &lowered, static_cast<std::uint32_t>(origin + 1), false,
+                                __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+  }
 }
 
 void CudaExecutor::watchPeerProcesses(std::vector<ProcessWatch::Watched> peers) {
@@ -517,7 +532,7 @@ void CudaExecutor::watchPeerProcesses(std::vector<ProcessWatch::Watched> peers) 
   watch_ = std::make_unique<ProcessWatch>(std::move(peers), [this](const ProcessWatch::Watched& gone) {
     // After an abort() the abort is the first cause, and stays what is told.
     if (!aborted_.load(std::memory_order_acquire)) gonePids_[gone.rank].store(gone.pid, std::memory_order_release);
-    __atomic_store_n(&abortFlags_[gone.rank], 1u, __ATOMIC_RELEASE);
+    raiseAbortFlags(gone.rank, gone.rank);
     HORA_LOG(Info, "rank ", ctx_.rank, ": rank ", gone.rank, " (pid ", gone.pid,
              ") exited; this rank's kernels stop waiting");
   });
@@ -566,10 +581,10 @@ void CudaExecutor::release() {
   if (switched) cudaSetDevice(previous);
 }
 
-void CudaExecutor::abort() {
+void CudaExecutor::abort(int origin) {
   if (abortFlags_ == nullptr) return;
   aborted_.store(true, std::memory_order_release);
-  for (int peer = 0; peer < ctx_.nranks; ++peer) __atomic_store_n(&abortFlags_[peer], 1u, __ATOMIC_RELEASE);
+  raiseAbortFlags(origin >= 0 ? origin : ctx_.rank);
   // The proxies of neighbours on other hosts see the end at once, and stop
   // their kernels, instead of at their deadline.
   if (networkConnector_) networkConnector_->shutdown();
@@ -607,6 +622,13 @@ std::optional<Error> CudaExecutor::failure() const {
                           waited, " rank ", peer, " on channel ", failure_->channel,
                           ": that rank stopped, or never made the matching call"),
                    peer);
+    case protocols::Status::PeerStopped:
+      return Error(ErrorKind::Remote,
+                   strCat("rank ", ctx_.rank, ": rank ", failure_->origin,
+                          " stopped first (its kernel failed, it was aborted, or it exited or lost a peer), and the "
+                          "kernels waiting on it stopped in turn: a kernel of this rank was waiting ",
+                          waited, " rank ", peer, " (block ", failure_->channel, ")"),
+                   failure_->origin);
     case protocols::Status::OtherProtocol:
       return Error(ErrorKind::InvalidUsage,
                    strCat("rank ", ctx_.rank, ": collective mismatch with rank ", peer, " on channel ",

@@ -98,8 +98,9 @@ class CudaExecutor final : public core::Executor {
   // Enqueues every op on its stream: a ring kernel per collective, and one
   // point-to-point kernel for all of the sends and receives.
   void run(std::span<const core::Op> ops) override;
-  // Raises every flag the waits of this rank's kernels poll: they end.
-  void abort() override;
+  // Raises every flag the waits of this rank's kernels poll, naming
+  // `origin` (this rank where -1): they end, and pass the stop on.
+  void abort(int origin = -1) override;
   // What a kernel of this rank recorded when it stopped, as the error the
   // communicator reports (naming the peer), or nullopt. Cheap: one load of
   // host-mapped memory.
@@ -131,6 +132,11 @@ class CudaExecutor final : public core::Executor {
   void* streamOf(const core::Op& op) const;
   // The stream of the first op of a peer kind (all must share it).
   void* peerStream(std::span<const core::Op> ops) const;
+  // Raises this rank's abort flags (all, or only the one for onlyPeer),
+  // each naming `origin`, the rank whose failure it stands for, which the
+  // kernels that stop pass on (device_work.h). Host-mapped stores: safe
+  // from any thread.
+  void raiseAbortFlags(int origin, int onlyPeer = -1);
   // Frees what was allocated (the destructor, and a constructor that throws).
   void release();
   // Before a kernel launch on `stream`: waits, if mayWait, while maxQueued_

@@ -54,6 +54,13 @@ struct DeviceRing {
 // anything (a piece they sent would reach a peer still in the failed call,
 // which would take it for a mismatch). After a failure the communicator is
 // unusable anyway.
+//
+// Every block that stops, for whatever reason, then says so on its FIFOs'
+// abort lines before it ends (block_shared.cuh, endBlock): the ring
+// neighbours' waits watch those lines, stop with Status::PeerStopped, and
+// say so on theirs, so the whole ring stops within moments of its first
+// failure instead of each rank at its own deadline. The line carries the
+// user rank whose stop came first (+1), so that every rank names it.
 struct DeviceFailure {
   std::uint32_t status;  // a protocols::Status, 0 while nothing failed
   std::int32_t peer;     // the user rank the failed wait was for
@@ -61,7 +68,15 @@ struct DeviceFailure {
   std::uint32_t sending;  // 1: waiting for room at `peer`; 0: for its data
   std::uint32_t claimed;  // nonzero once a block owns the record
   std::int32_t ranks;
-  std::uint32_t* abortFlags;  // device address, one per rank
+  std::int32_t self;      // this rank (user rank)
+  // The user rank whose stop came first, as this rank learnt it: itself,
+  // the rank named on a FIFO's abort line (PeerStopped), or the rank an
+  // abort flag names (Aborted); -1 until a block claims the record.
+  std::int32_t origin;
+  // Device address, one per rank. A raised flag holds the user rank whose
+  // failure it stands for, + 1: this rank for its own failure or abort, a
+  // peer whose process exited, the rank a failed host call names.
+  std::uint32_t* abortFlags;
   std::uint32_t* stopped;     // device memory: the rank's stop word
 };
 

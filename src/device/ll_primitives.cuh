@@ -78,6 +78,8 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
         sender_(channel.send),
         receiver_(channel.recv),
         recvAbort_(channel.recv.abortFlag),
+        sendLine_(protocols::abortLineOf(channel.send)),
+        recvLine_(protocols::abortLineOf(channel.recv)),
         simpleRecv_(simpleRecv),
         shared_(shared),
         math_(math),
@@ -104,8 +106,8 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
       const std::uint64_t lines = kLLHeaderLines + 2 * packs;
       if constexpr (kSend) {
         if (threadIdx.x == 0 && !stopped_) {
-          const Status status = sender_.waitRoom(lines, deadline_);
-          if (status != Status::Ok) recordFailure(shared_, failure_, status, to, true);
+          const Status status = sender_.waitRoom(lines, deadline_, StopLine{sendLine_});
+          if (status != Status::Ok) recordFailure(shared_, failure_, status, to, true, sendLine_);
         }
         stopped_ = __syncthreads_or(shared_->status != Status::Ok);  // room for the piece before anyone writes
       }
@@ -171,10 +173,11 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
 
   // Waits for lines k and k + 1 of the piece the receiver is at; false
   // when this wait, or another thread of the block, failed. `watch` as
-  // spinUntil's.
+  // spinUntil's (every wait also watches the FIFO's abort line).
   template <class Watch = protocols::NoWatch>
   __device__ bool waitPair(std::uint64_t k, std::uint32_t* first, std::uint32_t* second, int from,
                            Watch watch = Watch{}) {
+    using Watches = protocols::EitherWatch<StopLine, Watch>;
     using protocols::Status;
     bool blockFailed = false;
     // The pair, or another thread's failure, which ends the wait too (a
@@ -185,8 +188,8 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
           blockFailed = *static_cast<volatile const Status*>(&shared_->status) != Status::Ok;
           return blockFailed;
         },
-        recvAbort_, deadline_, watch);
-    if (status != Status::Ok) recordFailure(shared_, failure_, status, from, false);
+        recvAbort_, deadline_, Watches{StopLine{recvLine_}, watch});
+    if (status != Status::Ok) recordFailure(shared_, failure_, status, from, false, recvLine_);
     return status == Status::Ok && !blockFailed;
   }
   // Thread 0: a piece's header pair, watching the Simple FIFO meanwhile.
@@ -200,6 +203,9 @@ class LLRingPrimitives : public RingMoves<LLRingPrimitives<T, Math>> {
   protocols::LLSender<protocols::DeviceOrdering> sender_;
   protocols::LLReceiver<protocols::DeviceOrdering> receiver_;
   const std::uint32_t* recvAbort_;
+  // The FIFOs' abort lines, where the neighbours say they stopped.
+  const std::uint32_t* sendLine_;
+  const std::uint32_t* recvLine_;
   const protocols::FifoHandle* simpleRecv_;
   BlockShared* shared_;
   Math math_;

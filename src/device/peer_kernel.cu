@@ -18,7 +18,7 @@ using ByteCopy = ElementMath<std::uint8_t, kernels::FuncSum<std::uint8_t>, kerne
 __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) {
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
-  beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped);
+  beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped, work.failure);
   const DevicePeerOp& op = work.ops[blockIdx.x];
   DeviceWork view{};
   view.in = op.in;
@@ -32,6 +32,7 @@ __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) 
   } else {
     p.recv(op.peer, 0, op.bytes);
   }
+  endBlock(&shared, work.peers[op.peer].send, work.peers[op.peer].recv);
   recordKernelDone(work.queue);
 }
 

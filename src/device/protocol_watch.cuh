@@ -21,11 +21,16 @@
 #include "protocols/device_ordering.h"
 #include "protocols/fifo_handle.h"
 #include "protocols/ll.h"
+#include "protocols/spin_wait.h"
 #include "protocols/status.h"
 
 namespace hora::device {
 
 inline constexpr std::uint64_t kOtherProtocolNs = 10'000'000;  // 10 ms
+
+// The watch on a FIFO's abort line, where a neighbour that stopped says so
+// (device_work.h).
+using StopLine = protocols::StopLineWatch<protocols::DeviceOrdering>;
 
 // Whether the peer has data waiting on `*fifo`, a receiving FIFO this block
 // does not use for the operation. The handle stays where it is (the ring's

@@ -19,7 +19,7 @@ template <typename T, typename Math>
 __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math math) {
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
-  beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped);
+  beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped, work.failure);
   if constexpr (std::is_same_v<decltype(math.pre), kernels::FuncPreMul<T>>) {
     if (work.preMulScalar != nullptr) math.pre = kernels::FuncPreMul<T>(*static_cast<const T*>(work.preMulScalar));
   }
@@ -35,6 +35,9 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math
                                     &ring.llChannels[blockIdx.x].recv);
     algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
   }
+  // Both protocols' FIFOs: a neighbour whose call chose the other one waits there.
+  endBlock(&shared, ring.channels[blockIdx.x].send, ring.channels[blockIdx.x].recv, ring.llChannels[blockIdx.x].send,
+           ring.llChannels[blockIdx.x].recv);
   recordKernelDone(work.queue);
 }
 

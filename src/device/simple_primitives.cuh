@@ -11,9 +11,10 @@
 // arrives is forwarded as one piece.
 //
 // A failed wait (abort flag, deadline, a piece of the wrong size, the
-// peer's data on the LL FIFO instead: protocol_watch.cuh) is
-// recorded in the work's failure record and makes every later primitive of
-// the block return at once: the kernel ends, and the host reports it.
+// peer's data on the LL FIFO instead: protocol_watch.cuh, the peer's stop
+// on the FIFO's abort line: device_work.h) is recorded in the work's
+// failure record and makes every later primitive of the block return at
+// once: the kernel ends, and the host reports it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -52,6 +53,8 @@ class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
         slotBytes_(channel.recv.slotBytes),
         sender_(channel.send),
         receiver_(channel.recv),
+        sendLine_(protocols::abortLineOf(channel.send)),
+        recvLine_(protocols::abortLineOf(channel.recv)),
         llRecv_(llRecv),
         shared_(shared),
         math_(math),
@@ -98,19 +101,21 @@ class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
     Status status = Status::Ok;
     if constexpr (kRemote) {
       protocols::SimplePiece got{};
-      status = receiver_.waitData(&got, deadline_, OtherProtocolWatch<LLHasData>(LLHasData{llRecv_}));
+      using Watch = protocols::EitherWatch<StopLine, OtherProtocolWatch<LLHasData>>;
+      const Watch watch{StopLine{recvLine_}, OtherProtocolWatch<LLHasData>(LLHasData{llRecv_})};
+      status = receiver_.waitData(&got, deadline_, watch);
       if (status == Status::Ok && (got.bytes != piece || got.last != last)) status = Status::Overflow;
       shared_->received = got.data;
-      if (status != Status::Ok) return fail(status, from, false);
+      if (status != Status::Ok) return fail(status, from, false, recvLine_);
     }
     if constexpr (kSend) {
-      status = sender_.waitRoom(&shared_->sendSlot, deadline_);
-      if (status != Status::Ok) return fail(status, to, true);
+      status = sender_.waitRoom(&shared_->sendSlot, deadline_, StopLine{sendLine_});
+      if (status != Status::Ok) return fail(status, to, true, sendLine_);
     }
   }
 
-  __device__ void fail(protocols::Status status, int peer, bool sending) {
-    recordFailure(shared_, failure_, status, peer, sending);
+  __device__ void fail(protocols::Status status, int peer, bool sending, const std::uint32_t* line) {
+    recordFailure(shared_, failure_, status, peer, sending, line);
   }
 
   // Every thread of the block: its share of `count` elements, 16 bytes at a
@@ -161,6 +166,9 @@ class SimpleRingPrimitives : public RingMoves<SimpleRingPrimitives<T, Math>> {
   std::uint64_t slotBytes_;
   protocols::SimpleSender<protocols::DeviceOrdering> sender_;
   protocols::SimpleReceiver<protocols::DeviceOrdering> receiver_;
+  // The FIFOs' abort lines, where the neighbours say they stopped.
+  const std::uint32_t* sendLine_;
+  const std::uint32_t* recvLine_;
   const protocols::FifoHandle* llRecv_;
   BlockShared* shared_;
   Math math_;

@@ -105,4 +105,14 @@ HORA_HOST_DEVICE inline FifoHandle fifoAt(void* block, std::uint64_t slotBytes, 
   return fifo;
 }
 
+// The block's own abort line, whatever `abortFlag` was pointed at instead
+// (a kernel's waits poll a flag in host-mapped memory): the line both
+// sides of the FIFO can write and read. Null for a handle without a block.
+HORA_HOST_DEVICE inline std::uint32_t* abortLineOf(const FifoHandle& fifo) {
+  if (fifo.head == nullptr) return nullptr;
+  constexpr FifoLayout layout = fifoLayout(kSlotGranule, 1);  // the header lines do not depend on the sizes
+  return reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(fifo.head) - layout.headOffset +
+                                          layout.abortOffset);
+}
+
 }  // namespace hora::protocols

@@ -28,6 +28,7 @@ void throwIfFailed(Status status, const char* what) {
     case Status::Ok: return;
     case Status::Aborted: fail(ErrorKind::Remote, "protocols: ", what, ": aborted");
     case Status::TimedOut: fail(ErrorKind::Remote, "protocols: ", what, ": timed out");
+    case Status::PeerStopped: fail(ErrorKind::Remote, "protocols: ", what, ": the peer stopped");
     case Status::Overflow:
     case Status::OtherProtocol: fail(ErrorKind::InvalidUsage, "protocols: ", what, ": ", statusName(status));
   }

@@ -149,14 +149,16 @@ class LLSender {
   // Waits until lines [sent, sent + count) may be written. They must not
   // reach past the end of the slot that line `sent` falls in: the receiver
   // returns credits a slot at a time, so room beyond it may never come.
-  HORA_HOST_DEVICE Status waitRoom(std::uint64_t count, std::uint64_t deadline) {
+  // `watch` as spinUntil's.
+  template <class Watch = NoWatch>
+  HORA_HOST_DEVICE Status waitRoom(std::uint64_t count, std::uint64_t deadline, Watch watch = Watch{}) {
     if (hasRoom(count)) return Status::Ok;
     return spinUntil<Ordering>(
         [&] {
           knownTail_ = Ordering::loadAcquire(fifo_.tail);
           return hasRoom(count);
         },
-        fifo_.abortFlag, deadline);
+        fifo_.abortFlag, deadline, watch);
   }
   // Without waiting: whether lines [sent, sent + count) may be written now,
   // wherever they end (count at most the ring's lines). A caller that

@@ -117,14 +117,16 @@ class SimpleSender {
   }
 
   // Waits for a free slot; *slot is where to write up to slotBytes bytes.
-  HORA_HOST_DEVICE Status waitRoom(char** slot, std::uint64_t deadline) {
+  // `watch` as spinUntil's.
+  template <class Watch = NoWatch>
+  HORA_HOST_DEVICE Status waitRoom(char** slot, std::uint64_t deadline, Watch watch = Watch{}) {
     if (!hasRoom()) {
       const Status status = spinUntil<Ordering>(
           [&] {
             knownTail_ = Ordering::loadAcquire(fifo_.tail);
             return hasRoom();
           },
-          fifo_.abortFlag, deadline);
+          fifo_.abortFlag, deadline, watch);
       if (status != Status::Ok) return status;
     }
     *slot = fifo_.slots + headSlot_ * fifo_.slotBytes;

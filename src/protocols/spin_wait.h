@@ -23,6 +23,28 @@ struct NoWatch {
   HORA_HOST_DEVICE constexpr Status operator()() const { return Status::Ok; }
 };
 
+// A watch on a word the other side of the FIFO writes when it stops (the
+// FIFO's abort line, where the wait's abort flag is another word): nonzero
+// ends the wait with PeerStopped. A null word is never written.
+template <class Ordering>
+struct StopLineWatch {
+  const std::uint32_t* line;
+  HORA_HOST_DEVICE Status operator()() const {
+    return line != nullptr && Ordering::loadFlag(line) != 0 ? Status::PeerStopped : Status::Ok;
+  }
+};
+
+// Two watches, the first asked first.
+template <class First, class Second>
+struct EitherWatch {
+  First first;
+  Second second;
+  HORA_HOST_DEVICE Status operator()() {
+    const Status status = first();
+    return status != Status::Ok ? status : second();
+  }
+};
+
 // `watch()` returns Ok to go on waiting, or the status the wait ends with.
 template <class Ordering, class Ready, class Watch = NoWatch>
 HORA_HOST_DEVICE Status spinUntil(Ready&& ready, const std::uint32_t* abortFlag, std::uint64_t deadline,

@@ -18,6 +18,11 @@ enum class Status : std::uint32_t {
   // this side waited on its own: the two sides chose different protocols,
   // so their calls differ in size (device kernels; device/protocol_watch.cuh).
   OtherProtocol,
+  // The FIFO's other side stopped and said so on the FIFO's abort line
+  // (fifo_handle.h): its kernel failed or its communicator was aborted, so
+  // what this side waits for will not come (device kernels; device/
+  // device_work.h, DeviceFailure).
+  PeerStopped,
 };
 
 HORA_HOST_DEVICE constexpr const char* statusName(Status status) {
@@ -27,6 +32,7 @@ HORA_HOST_DEVICE constexpr const char* statusName(Status status) {
     case Status::TimedOut: return "timed out";
     case Status::Overflow: return "message larger than its buffer";
     case Status::OtherProtocol: return "the peer's data came by the other protocol";
+    case Status::PeerStopped: return "the peer stopped";
   }
   return "unknown status";
 }

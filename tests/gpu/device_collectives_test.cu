@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -510,6 +511,53 @@ TEST(DeviceCollectives, AbortEndsAKernelWaitingForAPeer) {
   CUDA_OK(cudaStreamSynchronize(ranks.stream(0)));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   cudaFree(buffer);
+}
+
+// A rank whose kernel stops says so on its FIFOs, and a neighbour's kernel
+// waiting on it stops within moments, naming it, instead of at its own
+// deadline (HORA_TIMEOUT, 30 s in the gpu suite). Rank 1's call waits
+// behind a host function on its stream, so that rank 0's kernel is stopped
+// (revoked) first: rank 1's kernel then starts, sends, and waits for rank
+// 0's next piece, which will not come.
+TEST(DeviceCollectives, AStoppedRankStopsItsNeighbour) {
+  Ranks ranks(2);
+  float* buffers[2] = {};
+  for (float*& b : buffers) CUDA_OK(cudaMalloc(&b, 4096 * sizeof(float)));
+  // Static, and set however the test ends: the host function must not
+  // outlive its flag, nor hold stream 1 (and the communicators' frees)
+  // for ever.
+  static std::atomic<bool> go;
+  go = false;
+  struct Release {
+    ~Release() { go = true; }
+  } release;
+  CUDA_OK(cudaLaunchHostFunc(
+      ranks.stream(1),
+      [](void* flag) {
+        auto* released = static_cast<std::atomic<bool>*>(flag);
+        while (!released->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      &go));
+  for (int r = 0; r < 2; ++r)
+    NCCL_OK(ncclAllReduce(buffers[r], buffers[r], 4096, ncclFloat32, ncclSum, ranks.comm(r), ranks.stream(r)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(cudaStreamQuery(ranks.stream(0)), cudaErrorNotReady);
+  NCCL_OK(ncclCommRevoke(ranks.comm(0), NCCL_REVOKE_DEFAULT));
+  CUDA_OK(cudaStreamSynchronize(ranks.stream(0)));
+  const auto start = std::chrono::steady_clock::now();
+  go = true;
+  CUDA_OK(cudaStreamSynchronize(ranks.stream(1)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ncclResult_t async = ncclSuccess;
+  NCCL_OK(ncclCommGetAsyncError(ranks.comm(1), &async));
+  EXPECT_EQ(async, ncclRemoteError);
+  const std::string message = ncclGetLastError(ranks.comm(1));
+  EXPECT_NE(message.find("rank 0 stopped first"), std::string::npos) << message;
+  for (int r = 0; r < 2; ++r) {
+    ncclCommAbort(ranks.comm(r));
+    ranks.release(r);
+  }
+  for (float* b : buffers) cudaFree(b);
 }
 
 // A peer that never makes its call: after HORA_TIMEOUT the waiting kernel

@@ -154,5 +154,87 @@ TEST(WaitWatch, SimpleReceiverEndsWithItsWatchsStatus) {
   EXPECT_EQ(piece.bytes, 3u);
 }
 
+// A FIFO's abort line is the word of its block that both sides write
+// (fifo_handle.h), wherever the handle's abortFlag points.
+TEST(StopLine, IsTheBlocksAbortLine) {
+  OwnedFifo fifo(32, 3);
+  EXPECT_EQ(abortLineOf(fifo.handle()), fifo.handle().abortFlag);
+  FifoHandle elsewhere = fifo.handle();
+  std::uint32_t flag = 0;
+  elsewhere.abortFlag = &flag;
+  EXPECT_EQ(abortLineOf(elsewhere), fifo.handle().abortFlag);
+  EXPECT_EQ(abortLineOf(FifoHandle{}), nullptr);
+}
+
+// Two watches: the first is asked first, the second only while the first
+// says go on.
+TEST(StopLine, EitherWatchAsksTheFirstFirst) {
+  int firstAsked = 0, secondAsked = 0;
+  auto first = [&] { return ++firstAsked == 2 ? Status::PeerStopped : Status::Ok; };
+  auto second = [&] {
+    ++secondAsked;
+    return Status::Ok;
+  };
+  EitherWatch<decltype(first), decltype(second)> both{first, second};
+  EXPECT_EQ(both(), Status::Ok);
+  EXPECT_EQ(both(), Status::PeerStopped);
+  EXPECT_EQ(secondAsked, 1);
+  std::uint32_t line = 0;
+  EXPECT_EQ((StopLineWatch<HostOrdering>{&line}()), Status::Ok);
+  line = 5;
+  EXPECT_EQ((StopLineWatch<HostOrdering>{&line}()), Status::PeerStopped);
+  EXPECT_EQ((StopLineWatch<HostOrdering>{nullptr}()), Status::Ok);
+}
+
+// Where a wait's abort flag is another word (a kernel polls one in
+// host-mapped memory), a side that stops says so on the FIFO's abort line,
+// and the other side's waits, for data and for room, Simple and LL, end
+// with PeerStopped soon after, long before their deadline.
+TEST(StopLine, EndsEveryWaitOfTheOtherSide) {
+  constexpr std::uint64_t kSlotBytesHere = 64, kSlotsHere = 2;
+  for (int side = 0; side < 3; ++side) {
+    SCOPED_TRACE(side == 0 ? "Simple receiver" : side == 1 ? "Simple sender" : "LL sender");
+    OwnedFifo fifo(kSlotBytesHere, kSlotsHere);
+    FifoHandle handle = fifo.handle();
+    std::uint32_t flag = 0;  // never raised
+    handle.abortFlag = &flag;
+    std::uint32_t* line = abortLineOf(handle);
+    const StopLineWatch<HostOrdering> watch{line};
+    const std::uint64_t deadline = HostOrdering::deadlineAfter(std::chrono::seconds(60));
+    SimpleSender<HostOrdering> simple(handle);
+    LLSender<HostOrdering> ll(handle);
+    // A full FIFO, so that a sender must wait for room.
+    if (side == 1) {
+      for (std::uint64_t m = 0; m < kSlotsHere; ++m) ASSERT_EQ(simple.send("x", 1, deadline), Status::Ok);
+    }
+    if (side == 2) {
+      while (ll.send("x", 1, HostOrdering::deadlineAfter(std::chrono::milliseconds(0))) == Status::Ok) {
+      }
+    }
+    std::thread stopper([line] {
+      std::this_thread::sleep_for(kShort);
+      HostOrdering::storeFlag(line, 3);  // rank 2 stopped first
+    });
+    const auto start = Clock::now();
+    Status status = Status::Ok;
+    if (side == 0) {
+      SimpleReceiver<HostOrdering> receiver(handle);
+      SimplePiece piece{};
+      status = receiver.waitData(&piece, deadline, watch);
+    } else if (side == 1) {
+      char* slot = nullptr;
+      status = simple.waitRoom(&slot, deadline, watch);
+    } else {
+      status = ll.waitRoom(1, deadline, watch);
+    }
+    stopper.join();
+    EXPECT_EQ(status, Status::PeerStopped);
+    EXPECT_GE(Clock::now() - start, kShort);
+    EXPECT_LT(Clock::now() - start, kLate);
+    EXPECT_EQ(HostOrdering::loadFlag(line), 3u);
+    EXPECT_EQ(flag, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace hora::protocols::testing
