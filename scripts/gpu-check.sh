@@ -149,8 +149,9 @@ if ((testsOnly == 0)); then
   done
 
   # 4 ranks as threads, each driving its own rank, ten launches: the case
-  # that failed intermittently at its first size (docs/gpu.md, "Known
-  # problem"). Then small all-reduces with 2 ranks by LL and by Simple
+  # that hung at its first size until such ranks were held to one
+  # unfinished kernel (docs/gpu.md, "Ranks of one process on one GPU").
+  # Then small all-reduces with 2 ranks by LL and by Simple
   # (NCCL_PROTO=Simple), five launches each, alternating.
   repeatLog="$out/hora-perf_all_reduce_4ranks_repeated.txt"
   failed=0
