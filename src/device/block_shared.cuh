@@ -173,11 +173,11 @@ __device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* dea
 template <class... Fifos>
 __device__ void endBlock(const BlockShared* shared, const Fifos&... fifos) {
   __syncthreads();  // every thread's failure is recorded
-  if (threadIdx.x != 0 || shared->status == protocols::Status::Ok) return;
   const std::uint32_t named = static_cast<std::uint32_t>(shared->origin + 1);
+  if (threadIdx.x != 0 || shared->status == protocols::Status::Ok || named == 0) return;
   const auto announce = [&](const protocols::FifoHandle& fifo) {
     std::uint32_t* line = protocols::abortLineOf(fifo);
-    if (line != nullptr && named != 0 && protocols::DeviceOrdering::loadFlag(line) == 0)
+    if (line != nullptr && protocols::DeviceOrdering::loadFlag(line) == 0)
       protocols::DeviceOrdering::storeFlag(line, named);
   };
   (announce(fifos), ...);

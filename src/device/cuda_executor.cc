@@ -516,8 +516,9 @@ void CudaExecutor::raiseAbortFlags(int origin, int onlyPeer) {
   // A raised flag names the rank whose failure it stands for, which the
   // kernels it stops pass on (device_work.h); a flag raised before keeps
   // what it says.
-  for (int peer = 0; peer < ctx_.nranks; ++peer) {
-    if (onlyPeer >= 0 && peer != onlyPeer) continue;
+  const int first = onlyPeer >= 0 ? onlyPeer : 0;
+  const int last = onlyPeer >= 0 ? onlyPeer + 1 : ctx_.nranks;
+  for (int peer = first; peer < last; ++peer) {
     std::uint32_t lowered = 0;
     __atomic_compare_exchange_n(&abortFlags_[peer], &lowered, static_cast<std::uint32_t>(origin + 1), false,
                                 __ATOMIC_RELEASE, __ATOMIC_RELAXED);
@@ -729,17 +730,20 @@ QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
   if (capture != cudaStreamCaptureStatusNone) return {};
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + ctx_.timeout;
+  // The clock is read only once the call has to wait, once per look.
+  std::optional<std::chrono::steady_clock::time_point> start;
   while (mayWait && launched_ - __atomic_load_n(kernelsDone_, __ATOMIC_ACQUIRE) >= maxQueued_) {
     if (auto failed = failure()) throw *failed;
     if (aborted_.load(std::memory_order_acquire))
       fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": communicator aborted (ncclCommAbort)");
-    if (std::chrono::steady_clock::now() > deadline)
+    const auto now = std::chrono::steady_clock::now();
+    if (!start) start = now;
+    const auto waited = now - *start;
+    if (waited > ctx_.timeout)
       fail(ErrorKind::Remote, "rank ", ctx_.rank, ": no kernel of this rank on GPU ", ctx_.device, " ended in ",
            ctx_.timeout.count(), " ms (HORA_TIMEOUT) while it had ", maxQueued_,
            " unfinished (HORA_DEVICE_MAX_QUEUED): they wait for a rank of this process that stopped making calls");
-    if (std::chrono::steady_clock::now() - start < kQueueSpin)
+    if (waited < kQueueSpin)
       std::this_thread::yield();
     else
       std::this_thread::sleep_for(std::chrono::microseconds(20));

@@ -28,11 +28,10 @@
 //
 // A wait polls its lines and the block's status, and every kCheckEvery
 // polls the abort flag, the deadline and the FIFO's abort line, where a
-// neighbour that stopped says so (protocols/spin_wait.h, device_work.h),
-// and a piece's header wait also the peer's Simple FIFO
-// (protocol_watch.cuh): when one
-// thread fails (a wrong header, say), the others stop waiting for lines
-// that will never come. A failed thread leaves its loop but still meets
+// neighbour that stopped says so (protocols/spin_wait.h, device_work.h);
+// a piece's header wait also watches the peer's Simple FIFO
+// (protocol_watch.cuh). When one thread fails (a wrong header, say), the
+// others stop waiting for lines that will never come. A failed thread leaves its loop but still meets
 // the block at the barrier, where all threads decide together to stop
 // (stopped_).
 #pragma once

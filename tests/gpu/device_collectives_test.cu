@@ -553,10 +553,7 @@ TEST(DeviceCollectives, AStoppedRankStopsItsNeighbour) {
   EXPECT_EQ(async, ncclRemoteError);
   const std::string message = ncclGetLastError(ranks.comm(1));
   EXPECT_NE(message.find("rank 0 stopped first"), std::string::npos) << message;
-  for (int r = 0; r < 2; ++r) {
-    ncclCommAbort(ranks.comm(r));
-    ranks.release(r);
-  }
+  ranks.abortAll();
   for (float* b : buffers) cudaFree(b);
 }
 
@@ -578,10 +575,7 @@ TEST(DeviceCollectives, APeerThatNeverComesIsReported) {
   EXPECT_NE(message.find("HORA_TIMEOUT"), std::string::npos) << message;
   EXPECT_NE(message.find("rank"), std::string::npos) << message;
   EXPECT_NE(ncclAllReduce(buffer, buffer, 4096, ncclFloat32, ncclSum, ranks.comm(0), ranks.stream(0)), ncclSuccess);
-  for (int r = 0; r < 3; ++r) {
-    ncclCommAbort(ranks.comm(r));
-    ranks.release(r);
-  }
+  ranks.abortAll();
   cudaFree(buffer);
 }
 

@@ -169,10 +169,7 @@ TEST(DevicePeers, SizesThatDisagreeAreReportedNamingThePeer) {
   EXPECT_EQ(async, ncclInvalidUsage);
   const std::string message = ncclGetLastError(ranks.comm(1));
   EXPECT_NE(message.find("rank 0"), std::string::npos) << message;
-  for (int r = 0; r < 2; ++r) {
-    ncclCommAbort(ranks.comm(r));
-    ranks.release(r);
-  }
+  ranks.abortAll();
   cudaFree(send);
   cudaFree(recv);
 }

@@ -38,6 +38,14 @@ class Ranks {
   cudaStream_t stream(int r) const { return streams_[static_cast<std::size_t>(r)]; }
   // The test aborted or destroyed rank r's communicator itself.
   void release(int r) { comms_[static_cast<std::size_t>(r)] = nullptr; }
+  // Aborts every communicator still held (after a failure, whose kernels
+  // a destroy would wait for) and releases it.
+  void abortAll() {
+    for (int r = 0; r < size(); ++r) {
+      if (comm(r) != nullptr) ncclCommAbort(comm(r));
+      release(r);
+    }
+  }
 
  private:
   std::vector<ncclComm_t> comms_;
