@@ -92,9 +92,15 @@ std::uint64_t processIdentity() {
 // What each rank tells the others about its FIFOs (after its GPU: gpu_offer.h).
 struct FifoOffer {
   cudaIpcMemHandle_t handle;
-  std::uint64_t base;   // this rank's address of its FIFOs
+  std::uint64_t base;   // this rank's address of its FIFOs (in host memory: its process's host address)
   std::int32_t shareable;  // handle is valid
+  // The FIFOs are in pinned host memory: the shared-memory file that the
+  // offering process holds open as `fd`, of `bytes` bytes.
+  std::int32_t inHostMemory;
+  std::int32_t fd;
   std::int32_t padding;
+  transport::FileIdentity identity;
+  std::uint64_t bytes;
 };
 
 // The UUIDs of the GPUs this process sees, by CUDA ordinal.
@@ -110,18 +116,56 @@ std::vector<GpuUuid> visibleGpus() {
   return uuids;
 }
 
-// `peer`'s FIFO memory as this process addresses it: its pointer within
-// this process, or its allocation opened by CUDA IPC (added to `mappings`),
-// after enabling access to its GPU. Null, with *why set, where this GPU
-// cannot reach the peer's or its process could not export the memory.
+// The CUDA ordinal of the GPU `uuid` in this process; -1 where it does not
+// see it (CUDA_VISIBLE_DEVICES). `visible`: visibleGpus().
+int ordinalOf(const std::vector<GpuUuid>& visible, const GpuUuid& uuid) {
+  const auto found = std::find(visible.begin(), visible.end(), uuid);
+  return found == visible.end() ? -1 : static_cast<int>(found - visible.begin());
+}
+
+// Whether GPU `device` can write the memory of the GPU `uuid` directly
+// (peer access over NVLink or PCIe), as this process sees them.
+bool reachesDirectly(int device, const std::vector<GpuUuid>& visible, const GpuUuid& uuid) {
+  const int peerDevice = ordinalOf(visible, uuid);
+  if (peerDevice < 0) return false;
+  int canAccess = 0;
+  cudaCheck(cudaDeviceCanAccessPeer(&canAccess, device, peerDevice), "cudaDeviceCanAccessPeer");
+  return canAccess != 0;
+}
+
+// `peer`'s FIFOs in pinned host memory, as this process's GPU addresses
+// them. In this process they are registered with cudaHostRegisterPortable,
+// so every GPU maps them already; from another process, its shared-memory
+// file is opened, mapped and registered here (added to `mappings`).
+char* mapPeerHostFifos(const GpuOffer& gpu, const FifoOffer& offer, std::vector<transport::ShmSegment>& mappings) {
+  void* host = reinterpret_cast<void*>(offer.base);
+  if (gpu.process != processIdentity()) {
+    transport::ShmSegment segment =
+        transport::ShmSegment::openPeer(static_cast<pid_t>(gpu.pid), offer.fd, offer.identity, offer.bytes);
+    cudaCheck(cudaHostRegister(segment.data(), segment.size(), cudaHostRegisterMapped | cudaHostRegisterPortable),
+              "registering a peer's FIFOs in host memory (cudaHostRegister)");
+    host = segment.data();
+    mappings.push_back(std::move(segment));
+  }
+  void* onDevice = nullptr;
+  cudaCheck(cudaHostGetDevicePointer(&onDevice, host, 0), "cudaHostGetDevicePointer");
+  return static_cast<char*>(onDevice);
+}
+
+// `peer`'s FIFO memory as this process addresses it: in host memory,
+// mapPeerHostFifos(); in device memory, its pointer within this process,
+// or its allocation opened by CUDA IPC (added to `mappings`), after
+// enabling access to its GPU. Null, with *why set, where this GPU cannot
+// reach the peer's or its process could not export the memory.
 // `device` and `deviceUuid`: this rank's GPU; `visible`: visibleGpus().
 char* mapPeerFifos(int device, const GpuUuid& deviceUuid, const std::vector<GpuUuid>& visible, int peer,
-                   const GpuOffer& gpu, const FifoOffer& offer, std::vector<void*>& mappings, std::string* why) {
+                   const GpuOffer& gpu, const FifoOffer& offer, std::vector<void*>& mappings,
+                   std::vector<transport::ShmSegment>& hostMappings, std::string* why) {
+  if (offer.inHostMemory != 0) return mapPeerHostFifos(gpu, offer, hostMappings);
   if (gpu.uuid != deviceUuid) {
     // The peer's ordinal is its process's; this process may number the GPU
     // differently, or not see it at all.
-    const auto found = std::find(visible.begin(), visible.end(), gpu.uuid);
-    const int peerDevice = found == visible.end() ? -1 : static_cast<int>(found - visible.begin());
+    const int peerDevice = ordinalOf(visible, gpu.uuid);
     if (peerDevice < 0) {
       *why = strCat(gpuName(gpu.uuid), " of rank ", peer,
                     " is not visible to this process (CUDA_VISIBLE_DEVICES), so GPU ", device, " cannot map its memory");
@@ -130,8 +174,10 @@ char* mapPeerFifos(int device, const GpuUuid& deviceUuid, const std::vector<GpuU
     int canAccess = 0;
     cudaCheck(cudaDeviceCanAccessPeer(&canAccess, device, peerDevice), "cudaDeviceCanAccessPeer");
     if (canAccess == 0) {
+      // placeFifos() put such a peer's FIFOs in host memory: this GPU
+      // answered otherwise when the ranks compared.
       *why = strCat("GPU ", device, " cannot access GPU ", peerDevice, " (", gpuName(gpu.uuid), ") of rank ", peer,
-                    " directly; staging through host memory is not built yet");
+                    " directly, although it said it could at set-up");
       return nullptr;
     }
     const cudaError_t enabled = cudaDeviceEnablePeerAccess(peerDevice, 0);
@@ -243,6 +289,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
       env::getInt({"HORA_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS"}, kDefaultMaxChannels));
   mine.llMaxBytes = deviceLLMaxBytes(env::get({"NCCL_PROTO"}),
                                      env::getBytes({"HORA_DEVICE_LL_MAX_BYTES"}, kDefaultLLMaxBytes));
+  mine.p2pDisabled = topology::TransportPolicy::fromEnvironment().p2pDisabled ? 1 : 0;
   ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);
   const ChannelAgreement agreed = agreeOnChannels(gpus, ctx_.ringRanks, static_cast<bool>(ctx_.networkConnector));
   if (!agreed.unusable.empty()) {
@@ -271,6 +318,20 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   }
   watchPeerProcesses(std::move(peerProcesses));
 
+  // Where each rank's FIFOs live (gpu_offer.h): every rank says which GPUs
+  // of its host its own reaches directly.
+  const std::vector<GpuUuid> visible = visibleGpus();
+  const auto nn = static_cast<std::size_t>(n);
+  std::vector<std::uint8_t> reaches(nn * nn, 1);
+  for (int peer = 0; peer < n; ++peer) {
+    const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
+    if (g.hostHash == mine.hostHash && g.uuid != mine.uuid)
+      reaches[static_cast<std::size_t>(ctx_.rank) * nn + static_cast<std::size_t>(peer)] =
+          reachesDirectly(ctx_.device, visible, g.uuid) ? 1 : 0;
+  }
+  ctx_.bootstrap.allGather(reaches.data(), nn, deadline);
+  const FifoPlacement placement = placeFifos(gpus, reaches)[static_cast<std::size_t>(ctx_.rank)];
+
   // 2. FIFOs: this rank's, zeroed, and a handle other processes can open.
   // The ring's Simple receive FIFOs (one per channel), one per sending rank
   // for point-to-point work, then the ring's LL receive FIFOs.
@@ -283,7 +344,15 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   // rank is past it, its peers may be running kernels that wait for this
   // rank, and CUDA lists a device allocation among the calls that may wait
   // for the device.
-  cudaCheck(cudaMalloc(&fifos_, fifoBytes), "allocating the FIFOs (cudaMalloc)");
+  if (placement.inHostMemory) {
+    // A new shared-memory file is zero-filled: the FIFOs start empty.
+    hostFifos_ = transport::ShmSegment::create(protocols::roundUpTo(fifoBytes, transport::ShmSegment::pageBytes()));
+    cudaCheck(cudaHostRegister(hostFifos_.data(), hostFifos_.size(), cudaHostRegisterMapped | cudaHostRegisterPortable),
+              "registering the FIFOs in host memory (cudaHostRegister)");
+    cudaCheck(cudaHostGetDevicePointer(&fifos_, hostFifos_.data(), 0), "cudaHostGetDevicePointer");
+  } else {
+    cudaCheck(cudaMalloc(&fifos_, fifoBytes), "allocating the FIFOs (cudaMalloc)");
+  }
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&peerChannels_), sizeof(DeviceChannel) * static_cast<std::size_t>(n)),
             "cudaMalloc");
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
@@ -303,15 +372,23 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   if (nextRemote) allocateStage(&sendStage_);
   if (previousRemote) allocateStage(&recvStage_);
   SetupWrites writes;
-  writes.clear(fifos_, fifoBytes);
+  if (!placement.inHostMemory) writes.clear(fifos_, fifoBytes);
   writes.clear(stopped_, sizeof(std::uint32_t));
   writes.finish();  // cleared before any peer learns where they are
   failure_->stopped = stopped_;
   std::vector<FifoOffer> offers(static_cast<std::size_t>(n));
   FifoOffer& offer = offers[static_cast<std::size_t>(ctx_.rank)];
-  offer.base = reinterpret_cast<std::uint64_t>(fifos_);
-  offer.shareable = cudaIpcGetMemHandle(&offer.handle, fifos_) == cudaSuccess ? 1 : 0;
-  if (offer.shareable == 0) cudaGetLastError();
+  if (placement.inHostMemory) {
+    offer.base = reinterpret_cast<std::uint64_t>(hostFifos_.data());
+    offer.inHostMemory = 1;
+    offer.fd = hostFifos_.fd();
+    offer.identity = hostFifos_.identity();
+    offer.bytes = hostFifos_.size();
+  } else {
+    offer.base = reinterpret_cast<std::uint64_t>(fifos_);
+    offer.shareable = cudaIpcGetMemHandle(&offer.handle, fifos_) == cudaSuccess ? 1 : 0;
+    if (offer.shareable == 0) cudaGetLastError();
+  }
   ctx_.bootstrap.allGather(offers.data(), sizeof(FifoOffer), deadline);
 
   // Steps 3 to 5 come before the ranks' last meeting (below): mapping the
@@ -326,7 +403,6 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
       // the next rank's; a peer this rank cannot reach only rules out
       // point-to-point work on device buffers.
       std::vector<char*> bases(static_cast<std::size_t>(n), nullptr);
-      const std::vector<GpuUuid> visible = visibleGpus();
       for (int peer = 0; peer < n; ++peer) {
         if (gpus[static_cast<std::size_t>(peer)].hostHash != mine.hostHash) {
           // Reached through the network proxy, by the ring only.
@@ -339,7 +415,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
         bases[static_cast<std::size_t>(peer)] =
             peer == ctx_.rank ? static_cast<char*>(fifos_)
                               : mapPeerFifos(ctx_.device, mine.uuid, visible, peer, gpus[static_cast<std::size_t>(peer)],
-                                             offers[static_cast<std::size_t>(peer)], peerMappings_, &why);
+                                             offers[static_cast<std::size_t>(peer)], peerMappings_, peerHostFifos_,
+                                             &why);
         if (bases[static_cast<std::size_t>(peer)] == nullptr) {
           if (peer == next) fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": the next rank of the ring: ", why);
           if (peersUnusable_.empty()) peersUnusable_ = why;
@@ -435,6 +512,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
     }
   };
   meet(setupFailed, "set up its FIFOs");
+  // Every peer has opened this rank's FIFO file by now.
+  if (placement.inHostMemory) hostFifos_.closeDescriptor();
   // A ring across hosts: the network proxy's connections, then the last
   // meeting (nothing in between waits for the device).
   if (agreed.crossesHosts) {
@@ -455,7 +534,11 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
            " rank(s) of this process on this GPU, LL up to ", shape_.llMaxBytes, " bytes; next rank ", next,
            nextRemote    ? strCat(" on another host (network proxy, ", networkPath(next), ")")
            : sameProcess ? std::string(" in this process")
-                         : std::string(" in another process (CUDA IPC)"));
+           : offers[static_cast<std::size_t>(next)].inHostMemory != 0
+               ? std::string(" in another process (its FIFOs in shared host memory)")
+               : std::string(" in another process (CUDA IPC)"),
+           placement.inHostMemory ? strCat("; receive FIFOs in pinned host memory: ", placement.why)
+                                  : std::string("; receive FIFOs in GPU memory"));
 }
 
 std::string CudaExecutor::networkPath(int peer) const {
@@ -562,7 +645,14 @@ void CudaExecutor::release() {
   peerMappings_.clear();
   if (peerChannels_ != nullptr) cudaFree(peerChannels_);
   peerChannels_ = nullptr;
-  if (fifos_ != nullptr) cudaFree(fifos_);
+  for (transport::ShmSegment& segment : peerHostFifos_) cudaHostUnregister(segment.data());
+  peerHostFifos_.clear();
+  if (hostFifos_.data() != nullptr) {
+    cudaHostUnregister(hostFifos_.data());
+    hostFifos_ = transport::ShmSegment();
+  } else if (fifos_ != nullptr) {
+    cudaFree(fifos_);
+  }
   if (sendStage_ != nullptr) cudaFreeHost(sendStage_);
   if (recvStage_ != nullptr) cudaFreeHost(recvStage_);
   sendStage_ = recvStage_ = nullptr;

@@ -5,9 +5,14 @@
 //
 // Each rank owns, per channel, the two FIFOs its previous ring neighbour
 // sends into (protocols/: a Simple one, and an LL one for small
-// operations; in this rank's GPU memory). The ranks exchange
-// them at set-up: a rank of the same process takes the pointer, a rank of
-// another process on the same host opens it through a CUDA IPC handle.
+// operations). The ranks exchange them at set-up. They live in this rank's
+// GPU memory where every peer of its host reaches that memory directly (the
+// same GPU, or peer access): a rank of the same process takes the pointer,
+// a rank of another process opens it through a CUDA IPC handle. Otherwise
+// (GPUs without peer access, or NCCL_P2P_DISABLE: gpu_offer.h decides) they
+// live in pinned host memory, an anonymous shared-memory file that peers
+// in other processes open as the host transport's FIFOs are opened
+// (transport/shm/shm_segment.h), and every GPU maps over PCIe.
 // A ring neighbour on another host is reached through pinned host memory
 // and a proxy thread (transport/proxy/): the kernels send into, or receive
 // from, FIFOs in host memory this GPU maps, and the proxy carries their
@@ -62,6 +67,7 @@
 #include "hora/error.h"
 #include "transport/connector.h"
 #include "transport/proxy/network_proxy.h"
+#include "transport/shm/shm_segment.h"
 
 namespace hora::device {
 
@@ -164,7 +170,13 @@ class CudaExecutor final : public core::Executor {
   // that none launches what another refuses.
   bool legacyStreamRefused_ = false;
   std::uint64_t timeoutNs_;
-  void* fifos_ = nullptr;           // this rank's receive FIFOs (device memory)
+  void* fifos_ = nullptr;           // this rank's receive FIFOs, as its GPU addresses them
+  // Those FIFOs when they are in pinned host memory (registered with CUDA);
+  // empty when they are in device memory.
+  transport::ShmSegment hostFifos_;
+  // Peers' FIFOs in pinned host memory, opened from their processes and
+  // registered with CUDA here.
+  std::vector<transport::ShmSegment> peerHostFifos_;
   // Pinned host memory the GPU maps, per channel a Simple FIFO: what this
   // rank's kernels send to a next rank on another host, and receive from a
   // previous one there (null where that neighbour is on this host).

@@ -65,4 +65,30 @@ ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::v
   return agreed;
 }
 
+std::vector<FifoPlacement> placeFifos(const std::vector<GpuOffer>& gpus, const std::vector<std::uint8_t>& reaches) {
+  const std::size_t n = gpus.size();
+  HORA_ENFORCE(reaches.size() == n * n, "one answer per pair of ranks");
+  int disabledOn = -1;
+  for (std::size_t r = 0; r < n && disabledOn < 0; ++r)
+    if (gpus[r].p2pDisabled != 0) disabledOn = static_cast<int>(r);
+  std::vector<FifoPlacement> placements(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    for (std::size_t p = 0; p < n; ++p) {
+      // Peers on other hosts write through the network proxy's own FIFOs.
+      if (p == r || gpus[p].hostHash != gpus[r].hostHash) continue;
+      if (disabledOn >= 0) {
+        placements[r] = {true, strCat("P2P is disabled (NCCL_P2P_DISABLE or HORA_P2P_DISABLE on rank ", disabledOn,
+                                      ")")};
+        break;
+      }
+      if (reaches[p * n + r] == 0) {
+        placements[r] = {true, strCat("the GPU of rank ", p, " (", gpuName(gpus[p].uuid), ") cannot reach ",
+                                      gpuName(gpus[r].uuid), " directly")};
+        break;
+      }
+    }
+  }
+  return placements;
+}
+
 }  // namespace hora::device

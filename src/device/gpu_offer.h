@@ -29,6 +29,8 @@ struct GpuOffer {
   std::int32_t minChannels;     // NCCL_MIN_NCHANNELS there
   std::int32_t maxChannels;     // NCCL_MAX_NCHANNELS there
   std::uint64_t llMaxBytes;     // deviceLLMaxBytes() there
+  std::int32_t p2pDisabled;     // NCCL_P2P_DISABLE / HORA_P2P_DISABLE there
+  std::int32_t reserved;
 };
 
 // "GPU-1a2b3c4d-...", as nvidia-smi -L names it.
@@ -52,5 +54,22 @@ struct ChannelAgreement {
 // make connections for the network proxy.
 ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::vector<int>& ringRanks,
                                  bool networkPossible);
+
+// Where a rank's receive FIFOs live, which the peers of its host write
+// into: its GPU's memory where each of those peers reaches that memory
+// directly (the same GPU, or peer access between GPUs over NVLink or PCIe);
+// else pinned host memory, shared with those peers, which every GPU of the
+// host reaches over PCIe (NCCL's shm transport for GPUs does the same).
+// NCCL_P2P_DISABLE on any rank puts every FIFO that a peer of the same host
+// writes in host memory.
+struct FifoPlacement {
+  bool inHostMemory = false;
+  std::string why;  // for the log, when inHostMemory
+};
+
+// `reaches[p * n + r]` != 0: rank p's GPU can write rank r's GPU memory
+// directly, as rank p's process found (n = gpus.size()). Decided alike on
+// every rank from the same offers and answers.
+std::vector<FifoPlacement> placeFifos(const std::vector<GpuOffer>& gpus, const std::vector<std::uint8_t>& reaches);
 
 }  // namespace hora::device

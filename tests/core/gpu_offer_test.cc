@@ -104,5 +104,58 @@ TEST(GpuOffers, EveryRankTakesTheStrictestSettings) {
   EXPECT_EQ(agreed.llMaxBytes, 4096u);
 }
 
+// Where each rank's FIFOs live: `reaches` rows are what each rank's GPU
+// reaches directly (all of them, unless a test says otherwise).
+std::vector<std::uint8_t> everyoneReachesEveryone(std::size_t n) { return std::vector<std::uint8_t>(n * n, 1); }
+
+TEST(FifoPlacements, RanksWhosePeersReachTheirGpuKeepFifosInGpuMemory) {
+  // Two ranks on one GPU (two processes), a third on another GPU with peer access.
+  const std::vector<GpuOffer> gpus = {offer(1, 0, 1, 100), offer(1, 0, 1, 200), offer(2, 1, 1, 300)};
+  for (const FifoPlacement& placement : placeFifos(gpus, everyoneReachesEveryone(3))) {
+    EXPECT_FALSE(placement.inHostMemory) << placement.why;
+    EXPECT_TRUE(placement.why.empty());
+  }
+}
+
+TEST(FifoPlacements, P2pDisabledOnAnyRankPutsEveryFifoAPeerOfTheHostWritesInHostMemory) {
+  std::vector<GpuOffer> gpus = {offer(1, 0, 1, 100), offer(1, 0, 1, 100), offer(1, 0, 1, 100)};
+  gpus[2].p2pDisabled = 1;
+  const std::vector<FifoPlacement> placements = placeFifos(gpus, everyoneReachesEveryone(3));
+  for (const FifoPlacement& placement : placements) {
+    EXPECT_TRUE(placement.inHostMemory);
+    EXPECT_NE(placement.why.find("P2P is disabled"), std::string::npos) << placement.why;
+    EXPECT_NE(placement.why.find("on rank 2"), std::string::npos) << placement.why;
+  }
+}
+
+TEST(FifoPlacements, AGpuThatCannotReachAnotherPutsOnlyThatOnesFifosInHostMemory) {
+  // Rank 0's GPU cannot write rank 1's; rank 1's can write rank 0's; rank
+  // 2 shares rank 0's GPU.
+  const std::vector<GpuOffer> gpus = {offer(1, 0, 1, 100), offer(2, 1, 1, 100), offer(1, 0, 1, 100)};
+  std::vector<std::uint8_t> reaches = everyoneReachesEveryone(3);
+  reaches[0 * 3 + 1] = 0;
+  const std::vector<FifoPlacement> placements = placeFifos(gpus, reaches);
+  EXPECT_FALSE(placements[0].inHostMemory) << placements[0].why;
+  EXPECT_TRUE(placements[1].inHostMemory);
+  EXPECT_NE(placements[1].why.find("the GPU of rank 0 (" + gpuName(uuidOf(1)) + ") cannot reach " + gpuName(uuidOf(2))),
+            std::string::npos)
+      << placements[1].why;
+  EXPECT_FALSE(placements[2].inHostMemory) << placements[2].why;
+}
+
+// Peers on other hosts write through the network proxy's FIFOs, so neither
+// P2P_DISABLE nor what their GPUs reach moves this rank's FIFOs, and a rank
+// alone on its host keeps them in GPU memory.
+TEST(FifoPlacements, PeersOnOtherHostsDoNotMoveARanksFifos) {
+  std::vector<GpuOffer> gpus = {offer(1, 0, 1, 100), offer(2, 0, 2, 200), offer(3, 1, 2, 200)};
+  gpus[1].p2pDisabled = 1;
+  std::vector<std::uint8_t> reaches = everyoneReachesEveryone(3);
+  reaches[1 * 3 + 0] = 0;
+  const std::vector<FifoPlacement> placements = placeFifos(gpus, reaches);
+  EXPECT_FALSE(placements[0].inHostMemory) << placements[0].why;
+  EXPECT_TRUE(placements[1].inHostMemory);  // rank 2 shares its host
+  EXPECT_TRUE(placements[2].inHostMemory);
+}
+
 }  // namespace
 }  // namespace hora::device

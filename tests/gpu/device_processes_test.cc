@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "log_watch.h"
 #include "nccl.h"
 
 extern char** environ;
@@ -169,8 +170,15 @@ TEST(DeviceProcesses, APeerOnAnotherHostThatDiesStopsTheKernelWaitingForIt) {
 
 // 2 and 3 ranks, each a process of its own on this GPU, all-reduce exactly;
 // with `hostPerRank`, each on a host of its own (NCCL_HOSTID).
+// With NCCL_P2P_DISABLE=1 and an INFO log in HORA_DEBUG_FILE (the gpu
+// suite's device_processes_host_fifos run), ranks of one host must also say
+// that their FIFOs are in pinned host memory, which the others open from
+// their processes.
 void checkRanksInSeparateProcesses(bool hostPerRank) {
+  const char* disabled = std::getenv("NCCL_P2P_DISABLE");
+  const bool hostFifos = !hostPerRank && disabled != nullptr && std::string(disabled) == "1";
   for (int nranks : {2, 3}) {
+    const LogWatch log;
     ncclUniqueId id;
     ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
     std::vector<pid_t> children;
@@ -188,6 +196,9 @@ void checkRanksInSeparateProcesses(bool hostPerRank) {
       int status = 0;
       ASSERT_EQ(waitpid(children[rank], &status, 0), children[rank]);
       EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << nranks << " ranks: rank " << rank << " failed";
+    }
+    if (hostFifos && log.active()) {
+      EXPECT_EQ(log.linesWith("receive FIFOs in pinned host memory: P2P is disabled"), nranks);
     }
   }
 }
