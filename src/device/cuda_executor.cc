@@ -141,7 +141,7 @@ char* mapPeerHostFifos(const GpuOffer& gpu, const FifoOffer& offer, std::vector<
   void* host = reinterpret_cast<void*>(offer.base);
   if (gpu.process != processIdentity()) {
     transport::ShmSegment segment =
-        transport::ShmSegment::openPeer(static_cast<pid_t>(gpu.pid), offer.fd, offer.identity, offer.bytes);
+        transport::ShmSegment::openPeer(static_cast<pid_t>(gpu.pid), offer.fd, offer.identity, offer.bytes, "");
     cudaCheck(cudaHostRegister(segment.data(), segment.size(), cudaHostRegisterMapped | cudaHostRegisterPortable),
               "registering a peer's FIFOs in host memory (cudaHostRegister)");
     host = segment.data();
@@ -161,7 +161,15 @@ char* mapPeerHostFifos(const GpuOffer& gpu, const FifoOffer& offer, std::vector<
 char* mapPeerFifos(int device, const GpuUuid& deviceUuid, const std::vector<GpuUuid>& visible, int peer,
                    const GpuOffer& gpu, const FifoOffer& offer, std::vector<void*>& mappings,
                    std::vector<transport::ShmSegment>& hostMappings, std::string* why) {
-  if (offer.inHostMemory != 0) return mapPeerHostFifos(gpu, offer, hostMappings);
+  if (offer.inHostMemory != 0) {
+    try {
+      return mapPeerHostFifos(gpu, offer, hostMappings);
+    } catch (const Error& error) {
+      cudaGetLastError();
+      *why = strCat("this process cannot map the FIFOs of rank ", peer, " in host memory: ", error.what());
+      return nullptr;
+    }
+  }
   if (gpu.uuid != deviceUuid) {
     // The peer's ordinal is its process's; this process may number the GPU
     // differently, or not see it at all.
@@ -322,13 +330,10 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   // of its host its own reaches directly.
   const std::vector<GpuUuid> visible = visibleGpus();
   const auto nn = static_cast<std::size_t>(n);
-  std::vector<std::uint8_t> reaches(nn * nn, 1);
-  for (int peer = 0; peer < n; ++peer) {
-    const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
-    if (g.hostHash == mine.hostHash && g.uuid != mine.uuid)
-      reaches[static_cast<std::size_t>(ctx_.rank) * nn + static_cast<std::size_t>(peer)] =
-          reachesDirectly(ctx_.device, visible, g.uuid) ? 1 : 0;
-  }
+  std::vector<std::uint8_t> reaches(nn * nn);
+  const std::vector<std::uint8_t> row =
+      reachRow(gpus, ctx_.rank, [&](const GpuUuid& uuid) { return reachesDirectly(ctx_.device, visible, uuid); });
+  std::copy(row.begin(), row.end(), reaches.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(ctx_.rank) * nn));
   ctx_.bootstrap.allGather(reaches.data(), nn, deadline);
   const FifoPlacement placement = placeFifos(gpus, reaches)[static_cast<std::size_t>(ctx_.rank)];
 

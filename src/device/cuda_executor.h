@@ -88,7 +88,7 @@ struct CudaExecutorContext {
 
 class CudaExecutor final : public core::Executor {
  public:
-  // Collective over every rank (two all-gathers through the bootstrap):
+  // Collective over every rank (all-gathers through the bootstrap):
   // allocates this rank's FIFOs and opens every peer's (the ring uses the
   // next rank's; point-to-point work all of them).
   CudaExecutor(CudaExecutorContext context, const Deadline& deadline);

@@ -65,6 +65,15 @@ ChannelAgreement agreeOnChannels(const std::vector<GpuOffer>& gpus, const std::v
   return agreed;
 }
 
+std::vector<std::uint8_t> reachRow(const std::vector<GpuOffer>& gpus, int rank,
+                                   const std::function<bool(const GpuUuid&)>& reachesGpu) {
+  const GpuOffer& mine = gpus[static_cast<std::size_t>(rank)];
+  std::vector<std::uint8_t> row(gpus.size(), 1);
+  for (std::size_t peer = 0; peer < gpus.size(); ++peer)
+    if (gpus[peer].hostHash == mine.hostHash && gpus[peer].uuid != mine.uuid) row[peer] = reachesGpu(gpus[peer].uuid) ? 1 : 0;
+  return row;
+}
+
 std::vector<FifoPlacement> placeFifos(const std::vector<GpuOffer>& gpus, const std::vector<std::uint8_t>& reaches) {
   const std::size_t n = gpus.size();
   HORA_ENFORCE(reaches.size() == n * n, "one answer per pair of ranks");

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,5 +72,12 @@ struct FifoPlacement {
 // directly, as rank p's process found (n = gpus.size()). Decided alike on
 // every rank from the same offers and answers.
 std::vector<FifoPlacement> placeFifos(const std::vector<GpuOffer>& gpus, const std::vector<std::uint8_t>& reaches);
+
+// Rank `rank`'s row of that matrix: for each peer of its host on another
+// GPU, whether this rank's GPU reaches that one directly (`reachesGpu`,
+// which asks CUDA in this rank's process); 1 for every other rank (itself,
+// peers on its GPU, peers on other hosts).
+std::vector<std::uint8_t> reachRow(const std::vector<GpuOffer>& gpus, int rank,
+                                   const std::function<bool(const GpuUuid&)>& reachesGpu);
 
 }  // namespace hora::device

@@ -143,6 +143,32 @@ TEST(FifoPlacements, AGpuThatCannotReachAnotherPutsOnlyThatOnesFifosInHostMemory
   EXPECT_FALSE(placements[2].inHostMemory) << placements[2].why;
 }
 
+// Each rank asks CUDA only about the GPUs of its host other than its own,
+// and its row, all-gathered, is what placeFifos() reads as "p reaches r".
+TEST(FifoPlacements, ARanksRowAsksOnlyAboutOtherGpusOfItsHost) {
+  // Rank 1 shares rank 0's GPU; rank 2 is on GPU 2 of the same host; rank 3
+  // on another host.
+  const std::vector<GpuOffer> gpus = {offer(1, 0, 1, 100), offer(1, 0, 1, 100), offer(2, 1, 1, 100),
+                                      offer(3, 0, 2, 400)};
+  std::vector<GpuUuid> asked;
+  const std::vector<std::uint8_t> row = reachRow(gpus, 0, [&](const GpuUuid& uuid) {
+    asked.push_back(uuid);
+    return false;
+  });
+  EXPECT_EQ(row, (std::vector<std::uint8_t>{1, 1, 0, 1}));
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], uuidOf(2));
+  // All-gathered as row 0: rank 2's FIFOs move to host memory (rank 0
+  // cannot reach them); rank 0's stay (rank 2 reaches them).
+  std::vector<std::uint8_t> reaches = everyoneReachesEveryone(4);
+  std::copy(row.begin(), row.end(), reaches.begin());
+  const std::vector<FifoPlacement> placements = placeFifos(gpus, reaches);
+  EXPECT_FALSE(placements[0].inHostMemory);
+  EXPECT_FALSE(placements[1].inHostMemory);
+  EXPECT_TRUE(placements[2].inHostMemory);
+  EXPECT_FALSE(placements[3].inHostMemory);
+}
+
 // Peers on other hosts write through the network proxy's FIFOs, so neither
 // P2P_DISABLE nor what their GPUs reach moves this rank's FIFOs, and a rank
 // alone on its host keeps them in GPU memory.

@@ -223,17 +223,15 @@ TEST(DeviceCollectives, EveryKindTypeAndReductionMatchesTheReference) {
 // way), every rank's receive FIFOs are in pinned host memory, as each rank's
 // executor says in the log, and a collective through them is exact.
 TEST(DeviceCollectives, P2pDisabledPutsEveryRanksFifosInHostMemory) {
-  const char* disabled = std::getenv("NCCL_P2P_DISABLE");
+  if (!p2pDisabledAndLogged()) GTEST_SKIP() << "runs with NCCL_P2P_DISABLE=1, HORA_DEBUG=INFO and HORA_DEBUG_FILE set";
   const LogWatch log;
-  if (disabled == nullptr || std::string(disabled) != "1" || !log.active())
-    GTEST_SKIP() << "runs with NCCL_P2P_DISABLE=1, HORA_DEBUG=INFO and HORA_DEBUG_FILE set";
   {
     Ranks ranks(3);
     runCase(ranks, {Kind::AllReduce, ncclInt32, ncclSum, 65537, false, 0, 0});
     runCase(ranks, {Kind::AllReduce, ncclFloat32, ncclSum, (3u << 20) + 5, true, 3, 0});
     runCase(ranks, {Kind::AllGather, ncclFloat16, ncclSum, 1031, true, 1, 0});
   }
-  EXPECT_EQ(log.linesWith("receive FIFOs in pinned host memory: P2P is disabled"), 3);
+  EXPECT_EQ(log.linesWith(kFifosInHostMemoryLine), 3);
 }
 
 // In place in NCCL's layouts, buffers that start off a 16-byte boundary, and

@@ -13,6 +13,7 @@
 
 #include "cuda_ok.h"
 #include "device_ranks.h"
+#include "log_watch.h"
 #include "nccl.h"
 
 namespace {
@@ -38,7 +39,10 @@ void syncAll(const Ranks& ranks) {
 }
 
 // Rank r sends `count` bytes to r + 1 and receives from r - 1, in one group.
+// In the gpu suite's device_peers_host_fifos run, every rank's FIFOs must
+// also have gone to pinned host memory.
 TEST(DevicePeers, SendAndReceiveAroundTheRing) {
+  const LogWatch log;
   for (int n : {2, 3, 4}) {
     Ranks ranks(n);
     for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1031}, std::size_t{(3u << 20) + 5}})
@@ -73,6 +77,9 @@ TEST(DevicePeers, SendAndReceiveAroundTheRing) {
           cudaFree(recv[r]);
         }
       }
+  }
+  if (p2pDisabledAndLogged()) {
+    EXPECT_EQ(log.linesWith(kFifosInHostMemoryLine), 2 + 3 + 4);
   }
 }
 

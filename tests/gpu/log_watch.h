@@ -8,6 +8,17 @@
 #include <fstream>
 #include <string>
 
+// The gpu suite's *_host_fifos runs: NCCL_P2P_DISABLE=1, which puts every
+// rank's FIFOs in pinned host memory, and the log in a file to check that.
+inline bool p2pDisabledAndLogged() {
+  const char* disabled = std::getenv("NCCL_P2P_DISABLE");
+  return disabled != nullptr && std::string(disabled) == "1" && std::getenv("HORA_DEBUG_FILE") != nullptr;
+}
+
+// What the executor of each rank logs when its FIFOs went to host memory
+// because P2P is disabled.
+inline constexpr const char* kFifosInHostMemoryLine = "receive FIFOs in pinned host memory: P2P is disabled";
+
 class LogWatch {
  public:
   LogWatch() {

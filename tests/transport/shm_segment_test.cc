@@ -42,7 +42,7 @@ TEST(ShmSegmentTest, SizesThatAreNotWholePagesAreRejected) {
 TEST(ShmSegmentTest, OpenPeerMapsTheSameMemory) {
   const std::size_t bytes = 3 * kPage;
   ShmSegment owner = ShmSegment::create(bytes);
-  ShmSegment peer = ShmSegment::openPeer(::getpid(), owner.fd(), owner.identity(), bytes);
+  ShmSegment peer = ShmSegment::openPeer(::getpid(), owner.fd(), owner.identity(), bytes, "");
   ASSERT_NE(peer.data(), nullptr);
   EXPECT_NE(peer.data(), owner.data()) << "the peer should have a mapping of its own";
   EXPECT_EQ(peer.size(), bytes);
@@ -63,7 +63,7 @@ TEST(ShmSegmentTest, PeerMappingOutlivesTheOwner) {
   ShmSegment peer;
   {
     ShmSegment owner = ShmSegment::create(bytes);
-    peer = ShmSegment::openPeer(::getpid(), owner.fd(), owner.identity(), bytes);
+    peer = ShmSegment::openPeer(::getpid(), owner.fd(), owner.identity(), bytes, "");
     bytesOf(owner)[kPage + 7] = 'k';
   }
   EXPECT_EQ(bytesOf(peer)[kPage + 7], 'k');
@@ -78,7 +78,7 @@ TEST(ShmSegmentTest, OpenPeerOfAClosedDescriptorNamesTheProcPath) {
   ::close(unused);
   const std::string path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(unused);
   try {
-    ShmSegment::openPeer(::getpid(), unused, FileIdentity{}, 2 * kPage);
+    ShmSegment::openPeer(::getpid(), unused, FileIdentity{}, 2 * kPage, "");
     FAIL() << "opening " << path << " should have failed";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::Remote);
@@ -91,12 +91,13 @@ TEST(ShmSegmentTest, OpenPeerOfAnotherFileIsRefused) {
   FileIdentity other = owner.identity();
   other.inode += 1;  // as if the pid named another process's descriptor
   try {
-    ShmSegment::openPeer(::getpid(), owner.fd(), other, 2 * kPage);
+    ShmSegment::openPeer(::getpid(), owner.fd(), other, 2 * kPage, "; do this instead");
     FAIL() << "mapped a file that is not the one named";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::System);
     EXPECT_NE(std::string(error.what()).find("not the peer's shared memory"), std::string::npos)
         << error.what();
+    EXPECT_NE(std::string(error.what()).find("; do this instead"), std::string::npos) << error.what();
   }
 }
 

@@ -112,7 +112,8 @@ std::unique_ptr<ShmRecvConnection> acceptShmReceiver(Socket lifeline, std::strin
     fail(ErrorKind::Internal, "the shared-memory segment of ", peerName, " has ", offer.bytes,
          " bytes, not whole pages");
   ShmSegment segment =
-      ShmSegment::openPeer(offer.pid, offer.fd, {offer.device, offer.inode}, offer.bytes);
+      ShmSegment::openPeer(offer.pid, offer.fd, {offer.device, offer.inode}, offer.bytes,
+                           "; set NCCL_SHM_DISABLE=1 to use TCP");
   const auto* header = static_cast<const ShmSegmentHeader*>(segment.data());
   if (header->magic != ShmSegmentHeader::kMagic || !plausible(header->geometry) ||
       shmSegmentLayout(header->geometry, page).totalBytes != offer.bytes)

@@ -38,10 +38,10 @@ ShmSegment ShmSegment::create(std::size_t bytes) {
   return segment;
 }
 
-ShmSegment ShmSegment::openPeer(pid_t pid, int fd, const FileIdentity& identity, std::size_t bytes) {
+ShmSegment ShmSegment::openPeer(pid_t pid, int fd, const FileIdentity& identity, std::size_t bytes,
+                                const char* hint) {
   ShmSegment segment;
-  segment.fd_ = openPeerFile(pid, fd, identity, "the peer's shared memory",
-                             "; set NCCL_SHM_DISABLE=1 to use TCP");
+  segment.fd_ = openPeerFile(pid, fd, identity, "the peer's shared memory", hint);
   const std::string path = strCat("/proc/", pid, "/fd/", fd);
   segment.map(bytes, path.c_str());
   segment.closeDescriptor();

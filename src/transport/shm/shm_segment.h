@@ -28,8 +28,10 @@ class ShmSegment {
   // Maps the segment that process `pid` holds open as descriptor `fd`,
   // after checking it is the file of that `identity` (the owner's
   // identity(); see peer_file.h). Throws System naming the /proc path when
-  // it cannot be opened, is another file, or cannot be mapped.
-  static ShmSegment openPeer(pid_t pid, int fd, const FileIdentity& identity, std::size_t bytes);
+  // it cannot be opened, is another file, or cannot be mapped; `hint` ends
+  // the message (what to do instead, as "; set ..."; may be empty).
+  static ShmSegment openPeer(pid_t pid, int fd, const FileIdentity& identity, std::size_t bytes,
+                             const char* hint);
 
   ShmSegment() = default;
   ~ShmSegment();
