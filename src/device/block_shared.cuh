@@ -105,7 +105,10 @@ class RingMoves {
 
 // The user rank whose stop a wait on `peer` that ended with `status`
 // stands for: the rank named on the FIFO's abort line (PeerStopped:
-// `line`), the rank the peer's abort flag names (Aborted), else this rank.
+// `line`), the rank the peer's abort flag names (Aborted), the peer itself
+// when the wait for it passed its deadline (it stopped, or never made its
+// call: the ranks behind this one should blame it, not this rank), else
+// this rank.
 __device__ inline std::int32_t originOf(const DeviceFailure* failure, protocols::Status status, int peer,
                                         const std::uint32_t* line) {
   using protocols::DeviceOrdering;
@@ -113,7 +116,9 @@ __device__ inline std::int32_t originOf(const DeviceFailure* failure, protocols:
   if (status == protocols::Status::PeerStopped && line != nullptr) named = DeviceOrdering::loadFlag(line);
   if (status == protocols::Status::Aborted && peer >= 0 && peer < failure->ranks)
     named = DeviceOrdering::loadFlag(failure->abortFlags + peer);
-  return named != 0 ? static_cast<std::int32_t>(named) - 1 : failure->self;
+  if (named != 0) return static_cast<std::int32_t>(named) - 1;
+  if (status == protocols::Status::TimedOut && peer >= 0 && peer < failure->ranks) return peer;
+  return failure->self;
 }
 
 // Records a failed wait: the block's status, which stops its later
@@ -159,8 +164,13 @@ __device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* dea
     shared->status = stop ? protocols::Status::Aborted : protocols::Status::Ok;
     // The kernel that set the stop word recorded whose stop it was (before
     // it set the word; should that record not show yet, this rank's own).
-    const std::int32_t recorded = *static_cast<const volatile std::int32_t*>(&failure->origin);
-    shared->origin = recorded >= 0 ? recorded : failure->self;
+    // The record is in host memory, a read across PCIe: only a block that
+    // starts stopped reads it (a block that stops later records its own).
+    shared->origin = -1;
+    if (stop) {
+      const std::int32_t recorded = *static_cast<const volatile std::int32_t*>(&failure->origin);
+      shared->origin = recorded >= 0 ? recorded : failure->self;
+    }
     *deadline = protocols::DeviceOrdering::now() + timeoutNs;
   }
   __syncthreads();
@@ -175,10 +185,12 @@ __device__ void endBlock(const BlockShared* shared, const Fifos&... fifos) {
   __syncthreads();  // every thread's failure is recorded
   const std::uint32_t named = static_cast<std::uint32_t>(shared->origin + 1);
   if (threadIdx.x != 0 || shared->status == protocols::Status::Ok || named == 0) return;
+  // Release: a neighbour that sees the line also sees every piece this
+  // block sent before it (StopLineWatch), and takes it.
   const auto announce = [&](const protocols::FifoHandle& fifo) {
     std::uint32_t* line = protocols::abortLineOf(fifo);
     if (line != nullptr && protocols::DeviceOrdering::loadFlag(line) == 0)
-      protocols::DeviceOrdering::storeFlag(line, named);
+      protocols::DeviceOrdering::storeFlagRelease(line, named);
   };
   (announce(fifos), ...);
 }

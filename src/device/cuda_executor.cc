@@ -721,8 +721,9 @@ std::optional<Error> CudaExecutor::failure() const {
     case protocols::Status::PeerStopped:
       return Error(ErrorKind::Remote,
                    strCat("rank ", ctx_.rank, ": rank ", failure_->origin,
-                          " stopped first (its kernel failed, it was aborted, or it exited or lost a peer), and the "
-                          "kernels waiting on it stopped in turn: a kernel of this rank was waiting ",
+                          " stopped first (its kernel failed, it was aborted, it exited or lost a peer, or a rank "
+                          "waited for it until its deadline), and the kernels waiting on it stopped in turn: a kernel "
+                          "of this rank was waiting ",
                           waited, " rank ", peer, " (block ", failure_->channel, ")"),
                    failure_->origin);
     case protocols::Status::OtherProtocol:

@@ -70,8 +70,9 @@ struct DeviceFailure {
   std::int32_t ranks;
   std::int32_t self;      // this rank (user rank)
   // The user rank whose stop came first, as this rank learnt it: itself,
-  // the rank named on a FIFO's abort line (PeerStopped), or the rank an
-  // abort flag names (Aborted); -1 until a block claims the record.
+  // the rank named on a FIFO's abort line (PeerStopped), the rank an abort
+  // flag names (Aborted), or the peer a wait timed out on (TimedOut); -1
+  // until a block claims the record.
   std::int32_t origin;
   // Device address, one per rank. A raised flag holds the user rank whose
   // failure it stands for, + 1: this rank for its own failure or abort, a

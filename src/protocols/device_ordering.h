@@ -18,6 +18,8 @@
 //    ld.relaxed.sys / st.relaxed.sys: strong (never torn, never cached out
 //    of the peer's sight) but unordered. An aligned 8-byte access is
 //    single-copy atomic, which is all an LL line needs.
+//  - loadFlagAcquire / storeFlagRelease: ld.acquire.sys / st.release.sys
+//    on a 4-byte flag that orders what was written before it.
 //  - loadLinePair / storeLinePair: two adjacent LL lines in one 16-byte
 //    access (ld/st.volatile.v2, which the memory model treats as relaxed at
 //    system scope). A vector access is two 8-byte accesses, each single-copy
@@ -72,6 +74,16 @@ struct DeviceOrdering {
   }
   __device__ static void storeFlag(std::uint32_t* p, std::uint32_t v) {
     asm volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  }
+  // A flag that says what came before it (an abort line written after the
+  // block's last piece): release to write, acquire to read.
+  __device__ static std::uint32_t loadFlagAcquire(const std::uint32_t* p) {
+    std::uint32_t v;
+    asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+  }
+  __device__ static void storeFlagRelease(std::uint32_t* p, std::uint32_t v) {
+    asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
   }
 
   static constexpr std::uint32_t kSpinsBeforeSleep = 64;

@@ -57,6 +57,8 @@ struct HostOrdering {
 
   static std::uint32_t loadFlag(const std::uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
   static void storeFlag(std::uint32_t* p, std::uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+  static std::uint32_t loadFlagAcquire(const std::uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+  static void storeFlagRelease(std::uint32_t* p, std::uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
   static constexpr std::uint32_t kSpinsBeforeYield = 256;
   static void relax(std::uint32_t spins) {

@@ -6,7 +6,8 @@
 // clock and the watch only every kCheckEvery polls, since a clock read costs
 // more than a poll of a line already in cache, and a wait that ends within a
 // few polls should not pay for it. A condition that holds wins over a raised
-// flag, a passed deadline or a watch: the work it unblocks is already there.
+// flag, a passed deadline or a watch: the work it unblocks is already there;
+// so a watch that gives up is followed by one more look at the condition.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +26,15 @@ struct NoWatch {
 
 // A watch on a word the other side of the FIFO writes when it stops (the
 // FIFO's abort line, where the wait's abort flag is another word): nonzero
-// ends the wait with PeerStopped. A null word is never written.
+// ends the wait with PeerStopped. A null word is never written. The word is
+// written with release after the last piece the stopping side sent, and
+// read here with acquire, so that spinUntil's second look at its condition
+// sees that piece.
 template <class Ordering>
 struct StopLineWatch {
   const std::uint32_t* line;
   HORA_HOST_DEVICE Status operator()() const {
-    return line != nullptr && Ordering::loadFlag(line) != 0 ? Status::PeerStopped : Status::Ok;
+    return line != nullptr && Ordering::loadFlagAcquire(line) != 0 ? Status::PeerStopped : Status::Ok;
   }
 };
 
@@ -54,7 +58,9 @@ HORA_HOST_DEVICE Status spinUntil(Ready&& ready, const std::uint32_t* abortFlag,
     if (spins % kCheckEvery == kCheckEvery - 1) {
       if (abortFlag != nullptr && Ordering::loadFlag(abortFlag) != 0) return Status::Aborted;
       if (deadline != kNoDeadline && Ordering::now() >= deadline) return Status::TimedOut;
-      if (const Status watched = watch(); watched != Status::Ok) return watched;
+      // The condition once more: a peer that stops after its last piece
+      // must not have that piece refused (StopLineWatch).
+      if (const Status watched = watch(); watched != Status::Ok) return ready() ? Status::Ok : watched;
     }
     Ordering::relax(spins);
   }

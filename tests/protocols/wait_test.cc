@@ -114,9 +114,9 @@ TEST(HostDeadline, TranslatesHorasDeadline) {
   EXPECT_LE(deadline, after + shortNs);
 }
 
-// A watch ends a wait with its status once it gives up, is asked only on
-// the slow path (every kCheckEvery polls), and never overrides a condition
-// that holds.
+// A watch ends a wait with its status once it gives up (after one more
+// look at the condition), is asked only on the slow path (every
+// kCheckEvery polls), and never overrides a condition that holds.
 TEST(WaitWatch, EndsTheWaitWithItsStatusOnTheSlowPath) {
   std::uint64_t polls = 0, asked = 0;
   const Status status = spinUntil<HostOrdering>(
@@ -128,7 +128,7 @@ TEST(WaitWatch, EndsTheWaitWithItsStatusOnTheSlowPath) {
       [&] { return ++asked == 3 ? Status::OtherProtocol : Status::Ok; });
   EXPECT_EQ(status, Status::OtherProtocol);
   EXPECT_EQ(asked, 3u);
-  EXPECT_EQ(polls, 3 * kCheckEvery);
+  EXPECT_EQ(polls, 3 * kCheckEvery + 1);
   EXPECT_EQ(spinUntil<HostOrdering>([] { return true; }, nullptr, kNoDeadline,
                                     [] { return Status::OtherProtocol; }),
             Status::Ok);
@@ -184,6 +184,27 @@ TEST(StopLine, EitherWatchAsksTheFirstFirst) {
   line = 5;
   EXPECT_EQ((StopLineWatch<HostOrdering>{&line}()), Status::PeerStopped);
   EXPECT_EQ((StopLineWatch<HostOrdering>{nullptr}()), Status::Ok);
+}
+
+// A peer that sends its last piece and then stops: the wait that sees the
+// line looks at its condition once more, and takes the piece that came
+// before the stop instead of refusing it. Here the piece arrives between
+// the wait's last look and its look at the line.
+TEST(StopLine, APieceSentBeforeTheStopIsStillTaken) {
+  std::uint32_t line = 7, flag = 0;
+  std::uint32_t looks = 0;
+  auto ready = [&] { return ++looks > kCheckEvery; };  // false up to the line's look, then true
+  EXPECT_EQ(spinUntil<HostOrdering>(ready, &flag, kNoDeadline, StopLineWatch<HostOrdering>{&line}), Status::Ok);
+  EXPECT_EQ(looks, kCheckEvery + 1);
+  // Nothing came: the stop ends the wait at the line's first look.
+  looks = 0;
+  auto never = [&] {
+    ++looks;
+    return false;
+  };
+  EXPECT_EQ(spinUntil<HostOrdering>(never, &flag, kNoDeadline, StopLineWatch<HostOrdering>{&line}),
+            Status::PeerStopped);
+  EXPECT_EQ(looks, kCheckEvery + 1);
 }
 
 // Where a wait's abort flag is another word (a kernel polls one in
