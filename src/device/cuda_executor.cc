@@ -718,14 +718,18 @@ std::optional<Error> CudaExecutor::failure() const {
                           waited, " rank ", peer, " on channel ", failure_->channel,
                           ": that rank stopped, or never made the matching call"),
                    peer);
-    case protocols::Status::PeerStopped:
+    case protocols::Status::PeerStopped: {
+      // A line holds a rank of this communicator; any other value (memory
+      // a peer freed and reused) names nobody, and is not passed on as one.
+      const int origin = failure_->origin >= 0 && failure_->origin < ctx_.nranks ? failure_->origin : -1;
       return Error(ErrorKind::Remote,
-                   strCat("rank ", ctx_.rank, ": rank ", failure_->origin,
+                   strCat("rank ", ctx_.rank, ": ", origin >= 0 ? strCat("rank ", origin) : std::string("a rank"),
                           " stopped first (its kernel failed, it was aborted, it exited or lost a peer, or a rank "
                           "waited for it until its deadline), and the kernels waiting on it stopped in turn: a kernel "
                           "of this rank was waiting ",
                           waited, " rank ", peer, " (block ", failure_->channel, ")"),
-                   failure_->origin);
+                   origin);
+    }
     case protocols::Status::OtherProtocol:
       return Error(ErrorKind::InvalidUsage,
                    strCat("rank ", ctx_.rank, ": collective mismatch with rank ", peer, " on channel ",
