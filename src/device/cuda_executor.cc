@@ -172,22 +172,15 @@ char* mapPeerFifos(int device, const GpuUuid& deviceUuid, const std::vector<GpuU
   }
   if (gpu.uuid != deviceUuid) {
     // The peer's ordinal is its process's; this process may number the GPU
-    // differently, or not see it at all.
+    // differently, or not see it at all. placeFifos() put the FIFOs of a
+    // peer whose GPU this one does not see or reach in host memory, so this
+    // only fails where CUDA answers otherwise than it did at set-up.
+    if (!reachesDirectly(device, visible, gpu.uuid)) {
+      *why = strCat("GPU ", device, " cannot reach ", gpuName(gpu.uuid), " of rank ", peer,
+                    " directly, although it could when the ranks compared");
+      return nullptr;
+    }
     const int peerDevice = ordinalOf(visible, gpu.uuid);
-    if (peerDevice < 0) {
-      *why = strCat(gpuName(gpu.uuid), " of rank ", peer,
-                    " is not visible to this process (CUDA_VISIBLE_DEVICES), so GPU ", device, " cannot map its memory");
-      return nullptr;
-    }
-    int canAccess = 0;
-    cudaCheck(cudaDeviceCanAccessPeer(&canAccess, device, peerDevice), "cudaDeviceCanAccessPeer");
-    if (canAccess == 0) {
-      // placeFifos() put such a peer's FIFOs in host memory: this GPU
-      // answered otherwise when the ranks compared.
-      *why = strCat("GPU ", device, " cannot access GPU ", peerDevice, " (", gpuName(gpu.uuid), ") of rank ", peer,
-                    " directly, although it said it could at set-up");
-      return nullptr;
-    }
     const cudaError_t enabled = cudaDeviceEnablePeerAccess(peerDevice, 0);
     if (enabled != cudaErrorPeerAccessAlreadyEnabled) cudaCheck(enabled, "cudaDeviceEnablePeerAccess");
     cudaGetLastError();
