@@ -55,6 +55,7 @@ struct ElementMath {
 struct BlockShared {
   protocols::Status status;
   std::int32_t origin;  // once stopped: the user rank whose stop came first (DeviceFailure)
+  protocols::Status cause;  // and why it stopped (Ok: not known)
   const char* received;
   char* sendSlot;
 };
@@ -103,22 +104,22 @@ class RingMoves {
   __device__ Derived& self() { return static_cast<Derived&>(*this); }
 };
 
-// The user rank whose stop a wait on `peer` that ended with `status`
-// stands for: the rank named on the FIFO's abort line (PeerStopped:
-// `line`), the rank the peer's abort flag names (Aborted), the peer itself
-// when the wait for it passed its deadline (it stopped, or never made its
-// call: the ranks behind this one should blame it, not this rank), else
-// this rank.
-__device__ inline std::int32_t originOf(const DeviceFailure* failure, protocols::Status status, int peer,
-                                        const std::uint32_t* line) {
+// The stop note (device_work.h) for a wait on `peer` that ended with
+// `status`: the note on the FIFO's abort line (PeerStopped: `line`), the
+// note the peer's abort flag holds (Aborted), the peer itself when the wait
+// for it passed its deadline (it stopped, or never made its call: the
+// ranks behind this one should blame it, not this rank), else this rank,
+// each with why.
+__device__ inline std::uint32_t stopNoteOf(const DeviceFailure* failure, protocols::Status status, int peer,
+                                           const std::uint32_t* line) {
   using protocols::DeviceOrdering;
-  std::uint32_t named = 0;
-  if (status == protocols::Status::PeerStopped && line != nullptr) named = DeviceOrdering::loadFlag(line);
+  std::uint32_t note = 0;
+  if (status == protocols::Status::PeerStopped && line != nullptr) note = DeviceOrdering::loadFlag(line);
   if (status == protocols::Status::Aborted && peer >= 0 && peer < failure->ranks)
-    named = DeviceOrdering::loadFlag(failure->abortFlags + peer);
-  if (named != 0) return static_cast<std::int32_t>(named) - 1;
-  if (status == protocols::Status::TimedOut && peer >= 0 && peer < failure->ranks) return peer;
-  return failure->self;
+    note = DeviceOrdering::loadFlag(failure->abortFlags + peer);
+  if (note != 0) return note;
+  if (status == protocols::Status::TimedOut && peer >= 0 && peer < failure->ranks) return stopNote(peer, status);
+  return stopNote(failure->self, status);
 }
 
 // Records a failed wait: the block's status, which stops its later
@@ -131,22 +132,23 @@ __device__ inline std::int32_t originOf(const DeviceFailure* failure, protocols:
 __device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure, protocols::Status status, int peer,
                                      bool sending, const std::uint32_t* line = nullptr) {
   using protocols::DeviceOrdering;
-  const std::int32_t origin = originOf(failure, status, peer, line);
-  shared->origin = origin;
+  const std::uint32_t note = stopNoteOf(failure, status, peer, line);
+  shared->origin = stopNoteOrigin(note);
+  shared->cause = stopNoteCause(note);
   shared->status = status;
   if (atomicCAS(&failure->claimed, 0u, 1u) == 0) {
     failure->peer = peer;
-    failure->origin = origin;
+    failure->origin = shared->origin;
+    failure->cause = static_cast<std::uint32_t>(shared->cause);
     failure->channel = static_cast<std::int32_t>(blockIdx.x);
     failure->sending = sending ? 1 : 0;
     // Release: the host that sees status reads the fields above whole.
     asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(&failure->status), "r"(static_cast<std::uint32_t>(status))
                  : "memory");
     DeviceOrdering::storeFlag(failure->stopped, 1);
-    // Each flag names the origin, so that the blocks it stops pass the same
-    // rank on; a flag the host raised first keeps what it says.
-    for (std::int32_t r = 0; r < failure->ranks; ++r)
-      atomicCAS(failure->abortFlags + r, 0u, static_cast<std::uint32_t>(origin + 1));
+    // Each flag holds the note, so that the blocks it stops pass the same
+    // rank and cause on; a flag the host raised first keeps what it says.
+    for (std::int32_t r = 0; r < failure->ranks; ++r) atomicCAS(failure->abortFlags + r, 0u, note);
   }
 }
 
@@ -167,9 +169,12 @@ __device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* dea
     // The record is in host memory, a read across PCIe: only a block that
     // starts stopped reads it (a block that stops later records its own).
     shared->origin = -1;
+    shared->cause = protocols::Status::Ok;
     if (stop) {
       const std::int32_t recorded = *static_cast<const volatile std::int32_t*>(&failure->origin);
       shared->origin = recorded >= 0 ? recorded : failure->self;
+      if (recorded >= 0)
+        shared->cause = static_cast<protocols::Status>(*static_cast<const volatile std::uint32_t*>(&failure->cause));
     }
     *deadline = protocols::DeviceOrdering::now() + timeoutNs;
   }
@@ -178,13 +183,14 @@ __device__ inline void beginWaitingBlock(BlockShared* shared, std::uint64_t* dea
 
 // The end of every block of a kernel that waits on FIFOs: a block that
 // stopped says so on the abort line of each of its FIFOs (device_work.h
-// says why), naming the rank whose stop came first, unless the line
+// says why), with the stop note (the rank whose stop came first, and why
+// it stopped), unless the line
 // already names one. Every thread of the block calls it.
 template <class... Fifos>
 __device__ void endBlock(const BlockShared* shared, const Fifos&... fifos) {
   __syncthreads();  // every thread's failure is recorded
-  const std::uint32_t named = static_cast<std::uint32_t>(shared->origin + 1);
-  if (threadIdx.x != 0 || shared->status == protocols::Status::Ok || named == 0) return;
+  if (threadIdx.x != 0 || shared->status == protocols::Status::Ok || shared->origin < 0) return;
+  const std::uint32_t named = stopNote(shared->origin, shared->cause);
   // Release: a neighbour that sees the line also sees every piece this
   // block sent before it (StopLineWatch), and takes it.
   const auto announce = [&](const protocols::FifoHandle& fifo) {
@@ -200,6 +206,15 @@ __device__ void endBlock(const BlockShared* shared, const Fifos&... fifos) {
 // while thread 0 may be recording a failure.
 __device__ inline bool blockStoppedAtBarrier(const BlockShared* shared) {
   return __syncthreads_or(shared->status != protocols::Status::Ok) != 0;
+}
+
+// The start of a ring kernel: its block 0 records the collective as
+// started, before anything else (launch_order.h: the kernel has left the
+// hardware queue, and the rank's peers may launch behind it). A reduction
+// without a result (red): the block does not wait for it.
+__device__ inline void recordKernelStarted(const QueuedKernels& queue) {
+  if (queue.collective != 0 && blockIdx.x == 0 && threadIdx.x == 0)
+    atomicMax(reinterpret_cast<unsigned long long*>(queue.started), static_cast<unsigned long long>(queue.collective));
 }
 
 // The end of a kernel: its block 0 records the launch as done (device_work.h,

@@ -34,12 +34,20 @@ std::size_t kernelsDoneOffset(int nranks) {
   return protocols::roundUpTo(kAbortFlagsOffset + sizeof(std::uint32_t) * static_cast<std::size_t>(nranks),
                               protocols::kCacheLineBytes);
 }
-// Unfinished kernels a rank that shares its GPU with other ranks of its
-// process may hold (cuda_executor.h says why one).
-constexpr long long kDefaultMaxQueued = 1;
-// How long a call that waits for its rank's last kernel polls without
-// sleeping: a small collective's kernel ends within tens of microseconds,
-// and a sleep would add more than that to every call.
+// What a wait that found the ranks' calls differ saw (a
+// protocols::Status: OtherProtocol or Overflow), said of the rank that saw
+// it and the peer whose data it was.
+const char* mismatchReason(protocols::Status status) {
+  return status == protocols::Status::OtherProtocol
+             ? "the data came by a different protocol (LL or Simple) from the one the receiving rank's call chose, "
+               "so the calls differ in size (the ranks disagree on the collective's kind, count or type)"
+             : "the data came in pieces of another size than the receiving rank's call expects (the ranks "
+               "disagree on the collective's kind, count or type)";
+}
+
+// How long a call that waits before its launch (launch_order.h) polls
+// without sleeping: a small collective's kernel starts and ends within
+// tens of microseconds, and a sleep would add more than that to every call.
 constexpr auto kQueueSpin = std::chrono::milliseconds(1);
 
 // Every FIFO: four slots of 128 KiB. A ring step (two slots) then moves
@@ -291,6 +299,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   mine.llMaxBytes = deviceLLMaxBytes(env::get({"NCCL_PROTO"}),
                                      env::getBytes({"HORA_DEVICE_LL_MAX_BYTES"}, kDefaultLLMaxBytes));
   mine.p2pDisabled = topology::TransportPolicy::fromEnvironment().p2pDisabled ? 1 : 0;
+  startWord_ = takeStartWord();
+  mine.startWord = reinterpret_cast<std::uintptr_t>(startWord_.host);
   ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);
   const ChannelAgreement agreed = agreeOnChannels(gpus, ctx_.ringRanks, static_cast<bool>(ctx_.networkConnector));
   if (!agreed.unusable.empty()) {
@@ -306,9 +316,11 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   gpuSharedInProcess_ = inThisProcess > 1;
   for (const GpuOffer& g : gpus)
     if (ranksOnGpu(gpus, g, /*sameProcess=*/true) > 1) legacyStreamRefused_ = true;
-  if (gpuSharedInProcess_)
-    maxQueued_ = static_cast<std::uint64_t>(
-        std::max<long long>(0, env::getInt({"HORA_DEVICE_MAX_QUEUED"}, kDefaultMaxQueued)));
+  if (gpuSharedInProcess_) chooseLaunchRule(gpus, mine);
+  if (launchRule_ != LaunchRule::Started) {  // nobody reads this rank's word
+    returnStartWord(startWord_.host);
+    startWord_ = {};
+  }
   std::vector<ProcessWatch::Watched> peerProcesses;
   for (int peer = 0; peer < n; ++peer) {
     const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
@@ -595,13 +607,13 @@ void CudaExecutor::proxyFailed(const Error& error) {
 
 void CudaExecutor::raiseAbortFlags(int origin, int onlyPeer) {
   // A raised flag names the rank whose failure it stands for, which the
-  // kernels it stops pass on (device_work.h); a flag raised before keeps
-  // what it says.
+  // kernels it stops pass on (device_work.h: a stop note without a cause);
+  // a flag raised before keeps what it says.
   const int first = onlyPeer >= 0 ? onlyPeer : 0;
   const int last = onlyPeer >= 0 ? onlyPeer + 1 : ctx_.nranks;
   for (int peer = first; peer < last; ++peer) {
     std::uint32_t lowered = 0;
-    __atomic_compare_exchange_n(&abortFlags_[peer], &lowered, static_cast<std::uint32_t>(origin + 1), false,
+    __atomic_compare_exchange_n(&abortFlags_[peer], &lowered, stopNote(origin, protocols::Status::Ok), false,
                                 __ATOMIC_RELEASE, __ATOMIC_RELAXED);
   }
 }
@@ -657,6 +669,8 @@ void CudaExecutor::release() {
   // The watch raises the flag: it stops before the flag goes.
   watch_.reset();
   if (mapped_ != nullptr) cudaFreeHost(mapped_);
+  returnStartWord(startWord_.host);
+  startWord_ = {};
   if (ownStream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(ownStream_));
   if (lastLaunch_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(lastLaunch_));
   lastLaunch_ = nullptr;
@@ -715,6 +729,16 @@ std::optional<Error> CudaExecutor::failure() const {
       // A line holds a rank of this communicator; any other value (memory
       // a peer freed and reused) names nobody, and is not passed on as one.
       const int origin = failure_->origin >= 0 && failure_->origin < ctx_.nranks ? failure_->origin : -1;
+      // A mismatch that rank found is a mismatch here too (the ranks behind
+      // it would otherwise see only that it stopped).
+      const auto cause = static_cast<protocols::Status>(failure_->cause);
+      if (origin >= 0 && (cause == protocols::Status::OtherProtocol || cause == protocols::Status::Overflow))
+        return Error(ErrorKind::InvalidUsage,
+                     strCat("rank ", ctx_.rank, ": collective mismatch with rank ", origin, ", which found it and ",
+                            "stopped, and the kernels waiting on it stopped in turn: ", mismatchReason(cause),
+                            " (a kernel of this rank was waiting ", waited, " rank ", peer, ", block ",
+                            failure_->channel, ")"),
+                     origin);
       return Error(ErrorKind::Remote,
                    strCat("rank ", ctx_.rank, ": ", origin >= 0 ? strCat("rank ", origin) : std::string("a rank"),
                           " stopped first (its kernel failed, it was aborted, it exited or lost a peer, or a rank "
@@ -723,20 +747,10 @@ std::optional<Error> CudaExecutor::failure() const {
                           waited, " rank ", peer, " (block ", failure_->channel, ")"),
                    origin);
     }
-    case protocols::Status::OtherProtocol:
+    default:  // OtherProtocol, Overflow: the calls differ
       return Error(ErrorKind::InvalidUsage,
                    strCat("rank ", ctx_.rank, ": collective mismatch with rank ", peer, " on channel ",
-                          failure_->channel,
-                          ": its data came by a different protocol (LL or Simple) from the one this rank's call "
-                          "chose, so the calls differ in size (the ranks disagree on the collective's kind, count or "
-                          "type)"),
-                   peer);
-    default:
-      return Error(ErrorKind::InvalidUsage,
-                   strCat("rank ", ctx_.rank, ": collective mismatch with rank ", peer, " on channel ",
-                          failure_->channel,
-                          ": its data came in pieces of another size than this rank's call expects (the ranks "
-                          "disagree on the collective's kind, count or type)"),
+                          failure_->channel, ": ", mismatchReason(status)),
                    peer);
   }
 }
@@ -812,36 +826,82 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops, bool launchedInRun) {
   work.timeoutNs = timeoutNs_;
   work.failure = failureOnDevice_;
   work.stopped = stopped_;
-  work.queue = admitKernel(stream, !launchedInRun);
+  work.queue = admitKernel(stream, !launchedInRun, /*collective=*/false);
   orderAfterLastLaunch(stream);
   launchPeers(work, stream);
   launched(stream);
 }
 
-QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait) {
-  if (maxQueued_ == 0) return {};
+void CudaExecutor::chooseLaunchRule(const std::vector<GpuOffer>& gpus, const GpuOffer& mine) {
+  const LaunchRuleChoice choice = launchRuleFromSetting(env::getInt({"HORA_DEVICE_MAX_QUEUED"}, 1),
+                                                        env::get({"HORA_DEVICE_MAX_QUEUED"}).has_value());
+  launchRule_ = choice.rule;
+  maxUnfinished_ = choice.maxUnfinished;
+  bool everyWord = startWord_.host != nullptr;
+  for (int peer = 0; peer < ctx_.nranks; ++peer) {
+    const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
+    if (peer == ctx_.rank || g.process != mine.process || g.uuid != mine.uuid) continue;
+    gpuPeersInProcess_.push_back(peer);
+    gpuPeerStartWords_.push_back(reinterpret_cast<const std::uint64_t*>(static_cast<std::uintptr_t>(g.startWord)));
+    everyWord = everyWord && g.startWord != 0;
+  }
+  gpuPeersStarted_.assign(gpuPeersInProcess_.size(), 0);
+  // Without a word for every rank of the group (the process ran out), the
+  // whole group falls back on each rank's own kernels' ends: every rank of
+  // it sees the same words.
+  if (launchRule_ == LaunchRule::Started && !everyWord) {
+    launchRule_ = LaunchRule::Unfinished;
+    maxUnfinished_ = 1;
+  }
+}
+
+QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait, bool collective) {
+  if (launchRule_ == LaunchRule::None) return {};
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
   if (capture != cudaStreamCaptureStatusNone) return {};
   // The clock is read only once the call has to wait, once per look.
   std::optional<std::chrono::steady_clock::time_point> start;
-  while (mayWait && launched_ - __atomic_load_n(kernelsDone_, __ATOMIC_ACQUIRE) >= maxQueued_) {
+  while (mayWait) {
+    for (std::size_t i = 0; i < gpuPeerStartWords_.size(); ++i)
+      gpuPeersStarted_[i] = __atomic_load_n(gpuPeerStartWords_[i], __ATOMIC_ACQUIRE);
+    const LaunchWait wait = launchWait(launchRule_, maxUnfinished_, launches_,
+                                       __atomic_load_n(kernelsDone_, __ATOMIC_ACQUIRE), gpuPeersStarted_);
+    if (wait.kind == LaunchWait::Nothing) break;
     if (auto failed = failure()) throw *failed;
     if (aborted_.load(std::memory_order_acquire))
       fail(ErrorKind::InvalidUsage, "rank ", ctx_.rank, ": communicator aborted (ncclCommAbort)");
     const auto now = std::chrono::steady_clock::now();
     if (!start) start = now;
     const auto waited = now - *start;
-    if (waited > ctx_.timeout)
-      fail(ErrorKind::Remote, "rank ", ctx_.rank, ": no kernel of this rank on GPU ", ctx_.device, " ended in ",
-           ctx_.timeout.count(), " ms (HORA_TIMEOUT) while it had ", maxQueued_,
-           " unfinished (HORA_DEVICE_MAX_QUEUED): they wait for a rank of this process that stopped making calls");
+    if (waited > ctx_.timeout) launchWaitTimedOut(wait);
     if (waited < kQueueSpin)
       std::this_thread::yield();
     else
       std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-  return {++launched_, kernelsDoneOnDevice_};
+  QueuedKernels queue{++launches_.kernels, kernelsDoneOnDevice_, 0, nullptr};
+  launches_.lastWasCollective = collective;
+  if (collective && launchRule_ == LaunchRule::Started) {
+    queue.collective = ++launches_.collectives;
+    queue.started = startWord_.device;
+  }
+  return queue;
+}
+
+void CudaExecutor::launchWaitTimedOut(const LaunchWait& wait) const {
+  if (wait.kind == LaunchWait::PeerCollective) {
+    const int peer = gpuPeersInProcess_[static_cast<std::size_t>(wait.peer)];
+    fail(ErrorKind::Remote, "rank ", ctx_.rank, ": rank ", peer, " (this process, GPU ", ctx_.device,
+         ") did not start its kernel of this communicator's collective #", launches_.collectives, " in ",
+         ctx_.timeout.count(), " ms (HORA_TIMEOUT), and ranks that share a GPU in one process launch only behind",
+         " each other's last collective (HORA_DEVICE_MAX_QUEUED): rank ", peer,
+         " stopped making calls, or made different ones");
+  }
+  fail(ErrorKind::Remote, "rank ", ctx_.rank, ": its last kernel on GPU ", ctx_.device, " did not end in ",
+       ctx_.timeout.count(), " ms (HORA_TIMEOUT), and a rank that shares its GPU with others of its process",
+       " launches only behind it (HORA_DEVICE_MAX_QUEUED): it waits for a rank of this process that stopped",
+       " making calls");
 }
 
 // A launch being captured into a graph is not ordered here: a captured
@@ -921,7 +981,7 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     work.failure = failureOnDevice_;
     work.stopped = stopped_;
     work.preMulScalar = plan.spec.scalarAt;
-    work.queue = admitKernel(stream, !launchedInRun);
+    work.queue = admitKernel(stream, !launchedInRun, /*collective=*/true);
     launchedInRun = true;
     orderAfterLastLaunch(stream);
     launchRing(plan.spec, work, plan.channels, stream);

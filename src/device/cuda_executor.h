@@ -37,12 +37,15 @@
 // shared queue in front of the peer's current one, which its own current
 // kernel waits for: neither can go on (seen on an H100 with 4 ranks as
 // threads, each launching on its own stream, even with 32 queues). So such
-// a rank keeps at most maxQueued kernels (HORA_DEVICE_MAX_QUEUED, 1 by
-// default) not yet finished, and a call beyond that waits for its rank's
-// last kernel to end (each kernel stores its launch number into
-// host-mapped memory as it ends): no rank then has a kernel queued behind
-// its own unfinished one. Only a call's first kernel waits (run() says
-// why). Calls captured into graphs launch nothing and are not counted.
+// a rank launches its next kernel only once every kernel its last one can
+// wait for has started (launch_order.h): after a collective, the same
+// collective's kernels of the process's other ranks on the GPU (each ring
+// kernel stores its collective's number into host-mapped memory as it
+// starts, start_words.h); after point-to-point work, its own last kernel
+// (each kernel stores its launch number as it ends).
+// HORA_DEVICE_MAX_QUEUED chooses another rule. Only a call's first kernel
+// waits (run() says why). Calls captured into graphs launch nothing and
+// are not counted.
 //
 // Plain C++: the CUDA types stay in cuda_executor.cc.
 #pragma once
@@ -64,6 +67,9 @@
 #include "core/executor.h"
 #include "device/device_memory.h"
 #include "device/device_plan.h"
+#include "device/gpu_offer.h"
+#include "device/launch_order.h"
+#include "device/start_words.h"
 #include "hora/error.h"
 #include "transport/connector.h"
 #include "transport/proxy/network_proxy.h"
@@ -145,11 +151,17 @@ class CudaExecutor final : public core::Executor {
   void raiseAbortFlags(int origin, int onlyPeer = -1);
   // Frees what was allocated (the destructor, and a constructor that throws).
   void release();
-  // Before a kernel launch on `stream`: waits, if mayWait, while maxQueued_
-  // kernels of this rank are unfinished (the header says why), then gives
-  // the launch its number; 0 where nothing is counted. Throws the rank's
-  // failure, an abort, or a timeout naming what it waited for.
-  QueuedKernels admitKernel(void* stream, bool mayWait);
+  // The launch rule of a rank whose GPU another rank of its process uses,
+  // and those ranks' start words (launch_order.h), from every rank's offer.
+  void chooseLaunchRule(const std::vector<GpuOffer>& gpus, const GpuOffer& mine);
+  // Before a kernel launch on `stream` (a ring kernel where `collective`):
+  // waits, if mayWait, until launchRule_ lets this rank launch (the header
+  // says why), then gives the launch its numbers; 0 where nothing is
+  // counted. Throws the rank's failure, an abort, or a timeout naming what
+  // it waited for.
+  QueuedKernels admitKernel(void* stream, bool mayWait, bool collective);
+  // Why admitKernel has waited longer than HORA_TIMEOUT (launch_order.h).
+  [[noreturn]] void launchWaitTimedOut(const LaunchWait& wait) const;
   // Every kernel of this communicator uses the same FIFOs, so none may
   // start before the one launched before it has ended. Launches on one
   // stream are ordered by it; a launch on another stream than the last
@@ -208,10 +220,18 @@ class CudaExecutor final : public core::Executor {
   // or when abort() came first and is the cause).
   std::unique_ptr<std::atomic<pid_t>[]> gonePids_;
   std::atomic<bool> aborted_{false};  // abort() was called
-  std::uint64_t maxQueued_ = 0;           // 0: no bound (no other rank of this process shares the GPU)
-  std::uint64_t launched_ = 0;            // kernels admitted
+  // How launches wait (launch_order.h); None where no other rank of this
+  // process shares the GPU.
+  LaunchRule launchRule_ = LaunchRule::None;
+  std::uint64_t maxUnfinished_ = 0;       // for LaunchRule::Unfinished
+  LaunchCount launches_;
   std::uint64_t* kernelsDone_ = nullptr;  // in mapped_: the number of the last kernel that ended
   std::uint64_t* kernelsDoneOnDevice_ = nullptr;
+  StartWord startWord_;  // where this rank's ring kernels record the collectives they started
+  // The other ranks of this process on this GPU, and their start words.
+  std::vector<int> gpuPeersInProcess_;
+  std::vector<const std::uint64_t*> gpuPeerStartWords_;
+  std::vector<std::uint64_t> gpuPeersStarted_;  // what admitKernel last read there
 };
 
 }  // namespace hora::device

@@ -9,6 +9,7 @@
 #include "algorithms/ring.h"
 #include "base/host_device.h"
 #include "protocols/fifo_handle.h"
+#include "protocols/status.h"
 
 namespace hora::device {
 
@@ -59,8 +60,10 @@ struct DeviceRing {
 // abort lines before it ends (block_shared.cuh, endBlock): the ring
 // neighbours' waits watch those lines, stop with Status::PeerStopped, and
 // say so on theirs, so the whole ring stops within moments of its first
-// failure instead of each rank at its own deadline. The line carries the
-// user rank whose stop came first (+1), so that every rank names it.
+// failure instead of each rank at its own deadline. The line carries a
+// stop note: the user rank whose stop came first, and why it stopped, so
+// that every rank names it, and a mismatch found by one rank is a mismatch
+// on every rank.
 struct DeviceFailure {
   std::uint32_t status;  // a protocols::Status, 0 while nothing failed
   std::int32_t peer;     // the user rank the failed wait was for
@@ -74,6 +77,7 @@ struct DeviceFailure {
   // flag names (Aborted), or the peer a wait timed out on (TimedOut); -1
   // until a block claims the record.
   std::int32_t origin;
+  std::uint32_t cause;  // why `origin` stopped, as learnt (a protocols::Status; Ok: not known)
   // Device address, one per rank. A raised flag holds the user rank whose
   // failure it stands for, + 1: this rank for its own failure or abort, a
   // peer whose process exited, the rank a failed host call names.
@@ -81,13 +85,32 @@ struct DeviceFailure {
   std::uint32_t* stopped;     // device memory: the rank's stop word
 };
 
-// Where a kernel says it finished, for the host's bound on the kernels a
-// rank has queued (cuda_executor.h says why): the kernel's launch number,
-// stored into host-mapped memory as it ends; 0 where nobody counts (a
-// kernel captured into a graph, whose replays the host does not launch).
+// What an abort line or a raised abort flag holds: the user rank whose stop
+// came first, + 1, in the low 24 bits, and why it stopped (a
+// protocols::Status) in the high 8. The host raises flags with the rank
+// alone (an abort, a peer process that exited, a failed host call): cause
+// Ok, "not known". 0: nothing stopped.
+HORA_HOST_DEVICE constexpr std::uint32_t stopNote(std::int32_t origin, protocols::Status cause) {
+  return (static_cast<std::uint32_t>(cause) << 24) | (static_cast<std::uint32_t>(origin + 1) & 0xffffffu);
+}
+HORA_HOST_DEVICE constexpr std::int32_t stopNoteOrigin(std::uint32_t note) {
+  return static_cast<std::int32_t>(note & 0xffffffu) - 1;
+}
+HORA_HOST_DEVICE constexpr protocols::Status stopNoteCause(std::uint32_t note) {
+  return static_cast<protocols::Status>(note >> 24);
+}
+
+// Where a kernel says it started and finished, for the host's rule on
+// launches of ranks that share a GPU in one process (launch_order.h): the
+// kernel's launch number, stored into host-mapped memory as it ends, and a
+// ring kernel's collective number, stored as it starts; 0 where nobody
+// counts (a kernel captured into a graph, whose replays the host does not
+// launch, or a rank whose GPU no other rank of its process uses).
 struct QueuedKernels {
   std::uint64_t sequence;
-  std::uint64_t* done;  // host-mapped
+  std::uint64_t* done;        // host-mapped
+  std::uint64_t collective;   // ring kernels only
+  std::uint64_t* started;     // host-mapped (start_words.h)
 };
 
 struct DeviceWork {

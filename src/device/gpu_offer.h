@@ -32,6 +32,10 @@ struct GpuOffer {
   std::uint64_t llMaxBytes;     // deviceLLMaxBytes() there
   std::int32_t p2pDisabled;     // NCCL_P2P_DISABLE / HORA_P2P_DISABLE there
   std::int32_t reserved;
+  // Where its ring kernels record the collectives they started, as its
+  // process addresses the word (start_words.h); read by the ranks of that
+  // process on the same GPU only.
+  std::uint64_t startWord;
 };
 
 // "GPU-1a2b3c4d-...", as nvidia-smi -L names it.

@@ -19,6 +19,7 @@ template <typename T, typename Math>
 __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math math) {
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
+  recordKernelStarted(work.queue);
   beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped, work.failure);
   if constexpr (std::is_same_v<decltype(math.pre), kernels::FuncPreMul<T>>) {
     if (work.preMulScalar != nullptr) math.pre = kernels::FuncPreMul<T>(*static_cast<const T*>(work.preMulScalar));

@@ -636,6 +636,35 @@ TEST(DeviceCollectives, RanksThatDisagreeOnTheCountAreStopped) {
   }
 }
 
+// Three ranks, the third on another protocol than the first two: only the
+// ranks next to it see data on the wrong FIFO, yet every rank reports the
+// mismatch (ncclInvalidUsage), since the stop that reaches the others
+// carries why the first rank stopped, not only who it was.
+TEST(DeviceCollectives, AMismatchFoundByOneRankIsAMismatchOnEveryRank) {
+  const std::size_t counts[3] = {1000, 1000, 100000};
+  Ranks ranks(3);
+  float* buffers[3] = {};
+  for (float*& b : buffers) CUDA_OK(cudaMalloc(&b, counts[2] * sizeof(float)));
+  const auto start = std::chrono::steady_clock::now();
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < 3; ++r)
+    NCCL_OK(ncclAllReduce(buffers[r], buffers[r], counts[r], ncclFloat32, ncclSum, ranks.comm(r), ranks.stream(r)));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < 3; ++r) CUDA_OK(cudaStreamSynchronize(ranks.stream(r)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  for (int r = 0; r < 3; ++r) {
+    ncclResult_t async = ncclSuccess;
+    NCCL_OK(ncclCommGetAsyncError(ranks.comm(r), &async));
+    EXPECT_EQ(async, ncclInvalidUsage) << "rank " << r;
+    const std::string message = ncclGetLastError(ranks.comm(r));
+    EXPECT_NE(message.find("collective mismatch with rank"), std::string::npos) << message;
+    EXPECT_NE(message.find("by a different protocol"), std::string::npos) << message;
+    ncclCommAbort(ranks.comm(r));
+    ranks.release(r);
+  }
+  for (float* b : buffers) cudaFree(b);
+}
+
 TEST(DeviceCollectives, BadInputIsRefusedClearly) {
   Ranks ranks(2);
   int device = -1;

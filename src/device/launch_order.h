@@ -1,0 +1,69 @@
+// When a rank that shares its GPU with other ranks of its process may
+// launch its next kernel. Plain C++, so that the rule is built and tested
+// on machines without CUDA (tests/core/launch_order_test.cc models the
+// hardware queues it guards against).
+//
+// Why a rule at all: CUDA spreads a context's streams over a few hardware
+// queues, and a queue is in order: a kernel at its head that waits for the
+// kernel before it on its own stream holds back everything behind it,
+// other streams' kernels included. Rank A's kernel k+1 waits for A's
+// kernel k, which waits for the kernels of the same collective on A's
+// peers. If A's thread runs ahead and puts k+1 into a queue in front of a
+// peer's kernel k, nothing can move again.
+//
+// The rule (LaunchRule::Started, the default): a rank launches its next
+// kernel only once every kernel its last one can wait for has left the
+// queues, that is, has started.
+//   - After a collective (ring kernels are numbered alike on every rank of
+//     the communicator, one per collective): once every other rank of this
+//     process on this GPU has started its kernel of that collective. A
+//     kernel of the collective that has not started yet is then ahead of
+//     every later kernel in any queue, and the kernels of one collective
+//     fit on the GPU together (the blocks are counted at set-up), so the
+//     collective ends and the queue moves on.
+//   - After point-to-point work, whose kernels are not numbered alike (a
+//     rank without sends or receives launches none): once this rank's last
+//     kernel has ended.
+// So calls overlap their launch with the previous kernel, as they do for
+// ranks that do not share a GPU, except after point-to-point work.
+// LaunchRule::Unfinished keeps at most N kernels of this rank unfinished
+// (N = 1 is the rule "after point-to-point work" applied to every kernel);
+// LaunchRule::None holds nothing back (HORA_DEVICE_MAX_QUEUED selects them).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace hora::device {
+
+enum class LaunchRule { None, Started, Unfinished };
+
+// What a rank has launched under the rule.
+struct LaunchCount {
+  std::uint64_t kernels = 0;      // every kernel admitted: the numbers kernels store as they end
+  std::uint64_t collectives = 0;  // ring kernels admitted: the same numbers on every rank
+  bool lastWasCollective = false;
+};
+
+// What the next launch waits for.
+struct LaunchWait {
+  enum Kind { Nothing, OwnLastKernel, PeerCollective } kind = Nothing;
+  int peer = -1;  // for PeerCollective: the index into peersStarted that lags
+};
+
+// `ownDone`: the number of this rank's last kernel that ended;
+// `peersStarted`: for each other rank of this process on this GPU, the
+// number of its last collective that started; `maxUnfinished` for
+// LaunchRule::Unfinished.
+LaunchWait launchWait(LaunchRule rule, std::uint64_t maxUnfinished, const LaunchCount& count, std::uint64_t ownDone,
+                      std::span<const std::uint64_t> peersStarted);
+
+// HORA_DEVICE_MAX_QUEUED, as the rule it selects: unset, the rule above
+// (Started); 0, None; N > 0, Unfinished with N.
+struct LaunchRuleChoice {
+  LaunchRule rule = LaunchRule::Started;
+  std::uint64_t maxUnfinished = 0;
+};
+LaunchRuleChoice launchRuleFromSetting(long long maxQueued, bool set);
+
+}  // namespace hora::device

@@ -1,0 +1,206 @@
+// The launch rule of ranks that share a GPU in one process
+// (device/launch_order.h): the rule itself, then a model of the GPU's
+// in-order hardware queues on which the rule must never deadlock, while
+// launching without a rule can.
+#include "device/launch_order.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace hora::device {
+namespace {
+
+TEST(LaunchOrder, AfterACollectiveARankWaitsForItsPeersToStartTheSameOne) {
+  const LaunchCount count{3, 2, true};
+  const std::vector<std::uint64_t> behind = {2, 1, 2};
+  const LaunchWait wait = launchWait(LaunchRule::Started, 0, count, /*ownDone=*/0, behind);
+  EXPECT_EQ(wait.kind, LaunchWait::PeerCollective);
+  EXPECT_EQ(wait.peer, 1);
+  const std::vector<std::uint64_t> started = {2, 2, 3};
+  // Its own kernels need not have ended.
+  EXPECT_EQ(launchWait(LaunchRule::Started, 0, count, 0, started).kind, LaunchWait::Nothing);
+}
+
+TEST(LaunchOrder, AfterPointToPointWorkARankWaitsForItsOwnKernelToEnd) {
+  const LaunchCount count{3, 2, false};
+  const std::vector<std::uint64_t> started = {2, 2};
+  EXPECT_EQ(launchWait(LaunchRule::Started, 0, count, 2, started).kind, LaunchWait::OwnLastKernel);
+  EXPECT_EQ(launchWait(LaunchRule::Started, 0, count, 3, started).kind, LaunchWait::Nothing);
+  // The first launch waits for nothing.
+  EXPECT_EQ(launchWait(LaunchRule::Started, 0, LaunchCount{}, 0, started).kind, LaunchWait::Nothing);
+}
+
+TEST(LaunchOrder, TheOtherRulesCountOnlyTheRanksOwnKernels) {
+  const LaunchCount count{5, 5, true};
+  const std::vector<std::uint64_t> started = {0};
+  EXPECT_EQ(launchWait(LaunchRule::None, 0, count, 0, started).kind, LaunchWait::Nothing);
+  EXPECT_EQ(launchWait(LaunchRule::Unfinished, 2, count, 3, started).kind, LaunchWait::OwnLastKernel);
+  EXPECT_EQ(launchWait(LaunchRule::Unfinished, 2, count, 4, started).kind, LaunchWait::Nothing);
+}
+
+TEST(LaunchOrder, TheSettingChoosesTheRule) {
+  EXPECT_EQ(launchRuleFromSetting(1, false).rule, LaunchRule::Started);
+  EXPECT_EQ(launchRuleFromSetting(0, true).rule, LaunchRule::None);
+  const LaunchRuleChoice two = launchRuleFromSetting(2, true);
+  EXPECT_EQ(two.rule, LaunchRule::Unfinished);
+  EXPECT_EQ(two.maxUnfinished, 2u);
+}
+
+// A GPU as the rule sees it: each rank's stream feeds one of a few
+// hardware queues, each queue starts only its head, and a head starts only
+// once the kernel before it on its stream has ended. A collective's kernel
+// ends once every rank's kernel of it has started (they then run
+// together); a send/receive pair's once both have. Every event (a host
+// launch, a kernel starting, a kernel ending) is picked at random among
+// those possible; the run deadlocks where none is possible before the end.
+struct Op {
+  int event;       // which collective or pair it belongs to
+  bool collective;
+  int partner;     // for a pair
+};
+
+struct Kernel {
+  int rank;
+  Op op;
+  std::uint64_t sequence;
+  std::uint64_t collective;
+  bool started = false;
+  bool done = false;
+};
+
+class QueueModel {
+ public:
+  QueueModel(std::vector<std::vector<Op>> programs, int queues, LaunchRule rule, std::uint64_t seed)
+      : programs_(std::move(programs)), queues_(static_cast<std::size_t>(queues)), rule_(rule), random_(seed),
+        ranks_(programs_.size()) {
+    for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r].queue = static_cast<int>(random_() % queues_.size());
+  }
+
+  // True where every kernel ended; false at a deadlock.
+  bool run() {
+    for (;;) {
+      std::vector<std::function<void()>> possible;
+      for (std::size_t r = 0; r < ranks_.size(); ++r)
+        if (mayLaunch(r)) possible.push_back([this, r] { launch(r); });
+      for (auto& queue : queues_)
+        if (!queue.empty() && previousEnded(queue.front())) possible.push_back([this, &queue] { start(queue); });
+      for (std::size_t k = 0; k < kernels_.size(); ++k)
+        if (kernels_[k].started && !kernels_[k].done && mayEnd(kernels_[k]))
+          possible.push_back([this, k] { end(kernels_[k]); });
+      if (possible.empty()) return allEnded();
+      possible[random_() % possible.size()]();
+    }
+  }
+
+ private:
+  struct Rank {
+    int queue = 0;
+    std::size_t next = 0;  // the next op of its program to launch
+    LaunchCount count;
+    std::uint64_t done = 0;
+    std::uint64_t startedCollective = 0;
+    long lastKernel = -1;
+  };
+
+  bool mayLaunch(std::size_t r) const {
+    const Rank& rank = ranks_[r];
+    if (rank.next >= programs_[r].size()) return false;
+    std::vector<std::uint64_t> peers;
+    for (std::size_t p = 0; p < ranks_.size(); ++p)
+      if (p != r) peers.push_back(ranks_[p].startedCollective);
+    return launchWait(rule_, 1, rank.count, rank.done, peers).kind == LaunchWait::Nothing;
+  }
+  void launch(std::size_t r) {
+    Rank& rank = ranks_[r];
+    const Op op = programs_[r][rank.next++];
+    Kernel kernel{static_cast<int>(r), op, ++rank.count.kernels, 0};
+    if (op.collective) kernel.collective = ++rank.count.collectives;
+    rank.count.lastWasCollective = op.collective;
+    kernels_.push_back(kernel);
+    queues_[static_cast<std::size_t>(rank.queue)].push_back(kernels_.size() - 1);
+    previous_.push_back(rank.lastKernel);
+    rank.lastKernel = static_cast<long>(kernels_.size() - 1);
+  }
+  bool previousEnded(std::size_t k) const { return previous_[k] < 0 || kernels_[static_cast<std::size_t>(previous_[k])].done; }
+  void start(std::deque<std::size_t>& queue) {
+    Kernel& kernel = kernels_[queue.front()];
+    queue.pop_front();
+    kernel.started = true;
+    Rank& rank = ranks_[static_cast<std::size_t>(kernel.rank)];
+    rank.startedCollective = std::max(rank.startedCollective, kernel.collective);
+  }
+  bool mayEnd(const Kernel& kernel) const {
+    int needed = kernel.op.collective ? static_cast<int>(ranks_.size()) : 2;
+    for (const Kernel& other : kernels_)
+      if (other.op.event == kernel.op.event && other.started) --needed;
+    return needed == 0;
+  }
+  void end(Kernel& kernel) {
+    kernel.done = true;
+    Rank& rank = ranks_[static_cast<std::size_t>(kernel.rank)];
+    rank.done = std::max(rank.done, kernel.sequence);
+  }
+  bool allEnded() const {
+    for (std::size_t r = 0; r < ranks_.size(); ++r)
+      if (ranks_[r].next < programs_[r].size()) return false;
+    return std::all_of(kernels_.begin(), kernels_.end(), [](const Kernel& k) { return k.done; });
+  }
+
+  std::vector<std::vector<Op>> programs_;
+  std::vector<std::deque<std::size_t>> queues_;
+  LaunchRule rule_;
+  std::mt19937_64 random_;
+  std::vector<Rank> ranks_;
+  std::vector<Kernel> kernels_;
+  std::vector<long> previous_;  // per kernel: its rank's kernel before it (-1: none)
+};
+
+// Programs of `events` collectives and, where `pairs`, sends and receives
+// between two ranks among them (the others launch nothing for those).
+std::vector<std::vector<Op>> programsFor(int ranks, int events, bool pairs, std::mt19937_64& random) {
+  std::vector<std::vector<Op>> programs(static_cast<std::size_t>(ranks));
+  for (int e = 0; e < events; ++e) {
+    if (pairs && random() % 3 == 0) {
+      const int a = static_cast<int>(random() % static_cast<unsigned>(ranks));
+      const int b = (a + 1 + static_cast<int>(random() % static_cast<unsigned>(ranks - 1))) % ranks;
+      programs[static_cast<std::size_t>(a)].push_back({e, false, b});
+      programs[static_cast<std::size_t>(b)].push_back({e, false, a});
+    } else {
+      for (auto& program : programs) program.push_back({e, true, -1});
+    }
+  }
+  return programs;
+}
+
+int deadlocks(LaunchRule rule, bool pairs, int runs) {
+  std::mt19937_64 random(12345);
+  int deadlocked = 0;
+  for (int i = 0; i < runs; ++i) {
+    const int ranks = 2 + static_cast<int>(random() % 3);
+    const int queues = 1 + static_cast<int>(random() % 2);
+    QueueModel model(programsFor(ranks, 12, pairs, random), queues, rule, random());
+    if (!model.run()) ++deadlocked;
+  }
+  return deadlocked;
+}
+
+TEST(LaunchOrderModel, WithoutARuleARankThatRunsAheadCanDeadlockTheQueues) {
+  EXPECT_GT(deadlocks(LaunchRule::None, false, 400), 0);
+}
+
+TEST(LaunchOrderModel, TheStartedRuleNeverDeadlocks) {
+  EXPECT_EQ(deadlocks(LaunchRule::Started, false, 2000), 0);
+  EXPECT_EQ(deadlocks(LaunchRule::Started, true, 2000), 0);
+}
+
+TEST(LaunchOrderModel, OneUnfinishedKernelPerRankNeverDeadlocks) {
+  EXPECT_EQ(deadlocks(LaunchRule::Unfinished, true, 2000), 0);
+}
+
+}  // namespace
+}  // namespace hora::device
