@@ -117,7 +117,8 @@ __device__ inline std::uint32_t stopNoteOf(const DeviceFailure* failure, protoco
   if (status == protocols::Status::PeerStopped && line != nullptr) note = DeviceOrdering::loadFlag(line);
   if (status == protocols::Status::Aborted && peer >= 0 && peer < failure->ranks)
     note = DeviceOrdering::loadFlag(failure->abortFlags + peer);
-  if (note != 0) return note;
+  // A note that names nobody (memory a peer freed and reused) is not passed on.
+  if (note != 0 && stopNoteOrigin(note) >= 0) return note;
   if (status == protocols::Status::TimedOut && peer >= 0 && peer < failure->ranks) return stopNote(peer, status);
   return stopNote(failure->self, status);
 }
@@ -210,11 +211,13 @@ __device__ inline bool blockStoppedAtBarrier(const BlockShared* shared) {
 
 // The start of a ring kernel: its block 0 records the collective as
 // started, before anything else (launch_order.h: the kernel has left the
-// hardware queue, and the rank's peers may launch behind it). A reduction
-// without a result (red): the block does not wait for it.
+// hardware queue, and the rank's peers may launch behind it). At system
+// scope, since threads on the host poll it while the kernel runs; a
+// reduction without a result (red): the block does not wait for it.
 __device__ inline void recordKernelStarted(const QueuedKernels& queue) {
   if (queue.collective != 0 && blockIdx.x == 0 && threadIdx.x == 0)
-    atomicMax(reinterpret_cast<unsigned long long*>(queue.started), static_cast<unsigned long long>(queue.collective));
+    atomicMax_system(reinterpret_cast<unsigned long long*>(queue.started),
+                     static_cast<unsigned long long>(queue.collective));
 }
 
 // The end of a kernel: its block 0 records the launch as done (device_work.h,

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -299,6 +300,11 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   mine.llMaxBytes = deviceLLMaxBytes(env::get({"NCCL_PROTO"}),
                                      env::getBytes({"HORA_DEVICE_LL_MAX_BYTES"}, kDefaultLLMaxBytes));
   mine.p2pDisabled = topology::TransportPolicy::fromEnvironment().p2pDisabled ? 1 : 0;
+  const std::optional<std::string> maxQueued = env::get({"HORA_DEVICE_MAX_QUEUED"});
+  mine.launchSetting =
+      maxQueued ? static_cast<std::int32_t>(std::clamp<long long>(env::getInt({"HORA_DEVICE_MAX_QUEUED"}, 1), 0,
+                                                                  std::numeric_limits<std::int32_t>::max()))
+                : -1;
   startWord_ = takeStartWord();
   mine.startWord = reinterpret_cast<std::uintptr_t>(startWord_.host);
   ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);
@@ -306,6 +312,8 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   if (!agreed.unusable.empty()) {
     unusable_ = agreed.unusable;  // the same verdict on every rank: host buffers still work
     HORA_LOG(Info, "rank ", ctx_.rank, ": no collectives on device buffers: ", unusable_);
+    returnStartWord(startWord_.host);
+    startWord_ = {};
     return;
   }
   const int channels = agreed.maxChannels;
@@ -833,26 +841,24 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops, bool launchedInRun) {
 }
 
 void CudaExecutor::chooseLaunchRule(const std::vector<GpuOffer>& gpus, const GpuOffer& mine) {
-  const LaunchRuleChoice choice = launchRuleFromSetting(env::getInt({"HORA_DEVICE_MAX_QUEUED"}, 1),
-                                                        env::get({"HORA_DEVICE_MAX_QUEUED"}).has_value());
-  launchRule_ = choice.rule;
-  maxUnfinished_ = choice.maxUnfinished;
-  bool everyWord = startWord_.host != nullptr;
+  // Every rank of the group decides from the same offers, so all of them
+  // choose alike (and a rank never waits for a word its peer gave back).
+  std::vector<long long> settings = {mine.launchSetting};
+  bool everyWord = mine.startWord != 0;
   for (int peer = 0; peer < ctx_.nranks; ++peer) {
     const GpuOffer& g = gpus[static_cast<std::size_t>(peer)];
     if (peer == ctx_.rank || g.process != mine.process || g.uuid != mine.uuid) continue;
     gpuPeersInProcess_.push_back(peer);
     gpuPeerStartWords_.push_back(reinterpret_cast<const std::uint64_t*>(static_cast<std::uintptr_t>(g.startWord)));
+    settings.push_back(g.launchSetting);
     everyWord = everyWord && g.startWord != 0;
   }
-  gpuPeersStarted_.assign(gpuPeersInProcess_.size(), 0);
-  // Without a word for every rank of the group (the process ran out), the
-  // whole group falls back on each rank's own kernels' ends: every rank of
-  // it sees the same words.
-  if (launchRule_ == LaunchRule::Started && !everyWord) {
-    launchRule_ = LaunchRule::Unfinished;
-    maxUnfinished_ = 1;
-  }
+  const LaunchRuleChoice choice = groupLaunchRule(settings, everyWord);
+  launchRule_ = choice.rule;
+  maxUnfinished_ = choice.maxUnfinished;
+  // Only the Started rule reads the peers' words (some may be null).
+  if (launchRule_ != LaunchRule::Started) gpuPeerStartWords_.clear();
+  gpuPeersStarted_.assign(gpuPeerStartWords_.size(), 0);
 }
 
 QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait, bool collective) {

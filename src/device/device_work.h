@@ -73,14 +73,16 @@ struct DeviceFailure {
   std::int32_t ranks;
   std::int32_t self;      // this rank (user rank)
   // The user rank whose stop came first, as this rank learnt it: itself,
-  // the rank named on a FIFO's abort line (PeerStopped), the rank an abort
+  // the rank a FIFO's abort line names (PeerStopped), the rank an abort
   // flag names (Aborted), or the peer a wait timed out on (TimedOut); -1
-  // until a block claims the record.
+  // until a block claims the record. Lines and flags hold stop notes
+  // (below).
   std::int32_t origin;
   std::uint32_t cause;  // why `origin` stopped, as learnt (a protocols::Status; Ok: not known)
-  // Device address, one per rank. A raised flag holds the user rank whose
-  // failure it stands for, + 1: this rank for its own failure or abort, a
-  // peer whose process exited, the rank a failed host call names.
+  // Device address, one per rank. A raised flag holds a stop note naming
+  // the user rank whose failure it stands for: this rank for its own
+  // failure or abort, a peer whose process exited, the rank a failed host
+  // call names.
   std::uint32_t* abortFlags;
   std::uint32_t* stopped;     // device memory: the rank's stop word
 };
@@ -96,8 +98,12 @@ HORA_HOST_DEVICE constexpr std::uint32_t stopNote(std::int32_t origin, protocols
 HORA_HOST_DEVICE constexpr std::int32_t stopNoteOrigin(std::uint32_t note) {
   return static_cast<std::int32_t>(note & 0xffffffu) - 1;
 }
+// Any value above the known statuses (a line in memory a peer freed and
+// reused) reads as Ok, "not known".
 HORA_HOST_DEVICE constexpr protocols::Status stopNoteCause(std::uint32_t note) {
-  return static_cast<protocols::Status>(note >> 24);
+  const std::uint32_t cause = note >> 24;
+  return cause <= static_cast<std::uint32_t>(protocols::Status::PeerStopped) ? static_cast<protocols::Status>(cause)
+                                                                              : protocols::Status::Ok;
 }
 
 // Where a kernel says it started and finished, for the host's rule on

@@ -31,7 +31,7 @@ struct GpuOffer {
   std::int32_t maxChannels;     // NCCL_MAX_NCHANNELS there
   std::uint64_t llMaxBytes;     // deviceLLMaxBytes() there
   std::int32_t p2pDisabled;     // NCCL_P2P_DISABLE / HORA_P2P_DISABLE there
-  std::int32_t reserved;
+  std::int32_t launchSetting;   // HORA_DEVICE_MAX_QUEUED there, -1 where unset (launch_order.h)
   // Where its ring kernels record the collectives they started, as its
   // process addresses the word (start_words.h); read by the ranks of that
   // process on the same GPU only.

@@ -20,10 +20,19 @@ LaunchWait launchWait(LaunchRule rule, std::uint64_t maxUnfinished, const Launch
   return {};
 }
 
-LaunchRuleChoice launchRuleFromSetting(long long maxQueued, bool set) {
-  if (!set) return {};
-  if (maxQueued <= 0) return {LaunchRule::None, 0};
+LaunchRuleChoice launchRuleFromSetting(long long maxQueued) {
+  if (maxQueued < 0) return {};
+  if (maxQueued == 0) return {LaunchRule::None, 0};
   return {LaunchRule::Unfinished, static_cast<std::uint64_t>(maxQueued)};
+}
+
+LaunchRuleChoice groupLaunchRule(std::span<const long long> settings, bool everyWord) {
+  const LaunchRuleChoice safe{LaunchRule::Unfinished, 1};
+  if (settings.empty()) return safe;
+  for (const long long setting : settings)
+    if (setting != settings.front()) return safe;
+  const LaunchRuleChoice chosen = launchRuleFromSetting(settings.front());
+  return chosen.rule == LaunchRule::Started && !everyWord ? safe : chosen;
 }
 
 }  // namespace hora::device

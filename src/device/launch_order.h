@@ -27,8 +27,18 @@
 // So calls overlap their launch with the previous kernel, as they do for
 // ranks that do not share a GPU, except after point-to-point work.
 // LaunchRule::Unfinished keeps at most N kernels of this rank unfinished
-// (N = 1 is the rule "after point-to-point work" applied to every kernel);
-// LaunchRule::None holds nothing back (HORA_DEVICE_MAX_QUEUED selects them).
+// (N = 1 is the rule "after point-to-point work" applied to every kernel;
+// a larger N brings the hazard back); LaunchRule::None holds nothing back
+// (HORA_DEVICE_MAX_QUEUED selects them).
+//
+// What the rule does not cover (the executor applies it per communicator,
+// to a call's first kernel): a call that launches several kernels per
+// rank (a group of several collectives, or collectives and point-to-point
+// work: the second goes out without waiting), kernels of another
+// communicator on the same streams, kernels the program itself puts there
+// between calls, and replays of captured graphs. Each can still stand in
+// a shared queue in front of a peer's kernel (not seen; one launch per
+// group, or an order kept per GPU across communicators, would end it).
 #pragma once
 
 #include <cstdint>
@@ -58,12 +68,19 @@ struct LaunchWait {
 LaunchWait launchWait(LaunchRule rule, std::uint64_t maxUnfinished, const LaunchCount& count, std::uint64_t ownDone,
                       std::span<const std::uint64_t> peersStarted);
 
-// HORA_DEVICE_MAX_QUEUED, as the rule it selects: unset, the rule above
-// (Started); 0, None; N > 0, Unfinished with N.
+// HORA_DEVICE_MAX_QUEUED, as the rule it selects: unset (-1), the rule
+// above (Started); 0, None; N > 0, Unfinished with N (N > 1 brings the
+// hazard back, as None does).
 struct LaunchRuleChoice {
   LaunchRule rule = LaunchRule::Started;
   std::uint64_t maxUnfinished = 0;
 };
-LaunchRuleChoice launchRuleFromSetting(long long maxQueued, bool set);
+LaunchRuleChoice launchRuleFromSetting(long long maxQueued);
+
+// The rule of a group of ranks sharing a GPU in one process, alike on each
+// of them, from each member's setting and whether it has a start word:
+// their common setting's rule; Started only where every member has a word;
+// one unfinished kernel where they lack words or disagree.
+LaunchRuleChoice groupLaunchRule(std::span<const long long> settings, bool everyWord);
 
 }  // namespace hora::device

@@ -5,8 +5,10 @@
 // The words come from one block of pinned, mapped host memory that the
 // process keeps until it exits, not from the communicator's own memory: a
 // rank of a program that destroyed one communicator while another rank of
-// the process still calls on it then waits for a word that no longer moves
-// (and fails at its deadline), instead of reading freed memory.
+// the process still calls on it then reads a word that stays mapped (given
+// back, perhaps to another communicator later: the program is wrong
+// either way, and the rank fails at its deadline or goes on), never freed
+// memory.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace hora::device {
@@ -44,11 +45,24 @@ TEST(LaunchOrder, TheOtherRulesCountOnlyTheRanksOwnKernels) {
 }
 
 TEST(LaunchOrder, TheSettingChoosesTheRule) {
-  EXPECT_EQ(launchRuleFromSetting(1, false).rule, LaunchRule::Started);
-  EXPECT_EQ(launchRuleFromSetting(0, true).rule, LaunchRule::None);
-  const LaunchRuleChoice two = launchRuleFromSetting(2, true);
+  EXPECT_EQ(launchRuleFromSetting(-1).rule, LaunchRule::Started);  // unset
+  EXPECT_EQ(launchRuleFromSetting(0).rule, LaunchRule::None);
+  const LaunchRuleChoice two = launchRuleFromSetting(2);
   EXPECT_EQ(two.rule, LaunchRule::Unfinished);
   EXPECT_EQ(two.maxUnfinished, 2u);
+}
+
+TEST(LaunchOrder, AGroupChoosesOneRuleForAllItsRanks) {
+  const std::vector<long long> unset = {-1, -1, -1};
+  EXPECT_EQ(groupLaunchRule(unset, true).rule, LaunchRule::Started);
+  // A rank without a start word, or ranks whose settings differ: one
+  // unfinished kernel each, which needs no word.
+  for (const LaunchRuleChoice& safe : {groupLaunchRule(unset, false), groupLaunchRule({{-1, 0}}, true)}) {
+    EXPECT_EQ(safe.rule, LaunchRule::Unfinished);
+    EXPECT_EQ(safe.maxUnfinished, 1u);
+  }
+  EXPECT_EQ(groupLaunchRule({{0, 0}}, false).rule, LaunchRule::None);
+  EXPECT_EQ(groupLaunchRule({{3, 3}}, false).maxUnfinished, 3u);
 }
 
 // A GPU as the rule sees it: each rank's stream feeds one of a few
@@ -73,10 +87,22 @@ struct Kernel {
   bool done = false;
 };
 
+// What holds a rank's next launch back: launchWait with a rule, or a
+// variant of it.
+using LaunchPolicy =
+    std::function<LaunchWait(const LaunchCount&, std::uint64_t ownDone, std::span<const std::uint64_t> peersStarted)>;
+
+LaunchPolicy policyOf(LaunchRule rule) {
+  return [rule](const LaunchCount& count, std::uint64_t ownDone, std::span<const std::uint64_t> peersStarted) {
+    return launchWait(rule, 1, count, ownDone, peersStarted);
+  };
+}
+
 class QueueModel {
  public:
-  QueueModel(std::vector<std::vector<Op>> programs, int queues, LaunchRule rule, std::uint64_t seed)
-      : programs_(std::move(programs)), queues_(static_cast<std::size_t>(queues)), rule_(rule), random_(seed),
+  QueueModel(std::vector<std::vector<Op>> programs, int queues, LaunchPolicy policy, std::uint64_t seed)
+      : programs_(std::move(programs)), queues_(static_cast<std::size_t>(queues)), policy_(std::move(policy)),
+        random_(seed),
         ranks_(programs_.size()) {
     for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r].queue = static_cast<int>(random_() % queues_.size());
   }
@@ -113,7 +139,7 @@ class QueueModel {
     std::vector<std::uint64_t> peers;
     for (std::size_t p = 0; p < ranks_.size(); ++p)
       if (p != r) peers.push_back(ranks_[p].startedCollective);
-    return launchWait(rule_, 1, rank.count, rank.done, peers).kind == LaunchWait::Nothing;
+    return policy_(rank.count, rank.done, peers).kind == LaunchWait::Nothing;
   }
   void launch(std::size_t r) {
     Rank& rank = ranks_[r];
@@ -153,7 +179,7 @@ class QueueModel {
 
   std::vector<std::vector<Op>> programs_;
   std::vector<std::deque<std::size_t>> queues_;
-  LaunchRule rule_;
+  LaunchPolicy policy_;
   std::mt19937_64 random_;
   std::vector<Rank> ranks_;
   std::vector<Kernel> kernels_;
@@ -177,29 +203,46 @@ std::vector<std::vector<Op>> programsFor(int ranks, int events, bool pairs, std:
   return programs;
 }
 
-int deadlocks(LaunchRule rule, bool pairs, int runs) {
+int deadlocks(const LaunchPolicy& policy, bool pairs, int runs) {
   std::mt19937_64 random(12345);
   int deadlocked = 0;
   for (int i = 0; i < runs; ++i) {
     const int ranks = 2 + static_cast<int>(random() % 3);
     const int queues = 1 + static_cast<int>(random() % 2);
-    QueueModel model(programsFor(ranks, 12, pairs, random), queues, rule, random());
+    QueueModel model(programsFor(ranks, 12, pairs, random), queues, policy, random());
     if (!model.run()) ++deadlocked;
   }
   return deadlocked;
 }
 
 TEST(LaunchOrderModel, WithoutARuleARankThatRunsAheadCanDeadlockTheQueues) {
-  EXPECT_GT(deadlocks(LaunchRule::None, false, 400), 0);
+  EXPECT_GT(deadlocks(policyOf(LaunchRule::None), false, 400), 0);
 }
 
 TEST(LaunchOrderModel, TheStartedRuleNeverDeadlocks) {
-  EXPECT_EQ(deadlocks(LaunchRule::Started, false, 2000), 0);
-  EXPECT_EQ(deadlocks(LaunchRule::Started, true, 2000), 0);
+  EXPECT_EQ(deadlocks(policyOf(LaunchRule::Started), false, 2000), 0);
+  EXPECT_EQ(deadlocks(policyOf(LaunchRule::Started), true, 2000), 0);
 }
 
 TEST(LaunchOrderModel, OneUnfinishedKernelPerRankNeverDeadlocks) {
-  EXPECT_EQ(deadlocks(LaunchRule::Unfinished, true, 2000), 0);
+  EXPECT_EQ(deadlocks(policyOf(LaunchRule::Unfinished), true, 2000), 0);
+}
+
+// Each half of the rule is needed: without waiting for the peers' start
+// after a collective, or for its own kernel's end after point-to-point
+// work, the model deadlocks.
+TEST(LaunchOrderModel, EitherHalfOfTheRuleAloneCanDeadlock) {
+  const LaunchPolicy started = policyOf(LaunchRule::Started);
+  const LaunchPolicy ignoresPeers = [&](const LaunchCount& count, std::uint64_t done,
+                                        std::span<const std::uint64_t> peers) {
+    return count.lastWasCollective ? LaunchWait{} : started(count, done, peers);
+  };
+  const LaunchPolicy ignoresOwnEnd = [&](const LaunchCount& count, std::uint64_t done,
+                                         std::span<const std::uint64_t> peers) {
+    return count.lastWasCollective ? started(count, done, peers) : LaunchWait{};
+  };
+  EXPECT_GT(deadlocks(ignoresPeers, false, 400), 0);
+  EXPECT_GT(deadlocks(ignoresOwnEnd, true, 2000), 0);
 }
 
 }  // namespace

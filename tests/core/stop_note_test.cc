@@ -33,5 +33,11 @@ TEST(StopNote, AFlagTheHostRaisedNamesItsRankWithoutACause) {
   EXPECT_EQ(stopNoteOrigin(0), -1);  // nothing stopped
 }
 
+TEST(StopNote, ACauseNoStatusHasReadsAsNotKnown) {
+  // A line in memory a peer freed and reused can hold anything.
+  EXPECT_EQ(stopNoteCause(0xff000001u), Status::Ok);
+  EXPECT_EQ(stopNoteOrigin(0xff000001u), 0);
+}
+
 }  // namespace
 }  // namespace hora::device

@@ -636,10 +636,12 @@ TEST(DeviceCollectives, RanksThatDisagreeOnTheCountAreStopped) {
   }
 }
 
-// Three ranks, the third on another protocol than the first two: only the
-// ranks next to it see data on the wrong FIFO, yet every rank reports the
-// mismatch (ncclInvalidUsage), since the stop that reaches the others
-// carries why the first rank stopped, not only who it was.
+// Three ranks, the third on another protocol than the first two: a rank
+// whose peers both call on its protocol (rank 1 receives from rank 0 and
+// sends to rank 2, which never takes its LL lines) sees no data on the
+// wrong FIFO, yet every rank reports the mismatch (ncclInvalidUsage),
+// since the stop that reaches it carries why the first rank stopped, not
+// only who it was.
 TEST(DeviceCollectives, AMismatchFoundByOneRankIsAMismatchOnEveryRank) {
   const std::size_t counts[3] = {1000, 1000, 100000};
   Ranks ranks(3);
