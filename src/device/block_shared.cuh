@@ -144,8 +144,7 @@ __device__ inline void recordFailure(BlockShared* shared, DeviceFailure* failure
     failure->channel = static_cast<std::int32_t>(blockIdx.x);
     failure->sending = sending ? 1 : 0;
     // Release: the host that sees status reads the fields above whole.
-    asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(&failure->status), "r"(static_cast<std::uint32_t>(status))
-                 : "memory");
+    DeviceOrdering::storeFlagRelease(&failure->status, static_cast<std::uint32_t>(status));
     DeviceOrdering::storeFlag(failure->stopped, 1);
     // Each flag holds the note, so that the blocks it stops pass the same
     // rank and cause on; a flag the host raised first keeps what it says.

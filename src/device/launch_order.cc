@@ -4,7 +4,6 @@ namespace hora::device {
 
 LaunchWait launchWait(LaunchRule rule, std::uint64_t maxUnfinished, const LaunchCount& count, std::uint64_t ownDone,
                       std::span<const std::uint64_t> peersStarted) {
-  const bool ownBehind = count.kernels > ownDone;
   switch (rule) {
     case LaunchRule::None:
       return {};
@@ -12,7 +11,8 @@ LaunchWait launchWait(LaunchRule rule, std::uint64_t maxUnfinished, const Launch
       if (count.kernels - ownDone >= maxUnfinished) return {LaunchWait::OwnLastKernel};
       return {};
     case LaunchRule::Started:
-      if (!count.lastWasCollective) return ownBehind ? LaunchWait{LaunchWait::OwnLastKernel} : LaunchWait{};
+      if (!count.lastWasCollective)
+        return count.kernels > ownDone ? LaunchWait{LaunchWait::OwnLastKernel} : LaunchWait{};
       for (std::size_t i = 0; i < peersStarted.size(); ++i)
         if (peersStarted[i] < count.collectives) return {LaunchWait::PeerCollective, static_cast<int>(i)};
       return {};
