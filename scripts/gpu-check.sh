@@ -170,6 +170,20 @@ if ((testsOnly == 0)); then
   done
   summary+=("small all-reduce by LL and by Simple, 2 ranks: $out/hora-perf_all_reduce_2ranks_{LL,Simple}.txt")
 
+  # Groups of 8 all-reduces per call (-m 8), 2 ranks as threads: up to 8
+  # collectives per ring kernel launch (the default) against a launch per
+  # collective (HORA_DEVICE_COLLECTIVES_PER_LAUNCH=1), five launches each,
+  # alternating.
+  for i in 1 2 3 4 5; do
+    for perLaunch in 8 1; do
+      log="$out/hora-perf_all_reduce_2ranks_groups_of_8_perlaunch$perLaunch.txt"
+      HORA_PERF_DEVICE=0 HORA_DEVICE_COLLECTIVES_PER_LAUNCH=$perLaunch HORA_TIMEOUT=20 timeout 60 \
+        "$build/bench/perf/hora-perf" all_reduce -b 8 -e 1M -f 8 -t 2 -m 8 -w 20 -n 200 >>"$log" 2>&1 ||
+        { status=1; summary+=("groups of 8, $perLaunch per launch: FAILED (see $log)"); }
+    done
+  done
+  summary+=("groups of 8 all-reduces, 2 ranks, 8 or 1 per launch: $out/hora-perf_all_reduce_2ranks_groups_of_8_perlaunch{8,1}.txt")
+
   # Collectives on device buffers, 2, 4 and 8 ranks as threads on the GPU,
   # beside the limit the GPU's memory sets (bench/micro/device_collectives_bench.cc).
   for ranks in 2 4 8; do

@@ -34,23 +34,26 @@ void complete(const BenchmarkThread& thread) {
   if (thread.complete) thread.complete();
 }
 
-// Times options.iters calls after options.warmupIters untimed ones, and
-// combines the per-thread time across ranks. With -z 1 each call is waited
-// for before the next is launched; otherwise only the last.
+// Times options.iters iterations after options.warmupIters untimed ones,
+// each a group of options.aggIters calls, and combines the time per call
+// across ranks (nccl-tests divides by iterations times calls, too). With
+// -z 1 each iteration is waited for before the next is launched;
+// otherwise only the last.
 double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool inPlace) {
   const Options& options = *thread.options;
-  for (int i = 0; i < options.warmupIters; ++i) thread.launch(plan, inPlace);
+  for (int i = 0; i < options.warmupIters; ++i) thread.launch(plan, inPlace, options.aggIters);
   complete(thread);
   // Start together, so no rank's time includes waiting for a late peer.
   thread.sync->barrier(thread.participant);
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < options.iters; ++i) {
-    thread.launch(plan, inPlace);
+    thread.launch(plan, inPlace, options.aggIters);
     if (options.blocking) complete(thread);
   }
   complete(thread);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  return thread.sync->combineSeconds(thread.participant, elapsed.count() / options.iters, options.average);
+  const double calls = static_cast<double>(options.iters) * options.aggIters;
+  return thread.sync->combineSeconds(thread.participant, elapsed.count() / calls, options.average);
 }
 
 // Bytes of either buffer a step uses, in place offsets included: nccl-tests'
@@ -80,7 +83,7 @@ long long checkIterations(const BenchmarkThread& thread, const StepPlan& plan, c
   long long wrong = 0;
   for (int rep = 0; rep < thread.options->checkIters; ++rep) {
     prepareAll(thread, plan, values, inPlace, rep);
-    thread.launch(plan, inPlace);
+    thread.launch(plan, inPlace, 1);  // one call: its result is the reference's
     complete(thread);
     for (const LocalRank& local : thread.ranks) {
       if (local.download) local.download(stepBytes(plan));

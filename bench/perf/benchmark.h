@@ -28,10 +28,11 @@ struct LocalRank {
   std::function<void(std::size_t bytes)> download;
 };
 
-// Runs the collective once for every rank in `ranks` of the thread (one
-// NCCL group when there are several). On host memory it returns when the
-// results are in place; on device memory once the calls are enqueued.
-using LaunchFunction = std::function<void(const StepPlan& plan, bool inPlace)>;
+// Runs the collective `calls` times for every rank in `ranks` of the
+// thread (one NCCL group when there are several calls or ranks). On host
+// memory it returns when the results are in place; on device memory once
+// the calls are enqueued.
+using LaunchFunction = std::function<void(const StepPlan& plan, bool inPlace, int calls)>;
 
 struct BenchmarkThread {
   const Options* options = nullptr;

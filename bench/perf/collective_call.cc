@@ -42,11 +42,12 @@ void issue(const StepPlan& plan, bool inPlace, const NcclRank& local) {
 
 }  // namespace
 
-void launchCollective(const StepPlan& plan, bool inPlace, std::span<const NcclRank> ranks) {
-  const bool grouped = ranks.size() > 1 || plan.collective == Collective::SendRecv;
+void launchCollective(const StepPlan& plan, bool inPlace, std::span<const NcclRank> ranks, int calls) {
+  const bool grouped = ranks.size() > 1 || calls > 1 || plan.collective == Collective::SendRecv;
   const int firstRank = ranks.empty() ? -1 : ranks.front().rank;
   if (grouped) checkNccl(ncclGroupStart(), "ncclGroupStart", firstRank, nullptr);
-  for (const NcclRank& local : ranks) issue(plan, inPlace, local);
+  for (const NcclRank& local : ranks)
+    for (int call = 0; call < calls; ++call) issue(plan, inPlace, local);
   if (grouped) checkNccl(ncclGroupEnd(), "ncclGroupEnd", firstRank, ranks.front().comm);
 }
 

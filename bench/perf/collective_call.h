@@ -17,11 +17,12 @@ struct NcclRank {
   cudaStream_t stream = nullptr;
 };
 
-// Issues the collective of `plan` for each rank in `ranks`, inside one
-// ncclGroupStart/End when there are several ranks (or for sendrecv, whose
-// send and receive must be grouped). On host buffers it returns when the
-// collective completed; on device buffers once it is enqueued. On failure,
-// reports the rank and the error and ends the process.
-void launchCollective(const StepPlan& plan, bool inPlace, std::span<const NcclRank> ranks);
+// Issues the collective of `plan` `calls` times for each rank in `ranks`
+// (rank after rank), inside one ncclGroupStart/End when there are several
+// calls or ranks (or for sendrecv, whose send and receive must be
+// grouped). On host buffers it returns when the collectives completed; on
+// device buffers once they are enqueued. On failure, reports the rank and
+// the error and ends the process.
+void launchCollective(const StepPlan& plan, bool inPlace, std::span<const NcclRank> ranks, int calls = 1);
 
 }  // namespace hora::perf

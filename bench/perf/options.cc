@@ -115,6 +115,8 @@ const std::vector<Flag>& flags() {
        [](Options& o, std::string_view v, const std::string& f) {
          o.registration = static_cast<Registration>(parseInt(v, f, 0, 2));
        }},
+      {'m', "agg_iters", true,
+       [](Options& o, std::string_view v, const std::string& f) { o.aggIters = parseInt(v, f, 1, 1024); }},
       {'K', "sweeps", true,
        [](Options& o, std::string_view v, const std::string& f) { o.sweeps = parseInt(v, f, 1, 1000); }},
       {'h', "help", false, [](Options& o, std::string_view, const std::string&) { o.showHelp = true; }},
@@ -272,6 +274,8 @@ Measurement:
                           2 min, 3 max (default 1)
   -z, --blocking 0|1      1: wait for each call to complete before the next
                           (host collectives always return complete)
+  -m, --agg_iters N       calls per iteration, in one group; times are per
+                          call (default 1)
 Buffers:
   -R, --local_register R  0: plain memory (default); 1: ncclMemAlloc
                           and ncclCommRegister; 2: ncclMemAlloc and

@@ -45,6 +45,9 @@ struct Options {
   // -K/--sweeps (hora's own): run the whole sweep this many times and
   // print, per size, the median sweep's columns and the spread.
   int sweeps = 1;
+  // -m/--agg_iters: calls of the collective per rank in one group, per
+  // iteration (nccl-tests' aggregation); times are per call.
+  int aggIters = 1;
   bool showHelp = false;
 
   int ranksInProcess() const { return threads * ranksPerThread; }

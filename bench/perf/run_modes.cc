@@ -135,7 +135,9 @@ int runRanksAsThreads(const Options& options, const RankPlacement& placement) {
       thread.ranks.push_back(localRankOf(rank.rank, drivenMemory.back()));
     }
     thread.sync = &sync;
-    thread.launch = [driven](const StepPlan& plan, bool inPlace) { launchCollective(plan, inPlace, driven); };
+    thread.launch = [driven](const StepPlan& plan, bool inPlace, int calls) {
+      launchCollective(plan, inPlace, driven, calls);
+    };
     thread.complete = completionOf(drivenMemory);
     thread.out = t == 0 ? stdout : nullptr;
     threads.emplace_back(
@@ -200,8 +202,8 @@ int runAsProcessRank(const Options& options, const ProcessRank& process, const R
   thread.nranks = process.worldSize;
   thread.ranks.push_back(localRankOf(self.rank, memory.back().get()));
   thread.sync = &sync;
-  thread.launch = [&self](const StepPlan& plan, bool inPlace) {
-    launchCollective(plan, inPlace, std::span<const NcclRank>(&self, 1));
+  thread.launch = [&self](const StepPlan& plan, bool inPlace, int calls) {
+    launchCollective(plan, inPlace, std::span<const NcclRank>(&self, 1), calls);
   };
   thread.complete = completionOf({memory.back().get()});
   thread.out = printer ? stdout : nullptr;

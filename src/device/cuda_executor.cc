@@ -245,6 +245,9 @@ CudaExecutor::CudaExecutor(CudaExecutorContext context, const Deadline& deadline
   shape_.nranks = ctx_.nranks;
   shape_.slotBytes = kSlotBytes;
   shape_.llSlotBytes = kLLSlotBytes;
+  collectivesPerLaunch_ = static_cast<int>(std::clamp<long long>(
+      env::getInt({"HORA_DEVICE_COLLECTIVES_PER_LAUNCH"}, DeviceRingLaunch::kMaxCollectives), 1,
+      DeviceRingLaunch::kMaxCollectives));
   // One host-mapped block: the failure record, then an abort flag per peer
   // rank (each FIFO's waits poll the flag of the rank at its other end).
   const std::size_t mappedBytes = protocols::roundUpTo(kernelsDoneOffset(ctx_.nranks) + sizeof(std::uint64_t), 4096);
@@ -834,7 +837,7 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops, bool launchedInRun) {
   work.timeoutNs = timeoutNs_;
   work.failure = failureOnDevice_;
   work.stopped = stopped_;
-  work.queue = admitKernel(stream, !launchedInRun, /*collective=*/false);
+  work.queue = admitKernel(stream, !launchedInRun, /*collectives=*/0);
   orderAfterLastLaunch(stream);
   launchPeers(work, stream);
   launched(stream);
@@ -861,7 +864,7 @@ void CudaExecutor::chooseLaunchRule(const std::vector<GpuOffer>& gpus, const Gpu
   gpuPeersStarted_.assign(gpuPeerStartWords_.size(), 0);
 }
 
-QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait, bool collective) {
+QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait, int collectives) {
   if (launchRule_ == LaunchRule::None) return {};
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
@@ -887,9 +890,10 @@ QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait, bool collect
       std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   QueuedKernels queue{++launches_.kernels, kernelsDoneOnDevice_, 0, nullptr};
-  launches_.lastWasCollective = collective;
-  if (collective && launchRule_ == LaunchRule::Started) {
-    queue.collective = ++launches_.collectives;
+  launches_.lastWasCollective = collectives > 0;
+  if (collectives > 0 && launchRule_ == LaunchRule::Started) {
+    launches_.collectives += static_cast<std::uint64_t>(collectives);
+    queue.collective = launches_.collectives;
     queue.started = startWord_.device;
   }
   return queue;
@@ -949,15 +953,61 @@ void CudaExecutor::launched(void* stream) {
               "recording this communicator's last launch (cudaEventRecord)");
 }
 
+bool CudaExecutor::launchRings(std::span<const DeviceLaunchPlan> plans, std::span<const core::Op* const> ops) {
+  std::vector<kernels::ReduceSpec> specs;
+  std::vector<const void*> streams;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    specs.push_back(plans[i].spec);
+    streams.push_back(streamOf(*ops[i]));
+  }
+  // Only a call's first launch waits for its turn: the launches of one call
+  // (a group) go out together, since a group launched from one thread for
+  // several communicators queues each communicator's kernels in turn, and
+  // a wait in the middle would wait for kernels of another communicator
+  // that only this thread can launch, after.
+  bool launchedInRun = false;
+  std::size_t first = 0;
+  for (const int size : ringLaunchSizes(specs, streams, collectivesPerLaunch_)) {
+    DeviceRingLaunch launch{};
+    launch.ring = static_cast<const DeviceRing*>(ring_);
+    launch.timeoutNs = timeoutNs_;
+    launch.failure = failureOnDevice_;
+    launch.stopped = stopped_;
+    launch.count = size;
+    int channels = 1;
+    for (int k = 0; k < size; ++k) {
+      const DeviceLaunchPlan& plan = plans[first + static_cast<std::size_t>(k)];
+      const core::Op& op = *ops[first + static_cast<std::size_t>(k)];
+      DeviceCollective& c = launch.collectives[k];
+      c.protocol = plan.protocol;
+      c.collective = plan.collective;
+      c.root = op.root;
+      c.channels = plan.channels;
+      c.in = op.send;
+      c.out = op.recv;
+      c.count = plan.count;
+      c.chunk = plan.chunk;
+      c.align = plan.align;
+      c.preMulScalar = plan.spec.scalarAt;
+      channels = std::max(channels, plan.channels);
+    }
+    void* stream = const_cast<void*>(streams[first]);
+    launch.queue = admitKernel(stream, !launchedInRun, size);
+    launchedInRun = true;
+    orderAfterLastLaunch(stream);
+    launchRing(plans[first].spec, launch, channels, static_cast<cudaStream_t>(stream));
+    launched(stream);
+    first += static_cast<std::size_t>(size);
+  }
+  return launchedInRun;
+}
+
 void CudaExecutor::run(std::span<const core::Op> ops) {
   DeviceScope scope(ctx_.device);
   bool peerWork = false;
-  // Only a call's first kernel waits for room in the rank's queue: the
-  // kernels of one call (a group) go out together, since a group launched
-  // from one thread for several communicators queues each communicator's
-  // kernels in turn, and a wait in the middle would wait for kernels of
-  // another communicator that only this thread can launch, after.
-  bool launchedInRun = false;
+  // The group's collectives that need a ring kernel, in the group's order.
+  std::vector<DeviceLaunchPlan> plans;
+  std::vector<const core::Op*> planned;
   for (const core::Op& op : ops) {
     if (auto failed = failure()) throw *failed;
     if (isPeerKind(op.kind)) {
@@ -966,33 +1016,17 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     }
     const DeviceLaunchPlan plan = planDeviceLaunch(op, shape_);
     if (plan.count == 0) continue;
-    auto* stream = static_cast<cudaStream_t>(streamOf(op));
     if (plan.copyOnly) {
       if (op.send != op.recv)
-        cudaCheck(cudaMemcpyAsync(op.recv, op.send, op.bytes, cudaMemcpyDeviceToDevice, stream),
+        cudaCheck(cudaMemcpyAsync(op.recv, op.send, op.bytes, cudaMemcpyDeviceToDevice,
+                                  static_cast<cudaStream_t>(streamOf(op))),
                   "copying a one-rank collective's input to its output (cudaMemcpyAsync)");
       continue;
     }
-    DeviceWork work{};
-    work.ring = static_cast<const DeviceRing*>(ring_);
-    work.protocol = plan.protocol;
-    work.collective = plan.collective;
-    work.root = op.root;
-    work.in = op.send;
-    work.out = op.recv;
-    work.count = plan.count;
-    work.chunk = plan.chunk;
-    work.align = plan.align;
-    work.timeoutNs = timeoutNs_;
-    work.failure = failureOnDevice_;
-    work.stopped = stopped_;
-    work.preMulScalar = plan.spec.scalarAt;
-    work.queue = admitKernel(stream, !launchedInRun, /*collective=*/true);
-    launchedInRun = true;
-    orderAfterLastLaunch(stream);
-    launchRing(plan.spec, work, plan.channels, stream);
-    launched(stream);
+    plans.push_back(plan);
+    planned.push_back(&op);
   }
+  const bool launchedInRun = launchRings(plans, planned);
   if (peerWork) runPeers(ops, launchedInRun);
   // The C++ API's calls: the host waits for the device (core::Op).
   if (std::any_of(ops.begin(), ops.end(), [](const core::Op& op) { return op.completeOnReturn; })) {

@@ -107,8 +107,10 @@ class CudaExecutor final : public core::Executor {
   // kernel cannot run (planPeerLaunch says what), and the legacy default
   // stream where ranks of this process share the GPU.
   void check(std::span<const core::Op> ops) const override;
-  // Enqueues every op on its stream: a ring kernel per collective, and one
-  // point-to-point kernel for all of the sends and receives.
+  // Enqueues every op on its stream: ring kernels for the collectives (one
+  // launch per run of up to DeviceRingLaunch::kMaxCollectives that share a
+  // kernel and a stream), and one point-to-point kernel for all of the
+  // sends and receives.
   void run(std::span<const core::Op> ops) override;
   // Raises every flag the waits of this rank's kernels poll, naming
   // `origin` (this rank where -1): they end, and pass the stop on.
@@ -154,12 +156,18 @@ class CudaExecutor final : public core::Executor {
   // The launch rule of a rank whose GPU another rank of its process uses,
   // and those ranks' start words (launch_order.h), from every rank's offer.
   void chooseLaunchRule(const std::vector<GpuOffer>& gpus, const GpuOffer& mine);
-  // Before a kernel launch on `stream` (a ring kernel where `collective`):
+  // Launches the ring kernels of a group's collectives (plans[i] of
+  // *ops[i], in the group's order, none empty), several per launch where
+  // they share a kernel and a stream (device_plan.h, ringLaunchSizes).
+  // Returns whether it launched anything.
+  bool launchRings(std::span<const DeviceLaunchPlan> plans, std::span<const core::Op* const> ops);
+  // Before a kernel launch on `stream` (a ring kernel of `collectives`
+  // collectives; 0 for point-to-point work):
   // waits, if mayWait, until launchRule_ lets this rank launch (the header
   // says why), then gives the launch its numbers; 0 where nothing is
   // counted. Throws the rank's failure, an abort, or a timeout naming what
   // it waited for.
-  QueuedKernels admitKernel(void* stream, bool mayWait, bool collective);
+  QueuedKernels admitKernel(void* stream, bool mayWait, int collectives);
   // Why admitKernel has waited longer than HORA_TIMEOUT (launch_order.h).
   [[noreturn]] void launchWaitTimedOut(const LaunchWait& wait) const;
   // Every kernel of this communicator uses the same FIFOs, so none may
@@ -182,6 +190,9 @@ class CudaExecutor final : public core::Executor {
   // that none launches what another refuses.
   bool legacyStreamRefused_ = false;
   std::uint64_t timeoutNs_;
+  // The most collectives of a group one ring kernel launch runs
+  // (HORA_DEVICE_COLLECTIVES_PER_LAUNCH; 1: a launch per collective).
+  int collectivesPerLaunch_ = DeviceRingLaunch::kMaxCollectives;
   void* fifos_ = nullptr;           // this rank's receive FIFOs, as its GPU addresses them
   // Those FIFOs when they are in pinned host memory (registered with CUDA);
   // empty when they are in device memory.

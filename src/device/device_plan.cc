@@ -46,6 +46,27 @@ DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape) 
   return plan;
 }
 
+bool sameRingKernel(const kernels::ReduceSpec& first, const kernels::ReduceSpec& next) {
+  return first.type == next.type && first.kind == next.kind &&
+         (next.scalarAt != nullptr || first.scalarBits == next.scalarBits);
+}
+
+std::vector<int> ringLaunchSizes(std::span<const kernels::ReduceSpec> specs, std::span<const void* const> streams,
+                                 int maxPerLaunch) {
+  std::vector<int> sizes;
+  std::size_t first = 0;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const bool joins = i > first && static_cast<int>(i - first) < maxPerLaunch && streams[i] == streams[first] &&
+                       sameRingKernel(specs[first], specs[i]);
+    if (i > first && !joins) {
+      sizes.push_back(static_cast<int>(i - first));
+      first = i;
+    }
+  }
+  if (first < specs.size()) sizes.push_back(static_cast<int>(specs.size() - first));
+  return sizes;
+}
+
 bool isPeerKind(core::OpKind kind) {
   using core::OpKind;
   return kind == OpKind::Send || kind == OpKind::Recv || kind == OpKind::AllToAll || kind == OpKind::Gather ||

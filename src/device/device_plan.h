@@ -95,6 +95,21 @@ DevicePeerPlan planPeerLaunch(std::span<const core::Op> ops, int rank, int nrank
 // output or input) are at most shape.llMaxBytes.
 DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape);
 
+// Whether collective `next` can run in a ring kernel launch whose first
+// collective is `first` (DeviceRingLaunch): the same kernel (element type
+// and reduction; the launch's by-value scalar, unless `next` reads its own
+// from memory). `first` and `next` are their plans' specs.
+bool sameRingKernel(const kernels::ReduceSpec& first, const kernels::ReduceSpec& next);
+
+// How a group's collectives are cut into ring kernel launches: runs of
+// consecutive collectives of the same kernel (sameRingKernel) on the same
+// stream, at most `maxPerLaunch` each. `specs[i]` and `streams[i]` are
+// collective i's; the result holds each launch's number of collectives, in
+// order. Streams make the cut each rank's own, which is safe: the launch
+// rule numbers collectives one by one, not launches (launch_order.h).
+std::vector<int> ringLaunchSizes(std::span<const kernels::ReduceSpec> specs, std::span<const void* const> streams,
+                                 int maxPerLaunch);
+
 // The LL limit a rank offers: `wanted` (HORA_DEVICE_LL_MAX_BYTES), or 0
 // where NCCL_PROTO (`ncclProto`) rules LL out. As NCCL reads it, that is a
 // comma-separated list of the protocols allowed ("LL,Simple") or, after a

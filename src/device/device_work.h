@@ -119,6 +119,7 @@ struct QueuedKernels {
   std::uint64_t* started;     // host-mapped (start_words.h)
 };
 
+// One collective as a ring kernel's primitives see it (DeviceRingLaunch::work).
 struct DeviceWork {
   const DeviceRing* ring;  // device memory
   DeviceProtocol protocol;
@@ -138,6 +139,63 @@ struct DeviceWork {
   // work wrote there, in every replay of a graph; null where the scalar
   // came by value.
   const void* preMulScalar;
+};
+
+// One collective of a ring kernel's launch: what differs between the
+// collectives a launch runs.
+struct DeviceCollective {
+  DeviceProtocol protocol;
+  algorithms::RingCollective collective;
+  std::int32_t root;      // user rank (Broadcast, Reduce)
+  std::int32_t channels;  // the launch's first `channels` blocks run it
+  const void* in;
+  void* out;
+  std::size_t count;  // elements of the kernel's element type
+  std::size_t chunk;  // elements per ring step and channel
+  std::size_t align;  // elements
+  const void* preMulScalar;  // DeviceWork
+};
+
+// One launch of a ring kernel: up to kMaxCollectives collectives of one
+// group that the same kernel runs (one element type and reduction, the same
+// scalar where it came by value) on one stream, one after the other in
+// every block. A group of many small collectives then costs one launch
+// instead of one each, and a rank sharing its GPU with others of its
+// process waits behind its peers once per launch, not per collective
+// (launch_order.h). The limit keeps the kernel's parameters small: CUDA
+// copies all of them into every launch, however few collectives it holds.
+struct DeviceRingLaunch {
+  static constexpr int kMaxCollectives = 8;
+  const DeviceRing* ring;  // device memory
+  std::uint64_t timeoutNs;
+  DeviceFailure* failure;        // host-mapped
+  const std::uint32_t* stopped;  // device memory: the rank's stop word (DeviceFailure)
+  // The launch's numbers; `collective` is that of its last collective
+  // (collectives are numbered one by one, whatever shares a launch).
+  QueuedKernels queue;
+  std::int32_t count;
+  DeviceCollective collectives[kMaxCollectives];
+
+  // Collective i as the primitives see it.
+  HORA_HOST_DEVICE DeviceWork work(int i) const {
+    const DeviceCollective& c = collectives[i];
+    DeviceWork w{};
+    w.ring = ring;
+    w.protocol = c.protocol;
+    w.collective = c.collective;
+    w.root = c.root;
+    w.in = c.in;
+    w.out = c.out;
+    w.count = c.count;
+    w.chunk = c.chunk;
+    w.align = c.align;
+    w.timeoutNs = timeoutNs;
+    w.failure = failure;
+    w.stopped = stopped;
+    w.queue = queue;
+    w.preMulScalar = c.preMulScalar;
+    return w;
+  }
 };
 
 // One send or receive of a point-to-point launch, run by one thread block:

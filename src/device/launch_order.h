@@ -31,14 +31,21 @@
 // a larger N brings the hazard back); LaunchRule::None holds nothing back
 // (HORA_DEVICE_MAX_QUEUED selects them).
 //
+// A launch of several collectives (a group's, device_work.h) counts as
+// each of them: collectives are numbered one by one, and the launch
+// records the number of its last as it starts. Ranks that cut a group into
+// launches differently (each rank's streams are its own) still wait for
+// the right kernel; numbered per launch, they would not (the model test
+// shows both).
+//
 // What the rule does not cover (the executor applies it per communicator,
-// to a call's first kernel): a call that launches several kernels per
-// rank (a group of several collectives, or collectives and point-to-point
-// work: the second goes out without waiting), kernels of another
-// communicator on the same streams, kernels the program itself puts there
-// between calls, and replays of captured graphs. Each can still stand in
-// a shared queue in front of a peer's kernel (not seen; one launch per
-// group, or an order kept per GPU across communicators, would end it).
+// to a call's first launch): a call that launches several kernels per
+// rank (a group whose collectives need several launches, or collectives
+// and point-to-point work: the second goes out without waiting), kernels
+// of another communicator on the same streams, kernels the program itself
+// puts there between calls, and replays of captured graphs. Each can
+// still stand in a shared queue in front of a peer's kernel (not seen; an
+// order kept per GPU across communicators would end it).
 #pragma once
 
 #include <cstdint>

@@ -15,36 +15,52 @@
 
 namespace hora::device {
 
+// Every block runs the launch's collectives in order, each on the FIFOs of
+// its channel (a block beyond a collective's channels skips it). A FIFO's
+// counters live in its memory, so a collective picks its streams up where
+// the one before left them, as the next kernel would. A block that stopped
+// skips the rest: their peers stop through the abort lines.
 template <typename T, typename Math>
-__global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceWork work, Math math) {
+__global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceRingLaunch launch, Math math) {
   __shared__ BlockShared shared;
   __shared__ std::uint64_t deadline;
-  recordKernelStarted(work.queue);
-  beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped, work.failure);
-  if constexpr (std::is_same_v<decltype(math.pre), kernels::FuncPreMul<T>>) {
-    if (work.preMulScalar != nullptr) math.pre = kernels::FuncPreMul<T>(*static_cast<const T*>(work.preMulScalar));
-  }
-  const DeviceRing& ring = *work.ring;
+  recordKernelStarted(launch.queue);
+  beginWaitingBlock(&shared, &deadline, launch.timeoutNs, launch.stopped, launch.failure);
+  const DeviceRing& ring = *launch.ring;
   const algorithms::Ring order{ring.nranks, ring.pos, ring.ranks};
-  const algorithms::Channel channel{static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x)};
-  if (work.protocol == DeviceProtocol::LL) {
-    LLRingPrimitives<T, Math> p(work, ring.llChannels[blockIdx.x], &shared, math, deadline,
-                                &ring.channels[blockIdx.x].recv);
-    algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
-  } else {
-    SimpleRingPrimitives<T, Math> p(work, ring.channels[blockIdx.x], &shared, math, deadline,
-                                    &ring.llChannels[blockIdx.x].recv);
-    algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
+  const DeviceChannel& simple = ring.channels[blockIdx.x];
+  const DeviceChannel& ll = ring.llChannels[blockIdx.x];
+  for (int i = 0; i < launch.count; ++i) {
+    const DeviceWork work = launch.work(i);
+    const int channels = launch.collectives[i].channels;
+    if (static_cast<int>(blockIdx.x) >= channels) continue;
+    if (i > 0) {
+      // Each collective has the whole timeout, as a kernel of its own would.
+      if (blockStoppedAtBarrier(&shared)) break;
+      if (threadIdx.x == 0) deadline = protocols::DeviceOrdering::now() + launch.timeoutNs;
+      __syncthreads();
+    }
+    Math m = math;
+    if constexpr (std::is_same_v<decltype(m.pre), kernels::FuncPreMul<T>>) {
+      if (work.preMulScalar != nullptr) m.pre = kernels::FuncPreMul<T>(*static_cast<const T*>(work.preMulScalar));
+    }
+    const algorithms::Channel channel{static_cast<int>(blockIdx.x), channels};
+    if (work.protocol == DeviceProtocol::LL) {
+      LLRingPrimitives<T, Math> p(work, ll, &shared, m, deadline, &simple.recv);
+      algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
+    } else {
+      SimpleRingPrimitives<T, Math> p(work, simple, &shared, m, deadline, &ll.recv);
+      algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
+    }
   }
   // Both protocols' FIFOs: a neighbour whose call chose the other one waits there.
-  endBlock(&shared, ring.channels[blockIdx.x].send, ring.channels[blockIdx.x].recv, ring.llChannels[blockIdx.x].send,
-           ring.llChannels[blockIdx.x].recv);
-  recordKernelDone(work.queue);
+  endBlock(&shared, simple.send, simple.recv, ll.send, ll.recv);
+  recordKernelDone(launch.queue);
 }
 
 template <typename T, typename Combine, typename Pre, typename Post>
-void launchWith(const DeviceWork& work, int channels, cudaStream_t stream, Pre pre, Post post) {
-  ringKernel<T><<<channels, kRingThreads, 0, stream>>>(work, ElementMath<T, Combine, Pre, Post>{pre, post});
+void launchWith(const DeviceRingLaunch& launch, int channels, cudaStream_t stream, Pre pre, Post post) {
+  ringKernel<T><<<channels, kRingThreads, 0, stream>>>(launch, ElementMath<T, Combine, Pre, Post>{pre, post});
 }
 
 // Loads every kernel of element type T now (ring_launch.h says why).
@@ -73,23 +89,24 @@ int ringBlocksPerMultiprocessorAs() {
 
 // One kernel per reduction kind of element type T (ring_launch.h).
 template <typename T>
-void launchRingAs(const kernels::ReduceSpec& spec, const DeviceWork& work, int channels, cudaStream_t stream) {
+void launchRingAs(const kernels::ReduceSpec& spec, const DeviceRingLaunch& launch, int channels,
+                  cudaStream_t stream) {
   using namespace kernels;
   const FuncIdentity<T> identity;
   switch (spec.kind) {
-    case ReduceKind::Sum: return launchWith<T, FuncSum<T>>(work, channels, stream, identity, identity);
-    case ReduceKind::Prod: return launchWith<T, FuncProd<T>>(work, channels, stream, identity, identity);
-    case ReduceKind::Max: return launchWith<T, FuncMax<T>>(work, channels, stream, identity, identity);
-    case ReduceKind::Min: return launchWith<T, FuncMin<T>>(work, channels, stream, identity, identity);
+    case ReduceKind::Sum: return launchWith<T, FuncSum<T>>(launch, channels, stream, identity, identity);
+    case ReduceKind::Prod: return launchWith<T, FuncProd<T>>(launch, channels, stream, identity, identity);
+    case ReduceKind::Max: return launchWith<T, FuncMax<T>>(launch, channels, stream, identity, identity);
+    case ReduceKind::Min: return launchWith<T, FuncMin<T>>(launch, channels, stream, identity, identity);
     case ReduceKind::PreMulSum: {
       // (A scalar left in memory replaces this one as the kernel starts.)
       T scalar;
       static_assert(sizeof(T) <= sizeof(spec.scalarBits));
       std::memcpy(&scalar, &spec.scalarBits, sizeof(T));  // the low bytes (little-endian)
-      return launchWith<T, FuncSum<T>>(work, channels, stream, FuncPreMul<T>(scalar), identity);
+      return launchWith<T, FuncSum<T>>(launch, channels, stream, FuncPreMul<T>(scalar), identity);
     }
     case ReduceKind::SumPostDiv:
-      return launchWith<T, FuncSum<T>>(work, channels, stream, identity, FuncPostDiv<T>(spec.scalarBits));
+      return launchWith<T, FuncSum<T>>(launch, channels, stream, identity, FuncPostDiv<T>(spec.scalarBits));
   }
 }
 
@@ -98,6 +115,6 @@ void launchRingAs(const kernels::ReduceSpec& spec, const DeviceWork& work, int c
 // Instantiates the entry points of ring_launch.h for element type T, in the
 // one file that compiles T's kernels (ring_kernels_*.cu).
 #define HORA_RING_KERNELS_OF(T)                                                                        \
-  template void launchRingAs<T>(const kernels::ReduceSpec&, const DeviceWork&, int, cudaStream_t); \
+  template void launchRingAs<T>(const kernels::ReduceSpec&, const DeviceRingLaunch&, int, cudaStream_t); \
   template void preloadRingKernelsAs<T>();                                                             \
   template int ringBlocksPerMultiprocessorAs<T>();

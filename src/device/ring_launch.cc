@@ -12,21 +12,21 @@
 
 namespace hora::device {
 
-void launchRing(const kernels::ReduceSpec& spec, const DeviceWork& work, int channels, CUstream_st* stream) {
+void launchRing(const kernels::ReduceSpec& spec, const DeviceRingLaunch& launch, int channels, CUstream_st* stream) {
   using namespace kernels;
   switch (spec.type) {
-    case DataType::Int8: launchRingAs<std::int8_t>(spec, work, channels, stream); break;
-    case DataType::Uint8: launchRingAs<std::uint8_t>(spec, work, channels, stream); break;
-    case DataType::Int32: launchRingAs<std::int32_t>(spec, work, channels, stream); break;
-    case DataType::Uint32: launchRingAs<std::uint32_t>(spec, work, channels, stream); break;
-    case DataType::Int64: launchRingAs<std::int64_t>(spec, work, channels, stream); break;
-    case DataType::Uint64: launchRingAs<std::uint64_t>(spec, work, channels, stream); break;
-    case DataType::Float16: launchRingAs<float16>(spec, work, channels, stream); break;
-    case DataType::Float32: launchRingAs<float>(spec, work, channels, stream); break;
-    case DataType::Float64: launchRingAs<double>(spec, work, channels, stream); break;
-    case DataType::Bfloat16: launchRingAs<bfloat16>(spec, work, channels, stream); break;
-    case DataType::Float8e4m3: launchRingAs<fp8_e4m3>(spec, work, channels, stream); break;
-    case DataType::Float8e5m2: launchRingAs<fp8_e5m2>(spec, work, channels, stream); break;
+    case DataType::Int8: launchRingAs<std::int8_t>(spec, launch, channels, stream); break;
+    case DataType::Uint8: launchRingAs<std::uint8_t>(spec, launch, channels, stream); break;
+    case DataType::Int32: launchRingAs<std::int32_t>(spec, launch, channels, stream); break;
+    case DataType::Uint32: launchRingAs<std::uint32_t>(spec, launch, channels, stream); break;
+    case DataType::Int64: launchRingAs<std::int64_t>(spec, launch, channels, stream); break;
+    case DataType::Uint64: launchRingAs<std::uint64_t>(spec, launch, channels, stream); break;
+    case DataType::Float16: launchRingAs<float16>(spec, launch, channels, stream); break;
+    case DataType::Float32: launchRingAs<float>(spec, launch, channels, stream); break;
+    case DataType::Float64: launchRingAs<double>(spec, launch, channels, stream); break;
+    case DataType::Bfloat16: launchRingAs<bfloat16>(spec, launch, channels, stream); break;
+    case DataType::Float8e4m3: launchRingAs<fp8_e4m3>(spec, launch, channels, stream); break;
+    case DataType::Float8e5m2: launchRingAs<fp8_e5m2>(spec, launch, channels, stream); break;
   }
   cudaCheck(cudaGetLastError(), "launching a ring kernel");
 }

@@ -9,11 +9,12 @@ struct CUstream_st;
 
 namespace hora::device {
 
-// Enqueues the kernel of `work` on `stream` with one block per channel and
-// returns at once. The copying schedules (all-gather, broadcast) take a
-// byte-typed spec (Uint8, Sum). Throws hora::Error(System) if the launch
-// fails.
-void launchRing(const kernels::ReduceSpec& spec, const DeviceWork& work, int channels, CUstream_st* stream);
+// Enqueues the kernel of `launch` on `stream` with `channels` blocks (the
+// most any of its collectives uses) and returns at once. `spec` is the
+// kernel's, the same for every collective of the launch; the copying
+// schedules (all-gather, broadcast) take a byte-typed spec (Uint8, Sum).
+// Throws hora::Error(System) if the launch fails.
+void launchRing(const kernels::ReduceSpec& spec, const DeviceRingLaunch& launch, int channels, CUstream_st* stream);
 
 // Loads every ring kernel into the current device's context. CUDA loads a
 // kernel lazily, at its first launch, and loading may wait for the kernels
@@ -30,7 +31,8 @@ int ringBlocksPerMultiprocessor();
 // definitions: a kernel compiled into two files would be two kernels, and
 // loading one would not load the other.
 template <typename T>
-void launchRingAs(const kernels::ReduceSpec& spec, const DeviceWork& work, int channels, CUstream_st* stream);
+void launchRingAs(const kernels::ReduceSpec& spec, const DeviceRingLaunch& launch, int channels,
+                  CUstream_st* stream);
 template <typename T>
 void preloadRingKernelsAs();
 template <typename T>

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "hora/error.h"
 
 namespace hora::device {
@@ -125,6 +127,59 @@ core::Op peerOp(core::OpKind kind, const void* send, void* recv, std::size_t byt
   core::Op op = core::makeOp(kind, send, recv, bytes, DataType::Uint8);
   (kind == core::OpKind::Send || kind == core::OpKind::Recv ? op.peer : op.root) = peerOrRoot;
   return op;
+}
+
+// A group's collectives share a ring kernel launch while the kernel and
+// the stream stay the same, up to the limit; each launch is cut where
+// either changes.
+TEST(DevicePlan, AGroupSharesALaunchPerKernelAndStream) {
+  using kernels::ReduceKind;
+  using kernels::ReduceSpec;
+  const ReduceSpec sumF{DataType::Float32, ReduceKind::Sum, 0};
+  const ReduceSpec maxF{DataType::Float32, ReduceKind::Max, 0};
+  const ReduceSpec sumI{DataType::Int32, ReduceKind::Sum, 0};
+  const ReduceSpec bytes{DataType::Uint8, ReduceKind::Sum, 0};  // every all-gather and broadcast
+  int a = 0, b = 0;
+  const void* s1 = &a;
+  const void* s2 = &b;
+  auto sizes = [](std::vector<ReduceSpec> specs, std::vector<const void*> streams, int max) {
+    return ringLaunchSizes(specs, streams, max);
+  };
+  EXPECT_EQ(sizes({}, {}, 8), std::vector<int>{});
+  EXPECT_EQ(sizes({sumF}, {s1}, 8), std::vector<int>{1});
+  EXPECT_EQ(sizes({sumF, sumF, sumF}, {s1, s1, s1}, 8), std::vector<int>{3});
+  // Another reduction, another type, another stream: a new launch.
+  EXPECT_EQ(sizes({sumF, sumF, maxF, maxF, sumI, bytes, bytes}, {s1, s1, s1, s1, s1, s1, s1}, 8),
+            (std::vector<int>{2, 2, 1, 2}));
+  EXPECT_EQ(sizes({sumF, sumF, sumF}, {s1, s2, s2}, 8), (std::vector<int>{1, 2}));
+  // Runs only: a kernel seen before but not just before starts a launch.
+  EXPECT_EQ(sizes({sumF, maxF, sumF}, {s1, s1, s1}, 8), (std::vector<int>{1, 1, 1}));
+  // The limit, and 1: a launch per collective.
+  EXPECT_EQ(sizes(std::vector<ReduceSpec>(19, sumF), std::vector<const void*>(19, s1), 8),
+            (std::vector<int>{8, 8, 3}));
+  EXPECT_EQ(sizes({sumF, sumF}, {s1, s1}, 1), (std::vector<int>{1, 1}));
+}
+
+// Pre-multiplied sums share a launch only with the launch's scalar, or
+// with a scalar of their own in memory, which the kernel reads per
+// collective.
+TEST(DevicePlan, APreMultipliedSumSharesALaunchOnlyWithItsScalar) {
+  using kernels::ReduceKind;
+  using kernels::ReduceSpec;
+  float scalar = 2.0f;
+  const ReduceSpec twice{DataType::Float32, ReduceKind::PreMulSum, 0x40000000};
+  const ReduceSpec thrice{DataType::Float32, ReduceKind::PreMulSum, 0x40400000};
+  const ReduceSpec inMemory{DataType::Float32, ReduceKind::PreMulSum, 0, &scalar};
+  EXPECT_TRUE(sameRingKernel(twice, twice));
+  EXPECT_FALSE(sameRingKernel(twice, thrice));
+  EXPECT_TRUE(sameRingKernel(twice, inMemory));
+  EXPECT_TRUE(sameRingKernel(inMemory, inMemory));
+  // The launch's kernel takes its first collective's by-value scalar.
+  EXPECT_FALSE(sameRingKernel(inMemory, twice));
+  EXPECT_FALSE(sameRingKernel(ReduceSpec{DataType::Float32, ReduceKind::SumPostDiv, 2},
+                              ReduceSpec{DataType::Float32, ReduceKind::SumPostDiv, 3}));
+  EXPECT_FALSE(sameRingKernel(ReduceSpec{DataType::Float32, ReduceKind::Sum, 0},
+                              ReduceSpec{DataType::Float64, ReduceKind::Sum, 0}));
 }
 
 TEST(DevicePeerPlan, AllToAllIsASendAndAReceivePerPeerAndACopyToItself) {

@@ -67,11 +67,14 @@ TEST(LaunchOrder, AGroupChoosesOneRuleForAllItsRanks) {
 
 // A GPU as the rule sees it: each rank's stream feeds one of a few
 // hardware queues, each queue starts only its head, and a head starts only
-// once the kernel before it on its stream has ended. A collective's kernel
-// ends once every rank's kernel of it has started (they then run
-// together); a send/receive pair's once both have. Every event (a host
-// launch, a kernel starting, a kernel ending) is picked at random among
-// those possible; the run deadlocks where none is possible before the end.
+// once the kernel before it on its stream has ended. A kernel runs its ops
+// in order (a launch of several collectives of one group runs them one
+// after the other, device_work.h): an op completes, on every kernel that
+// takes part in it at once, when each of them has started and reached it
+// (every rank for a collective, the two ranks of a send/receive pair). Every
+// event (a host launch, a kernel starting, an op completing) is picked at
+// random among those possible; the run deadlocks where none is possible
+// before the end.
 struct Op {
   int event;       // which collective or pair it belongs to
   bool collective;
@@ -80,11 +83,12 @@ struct Op {
 
 struct Kernel {
   int rank;
-  Op op;
+  std::vector<Op> ops;
   std::uint64_t sequence;
-  std::uint64_t collective;
+  std::uint64_t collective;  // the number it records as it starts
+  std::size_t at = 0;        // ops completed
   bool started = false;
-  bool done = false;
+  bool done() const { return at == ops.size(); }
 };
 
 // What holds a rank's next launch back: launchWait with a rule, or a
@@ -98,12 +102,18 @@ LaunchPolicy policyOf(LaunchRule rule) {
   };
 }
 
+// How the model numbers collectives for the rule: one by one, as the
+// executor does, or (to show why) one number per launch.
+enum class Numbering { PerCollective, PerLaunch };
+
 class QueueModel {
  public:
-  QueueModel(std::vector<std::vector<Op>> programs, int queues, LaunchPolicy policy, std::uint64_t seed)
+  // `programs`: each rank's launches, in order; a launch holds one
+  // send/receive or one to several collectives.
+  QueueModel(std::vector<std::vector<std::vector<Op>>> programs, int queues, LaunchPolicy policy, std::uint64_t seed,
+             Numbering numbering = Numbering::PerCollective)
       : programs_(std::move(programs)), queues_(static_cast<std::size_t>(queues)), policy_(std::move(policy)),
-        random_(seed),
-        ranks_(programs_.size()) {
+        numbering_(numbering), random_(seed), ranks_(programs_.size()) {
     for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r].queue = static_cast<int>(random_() % queues_.size());
   }
 
@@ -116,8 +126,8 @@ class QueueModel {
       for (auto& queue : queues_)
         if (!queue.empty() && previousEnded(queue.front())) possible.push_back([this, &queue] { start(queue); });
       for (std::size_t k = 0; k < kernels_.size(); ++k)
-        if (kernels_[k].started && !kernels_[k].done && mayEnd(kernels_[k]))
-          possible.push_back([this, k] { end(kernels_[k]); });
+        if (kernels_[k].started && !kernels_[k].done() && mayComplete(kernels_[k]))
+          possible.push_back([this, k] { complete(kernels_[k].ops[kernels_[k].at].event); });
       if (possible.empty()) return allEnded();
       possible[random_() % possible.size()]();
     }
@@ -126,7 +136,7 @@ class QueueModel {
  private:
   struct Rank {
     int queue = 0;
-    std::size_t next = 0;  // the next op of its program to launch
+    std::size_t next = 0;  // the next launch of its program
     LaunchCount count;
     std::uint64_t done = 0;
     std::uint64_t startedCollective = 0;
@@ -143,16 +153,21 @@ class QueueModel {
   }
   void launch(std::size_t r) {
     Rank& rank = ranks_[r];
-    const Op op = programs_[r][rank.next++];
-    Kernel kernel{static_cast<int>(r), op, ++rank.count.kernels, 0};
-    if (op.collective) kernel.collective = ++rank.count.collectives;
-    rank.count.lastWasCollective = op.collective;
+    const std::vector<Op>& ops = programs_[r][rank.next++];
+    Kernel kernel{static_cast<int>(r), ops, ++rank.count.kernels, 0};
+    const bool collective = ops.front().collective;
+    if (collective)
+      rank.count.collectives += numbering_ == Numbering::PerCollective ? ops.size() : 1;
+    if (collective) kernel.collective = rank.count.collectives;
+    rank.count.lastWasCollective = collective;
     kernels_.push_back(kernel);
     queues_[static_cast<std::size_t>(rank.queue)].push_back(kernels_.size() - 1);
     previous_.push_back(rank.lastKernel);
     rank.lastKernel = static_cast<long>(kernels_.size() - 1);
   }
-  bool previousEnded(std::size_t k) const { return previous_[k] < 0 || kernels_[static_cast<std::size_t>(previous_[k])].done; }
+  bool previousEnded(std::size_t k) const {
+    return previous_[k] < 0 || kernels_[static_cast<std::size_t>(previous_[k])].done();
+  }
   void start(std::deque<std::size_t>& queue) {
     Kernel& kernel = kernels_[queue.front()];
     queue.pop_front();
@@ -160,26 +175,34 @@ class QueueModel {
     Rank& rank = ranks_[static_cast<std::size_t>(kernel.rank)];
     rank.startedCollective = std::max(rank.startedCollective, kernel.collective);
   }
-  bool mayEnd(const Kernel& kernel) const {
-    int needed = kernel.op.collective ? static_cast<int>(ranks_.size()) : 2;
+  // Every kernel that takes part in the op `kernel` is at has started and
+  // reached it.
+  bool mayComplete(const Kernel& kernel) const {
+    const Op& op = kernel.ops[kernel.at];
+    int needed = op.collective ? static_cast<int>(ranks_.size()) : 2;
     for (const Kernel& other : kernels_)
-      if (other.op.event == kernel.op.event && other.started) --needed;
+      if (other.started && !other.done() && other.ops[other.at].event == op.event) --needed;
     return needed == 0;
   }
-  void end(Kernel& kernel) {
-    kernel.done = true;
-    Rank& rank = ranks_[static_cast<std::size_t>(kernel.rank)];
-    rank.done = std::max(rank.done, kernel.sequence);
+  void complete(int event) {
+    for (Kernel& kernel : kernels_) {
+      if (!kernel.started || kernel.done() || kernel.ops[kernel.at].event != event) continue;
+      if (++kernel.at == kernel.ops.size()) {
+        Rank& rank = ranks_[static_cast<std::size_t>(kernel.rank)];
+        rank.done = std::max(rank.done, kernel.sequence);
+      }
+    }
   }
   bool allEnded() const {
     for (std::size_t r = 0; r < ranks_.size(); ++r)
       if (ranks_[r].next < programs_[r].size()) return false;
-    return std::all_of(kernels_.begin(), kernels_.end(), [](const Kernel& k) { return k.done; });
+    return std::all_of(kernels_.begin(), kernels_.end(), [](const Kernel& k) { return k.done(); });
   }
 
-  std::vector<std::vector<Op>> programs_;
+  std::vector<std::vector<std::vector<Op>>> programs_;
   std::vector<std::deque<std::size_t>> queues_;
   LaunchPolicy policy_;
+  Numbering numbering_;
   std::mt19937_64 random_;
   std::vector<Rank> ranks_;
   std::vector<Kernel> kernels_;
@@ -187,29 +210,46 @@ class QueueModel {
 };
 
 // Programs of `events` collectives and, where `pairs`, sends and receives
-// between two ranks among them (the others launch nothing for those).
-std::vector<std::vector<Op>> programsFor(int ranks, int events, bool pairs, std::mt19937_64& random) {
-  std::vector<std::vector<Op>> programs(static_cast<std::size_t>(ranks));
+// between two ranks among them (the others launch nothing for those). Each
+// rank cuts its runs of collectives into launches of 1 to `perLaunch` on
+// its own, as ranks whose streams differ do.
+std::vector<std::vector<std::vector<Op>>> programsFor(int ranks, int events, bool pairs, int perLaunch,
+                                                      std::mt19937_64& random) {
+  std::vector<std::vector<Op>> ops(static_cast<std::size_t>(ranks));
   for (int e = 0; e < events; ++e) {
     if (pairs && random() % 3 == 0) {
       const int a = static_cast<int>(random() % static_cast<unsigned>(ranks));
       const int b = (a + 1 + static_cast<int>(random() % static_cast<unsigned>(ranks - 1))) % ranks;
-      programs[static_cast<std::size_t>(a)].push_back({e, false, b});
-      programs[static_cast<std::size_t>(b)].push_back({e, false, a});
+      ops[static_cast<std::size_t>(a)].push_back({e, false, b});
+      ops[static_cast<std::size_t>(b)].push_back({e, false, a});
     } else {
-      for (auto& program : programs) program.push_back({e, true, -1});
+      for (auto& program : ops) program.push_back({e, true, -1});
+    }
+  }
+  std::vector<std::vector<std::vector<Op>>> programs(static_cast<std::size_t>(ranks));
+  for (std::size_t r = 0; r < ops.size(); ++r) {
+    for (const Op& op : ops[r]) {
+      auto& launches = programs[r];
+      const bool joins = op.collective && !launches.empty() && launches.back().back().collective &&
+                         static_cast<int>(launches.back().size()) < perLaunch && random() % 2 == 0;
+      if (joins) {
+        launches.back().push_back(op);
+      } else {
+        launches.push_back({op});
+      }
     }
   }
   return programs;
 }
 
-int deadlocks(const LaunchPolicy& policy, bool pairs, int runs) {
+int deadlocks(const LaunchPolicy& policy, bool pairs, int runs, int perLaunch = 1,
+              Numbering numbering = Numbering::PerCollective) {
   std::mt19937_64 random(12345);
   int deadlocked = 0;
   for (int i = 0; i < runs; ++i) {
     const int ranks = 2 + static_cast<int>(random() % 3);
     const int queues = 1 + static_cast<int>(random() % 2);
-    QueueModel model(programsFor(ranks, 12, pairs, random), queues, policy, random());
+    QueueModel model(programsFor(ranks, 12, pairs, perLaunch, random), queues, policy, random(), numbering);
     if (!model.run()) ++deadlocked;
   }
   return deadlocked;
@@ -222,6 +262,17 @@ TEST(LaunchOrderModel, WithoutARuleARankThatRunsAheadCanDeadlockTheQueues) {
 TEST(LaunchOrderModel, TheStartedRuleNeverDeadlocks) {
   EXPECT_EQ(deadlocks(policyOf(LaunchRule::Started), false, 2000), 0);
   EXPECT_EQ(deadlocks(policyOf(LaunchRule::Started), true, 2000), 0);
+}
+
+// Launches of several collectives (a group's, device_work.h), cut by each
+// rank on its own: the rule holds because collectives, not launches, are
+// numbered; numbered per launch, ranks that cut alike-sized groups
+// differently deadlock.
+TEST(LaunchOrderModel, TheStartedRuleNeverDeadlocksWithLaunchesOfSeveralCollectives) {
+  EXPECT_EQ(deadlocks(policyOf(LaunchRule::Started), false, 2000, 3), 0);
+  EXPECT_EQ(deadlocks(policyOf(LaunchRule::Started), true, 2000, 3), 0);
+  EXPECT_EQ(deadlocks(policyOf(LaunchRule::Unfinished), true, 2000, 3), 0);
+  EXPECT_GT(deadlocks(policyOf(LaunchRule::Started), false, 2000, 3, Numbering::PerLaunch), 0);
 }
 
 TEST(LaunchOrderModel, OneUnfinishedKernelPerRankNeverDeadlocks) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -122,84 +123,138 @@ std::string describe(const Case& c, int nranks) {
          " shift=" + std::to_string(c.shift) + " root=" + std::to_string(c.root);
 }
 
-// Runs `c` on every rank (one group, one thread) and compares every rank's
-// output with the reference, byte for byte.
-void runCase(Ranks& ranks, const Case& c) {
+// One case's buffers on every rank: inputs uploaded, outputs poisoned.
+class CaseBuffers {
+ public:
+  static constexpr unsigned char kPoison = 0xA5;
+
+  CaseBuffers(int nranks, const Case& c) : c_(c), n_(nranks), sendBase_(n_), recvBase_(n_), send_(n_), recv_(n_) {
+    const std::size_t elem = sizeOf(c.type);
+    const bool scattered = c.kind == Kind::ReduceScatter, gathered = c.kind == Kind::AllGather;
+    sendCount_ = scattered ? c.count * n_ : c.count;
+    recvCount_ = gathered ? c.count * n_ : c.count;
+    const std::size_t span = (std::max(sendCount_, recvCount_) + c.shift) * elem;
+    for (int r = 0; r < n_; ++r) {
+      ready_ = ready_ && cudaMalloc(&sendBase_[r], span + 1) == cudaSuccess;
+      ready_ = ready_ && cudaMalloc(&recvBase_[r], span + 1) == cudaSuccess;
+      ready_ = ready_ && cudaMemset(recvBase_[r], kPoison, span + 1) == cudaSuccess;
+      if (!ready_) return;
+      auto* base = static_cast<unsigned char*>(c.inPlace ? recvBase_[r] : sendBase_[r]) + c.shift * elem;
+      recv_[r] = static_cast<unsigned char*>(recvBase_[r]) + c.shift * elem;
+      // In place, NCCL's layouts: all-gather's input is the rank's block of
+      // the output, reduce-scatter's output the rank's block of the input.
+      send_[r] = c.inPlace && gathered ? static_cast<unsigned char*>(recv_[r]) + r * c.count * elem : base;
+      if (c.inPlace && scattered) recv_[r] = base + r * c.count * elem;
+      std::vector<unsigned char> input(sendCount_ * elem);
+      for (std::size_t j = 0; j < sendCount_; ++j) encode(c.type, inputValue(c.op, r, j), &input[j * elem]);
+      ready_ = ready_ &&
+               cudaMemcpy(const_cast<void*>(send_[r]), input.data(), input.size(), cudaMemcpyHostToDevice) == cudaSuccess;
+    }
+  }
+  ~CaseBuffers() {
+    for (int r = 0; r < n_; ++r) cudaFree(sendBase_[r]), cudaFree(recvBase_[r]);
+  }
+  CaseBuffers(const CaseBuffers&) = delete;
+  CaseBuffers& operator=(const CaseBuffers&) = delete;
+
+  // Every allocation and upload succeeded.
+  bool ready() const { return ready_; }
+
+  // Rank r's call: empty, or what it refused.
+  std::string call(const Ranks& ranks, int r) const {
+    ncclComm_t comm = ranks.comm(r);
+    cudaStream_t stream = ranks.stream(r);
+    ncclResult_t result = ncclSuccess;
+    switch (c_.kind) {
+      case Kind::AllReduce: result = ncclAllReduce(send_[r], recv_[r], c_.count, c_.type, c_.op, comm, stream); break;
+      case Kind::ReduceScatter:
+        result = ncclReduceScatter(send_[r], recv_[r], c_.count, c_.type, c_.op, comm, stream);
+        break;
+      case Kind::AllGather: result = ncclAllGather(send_[r], recv_[r], c_.count, c_.type, comm, stream); break;
+      case Kind::Broadcast:
+        result = ncclBroadcast(send_[r], recv_[r], c_.count, c_.type, c_.root, comm, stream);
+        break;
+      case Kind::Reduce: result = ncclReduce(send_[r], recv_[r], c_.count, c_.type, c_.op, c_.root, comm, stream); break;
+    }
+    return result == ncclSuccess ? std::string() : "rank " + std::to_string(r) + ": " + ncclGetLastError(comm);
+  }
+
+  // Compares every rank's output with the reference, byte for byte (after
+  // the streams are synchronised).
+  void verify() const {
+    const std::size_t elem = sizeOf(c_.type);
+    for (int r = 0; r < n_; ++r) {
+      if (c_.kind == Kind::Reduce && r != c_.root) continue;
+      std::vector<unsigned char> got(recvCount_ * elem), want(recvCount_ * elem);
+      ASSERT_EQ(cudaMemcpy(got.data(), recv_[r], got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      for (std::size_t j = 0; j < recvCount_; ++j) {
+        double value = 0;
+        switch (c_.kind) {
+          case Kind::AllReduce: case Kind::Reduce: value = reduced(c_.op, c_.type, n_, j); break;
+          case Kind::ReduceScatter: value = reduced(c_.op, c_.type, n_, r * c_.count + j); break;
+          case Kind::AllGather: value = inputValue(c_.op, static_cast<int>(j / c_.count), j % c_.count); break;
+          case Kind::Broadcast: value = inputValue(c_.op, c_.root, j); break;
+        }
+        encode(c_.type, value, &want[j * elem]);
+      }
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0) << describe(c_, n_) << " rank " << r;
+      if (!c_.inPlace) {  // nothing written past the output
+        unsigned char after = 0;
+        ASSERT_EQ(cudaMemcpy(&after, static_cast<unsigned char*>(recv_[r]) + got.size(), 1, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        ASSERT_EQ(after, kPoison) << describe(c_, n_) << " rank " << r << ": wrote past the output";
+      }
+    }
+  }
+
+ private:
+  Case c_;
+  int n_;
+  bool ready_ = true;
+  std::size_t sendCount_ = 0, recvCount_ = 0;
+  std::vector<void*> sendBase_, recvBase_;
+  std::vector<const void*> send_;
+  std::vector<void*> recv_;
+};
+
+// Runs `cases` on every rank in one group (one thread: rank after rank,
+// each rank's calls in the order given) and compares every rank's output
+// of each with the reference, byte for byte.
+void runGroup(Ranks& ranks, const std::vector<Case>& cases) {
   const int n = ranks.size();
-  const std::size_t elem = sizeOf(c.type);
-  const bool scattered = c.kind == Kind::ReduceScatter, gathered = c.kind == Kind::AllGather;
-  const std::size_t sendCount = scattered ? c.count * n : c.count;
-  const std::size_t recvCount = gathered ? c.count * n : c.count;
-  const std::size_t span = (std::max(sendCount, recvCount) + c.shift) * elem;
-  const unsigned char kPoison = 0xA5;
-  std::vector<void*> sendBase(n), recvBase(n);
-  std::vector<const void*> send(n);
-  std::vector<void*> recv(n);
-  for (int r = 0; r < n; ++r) {
-    ASSERT_EQ(cudaMalloc(&sendBase[r], span + 1), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&recvBase[r], span + 1), cudaSuccess);
-    ASSERT_EQ(cudaMemset(recvBase[r], kPoison, span + 1), cudaSuccess);
-    auto* base = static_cast<unsigned char*>(c.inPlace ? recvBase[r] : sendBase[r]) + c.shift * elem;
-    recv[r] = static_cast<unsigned char*>(recvBase[r]) + c.shift * elem;
-    // In place, NCCL's layouts: all-gather's input is the rank's block of
-    // the output, reduce-scatter's output the rank's block of the input.
-    send[r] = c.inPlace && gathered ? static_cast<unsigned char*>(recv[r]) + r * c.count * elem : base;
-    if (c.inPlace && scattered) recv[r] = base + r * c.count * elem;
-    std::vector<unsigned char> input(sendCount * elem);
-    for (std::size_t j = 0; j < sendCount; ++j) encode(c.type, inputValue(c.op, r, j), &input[j * elem]);
-    ASSERT_EQ(cudaMemcpy(const_cast<void*>(send[r]), input.data(), input.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  std::vector<std::unique_ptr<CaseBuffers>> buffers;
+  for (const Case& c : cases) {
+    buffers.push_back(std::make_unique<CaseBuffers>(n, c));
+    ASSERT_TRUE(buffers.back()->ready()) << describe(c, n) << ": allocating or uploading the buffers failed";
   }
   UPLOADS_LANDED();
   // Every call is made and the group always ended, even after a call that
   // failed: a group left open would swallow every later test's calls.
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  std::string refused;
-  for (int r = 0; r < n && refused.empty(); ++r) {
-    ncclComm_t comm = ranks.comm(r);
-    cudaStream_t stream = ranks.stream(r);
-    ncclResult_t result = ncclSuccess;
-    switch (c.kind) {
-      case Kind::AllReduce: result = ncclAllReduce(send[r], recv[r], c.count, c.type, c.op, comm, stream); break;
-      case Kind::ReduceScatter:
-        result = ncclReduceScatter(send[r], recv[r], c.count, c.type, c.op, comm, stream);
-        break;
-      case Kind::AllGather: result = ncclAllGather(send[r], recv[r], c.count, c.type, comm, stream); break;
-      case Kind::Broadcast: result = ncclBroadcast(send[r], recv[r], c.count, c.type, c.root, comm, stream); break;
-      case Kind::Reduce: result = ncclReduce(send[r], recv[r], c.count, c.type, c.op, c.root, comm, stream); break;
+  std::string refused, where;
+  for (int r = 0; r < n && refused.empty(); ++r)
+    for (std::size_t i = 0; i < cases.size() && refused.empty(); ++i) {
+      refused = buffers[i]->call(ranks, r);
+      where = describe(cases[i], n);
     }
-    if (result != ncclSuccess) refused = std::string("rank ") + std::to_string(r) + ": " + ncclGetLastError(comm);
-  }
   const ncclResult_t ended = ncclGroupEnd();
-  ASSERT_EQ(refused, "") << describe(c, n);
-  ASSERT_EQ(ended, ncclSuccess) << describe(c, n) << ": " << ncclGetLastError(nullptr);
+  ASSERT_EQ(refused, "") << where;
+  ASSERT_EQ(ended, ncclSuccess) << where << ": " << ncclGetLastError(nullptr);
   for (int r = 0; r < n; ++r) ASSERT_EQ(cudaStreamSynchronize(ranks.stream(r)), cudaSuccess);
   for (int r = 0; r < n; ++r) {
     ncclResult_t async = ncclInternalError;
     ASSERT_EQ(ncclCommGetAsyncError(ranks.comm(r), &async), ncclSuccess);
-    ASSERT_EQ(async, ncclSuccess) << describe(c, n) << ": " << ncclGetLastError(ranks.comm(r));
-    if (c.kind == Kind::Reduce && r != c.root) continue;
-    std::vector<unsigned char> got(recvCount * elem), want(recvCount * elem);
-    ASSERT_EQ(cudaMemcpy(got.data(), recv[r], got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-    for (std::size_t j = 0; j < recvCount; ++j) {
-      double value = 0;
-      switch (c.kind) {
-        case Kind::AllReduce: case Kind::Reduce: value = reduced(c.op, c.type, n, j); break;
-        case Kind::ReduceScatter: value = reduced(c.op, c.type, n, r * c.count + j); break;
-        case Kind::AllGather: value = inputValue(c.op, static_cast<int>(j / c.count), j % c.count); break;
-        case Kind::Broadcast: value = inputValue(c.op, c.root, j); break;
-      }
-      encode(c.type, value, &want[j * elem]);
-    }
-    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0) << describe(c, n) << " rank " << r;
-    if (!c.inPlace) {  // nothing written past the output
-      unsigned char after = 0;
-      ASSERT_EQ(cudaMemcpy(&after, static_cast<unsigned char*>(recv[r]) + got.size(), 1, cudaMemcpyDeviceToHost),
-                cudaSuccess);
-      ASSERT_EQ(after, kPoison) << describe(c, n) << " rank " << r << ": wrote past the output";
-    }
+    ASSERT_EQ(async, ncclSuccess) << where << ": " << ncclGetLastError(ranks.comm(r));
   }
-  for (int r = 0; r < n; ++r) cudaFree(sendBase[r]), cudaFree(recvBase[r]);
+  for (const auto& b : buffers) {
+    b->verify();
+    if (::testing::Test::HasFatalFailure()) return;
+  }
 }
+
+// Runs `c` on every rank (one group, one thread) and compares every rank's
+// output with the reference, byte for byte.
+void runCase(Ranks& ranks, const Case& c) { runGroup(ranks, {c}); }
 
 // Every kind, type and op on 1, 2, 3, 4 and 8 ranks at odd counts.
 TEST(DeviceCollectives, EveryKindTypeAndReductionMatchesTheReference) {
@@ -215,6 +270,36 @@ TEST(DeviceCollectives, EveryKindTypeAndReductionMatchesTheReference) {
         for (Kind kind : {Kind::AllGather, Kind::Broadcast}) runCase(ranks, {kind, type, ncclSum, count, false, 0, n / 2});
         if (HasFatalFailure()) return;
       }
+  }
+}
+
+// A group of many collectives per rank. Ring kernels run up to 8 per launch
+// where they share a kernel and a stream (one element type and reduction):
+// here runs of all-reduces longer than that, each with its own count,
+// protocol, channels and place; kinds, types and reductions that change in
+// the middle; a float sum's reduce-scatter, reduce and all-reduce in one
+// launch; all-gathers and a broadcast of different types in another (they
+// move bytes); counts of 0 that launch nothing. Three rounds, so that each
+// launch picks the FIFOs up where the one before left them.
+TEST(DeviceCollectives, AGroupOfManyCollectivesMatchesTheReference) {
+  for (int n : {2, 3, 4}) {
+    Ranks ranks(n);
+    std::vector<Case> cases;
+    const std::size_t counts[] = {1, 7, 0, 4099, 300007, 64, 1031, 2, 65537, 3};
+    for (std::size_t i = 0; i < std::size(counts); ++i)
+      cases.push_back({Kind::AllReduce, ncclFloat32, ncclSum, counts[i], i % 2 == 1, i % 3, 0});
+    cases.push_back({Kind::AllReduce, ncclInt32, ncclMax, 1031, false, 0, 0});
+    cases.push_back({Kind::AllReduce, ncclInt32, ncclMax, 5, true, 1, 0});
+    cases.push_back({Kind::AllGather, ncclFloat16, ncclSum, 1031, false, 0, 0});
+    cases.push_back({Kind::Broadcast, ncclInt64, ncclSum, 4099, true, 0, n - 1});
+    cases.push_back({Kind::AllGather, ncclUint8, ncclSum, 70001, true, 1, 0});
+    cases.push_back({Kind::ReduceScatter, ncclFloat32, ncclSum, 1031, false, 0, 0});
+    cases.push_back({Kind::Reduce, ncclFloat32, ncclSum, 4099, false, 0, 1});
+    cases.push_back({Kind::AllReduce, ncclFloat32, ncclSum, 17, false, 0, 0});
+    for (int round = 0; round < 3; ++round) {
+      runGroup(ranks, cases);
+      if (HasFatalFailure()) return;
+    }
   }
 }
 
@@ -405,6 +490,54 @@ TEST(DeviceCollectives, GraphCaptureReplays) {
     cudaGraphExecDestroy(exec);
     cudaFree(in);
     cudaFree(out);
+  });
+}
+
+// Each rank's thread captures a group of five all-reduces (two launches:
+// a max cuts the run of sums) and replays the graph 20 times with new
+// inputs.
+TEST(DeviceCollectives, GraphCaptureOfAGroupReplays) {
+  const int n = 3;
+  Ranks ranks(n);
+  const std::size_t counts[] = {3, 1031, 100003, 8, 65537};
+  const ncclRedOp_t ops[] = {ncclSum, ncclSum, ncclSum, ncclMax, ncclSum};
+  constexpr int kOps = 5;
+  onRankThreads(n, [&](int r, RankCheck& check) {
+    float* buffers[kOps] = {};
+    for (int k = 0; k < kOps; ++k) cudaMalloc(&buffers[k], counts[k] * sizeof(float));
+    cudaStream_t stream = ranks.stream(r);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin capture");
+    check(ncclGroupStart() == ncclSuccess, "group start");
+    for (int k = 0; k < kOps; ++k)
+      check(ncclAllReduce(buffers[k], buffers[k], counts[k], ncclFloat32, ops[k], ranks.comm(r), stream) ==
+                ncclSuccess,
+            std::string("capture: ") + ncclGetLastError(ranks.comm(r)));
+    check(ncclGroupEnd() == ncclSuccess, std::string("group end: ") + ncclGetLastError(ranks.comm(r)));
+    check(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "end capture");
+    check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+    cudaGraphDestroy(graph);
+    for (int replay = 0; replay < 20 && check.ok(); ++replay) {
+      for (int k = 0; k < kOps; ++k) {
+        const std::vector<float> input(counts[k], static_cast<float>(r + replay % 5 + k));
+        cudaMemcpyAsync(buffers[k], input.data(), counts[k] * sizeof(float), cudaMemcpyHostToDevice, stream);
+      }
+      check(cudaGraphLaunch(exec, stream) == cudaSuccess, "launch");
+      check(cudaStreamSynchronize(stream) == cudaSuccess, "replay " + std::to_string(replay));
+      for (int k = 0; k < kOps && check.ok(); ++k) {
+        std::vector<float> got(counts[k]);
+        cudaMemcpy(got.data(), buffers[k], counts[k] * sizeof(float), cudaMemcpyDeviceToHost);
+        const float base = static_cast<float>(replay % 5 + k);
+        const float want = ops[k] == ncclMax ? static_cast<float>(n - 1) + base
+                                             : static_cast<float>(n * (n - 1) / 2) + static_cast<float>(n) * base;
+        check(std::count(got.begin(), got.end(), want) == static_cast<std::ptrdiff_t>(counts[k]),
+              "replay " + std::to_string(replay) + ", all-reduce " + std::to_string(k) + ": got " +
+                  std::to_string(got[0]) + ", want " + std::to_string(want));
+      }
+    }
+    cudaGraphExecDestroy(exec);
+    for (float* b : buffers) cudaFree(b);
   });
 }
 

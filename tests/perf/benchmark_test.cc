@@ -73,7 +73,7 @@ BenchmarkTotals runSingleThread(const Options& options, int nranks, std::FILE* o
   thread.nranks = nranks;
   for (int r = 0; r < nranks; ++r) thread.ranks.push_back({r, job.buffers[static_cast<std::size_t>(r)], {}, {}});
   thread.sync = &sync;
-  thread.launch = [&](const StepPlan& plan, bool inPlace) {
+  thread.launch = [&](const StepPlan& plan, bool inPlace, int) {
     runOnHost(plan, inPlace, job.buffers);
     if (faulty) {
       // Drop the first result element of the last rank.
@@ -179,7 +179,7 @@ TEST(Benchmark, RefusedInPlaceFormsAreNeverCalled) {
   thread.ranks = {{0, job.buffers[0], {}, {}}, {1, job.buffers[1], {}, {}}};
   thread.sync = &sync;
   int outOfPlaceCalls = 0;
-  thread.launch = [&](const StepPlan& plan, bool inPlace) {
+  thread.launch = [&](const StepPlan& plan, bool inPlace, int) {
     ASSERT_FALSE(inPlace);
     ++outOfPlaceCalls;
     runOnHost(plan, inPlace, job.buffers);
@@ -189,6 +189,31 @@ TEST(Benchmark, RefusedInPlaceFormsAreNeverCalled) {
   const int sizes = static_cast<int>(planSteps(options, 2).size());
   EXPECT_EQ(totals.results, sizes);
   EXPECT_EQ(outOfPlaceCalls, sizes * (options.warmupIters + options.iters + options.checkIters));
+}
+
+// -m: every warm-up and timed iteration asks for aggIters calls in one
+// launch; a checked iteration for one, whose result the reference is.
+TEST(Benchmark, AggregatedIterationsAskForSeveralCallsPerLaunch) {
+  Options options = smallRun(Collective::AllReduce);
+  options.aggIters = 3;
+  Job job(2, options.sizes.maxBytes);
+  ThreadRankSync sync(1);
+  BenchmarkThread thread;
+  thread.options = &options;
+  thread.nranks = 2;
+  thread.ranks = {{0, job.buffers[0], {}, {}}, {1, job.buffers[1], {}, {}}};
+  thread.sync = &sync;
+  int grouped = 0, single = 0;
+  thread.launch = [&](const StepPlan& plan, bool inPlace, int calls) {
+    ++(calls == 3 ? grouped : single);
+    EXPECT_TRUE(calls == 3 || calls == 1) << calls;
+    runOnHost(plan, inPlace, job.buffers);
+  };
+  const BenchmarkTotals totals = runBenchmark(thread);
+  EXPECT_EQ(totals.wrongElements, 0);
+  const int places = 2 * static_cast<int>(planSteps(options, 2).size());
+  EXPECT_EQ(grouped, places * (options.warmupIters + options.iters));
+  EXPECT_EQ(single, places * options.checkIters);
 }
 
 TEST(Benchmark, NoCheckMeansNA) {
@@ -241,7 +266,7 @@ TEST(Benchmark, ThreadsCombineTheirCounts) {
       thread.ranks.push_back({rank, job.buffers[static_cast<std::size_t>(rank)], {}, {}});
     }
     thread.sync = &sync;
-    thread.launch = [&, t](const StepPlan& plan, bool inPlace) {
+    thread.launch = [&, t](const StepPlan& plan, bool inPlace, int) {
       meet.arrive_and_wait();
       if (t == 0) {
         runOnHost(plan, inPlace, job.buffers);

@@ -197,6 +197,19 @@ TEST(HoraPerf, SweepsPrintTheSpreadAroundTheMedian) {
   }
 }
 
+// -m: each iteration is a group of N calls per rank, as in nccl-tests; the
+// header says so, and the checked results stay right.
+TEST(HoraPerf, AggregatedCallsRunInGroups) {
+  for (const char* collective : {"all_reduce", "all_gather", "broadcast", "sendrecv"}) {
+    SCOPED_TRACE(collective);
+    const ProgramResult result =
+        runPerf({collective, "-t", "2", "-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "-m", "4"});
+    EXPECT_EQ(result.exitCode, 0) << result.err;
+    EXPECT_THAT(result.out, HasSubstr("agg iters: 4 "));
+    expectCleanTable(result, 3);
+  }
+}
+
 TEST(HoraPerf, HelpExitsZero) {
   const ProgramResult result = runPerf({"-h"});
   EXPECT_EQ(result.exitCode, 0);
@@ -212,6 +225,7 @@ TEST(HoraPerf, BadCommandLinesExitTwo) {
       {{"broadcast", "-t", "2", "-r", "2"}, "-r/--root 2 is not a rank: there are 2 ranks"},
       {{"all_reduce", "-b", "1M", "-e", "1K"}, "larger than maximum"},
       {{"all_reduce", "-K", "0"}, "-K/--sweeps"},
+      {{"all_reduce", "-m", "0"}, "-m/--agg_iters"},
   };
   for (const auto& [arguments, message] : cases) {
     const ProgramResult result = runPerf(arguments);
