@@ -169,15 +169,25 @@ TEST(Benchmark, FaultyCollectiveIsCaught) {
   }
 }
 
+// One thread driving both ranks of a 2-rank job on host buffers; the test
+// gives it its launch.
+struct TwoRanksOnOneThread {
+  explicit TwoRanksOnOneThread(const Options& options) : job(2, options.sizes.maxBytes) {
+    thread.options = &options;
+    thread.nranks = 2;
+    thread.ranks = {{0, job.buffers[0], {}, {}}, {1, job.buffers[1], {}, {}}};
+    thread.sync = &sync;
+  }
+  Job job;
+  ThreadRankSync sync{1};
+  BenchmarkThread thread;
+};
+
 TEST(Benchmark, RefusedInPlaceFormsAreNeverCalled) {
   const Options options = smallRun(Collective::AlltoAll);
-  Job job(2, options.sizes.maxBytes);
-  ThreadRankSync sync(1);
-  BenchmarkThread thread;
-  thread.options = &options;
-  thread.nranks = 2;
-  thread.ranks = {{0, job.buffers[0], {}, {}}, {1, job.buffers[1], {}, {}}};
-  thread.sync = &sync;
+  TwoRanksOnOneThread two(options);
+  Job& job = two.job;
+  BenchmarkThread& thread = two.thread;
   int outOfPlaceCalls = 0;
   thread.launch = [&](const StepPlan& plan, bool inPlace, int) {
     ASSERT_FALSE(inPlace);
@@ -196,13 +206,9 @@ TEST(Benchmark, RefusedInPlaceFormsAreNeverCalled) {
 TEST(Benchmark, AggregatedIterationsAskForSeveralCallsPerLaunch) {
   Options options = smallRun(Collective::AllReduce);
   options.aggIters = 3;
-  Job job(2, options.sizes.maxBytes);
-  ThreadRankSync sync(1);
-  BenchmarkThread thread;
-  thread.options = &options;
-  thread.nranks = 2;
-  thread.ranks = {{0, job.buffers[0], {}, {}}, {1, job.buffers[1], {}, {}}};
-  thread.sync = &sync;
+  TwoRanksOnOneThread two(options);
+  Job& job = two.job;
+  BenchmarkThread& thread = two.thread;
   int grouped = 0, single = 0;
   thread.launch = [&](const StepPlan& plan, bool inPlace, int calls) {
     ++(calls == 3 ? grouped : single);
