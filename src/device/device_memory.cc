@@ -8,6 +8,8 @@
 #include <string>
 
 #include "device/cuda_check.h"
+#include "device/driver_api.h"
+#include "device/vmm_memory.h"
 
 namespace hora::device {
 
@@ -50,31 +52,13 @@ bool isDeviceReadable(const void* pointer, int device) {
 }
 
 bool exportsDmabuf(int device) {
-  // A driver attribute the runtime does not name: asked of the driver
-  // through the runtime's entry-point lookup, so hora needs no link to
-  // libcuda.
-#if CUDART_VERSION < 12050
-  (void)device;  // cudaGetDriverEntryPointByVersion came with CUDA 12.5
-  return false;
-#else
-  void* getDevice = nullptr;
-  void* getAttribute = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &getDevice, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess ||
-      cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &getAttribute, 12000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
-    return false;
-  }
+  // A driver attribute the runtime does not name.
+  auto* getDevice = driverFunction<CUresult(CUdevice*, int)>("cuDeviceGet");
+  auto* getAttribute = driverFunction<CUresult(int*, CUdevice_attribute, CUdevice)>("cuDeviceGetAttribute");
   CUdevice handle = 0;
   int supported = 0;
-  return reinterpret_cast<CUresult (*)(CUdevice*, int)>(getDevice)(&handle, device) == CUDA_SUCCESS &&
-         reinterpret_cast<CUresult (*)(int*, CUdevice_attribute, CUdevice)>(getAttribute)(
-             &supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, handle) == CUDA_SUCCESS &&
-         supported != 0;
-#endif
+  return getDevice != nullptr && getAttribute != nullptr && getDevice(&handle, device) == CUDA_SUCCESS &&
+         getAttribute(&supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, handle) == CUDA_SUCCESS && supported != 0;
 }
 
 int deviceCount() {
@@ -102,13 +86,19 @@ int currentDevice() {
 }
 
 void* allocateDeviceMemory(std::size_t bytes) {
+  int device = 0;
+  cudaCheck(cudaGetDevice(&device), "cudaGetDevice");
+  if (void* mapped = allocateVmm(bytes, device)) return mapped;
   void* memory = nullptr;
   const std::string what = "allocating " + std::to_string(bytes) + " bytes of device memory (cudaMalloc)";
   cudaCheck(cudaMalloc(&memory, bytes), what.c_str());
   return memory;
 }
 
-void freeDeviceMemory(void* memory) { cudaCheck(cudaFree(memory), "freeing device memory (cudaFree)"); }
+void freeDeviceMemory(void* memory) {
+  if (freeVmm(memory)) return;
+  cudaCheck(cudaFree(memory), "freeing device memory (cudaFree)");
+}
 
 void copyToHost(void* host, const void* from, std::size_t bytes) {
   cudaPointerAttributes attributes{};

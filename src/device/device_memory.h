@@ -43,10 +43,14 @@ int deviceCount();
 // names GPUs; empty where CUDA cannot say.
 std::string pciBusIdOf(int device);
 
-// `bytes` of memory on the current device, which other processes can open
-// by CUDA IPC (cudaMalloc memory is). Throws hora::Error naming the size
-// and CUDA's reason when the device has no room.
+// ncclMemAlloc's `bytes` of memory on the current device: cuMem memory
+// whose handle another process can open from a file descriptor, mapped for
+// the device and its peers, where the device supports it (vmm_memory.h),
+// as NCCL gives; cudaMalloc memory otherwise, or with NCCL_CUMEM_ENABLE=0.
+// Throws hora::Error naming the size and CUDA's reason when the device has
+// no room.
 void* allocateDeviceMemory(std::size_t bytes);
+// Frees what allocateDeviceMemory gave, whichever way it came.
 void freeDeviceMemory(void* memory);
 // Copies `bytes` at `from` to the host: from device memory by CUDA with
 // the memory's own device current (so that no other device's context is

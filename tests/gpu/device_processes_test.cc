@@ -6,6 +6,7 @@
 // they own fresh CUDA state, and checks their exit codes. Processes on one
 // GPU take turns on it (time slices) unless MPS runs, so the sizes are
 // small.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,14 +14,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "device/driver_api.h"
+#include "device/vmm_memory.h"
 #include "log_watch.h"
 #include "nccl.h"
 
@@ -208,6 +213,103 @@ TEST(DeviceProcesses, RanksInSeparateProcessesShareOneGpu) { checkRanksInSeparat
 // network proxy, and the results must still be exact.
 TEST(DeviceProcesses, RanksOnDifferentHostsAllReduceThroughTheNetworkProxy) { checkRanksInSeparateProcesses(true); }
 
+// The child of MemAllocMemoryMapsInAnotherProcessFromAFileDescriptor
+// (--import FD BYTES VALUE): maps the memory behind FD on GPU 0, checks
+// that every byte is VALUE, writes VALUE + 1 everywhere. 0 on success,
+// else a line on stderr and 1.
+int runImporter(int fd, std::size_t bytes, int value) {
+  using hora::device::driverFunction;
+  auto fail = [](const char* what, int why) {
+    std::fprintf(stderr, "importer: %s: %d\n", what, why);
+    return 1;
+  };
+  if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return fail("cudaSetDevice", 0);
+  auto* import = driverFunction<CUresult(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType)>(
+      "cuMemImportFromShareableHandle");
+  auto* reserve = driverFunction<CUresult(CUdeviceptr*, std::size_t, std::size_t, CUdeviceptr, unsigned long long)>(
+      "cuMemAddressReserve");
+  auto* map = driverFunction<CUresult(CUdeviceptr, std::size_t, std::size_t, CUmemGenericAllocationHandle,
+                                      unsigned long long)>("cuMemMap");
+  auto* setAccess =
+      driverFunction<CUresult(CUdeviceptr, std::size_t, const CUmemAccessDesc*, std::size_t)>("cuMemSetAccess");
+  auto* properties = driverFunction<CUresult(CUmemAllocationProp*, CUmemGenericAllocationHandle)>(
+      "cuMemGetAllocationPropertiesFromHandle");
+  auto* granularity =
+      driverFunction<CUresult(std::size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags)>(
+          "cuMemGetAllocationGranularity");
+  if (!import || !reserve || !map || !setAccess || !properties || !granularity)
+    return fail("driver entry points", 0);
+  CUmemGenericAllocationHandle handle = 0;
+  CUresult result = import(&handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)),
+                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  if (result != CUDA_SUCCESS) return fail("cuMemImportFromShareableHandle", result);
+  // A mapping covers whole granules of the allocation.
+  CUmemAllocationProp prop{};
+  std::size_t step = 0;
+  if ((result = properties(&prop, handle)) != CUDA_SUCCESS) return fail("cuMemGetAllocationPropertiesFromHandle", result);
+  if ((result = granularity(&step, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) != CUDA_SUCCESS)
+    return fail("cuMemGetAllocationGranularity", result);
+  const std::size_t mapped = (bytes + step - 1) / step * step;
+  CUdeviceptr address = 0;
+  if ((result = reserve(&address, mapped, 0, 0, 0)) != CUDA_SUCCESS) return fail("cuMemAddressReserve", result);
+  if ((result = map(address, mapped, 0, handle, 0)) != CUDA_SUCCESS) return fail("cuMemMap", result);
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = 0;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if ((result = setAccess(address, mapped, &access, 1)) != CUDA_SUCCESS) return fail("cuMemSetAccess", result);
+  void* memory = reinterpret_cast<void*>(static_cast<std::uintptr_t>(address));
+  std::vector<unsigned char> seen(bytes);
+  if (cudaMemcpy(seen.data(), memory, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) return fail("cudaMemcpy", 0);
+  for (std::size_t i = 0; i < bytes; ++i)
+    if (seen[i] != value) return fail("byte differs from what the parent wrote, at", static_cast<int>(i));
+  if (cudaMemset(memory, value + 1, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+    return fail("cudaMemset", 0);
+  return 0;
+}
+
+// ncclMemAlloc gives cuMem memory whose handle leaves the process as a
+// file descriptor (hora's exportVmm), where the GPU supports it: a child
+// process maps it from the descriptor, sees what this process wrote, and
+// this process sees what the child wrote. Last of the program's tests: it
+// gives this process CUDA state, which it resets at the end.
+TEST(DeviceProcesses, MemAllocMemoryMapsInAnotherProcessFromAFileDescriptor) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  auto* getAttribute =
+      hora::device::driverFunction<CUresult(int*, CUdevice_attribute, CUdevice)>("cuDeviceGetAttribute");
+  ASSERT_NE(getAttribute, nullptr);
+  int vmm = 0, fdHandles = 0;
+  ASSERT_EQ(getAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0), CUDA_SUCCESS);
+  ASSERT_EQ(getAttribute(&fdHandles, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0), CUDA_SUCCESS);
+  if (vmm == 0 || fdHandles == 0) GTEST_SKIP() << "GPU 0 has no cuMem file-descriptor handles: ncclMemAlloc uses cudaMalloc";
+  const std::size_t bytes = (3u << 20) + 17;  // not a multiple of the granularity
+  void* memory = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&memory, bytes), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(cudaMemset(memory, 90, bytes), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const int fd = hora::device::exportVmm(memory);
+  ASSERT_GE(fd, 0) << "ncclMemAlloc's memory is not cuMem memory";
+  // The descriptor as fd 100 in the child (dup2 clears close-on-exec).
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, 100);
+  std::string size = std::to_string(bytes);
+  char flag[] = "--import", fdText[] = "100", value[] = "90";
+  char* argv[] = {flag, flag, fdText, size.data(), value, nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child failed (its stderr says why)";
+  std::vector<unsigned char> seen(bytes);
+  ASSERT_EQ(cudaMemcpy(seen.data(), memory, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 91), static_cast<std::ptrdiff_t>(bytes));
+  close(fd);
+  EXPECT_EQ(ncclMemFree(memory), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(cudaDeviceReset(), cudaSuccess);
+}
+
 }  // namespace
 
 // A child (--rank R N ID) runs its rank; otherwise the tests run, where
@@ -217,6 +319,8 @@ int main(int argc, char** argv) {
     return runRank(std::atoi(argv[2]), std::atoi(argv[3]), idOf(argv[4]));
   if (argc == 3 && std::strcmp(argv[1], "--survivor") == 0) return runSurvivor(idOf(argv[2]));
   if (argc == 3 && std::strcmp(argv[1], "--victim") == 0) return runVictim(idOf(argv[2]));
+  if (argc == 5 && std::strcmp(argv[1], "--import") == 0)
+    return runImporter(std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]));
   int devices = 0;
   // Counting devices in a child keeps the parent free of CUDA state.
   pid_t probe = fork();
