@@ -81,6 +81,15 @@ double inputValue(ncclRedOp_t op, int rank, std::size_t j) {
   return mix;
 }
 
+// Rank r's input element j of a case of kind `kind`: for the copying
+// collectives, which move bytes, a value that differs between ranks (so
+// that a block from the wrong rank shows); for the others, inputValue.
+bool copies(int kind);
+double caseInput(int kind, ncclRedOp_t op, int rank, std::size_t j) {
+  if (copies(kind)) return static_cast<double>((rank * 5 + j * 3) % 17);
+  return inputValue(op, rank, j);
+}
+
 double combine(ncclRedOp_t op, double a, double b) {
   switch (op) {
     case ncclProd: return a * b;
@@ -102,6 +111,9 @@ double reduced(ncclRedOp_t op, ncclDataType_t type, int nranks, std::size_t j) {
 }
 
 enum class Kind { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+bool copies(int kind) {
+  return kind == static_cast<int>(Kind::AllGather) || kind == static_cast<int>(Kind::Broadcast);
+}
 const char* kindName(Kind kind) {
   const char* names[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce"};
   return names[static_cast<int>(kind)];
@@ -146,7 +158,7 @@ class CaseBuffers {
       send_[r] = c.inPlace && gathered ? static_cast<unsigned char*>(recv_[r]) + r * c.count * elem : base;
       if (c.inPlace && scattered) recv_[r] = base + r * c.count * elem;
       std::vector<unsigned char> input(sendCount_ * elem);
-      for (std::size_t j = 0; j < sendCount_; ++j) encode(c.type, inputValue(c.op, r, j), &input[j * elem]);
+      for (std::size_t j = 0; j < sendCount_; ++j) encode(c.type, caseInput(static_cast<int>(c.kind), c.op, r, j), &input[j * elem]);
       ready_ = ready_ &&
                cudaMemcpy(const_cast<void*>(send_[r]), input.data(), input.size(), cudaMemcpyHostToDevice) == cudaSuccess;
     }
@@ -160,10 +172,9 @@ class CaseBuffers {
   // Every allocation and upload succeeded.
   bool ready() const { return ready_; }
 
-  // Rank r's call: empty, or what it refused.
-  std::string call(const Ranks& ranks, int r) const {
+  // Rank r's call on `stream`: empty, or what it refused.
+  std::string call(const Ranks& ranks, int r, cudaStream_t stream) const {
     ncclComm_t comm = ranks.comm(r);
-    cudaStream_t stream = ranks.stream(r);
     ncclResult_t result = ncclSuccess;
     switch (c_.kind) {
       case Kind::AllReduce: result = ncclAllReduce(send_[r], recv_[r], c_.count, c_.type, c_.op, comm, stream); break;
@@ -192,8 +203,10 @@ class CaseBuffers {
         switch (c_.kind) {
           case Kind::AllReduce: case Kind::Reduce: value = reduced(c_.op, c_.type, n_, j); break;
           case Kind::ReduceScatter: value = reduced(c_.op, c_.type, n_, r * c_.count + j); break;
-          case Kind::AllGather: value = inputValue(c_.op, static_cast<int>(j / c_.count), j % c_.count); break;
-          case Kind::Broadcast: value = inputValue(c_.op, c_.root, j); break;
+          case Kind::AllGather:
+            value = caseInput(static_cast<int>(c_.kind), c_.op, static_cast<int>(j / c_.count), j % c_.count);
+            break;
+          case Kind::Broadcast: value = caseInput(static_cast<int>(c_.kind), c_.op, c_.root, j); break;
         }
         encode(c_.type, value, &want[j * elem]);
       }
@@ -219,8 +232,9 @@ class CaseBuffers {
 
 // Runs `cases` on every rank in one group (one thread: rank after rank,
 // each rank's calls in the order given) and compares every rank's output
-// of each with the reference, byte for byte.
-void runGroup(Ranks& ranks, const std::vector<Case>& cases) {
+// of each with the reference, byte for byte. With `rank0Other`, rank 0
+// makes every other call on that stream instead of its own.
+void runGroup(Ranks& ranks, const std::vector<Case>& cases, cudaStream_t rank0Other = nullptr) {
   const int n = ranks.size();
   std::vector<std::unique_ptr<CaseBuffers>> buffers;
   for (const Case& c : cases) {
@@ -234,13 +248,15 @@ void runGroup(Ranks& ranks, const std::vector<Case>& cases) {
   std::string refused, where;
   for (int r = 0; r < n && refused.empty(); ++r)
     for (std::size_t i = 0; i < cases.size() && refused.empty(); ++i) {
-      refused = buffers[i]->call(ranks, r);
+      const bool other = r == 0 && rank0Other != nullptr && i % 2 == 1;
+      refused = buffers[i]->call(ranks, r, other ? rank0Other : ranks.stream(r));
       where = describe(cases[i], n);
     }
   const ncclResult_t ended = ncclGroupEnd();
   ASSERT_EQ(refused, "") << where;
   ASSERT_EQ(ended, ncclSuccess) << where << ": " << ncclGetLastError(nullptr);
   for (int r = 0; r < n; ++r) ASSERT_EQ(cudaStreamSynchronize(ranks.stream(r)), cudaSuccess);
+  if (rank0Other != nullptr) ASSERT_EQ(cudaStreamSynchronize(rank0Other), cudaSuccess);
   for (int r = 0; r < n; ++r) {
     ncclResult_t async = ncclInternalError;
     ASSERT_EQ(ncclCommGetAsyncError(ranks.comm(r), &async), ncclSuccess);
@@ -280,7 +296,13 @@ TEST(DeviceCollectives, EveryKindTypeAndReductionMatchesTheReference) {
 // the middle; a float sum's reduce-scatter, reduce and all-reduce in one
 // launch; all-gathers and a broadcast of different types in another (they
 // move bytes); counts of 0 that launch nothing. Three rounds, so that each
-// launch picks the FIFOs up where the one before left them.
+// launch picks the FIFOs up where the one before left them; in the third,
+// rank 0 alternates two streams, so that it cuts the group into a launch
+// per collective while the others fuse them (the launch rule numbers
+// collectives, not launches). One thread launches every rank's kernels,
+// several per rank, and only a call's first launch waits its turn: this
+// relies on the ranks' streams landing on separate hardware queues, which
+// gpu_main's CUDA_DEVICE_MAX_CONNECTIONS=32 gives for a few ranks.
 TEST(DeviceCollectives, AGroupOfManyCollectivesMatchesTheReference) {
   for (int n : {2, 3, 4}) {
     Ranks ranks(n);
@@ -296,11 +318,65 @@ TEST(DeviceCollectives, AGroupOfManyCollectivesMatchesTheReference) {
     cases.push_back({Kind::ReduceScatter, ncclFloat32, ncclSum, 1031, false, 0, 0});
     cases.push_back({Kind::Reduce, ncclFloat32, ncclSum, 4099, false, 0, 1});
     cases.push_back({Kind::AllReduce, ncclFloat32, ncclSum, 17, false, 0, 0});
+    cudaStream_t other = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
     for (int round = 0; round < 3; ++round) {
-      runGroup(ranks, cases);
-      if (HasFatalFailure()) return;
+      runGroup(ranks, cases, round == 2 ? other : nullptr);
+      if (HasFatalFailure()) break;
+    }
+    cudaStreamDestroy(other);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Pre-multiplied sums in one group: by-value scalars share a launch only
+// with their own value, and scalars in device memory (ncclScalarDevice)
+// share any, each read by its own collective. Five all-reduces, three
+// launches: {2, *3, *5, 2}, {7}.
+TEST(DeviceCollectives, PreMulSumsInAGroupUseEachTheirScalar) {
+  const int n = 2;
+  Ranks ranks(n);
+  const std::size_t count = 4099;
+  const float scalars[] = {2.0f, 3.0f, 5.0f, 2.0f, 7.0f};
+  const bool inMemory[] = {false, true, true, false, false};
+  constexpr int kOps = 5;
+  float* onDevice = nullptr;
+  CUDA_OK(cudaMalloc(&onDevice, sizeof(scalars)));
+  CUDA_OK(cudaMemcpy(onDevice, scalars, sizeof(scalars), cudaMemcpyHostToDevice));
+  std::vector<std::vector<float*>> buffers(n, std::vector<float*>(kOps));
+  std::vector<std::vector<ncclRedOp_t>> ops(n, std::vector<ncclRedOp_t>(kOps));
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < kOps; ++k) {
+      CUDA_OK(cudaMalloc(&buffers[r][k], count * sizeof(float)));
+      const std::vector<float> input(count, static_cast<float>(r + 1));
+      CUDA_OK(cudaMemcpy(buffers[r][k], input.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+      if (inMemory[k]) {
+        NCCL_OK(ncclRedOpCreatePreMulSum(&ops[r][k], onDevice + k, ncclFloat32, ncclScalarDevice, ranks.comm(r)));
+      } else {
+        NCCL_OK(ncclRedOpCreatePreMulSum(&ops[r][k], const_cast<float*>(&scalars[k]), ncclFloat32,
+                                         ncclScalarHostImmediate, ranks.comm(r)));
+      }
+    }
+  UPLOADS_LANDED();
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < kOps; ++k)
+      NCCL_OK(ncclAllReduce(buffers[r][k], buffers[r][k], count, ncclFloat32, ops[r][k], ranks.comm(r),
+                            ranks.stream(r)));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < n; ++r) {
+    CUDA_OK(cudaStreamSynchronize(ranks.stream(r)));
+    for (int k = 0; k < kOps; ++k) {
+      std::vector<float> got(count);
+      CUDA_OK(cudaMemcpy(got.data(), buffers[r][k], count * sizeof(float), cudaMemcpyDeviceToHost));
+      const float want = scalars[k] * static_cast<float>(n * (n + 1) / 2);
+      EXPECT_EQ(std::count(got.begin(), got.end(), want), static_cast<std::ptrdiff_t>(count))
+          << "rank " << r << ", all-reduce " << k << ": got " << got[0] << ", want " << want;
+      NCCL_OK(ncclRedOpDestroy(ops[r][k], ranks.comm(r)));
+      cudaFree(buffers[r][k]);
     }
   }
+  cudaFree(onDevice);
 }
 
 // With NCCL_P2P_DISABLE=1 and an INFO log in HORA_DEBUG_FILE (the gpu
@@ -493,9 +569,9 @@ TEST(DeviceCollectives, GraphCaptureReplays) {
   });
 }
 
-// Each rank's thread captures a group of five all-reduces (two launches:
-// a max cuts the run of sums) and replays the graph 20 times with new
-// inputs.
+// Each rank's thread captures a group of five all-reduces (three launches:
+// a max cuts the run of sums in two) and replays the graph 20 times with
+// new inputs.
 TEST(DeviceCollectives, GraphCaptureOfAGroupReplays) {
   const int n = 3;
   Ranks ranks(n);
