@@ -88,6 +88,9 @@ int currentDevice() {
 void* allocateDeviceMemory(std::size_t bytes) {
   int device = 0;
   cudaCheck(cudaGetDevice(&device), "cudaGetDevice");
+  // The driver's cuMem calls act in the current context, which a program
+  // that has not used the device yet does not have: this makes it.
+  cudaCheck(cudaFree(nullptr), "initialising the CUDA context (cudaFree(0))");
   if (void* mapped = allocateVmm(bytes, device)) return mapped;
   void* memory = nullptr;
   const std::string what = "allocating " + std::to_string(bytes) + " bytes of device memory (cudaMalloc)";

@@ -150,22 +150,23 @@ void* allocateVmm(std::size_t bytes, int device) {
 }
 
 bool freeVmm(void* memory) {
-  Allocation allocation{};
-  {
-    std::lock_guard<std::mutex> lock(allocationsMutex);
-    auto found = allocations().find(reinterpret_cast<std::uintptr_t>(memory));
-    if (found == allocations().end()) return false;
-    allocation = found->second;
-    allocations().erase(found);
-  }
+  // Under the lock throughout, so that exportVmm never exports a released
+  // handle.
+  std::lock_guard<std::mutex> lock(allocationsMutex);
+  auto found = allocations().find(reinterpret_cast<std::uintptr_t>(memory));
+  if (found == allocations().end()) return false;
+  const Allocation allocation = found->second;
   const VmmDriver& d = driver();
   const auto address = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(memory));
   // Unmapping waits for nothing: as with cudaFree, the program must not
   // free memory its kernels still use.
   const CUresult unmapped = d.unmap(address, allocation.bytes);
+  if (unmapped != CUDA_SUCCESS)  // still mapped: kept, so that a later free can try again
+    fail(ErrorKind::Cuda, "freeing device memory from ncclMemAlloc (cuMemUnmap): CUDA error ", d.name(unmapped));
+  allocations().erase(found);
   const CUresult freed = d.addressFree(address, allocation.bytes);
   const CUresult released = d.release(allocation.handle);
-  for (const CUresult result : {unmapped, freed, released})
+  for (const CUresult result : {freed, released})
     if (result != CUDA_SUCCESS)
       fail(ErrorKind::Cuda, "freeing device memory from ncclMemAlloc (cuMemUnmap, cuMemAddressFree, cuMemRelease): ",
            "CUDA error ", d.name(result));
@@ -173,16 +174,12 @@ bool freeVmm(void* memory) {
 }
 
 int exportVmm(const void* memory) {
-  CUmemGenericAllocationHandle handle = 0;
-  {
-    std::lock_guard<std::mutex> lock(allocationsMutex);
-    auto found = allocations().find(reinterpret_cast<std::uintptr_t>(memory));
-    if (found == allocations().end()) return -1;
-    handle = found->second.handle;
-  }
+  std::lock_guard<std::mutex> lock(allocationsMutex);  // freeVmm releases no handle meanwhile
+  auto found = allocations().find(reinterpret_cast<std::uintptr_t>(memory));
+  if (found == allocations().end()) return -1;
   int fd = -1;
   const VmmDriver& d = driver();
-  const CUresult result = d.exportHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  const CUresult result = d.exportHandle(&fd, found->second.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
   if (result != CUDA_SUCCESS)
     fail(ErrorKind::Cuda, "exporting device memory from ncclMemAlloc as a file descriptor ",
          "(cuMemExportToShareableHandle): CUDA error ", d.name(result));
