@@ -953,13 +953,8 @@ void CudaExecutor::launched(void* stream) {
               "recording this communicator's last launch (cudaEventRecord)");
 }
 
-bool CudaExecutor::launchRings(std::span<const DeviceLaunchPlan> plans, std::span<const core::Op* const> ops) {
-  std::vector<kernels::ReduceSpec> specs;
-  std::vector<const void*> streams;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    specs.push_back(plans[i].spec);
-    streams.push_back(streamOf(*ops[i]));
-  }
+bool CudaExecutor::launchRings() {
+  const RingCalls& calls = ringCalls_;
   // Only a call's first launch waits for its turn: the launches of one call
   // (a group) go out together, since a group launched from one thread for
   // several communicators queues each communicator's kernels in turn, and
@@ -967,17 +962,18 @@ bool CudaExecutor::launchRings(std::span<const DeviceLaunchPlan> plans, std::spa
   // that only this thread can launch, after.
   bool launchedInRun = false;
   std::size_t first = 0;
-  for (const int size : ringLaunchSizes(specs, streams, collectivesPerLaunch_)) {
+  while (first < calls.plans.size()) {
+    const std::size_t size = ringLaunchSize(calls.plans, calls.streams, first, collectivesPerLaunch_);
     DeviceRingLaunch launch{};
     launch.ring = static_cast<const DeviceRing*>(ring_);
     launch.timeoutNs = timeoutNs_;
     launch.failure = failureOnDevice_;
     launch.stopped = stopped_;
-    launch.count = size;
+    launch.count = static_cast<std::int32_t>(size);
     int channels = 1;
-    for (int k = 0; k < size; ++k) {
-      const DeviceLaunchPlan& plan = plans[first + static_cast<std::size_t>(k)];
-      const core::Op& op = *ops[first + static_cast<std::size_t>(k)];
+    for (std::size_t k = 0; k < size; ++k) {
+      const DeviceLaunchPlan& plan = calls.plans[first + k];
+      const core::Op& op = *calls.ops[first + k];
       DeviceCollective& c = launch.collectives[k];
       c.protocol = plan.protocol;
       c.collective = plan.collective;
@@ -991,13 +987,13 @@ bool CudaExecutor::launchRings(std::span<const DeviceLaunchPlan> plans, std::spa
       c.preMulScalar = plan.spec.scalarAt;
       channels = std::max(channels, plan.channels);
     }
-    void* stream = const_cast<void*>(streams[first]);
-    launch.queue = admitKernel(stream, !launchedInRun, size);
+    void* stream = const_cast<void*>(calls.streams[first]);
+    launch.queue = admitKernel(stream, !launchedInRun, static_cast<int>(size));
     launchedInRun = true;
     orderAfterLastLaunch(stream);
-    launchRing(plans[first].spec, launch, channels, static_cast<cudaStream_t>(stream));
+    launchRing(calls.plans[first].spec, launch, channels, static_cast<cudaStream_t>(stream));
     launched(stream);
-    first += static_cast<std::size_t>(size);
+    first += size;
   }
   return launchedInRun;
 }
@@ -1005,9 +1001,10 @@ bool CudaExecutor::launchRings(std::span<const DeviceLaunchPlan> plans, std::spa
 void CudaExecutor::run(std::span<const core::Op> ops) {
   DeviceScope scope(ctx_.device);
   bool peerWork = false;
-  // The group's collectives that need a ring kernel, in the group's order.
-  std::vector<DeviceLaunchPlan> plans;
-  std::vector<const core::Op*> planned;
+  RingCalls& calls = ringCalls_;
+  calls.plans.clear();
+  calls.ops.clear();
+  calls.streams.clear();
   for (const core::Op& op : ops) {
     if (auto failed = failure()) throw *failed;
     if (isPeerKind(op.kind)) {
@@ -1023,10 +1020,11 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
                   "copying a one-rank collective's input to its output (cudaMemcpyAsync)");
       continue;
     }
-    plans.push_back(plan);
-    planned.push_back(&op);
+    calls.plans.push_back(plan);
+    calls.ops.push_back(&op);
+    calls.streams.push_back(streamOf(op));
   }
-  const bool launchedInRun = launchRings(plans, planned);
+  const bool launchedInRun = launchRings();
   if (peerWork) runPeers(ops, launchedInRun);
   // The C++ API's calls: the host waits for the device (core::Op).
   if (std::any_of(ops.begin(), ops.end(), [](const core::Op& op) { return op.completeOnReturn; })) {

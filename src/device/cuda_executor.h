@@ -156,11 +156,19 @@ class CudaExecutor final : public core::Executor {
   // The launch rule of a rank whose GPU another rank of its process uses,
   // and those ranks' start words (launch_order.h), from every rank's offer.
   void chooseLaunchRule(const std::vector<GpuOffer>& gpus, const GpuOffer& mine);
-  // Launches the ring kernels of a group's collectives (plans[i] of
-  // *ops[i], in the group's order, none empty), several per launch where
-  // they share a kernel and a stream (device_plan.h, ringLaunchSizes).
-  // Returns whether it launched anything.
-  bool launchRings(std::span<const DeviceLaunchPlan> plans, std::span<const core::Op* const> ops);
+  // The collectives of the call run() is making that need a ring kernel,
+  // in the group's order: each one's plan, op and stream. Kept between
+  // calls so that a call allocates nothing (one calling thread at a time).
+  struct RingCalls {
+    std::vector<DeviceLaunchPlan> plans;
+    std::vector<const core::Op*> ops;
+    std::vector<const void*> streams;
+  };
+  RingCalls ringCalls_;
+  // Launches ringCalls_, several per launch where they share a kernel and
+  // a stream (device_plan.h, ringLaunchSize). Returns whether it launched
+  // anything.
+  bool launchRings();
   // Before a kernel launch on `stream` (a ring kernel of `collectives`
   // collectives; 0 for point-to-point work):
   // waits, if mayWait, until launchRule_ lets this rank launch (the header

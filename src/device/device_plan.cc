@@ -51,20 +51,13 @@ bool sameRingKernel(const kernels::ReduceSpec& first, const kernels::ReduceSpec&
          (next.scalarAt != nullptr || first.scalarBits == next.scalarBits);
 }
 
-std::vector<int> ringLaunchSizes(std::span<const kernels::ReduceSpec> specs, std::span<const void* const> streams,
-                                 int maxPerLaunch) {
-  std::vector<int> sizes;
-  std::size_t first = 0;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const bool joins = i > first && static_cast<int>(i - first) < maxPerLaunch && streams[i] == streams[first] &&
-                       sameRingKernel(specs[first], specs[i]);
-    if (i > first && !joins) {
-      sizes.push_back(static_cast<int>(i - first));
-      first = i;
-    }
-  }
-  if (first < specs.size()) sizes.push_back(static_cast<int>(specs.size() - first));
-  return sizes;
+std::size_t ringLaunchSize(std::span<const DeviceLaunchPlan> plans, std::span<const void* const> streams,
+                           std::size_t first, int maxPerLaunch) {
+  std::size_t end = first + 1;
+  while (end < plans.size() && static_cast<int>(end - first) < maxPerLaunch && streams[end] == streams[first] &&
+         sameRingKernel(plans[first].spec, plans[end].spec))
+    ++end;
+  return end - first;
 }
 
 bool isPeerKind(core::OpKind kind) {

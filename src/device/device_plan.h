@@ -103,12 +103,13 @@ bool sameRingKernel(const kernels::ReduceSpec& first, const kernels::ReduceSpec&
 
 // How a group's collectives are cut into ring kernel launches: runs of
 // consecutive collectives of the same kernel (sameRingKernel) on the same
-// stream, at most `maxPerLaunch` each. `specs[i]` and `streams[i]` are
-// collective i's; the result holds each launch's number of collectives, in
-// order. Streams make the cut each rank's own, which is safe: the launch
-// rule numbers collectives one by one, not launches (launch_order.h).
-std::vector<int> ringLaunchSizes(std::span<const kernels::ReduceSpec> specs, std::span<const void* const> streams,
-                                 int maxPerLaunch);
+// stream, at most `maxPerLaunch` each. `plans[i]` and `streams[i]` are
+// collective i's; returns how many collectives from `first` on share its
+// launch (the next launch starts after them). Streams make the cut each
+// rank's own, which is safe: the launch rule numbers collectives one by
+// one, not launches (launch_order.h).
+std::size_t ringLaunchSize(std::span<const DeviceLaunchPlan> plans, std::span<const void* const> streams,
+                           std::size_t first, int maxPerLaunch);
 
 // The LL limit a rank offers: `wanted` (HORA_DEVICE_LL_MAX_BYTES), or 0
 // where NCCL_PROTO (`ncclProto`) rules LL out. As NCCL reads it, that is a

@@ -119,26 +119,12 @@ struct QueuedKernels {
   std::uint64_t* started;     // host-mapped (start_words.h)
 };
 
-// One collective as a ring kernel's primitives see it (DeviceRingLaunch::work).
+// What the primitives of one collective (or one send or receive) work on:
+// its buffers, and where a failed wait is recorded.
 struct DeviceWork {
-  const DeviceRing* ring;  // device memory
-  DeviceProtocol protocol;
-  algorithms::RingCollective collective;
-  int root;                // user rank (Broadcast, Reduce)
   const void* in;
   void* out;
-  std::size_t count;       // elements of the kernel's element type
-  std::size_t chunk;       // elements per ring step and channel
-  std::size_t align;       // elements
-  std::uint64_t timeoutNs; // every wait gives up after this long
   DeviceFailure* failure;  // host-mapped
-  const std::uint32_t* stopped;  // device memory: the rank's stop word (DeviceFailure)
-  QueuedKernels queue;
-  // PreMulSum with the scalar left in memory (ncclScalarDevice): where the
-  // kernel reads it as it starts, so that it sees what the stream's earlier
-  // work wrote there, in every replay of a graph; null where the scalar
-  // came by value.
-  const void* preMulScalar;
 };
 
 // One collective of a ring kernel's launch: what differs between the
@@ -153,7 +139,11 @@ struct DeviceCollective {
   std::size_t count;  // elements of the kernel's element type
   std::size_t chunk;  // elements per ring step and channel
   std::size_t align;  // elements
-  const void* preMulScalar;  // DeviceWork
+  // PreMulSum with the scalar left in memory (ncclScalarDevice): where the
+  // kernel reads it as the collective starts, so that it sees what the
+  // stream's earlier work wrote there, in every replay of a graph; null
+  // where the scalar came by value.
+  const void* preMulScalar;
 };
 
 // One launch of a ring kernel: up to kMaxCollectives collectives of one
@@ -177,25 +167,7 @@ struct DeviceRingLaunch {
   DeviceCollective collectives[kMaxCollectives];
 
   // Collective i as the primitives see it.
-  HORA_HOST_DEVICE DeviceWork work(int i) const {
-    const DeviceCollective& c = collectives[i];
-    DeviceWork w{};
-    w.ring = ring;
-    w.protocol = c.protocol;
-    w.collective = c.collective;
-    w.root = c.root;
-    w.in = c.in;
-    w.out = c.out;
-    w.count = c.count;
-    w.chunk = c.chunk;
-    w.align = c.align;
-    w.timeoutNs = timeoutNs;
-    w.failure = failure;
-    w.stopped = stopped;
-    w.queue = queue;
-    w.preMulScalar = c.preMulScalar;
-    return w;
-  }
+  HORA_HOST_DEVICE DeviceWork work(int i) const { return {collectives[i].in, collectives[i].out, failure}; }
 };
 
 // One send or receive of a point-to-point launch, run by one thread block:

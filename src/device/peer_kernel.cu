@@ -20,10 +20,7 @@ __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) 
   __shared__ std::uint64_t deadline;
   beginWaitingBlock(&shared, &deadline, work.timeoutNs, work.stopped, work.failure);
   const DevicePeerOp& op = work.ops[blockIdx.x];
-  DeviceWork view{};
-  view.in = op.in;
-  view.out = op.out;
-  view.failure = work.failure;
+  const DeviceWork view{op.in, op.out, work.failure};
   // (Point-to-point work has one protocol: no other FIFO to watch.)
   SimpleRingPrimitives<std::uint8_t, ByteCopy> p(view, work.peers[op.peer], &shared, ByteCopy{}, deadline,
                                                  nullptr);

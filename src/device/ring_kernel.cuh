@@ -31,9 +31,8 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceRingLaunch laun
   const DeviceChannel& simple = ring.channels[blockIdx.x];
   const DeviceChannel& ll = ring.llChannels[blockIdx.x];
   for (int i = 0; i < launch.count; ++i) {
-    const DeviceWork work = launch.work(i);
-    const int channels = launch.collectives[i].channels;
-    if (static_cast<int>(blockIdx.x) >= channels) continue;
+    const DeviceCollective& c = launch.collectives[i];
+    if (static_cast<int>(blockIdx.x) >= c.channels) continue;
     if (i > 0) {
       // Each collective has the whole timeout, as a kernel of its own would.
       if (blockStoppedAtBarrier(&shared)) break;
@@ -42,15 +41,16 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceRingLaunch laun
     }
     Math m = math;
     if constexpr (std::is_same_v<decltype(m.pre), kernels::FuncPreMul<T>>) {
-      if (work.preMulScalar != nullptr) m.pre = kernels::FuncPreMul<T>(*static_cast<const T*>(work.preMulScalar));
+      if (c.preMulScalar != nullptr) m.pre = kernels::FuncPreMul<T>(*static_cast<const T*>(c.preMulScalar));
     }
-    const algorithms::Channel channel{static_cast<int>(blockIdx.x), channels};
-    if (work.protocol == DeviceProtocol::LL) {
+    const DeviceWork work = launch.work(i);
+    const algorithms::Channel channel{static_cast<int>(blockIdx.x), c.channels};
+    if (c.protocol == DeviceProtocol::LL) {
       LLRingPrimitives<T, Math> p(work, ll, &shared, m, deadline, &simple.recv);
-      algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
+      algorithms::runRing(p, c.collective, order, channel, c.root, c.count, c.chunk, c.align);
     } else {
       SimpleRingPrimitives<T, Math> p(work, simple, &shared, m, deadline, &ll.recv);
-      algorithms::runRing(p, work.collective, order, channel, work.root, work.count, work.chunk, work.align);
+      algorithms::runRing(p, c.collective, order, channel, c.root, c.count, c.chunk, c.align);
     }
   }
   // Both protocols' FIFOs: a neighbour whose call chose the other one waits there.

@@ -142,8 +142,14 @@ TEST(DevicePlan, AGroupSharesALaunchPerKernelAndStream) {
   int a = 0, b = 0;
   const void* s1 = &a;
   const void* s2 = &b;
+  // Every launch's size, cutting the group launch after launch.
   auto sizes = [](std::vector<ReduceSpec> specs, std::vector<const void*> streams, int max) {
-    return ringLaunchSizes(specs, streams, max);
+    std::vector<DeviceLaunchPlan> plans(specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i) plans[i].spec = specs[i];
+    std::vector<int> cut;
+    for (std::size_t first = 0; first < plans.size(); first += static_cast<std::size_t>(cut.back()))
+      cut.push_back(static_cast<int>(ringLaunchSize(plans, streams, first, max)));
+    return cut;
   };
   EXPECT_EQ(sizes({}, {}, 8), std::vector<int>{});
   EXPECT_EQ(sizes({sumF}, {s1}, 8), std::vector<int>{1});
