@@ -54,12 +54,16 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
   // ncclGroupEnd returns.
   for (auto& [comm, commOps] : perComm) comm->checkUsable();
   // Collectives on device buffers only enqueue kernels: every
-  // communicator's part is launched from this thread in turn, as NCCL
-  // launches a group, without waking a worker thread per communicator.
+  // communicator's part is launched from this thread, as NCCL launches a
+  // group, without waking a worker thread per communicator (their ring
+  // launches interleaved in the order of their collectives, for ranks that
+  // share a GPU: device/launch_order.h).
   std::vector<core::MemoryKind> memory;
   for (auto& [comm, commOps] : perComm) memory.push_back(comm->checkedMemoryOf(commOps));
   if (std::all_of(memory.begin(), memory.end(), [](core::MemoryKind m) { return m == core::MemoryKind::Device; })) {
-    for (std::size_t i = 0; i < perComm.size(); ++i) perComm[i].first->execute(perComm[i].second, memory[i]);
+    std::vector<core::Communicator::DevicePart> parts;
+    for (auto& [comm, commOps] : perComm) parts.push_back({comm.get(), commOps});
+    core::Communicator::executeOnDevices(parts);
     return;
   }
   std::vector<std::shared_ptr<core::WorkState>> works;

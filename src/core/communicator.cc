@@ -572,6 +572,49 @@ void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
   }
 }
 
+void Communicator::executeOnDevices(std::span<const DevicePart> parts) {
+  const bool queued = std::any_of(parts.begin(), parts.end(), [](const DevicePart& part) {
+    return part.comm->queuedTasks_.load(std::memory_order_acquire) != 0;
+  });
+#if HORA_HAVE_CUDA
+  if (parts.size() > 1 && !queued) {
+    for (const DevicePart& part : parts) part.comm->checkUsable();
+    std::vector<ExecutionClaim> claims;
+    claims.reserve(parts.size());
+    for (const DevicePart& part : parts)
+      claims.push_back(part.comm->claimExecution("a collective or point-to-point call came"));
+    // Each step as execute() runs a call: under the rank's name in the log,
+    // a failure breaking its communicator.
+    auto step = [&](std::size_t i, auto&& action) {
+      Communicator& comm = *parts[i].comm;
+      log::ScopedThreadRank logRank(comm.rank_);
+      try {
+        action(static_cast<device::CudaExecutor&>(*comm.cudaExecutor_));
+      } catch (const Error& error) {
+        comm.failBroken(error);
+      }
+    };
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      step(i, [&](device::CudaExecutor& executor) { executor.begin(parts[i].ops); });
+    std::vector<std::uint64_t> next(parts.size());
+    for (;;) {
+      for (std::size_t i = 0; i < parts.size(); ++i)
+        next[i] = static_cast<device::CudaExecutor&>(*parts[i].comm->cudaExecutor_).nextCollective();
+      const std::size_t i = device::nextLaunchOf(next);
+      if (i == parts.size()) break;
+      step(i, [](device::CudaExecutor& executor) { executor.launchNext(); });
+    }
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      step(i, [&](device::CudaExecutor& executor) { executor.end(parts[i].ops); });
+    return;
+  }
+#endif
+  // One communicator, or one with asynchronous work queued, behind which
+  // its part must wait: each part in turn.
+  (void)queued;
+  for (const DevicePart& part : parts) part.comm->execute(part.ops, MemoryKind::Device);
+}
+
 std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops, MemoryKind memory) {
   checkUsable();
   for (Op& op : ops) op.memory = memory;

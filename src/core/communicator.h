@@ -96,6 +96,18 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void checkUsable() const;
   // execute and submit for `ops` whose checkedMemoryOf is `memory`.
   void execute(std::span<const Op> ops, MemoryKind memory);
+  // A group's calls on device buffers over several communicators, made by
+  // this thread: as execute() for each, but with the ring launches of all
+  // of them in the order of their collectives' numbers, each waiting for
+  // its turn (device/launch_order.h, nextLaunchOf: ranks of one process
+  // that share a GPU and are driven by one thread then never queue a
+  // kernel in front of one it waits for). The failure of one breaks that
+  // communicator and ends the group there, as execute() in turn would.
+  struct DevicePart {
+    Communicator* comm;
+    std::span<const Op> ops;
+  };
+  static void executeOnDevices(std::span<const DevicePart> parts);
   std::shared_ptr<WorkState> submit(std::vector<Op> ops, MemoryKind memory);
 
   void barrier();

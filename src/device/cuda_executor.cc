@@ -823,7 +823,7 @@ void* CudaExecutor::peerStream(std::span<const core::Op> ops) const {
   return nullptr;
 }
 
-void CudaExecutor::runPeers(std::span<const core::Op> ops, bool launchedInRun) {
+void CudaExecutor::runPeers(std::span<const core::Op> ops) {
   const DevicePeerPlan plan = planPeerLaunch(ops, ctx_.rank, ctx_.nranks, shape_.maxChannels);
   auto* stream = static_cast<cudaStream_t>(peerStream(ops));
   for (const DevicePeerPlan::SelfCopy& copy : plan.copies)
@@ -837,7 +837,7 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops, bool launchedInRun) {
   work.timeoutNs = timeoutNs_;
   work.failure = failureOnDevice_;
   work.stopped = stopped_;
-  work.queue = admitKernel(stream, !launchedInRun, /*collectives=*/0);
+  work.queue = admitKernel(stream, /*collectives=*/0);
   orderAfterLastLaunch(stream);
   launchPeers(work, stream);
   launched(stream);
@@ -864,14 +864,14 @@ void CudaExecutor::chooseLaunchRule(const std::vector<GpuOffer>& gpus, const Gpu
   gpuPeersStarted_.assign(gpuPeerStartWords_.size(), 0);
 }
 
-QueuedKernels CudaExecutor::admitKernel(void* stream, bool mayWait, int collectives) {
+QueuedKernels CudaExecutor::admitKernel(void* stream, int collectives) {
   if (launchRule_ == LaunchRule::None) return {};
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
   if (capture != cudaStreamCaptureStatusNone) return {};
   // The clock is read only once the call has to wait, once per look.
   std::optional<std::chrono::steady_clock::time_point> start;
-  while (mayWait) {
+  for (;;) {
     for (std::size_t i = 0; i < gpuPeerStartWords_.size(); ++i)
       gpuPeersStarted_[i] = __atomic_load_n(gpuPeerStartWords_[i], __ATOMIC_ACQUIRE);
     const LaunchWait wait = launchWait(launchRule_, maxUnfinished_, launches_,
@@ -953,62 +953,61 @@ void CudaExecutor::launched(void* stream) {
               "recording this communicator's last launch (cudaEventRecord)");
 }
 
-bool CudaExecutor::launchRings() {
-  const RingCalls& calls = ringCalls_;
-  // Only a call's first launch waits for its turn: the launches of one call
-  // (a group) go out together, since a group launched from one thread for
-  // several communicators queues each communicator's kernels in turn, and
-  // a wait in the middle would wait for kernels of another communicator
-  // that only this thread can launch, after.
-  bool launchedInRun = false;
-  std::size_t first = 0;
-  while (first < calls.plans.size()) {
-    const std::size_t size = ringLaunchSize(calls.plans, calls.streams, first, collectivesPerLaunch_);
-    DeviceRingLaunch launch{};
-    launch.ring = static_cast<const DeviceRing*>(ring_);
-    launch.timeoutNs = timeoutNs_;
-    launch.failure = failureOnDevice_;
-    launch.stopped = stopped_;
-    launch.count = static_cast<std::int32_t>(size);
-    int channels = 1;
-    for (std::size_t k = 0; k < size; ++k) {
-      const DeviceLaunchPlan& plan = calls.plans[first + k];
-      const core::Op& op = *calls.ops[first + k];
-      DeviceCollective& c = launch.collectives[k];
-      c.protocol = plan.protocol;
-      c.collective = plan.collective;
-      c.root = op.root;
-      c.channels = plan.channels;
-      c.in = op.send;
-      c.out = op.recv;
-      c.count = plan.count;
-      c.chunk = plan.chunk;
-      c.align = plan.align;
-      c.preMulScalar = plan.spec.scalarAt;
-      channels = std::max(channels, plan.channels);
-    }
-    void* stream = const_cast<void*>(calls.streams[first]);
-    launch.queue = admitKernel(stream, !launchedInRun, static_cast<int>(size));
-    launchedInRun = true;
-    orderAfterLastLaunch(stream);
-    launchRing(calls.plans[first].spec, launch, channels, static_cast<cudaStream_t>(stream));
-    launched(stream);
-    first += size;
-  }
-  return launchedInRun;
+std::uint64_t CudaExecutor::nextCollective() const {
+  return nextRingCall_ < ringCalls_.plans.size() ? ringCollectivesLaunched_ + 1 : kNoRingLaunch;
 }
 
-void CudaExecutor::run(std::span<const core::Op> ops) {
+void CudaExecutor::launchNext() {
   DeviceScope scope(ctx_.device);
-  bool peerWork = false;
+  const RingCalls& calls = ringCalls_;
+  const std::size_t first = nextRingCall_;
+  const std::size_t size = ringLaunchSize(calls.plans, calls.streams, first, collectivesPerLaunch_);
+  DeviceRingLaunch launch{};
+  launch.ring = static_cast<const DeviceRing*>(ring_);
+  launch.timeoutNs = timeoutNs_;
+  launch.failure = failureOnDevice_;
+  launch.stopped = stopped_;
+  launch.count = static_cast<std::int32_t>(size);
+  int channels = 1;
+  for (std::size_t k = 0; k < size; ++k) {
+    const DeviceLaunchPlan& plan = calls.plans[first + k];
+    const core::Op& op = *calls.ops[first + k];
+    DeviceCollective& c = launch.collectives[k];
+    c.protocol = plan.protocol;
+    c.collective = plan.collective;
+    c.root = op.root;
+    c.channels = plan.channels;
+    c.in = op.send;
+    c.out = op.recv;
+    c.count = plan.count;
+    c.chunk = plan.chunk;
+    c.align = plan.align;
+    c.preMulScalar = plan.spec.scalarAt;
+    channels = std::max(channels, plan.channels);
+  }
+  void* stream = const_cast<void*>(calls.streams[first]);
+  launch.queue = admitKernel(stream, static_cast<int>(size));
+  // Counted once admitted: a launch refused (a failure, a timeout) leaves
+  // the call unfinished, and the communicator broken.
+  nextRingCall_ = first + size;
+  ringCollectivesLaunched_ += size;
+  orderAfterLastLaunch(stream);
+  launchRing(calls.plans[first].spec, launch, channels, static_cast<cudaStream_t>(stream));
+  launched(stream);
+}
+
+void CudaExecutor::begin(std::span<const core::Op> ops) {
+  DeviceScope scope(ctx_.device);
   RingCalls& calls = ringCalls_;
   calls.plans.clear();
   calls.ops.clear();
   calls.streams.clear();
+  nextRingCall_ = 0;
+  peerWork_ = false;
   for (const core::Op& op : ops) {
     if (auto failed = failure()) throw *failed;
     if (isPeerKind(op.kind)) {
-      peerWork = true;  // all of the group's at once, below
+      peerWork_ = true;  // all of the group's at once, in end()
       continue;
     }
     const DeviceLaunchPlan plan = planDeviceLaunch(op, shape_);
@@ -1024,14 +1023,23 @@ void CudaExecutor::run(std::span<const core::Op> ops) {
     calls.ops.push_back(&op);
     calls.streams.push_back(streamOf(op));
   }
-  const bool launchedInRun = launchRings();
-  if (peerWork) runPeers(ops, launchedInRun);
+}
+
+void CudaExecutor::end(std::span<const core::Op> ops) {
+  DeviceScope scope(ctx_.device);
+  if (peerWork_) runPeers(ops);
   // The C++ API's calls: the host waits for the device (core::Op).
   if (std::any_of(ops.begin(), ops.end(), [](const core::Op& op) { return op.completeOnReturn; })) {
     cudaCheck(cudaStreamSynchronize(static_cast<cudaStream_t>(ownStream())),
               "waiting for the communicator's stream (cudaStreamSynchronize)");
     if (auto failed = failure()) throw *failed;
   }
+}
+
+void CudaExecutor::run(std::span<const core::Op> ops) {
+  begin(ops);
+  while (nextCollective() != kNoRingLaunch) launchNext();
+  end(ops);
 }
 
 }  // namespace hora::device

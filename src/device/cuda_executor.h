@@ -112,6 +112,18 @@ class CudaExecutor final : public core::Executor {
   // kernel and a stream), and one point-to-point kernel for all of the
   // sends and receives.
   void run(std::span<const core::Op> ops) override;
+  // run() in steps, for a thread that makes the calls of several ranks of
+  // its GPU at once (core::Communicator::executeOnDevices): begin() plans
+  // the call and makes its copies; nextCollective() is the number of the
+  // first collective of the next ring launch (kNoRingLaunch: none left),
+  // launchNext() makes that launch; end() launches the point-to-point
+  // kernel and, for the C++ API's calls, waits for the stream. The thread
+  // makes the ranks' ring launches in the order launch_order.h gives
+  // (nextLaunchOf). Every launch waits for its turn (admitKernel).
+  void begin(std::span<const core::Op> ops);
+  std::uint64_t nextCollective() const;
+  void launchNext();
+  void end(std::span<const core::Op> ops);
   // Raises every flag the waits of this rank's kernels poll, naming
   // `origin` (this rank where -1): they end, and pass the stop on.
   void abort(int origin = -1) override;
@@ -140,7 +152,7 @@ class CudaExecutor final : public core::Executor {
   void watchPeerProcesses(std::vector<ProcessWatch::Watched> peers);
   // The group's sends and receives (ops of peer kinds) in one launch, and
   // the copies of its sends to this rank.
-  void runPeers(std::span<const core::Op> ops, bool launchedInRun);
+  void runPeers(std::span<const core::Op> ops);
   // Where `op` runs: the caller's stream, or the communicator's own for
   // the C++ API's calls without one (core::Op::completeOnReturn).
   void* streamOf(const core::Op& op) const;
@@ -165,17 +177,20 @@ class CudaExecutor final : public core::Executor {
     std::vector<const void*> streams;
   };
   RingCalls ringCalls_;
-  // Launches ringCalls_, several per launch where they share a kernel and
-  // a stream (device_plan.h, ringLaunchSize). Returns whether it launched
-  // anything.
-  bool launchRings();
+  // The first of ringCalls_ not launched yet (launchNext takes several per
+  // launch where they share a kernel and a stream: device_plan.h,
+  // ringLaunchSize), and whether the call has point-to-point work.
+  std::size_t nextRingCall_ = 0;
+  bool peerWork_ = false;
+  // Collectives launched in ring kernels, counted alike on every rank: the
+  // numbers nextCollective() gives.
+  std::uint64_t ringCollectivesLaunched_ = 0;
   // Before a kernel launch on `stream` (a ring kernel of `collectives`
   // collectives; 0 for point-to-point work):
-  // waits, if mayWait, until launchRule_ lets this rank launch (the header
-  // says why), then gives the launch its numbers; 0 where nothing is
-  // counted. Throws the rank's failure, an abort, or a timeout naming what
-  // it waited for.
-  QueuedKernels admitKernel(void* stream, bool mayWait, int collectives);
+  // waits until launchRule_ lets this rank launch (the header says why),
+  // then gives the launch its numbers; 0 where nothing is counted. Throws
+  // the rank's failure, an abort, or a timeout naming what it waited for.
+  QueuedKernels admitKernel(void* stream, int collectives);
   // Why admitKernel has waited longer than HORA_TIMEOUT (launch_order.h).
   [[noreturn]] void launchWaitTimedOut(const LaunchWait& wait) const;
   // Every kernel of this communicator uses the same FIFOs, so none may

@@ -35,4 +35,12 @@ LaunchRuleChoice groupLaunchRule(std::span<const long long> settings, bool every
   return chosen.rule == LaunchRule::Started && !everyWord ? safe : chosen;
 }
 
+std::size_t nextLaunchOf(std::span<const std::uint64_t> nextCollective) {
+  std::size_t chosen = nextCollective.size();
+  for (std::size_t i = 0; i < nextCollective.size(); ++i)
+    if (nextCollective[i] != kNoRingLaunch && (chosen == nextCollective.size() || nextCollective[i] < nextCollective[chosen]))
+      chosen = i;
+  return chosen;
+}
+
 }  // namespace hora::device

@@ -38,14 +38,23 @@
 // the right kernel; numbered per launch, they would not (the model test
 // shows both).
 //
-// What the rule does not cover (the executor applies it per communicator,
-// to a call's first launch): a call that launches several kernels per
-// rank (a group whose collectives need several launches, or collectives
-// and point-to-point work: the second goes out without waiting), kernels
-// of another communicator on the same streams, kernels the program itself
-// puts there between calls, and replays of captured graphs. Each can
-// still stand in a shared queue in front of a peer's kernel (not seen; an
-// order kept per GPU across communicators would end it).
+// Every launch of a call waits, not only its first: a group whose
+// collectives need several launches (more than a launch holds, other
+// kernels, other streams, or collectives and point-to-point work) would
+// otherwise put its second launch into a shared queue in front of a
+// peer's first. A thread that makes the calls of several ranks of the GPU
+// at once (a group over ranks of one process, api/group.cc) cannot wait in
+// the middle of one rank's call for a peer's launch it has not made yet;
+// so it makes the ranks' launches in the order of their collectives'
+// numbers (nextLaunchOf), and a launch then waits only for kernels already
+// launched, by this thread or by another (the proof is in nextLaunchOf's
+// comment).
+//
+// What the rule does not cover: kernels of another communicator on the
+// same streams, kernels the program itself puts there between calls, and
+// replays of captured graphs. Each can still stand in a shared queue in
+// front of a peer's kernel (not seen; an order kept per GPU across
+// communicators would end it).
 #pragma once
 
 #include <cstdint>
@@ -89,5 +98,26 @@ LaunchRuleChoice launchRuleFromSetting(long long maxQueued);
 // their common setting's rule; Started only where every member has a word;
 // one unfinished kernel where they lack words or disagree.
 LaunchRuleChoice groupLaunchRule(std::span<const long long> settings, bool everyWord);
+
+// One thread making the calls of several ranks at once: `nextCollective[i]`
+// is the number of the first collective of rank i's next ring launch
+// (kNoRingLaunch where its call has none left). Returns the index of the
+// rank to launch next, the lowest number first (the first such rank on a
+// tie), or nextCollective.size() when no ring launch is left; point-to-point
+// kernels go after every ring launch of the group.
+//
+// Why no thread then waits forever for a launch: a launch beginning at
+// collective f waits for each peer to start its kernel holding f - 1,
+// which begins at or before f - 1. If a thread A stood at a launch of
+// number f waiting for a thread B to launch such a kernel (first number
+// at most f - 1) while B stood at a launch of number g waiting for A the
+// same way, B would have chosen g before f - 1 (g <= f - 1) and A f before
+// g - 1 (f <= g - 1), which cannot both hold; a longer cycle fails the
+// same way. Numbers of different communicators compare as well as those
+// of one. (The argument takes each thread's launches in one order of
+// numbers: so it covers one group, or threads that group their calls
+// alike, such as one thread per rank or one thread for every rank.)
+inline constexpr std::uint64_t kNoRingLaunch = ~std::uint64_t{0};
+std::size_t nextLaunchOf(std::span<const std::uint64_t> nextCollective);
 
 }  // namespace hora::device

@@ -107,29 +107,43 @@ LaunchPolicy policyOf(LaunchRule rule) {
 enum class Numbering { PerCollective, PerLaunch };
 
 // A launch of one send/receive or of one to several collectives; `waits`:
-// the rule holds it back (the executor applies it to a call's first launch
-// only, so a call of several launches sends the others without waiting).
+// the rule holds it back (the executor applies it to every launch; until
+// 2026-11-27 only to a call's first, and the tests below show what that
+// left open).
 struct Launch {
   std::vector<Op> ops;
   bool waits = true;
 };
 
+// A host thread's launches, in its order: (rank, index into that rank's
+// program). One thread per rank makes each rank's program in turn; one
+// thread for several ranks makes their calls (groups) together.
+using Driver = std::vector<std::pair<std::size_t, std::size_t>>;
+
 class QueueModel {
  public:
-  // `programs`: each rank's launches, in order.
+  // `programs`: each rank's launches, in order; `drivers`: the threads
+  // that make them (none given: one per rank).
   QueueModel(std::vector<std::vector<Launch>> programs, int queues, LaunchPolicy policy, std::uint64_t seed,
-             Numbering numbering = Numbering::PerCollective)
+             Numbering numbering = Numbering::PerCollective, std::vector<Driver> drivers = {})
       : programs_(std::move(programs)), queues_(static_cast<std::size_t>(queues)), policy_(std::move(policy)),
-        numbering_(numbering), random_(seed), ranks_(programs_.size()) {
+        numbering_(numbering), random_(seed), ranks_(programs_.size()), drivers_(std::move(drivers)) {
     for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r].queue = static_cast<int>(random_() % queues_.size());
+    if (drivers_.empty())
+      for (std::size_t r = 0; r < programs_.size(); ++r) {
+        drivers_.emplace_back();
+        for (std::size_t l = 0; l < programs_[r].size(); ++l) drivers_.back().push_back({r, l});
+      }
+    driven_.assign(drivers_.size(), 0);
   }
 
   // True where every kernel ended; false at a deadlock.
   bool run() {
     for (;;) {
       std::vector<std::function<void()>> possible;
-      for (std::size_t r = 0; r < ranks_.size(); ++r)
-        if (mayLaunch(r)) possible.push_back([this, r] { launch(r); });
+      for (std::size_t d = 0; d < drivers_.size(); ++d)
+        if (driven_[d] < drivers_[d].size() && mayLaunch(drivers_[d][driven_[d]].first))
+          possible.push_back([this, d] { launch(drivers_[d][driven_[d]++].first); });
       for (auto& queue : queues_)
         if (!queue.empty() && previousEnded(queue.front())) possible.push_back([this, &queue] { start(queue); });
       for (std::size_t k = 0; k < kernels_.size(); ++k)
@@ -215,6 +229,8 @@ class QueueModel {
   std::vector<Rank> ranks_;
   std::vector<Kernel> kernels_;
   std::vector<long> previous_;  // per kernel: its rank's kernel before it (-1: none)
+  std::vector<Driver> drivers_;
+  std::vector<std::size_t> driven_;  // per driver: launches made
 };
 
 // Programs of `events` collectives and, where `pairs`, sends and receives
@@ -287,13 +303,145 @@ TEST(LaunchOrderModel, TheStartedRuleNeverDeadlocksWithLaunchesOfSeveralCollecti
   EXPECT_GT(deadlocks(policyOf(LaunchRule::Started), false, 2000, 3, Numbering::PerLaunch), 0);
 }
 
-// What the rule does not cover (launch_order.h): a call whose collectives
-// need several launches (more than a launch holds, other kernels, other
-// streams) sends all but its first without waiting, and one of them can
-// then stand in a shared queue in front of a peer's kernel that its rank's
-// earlier launch waits for.
+// Why every launch of a call waits (launch_order.h): a call whose
+// collectives need several launches (more than a launch holds, other
+// kernels, other streams) that sent all but its first without waiting
+// could put one of them into a shared queue in front of a peer's kernel
+// that its rank's earlier launch waits for.
 TEST(LaunchOrderModel, LaunchesThatDoNotWaitCanDeadlockEvenUnderTheRule) {
   EXPECT_GT(deadlocks(policyOf(LaunchRule::Started), false, 2000, 3, Numbering::PerCollective, true), 0);
+}
+
+// Calls made as groups by threads that each drive several ranks (as
+// ncclCommInitAll's ranks, one thread for all of them, or a thread for
+// some). Each call is 1 to 6 collectives, cut by each rank into launches
+// of 1 to 3 on its own, or one send/receive pair.
+enum class GroupLaunching {
+  // Each thread makes its ranks' ring launches of a call in the order of
+  // their first collectives (nextLaunchOf), every launch waiting, as
+  // core::Communicator::executeOnDevices does.
+  Interleaved,
+  // The same order, but only each rank's first launch of a call waits.
+  InterleavedFirstWaits,
+  // Rank after rank, only each rank's first launch of a call waiting, as
+  // before 2026-11-27.
+  RankAfterRank,
+};
+struct GroupedPrograms {
+  std::vector<std::vector<Launch>> programs;
+  std::vector<Driver> drivers;
+};
+
+GroupedPrograms groupedPrograms(int ranks, int threads, int calls, GroupLaunching how, std::mt19937_64& random) {
+  const bool interleaved = how != GroupLaunching::RankAfterRank;
+  GroupedPrograms made;
+  made.programs.resize(static_cast<std::size_t>(ranks));
+  made.drivers.resize(static_cast<std::size_t>(threads));
+  std::vector<std::size_t> driverOf(static_cast<std::size_t>(ranks));
+  for (std::size_t r = 0; r < driverOf.size(); ++r)
+    driverOf[r] = r < static_cast<std::size_t>(threads) ? r : random() % static_cast<std::size_t>(threads);
+  std::vector<std::uint64_t> numbered(static_cast<std::size_t>(ranks), 0);  // collectives per rank so far
+  int event = 0;
+  for (int call = 0; call < calls; ++call) {
+    // Per rank: this call's launches (indexes into its program) and the
+    // number of each one's first collective.
+    std::vector<std::vector<std::pair<std::size_t, std::uint64_t>>> launches(static_cast<std::size_t>(ranks));
+    if (random() % 4 == 0) {
+      const int a = static_cast<int>(random() % static_cast<unsigned>(ranks));
+      const int b = (a + 1 + static_cast<int>(random() % static_cast<unsigned>(ranks - 1))) % ranks;
+      for (const auto& [self, other] : {std::pair{a, b}, std::pair{b, a}}) {
+        auto& program = made.programs[static_cast<std::size_t>(self)];
+        program.push_back({{{event, false, other}}, true});
+        launches[static_cast<std::size_t>(self)].push_back({program.size() - 1, kNoRingLaunch});
+      }
+      ++event;
+    } else {
+      const int collectives = 1 + static_cast<int>(random() % 6);
+      for (std::size_t r = 0; r < launches.size(); ++r) {
+        auto& program = made.programs[r];
+        for (int c = 0; c < collectives;) {
+          const int size = std::min(collectives - c, 1 + static_cast<int>(random() % 3));
+          Launch launch;
+          for (int k = 0; k < size; ++k) launch.ops.push_back({event + c + k, true, -1});
+          launch.waits = how == GroupLaunching::Interleaved || c == 0;
+          program.push_back(launch);
+          launches[r].push_back({program.size() - 1, numbered[r] + 1});
+          numbered[r] += static_cast<std::uint64_t>(size);
+          c += size;
+        }
+      }
+      event += collectives;
+    }
+    for (std::size_t d = 0; d < made.drivers.size(); ++d) {
+      Driver& driver = made.drivers[d];
+      std::vector<std::size_t> mine;
+      for (std::size_t r = 0; r < driverOf.size(); ++r)
+        if (driverOf[r] == d) mine.push_back(r);
+      if (!interleaved) {
+        for (std::size_t r : mine)
+          for (const auto& [index, first] : launches[r]) driver.push_back({r, index});
+        continue;
+      }
+      std::vector<std::size_t> taken(mine.size(), 0);
+      std::vector<std::uint64_t> next(mine.size());
+      for (;;) {
+        for (std::size_t i = 0; i < mine.size(); ++i) {
+          const auto& own = launches[mine[i]];
+          next[i] = taken[i] < own.size() ? own[taken[i]].second : kNoRingLaunch;
+        }
+        const std::size_t i = nextLaunchOf(next);
+        if (i == mine.size()) break;
+        driver.push_back({mine[i], launches[mine[i]][taken[i]++].first});
+      }
+      // Point-to-point kernels after every ring launch of the group.
+      for (std::size_t k = 0; k < mine.size(); ++k)
+        for (std::size_t t = taken[k]; t < launches[mine[k]].size(); ++t)
+          driver.push_back({mine[k], launches[mine[k]][t].first});
+    }
+  }
+  return made;
+}
+
+int groupDeadlocks(GroupLaunching how, int runs, bool oneThread) {
+  std::mt19937_64 random(777);
+  int deadlocked = 0;
+  for (int i = 0; i < runs; ++i) {
+    const int ranks = 2 + static_cast<int>(random() % 3);
+    const int threads = oneThread ? 1 : 1 + static_cast<int>(random() % static_cast<unsigned>(ranks));
+    const int queues = 1 + static_cast<int>(random() % 2);
+    GroupedPrograms made = groupedPrograms(ranks, threads, 6, how, random);
+    QueueModel model(std::move(made.programs), queues, policyOf(LaunchRule::Started), random(),
+                     Numbering::PerCollective, std::move(made.drivers));
+    if (!model.run()) ++deadlocked;
+  }
+  return deadlocked;
+}
+
+TEST(LaunchOrder, OneThreadLaunchesItsRanksInTheOrderOfTheirCollectives) {
+  const std::vector<std::uint64_t> next = {9, 4, kNoRingLaunch, 4};
+  EXPECT_EQ(nextLaunchOf(next), 1u);  // the lowest number, the first on a tie
+  const std::vector<std::uint64_t> none = {kNoRingLaunch, kNoRingLaunch};
+  EXPECT_EQ(nextLaunchOf(none), 2u);
+  EXPECT_EQ(nextLaunchOf(std::span<const std::uint64_t>{}), 0u);
+}
+
+TEST(LaunchOrderModel, ThreadsLaunchingSeveralRanksNeverDeadlockInTheOrderOfTheCollectives) {
+  EXPECT_EQ(groupDeadlocks(GroupLaunching::Interleaved, 2000, true), 0);
+  EXPECT_EQ(groupDeadlocks(GroupLaunching::Interleaved, 2000, false), 0);
+}
+
+// Before: a thread made each rank's part of a group in turn, only its first
+// launch waiting; a rank's second launch could then stand in a queue in
+// front of the first launch of a rank the same thread had yet to make.
+TEST(LaunchOrderModel, ThreadsLaunchingRankAfterRankCanDeadlock) {
+  EXPECT_GT(groupDeadlocks(GroupLaunching::RankAfterRank, 2000, true), 0);
+}
+
+// The order alone is enough for one thread that launches every rank, not
+// where other threads launch some: then every launch must wait.
+TEST(LaunchOrderModel, InTheOrderOfTheCollectivesEveryLaunchMustStillWait) {
+  EXPECT_EQ(groupDeadlocks(GroupLaunching::InterleavedFirstWaits, 2000, true), 0);
+  EXPECT_GT(groupDeadlocks(GroupLaunching::InterleavedFirstWaits, 2000, false), 0);
 }
 
 TEST(LaunchOrderModel, OneUnfinishedKernelPerRankNeverDeadlocks) {

@@ -300,9 +300,11 @@ TEST(DeviceCollectives, EveryKindTypeAndReductionMatchesTheReference) {
 // rank 0 alternates two streams, so that it cuts the group into a launch
 // per collective while the others fuse them (the launch rule numbers
 // collectives, not launches). One thread launches every rank's kernels,
-// several per rank, and only a call's first launch waits its turn: this
-// relies on the ranks' streams landing on separate hardware queues, which
-// gpu_main's CUDA_DEVICE_MAX_CONNECTIONS=32 gives for a few ranks.
+// several per rank, in the order of their collectives, each waiting its
+// turn (device/launch_order.h, nextLaunchOf). The suite runs it again with
+// one hardware queue for every stream (CUDA_DEVICE_MAX_CONNECTIONS=1,
+// `gpu device_collectives_one_queue`), where a rank's second launch made
+// before a peer's first would stand in front of it and never start.
 TEST(DeviceCollectives, AGroupOfManyCollectivesMatchesTheReference) {
   for (int n : {2, 3, 4}) {
     Ranks ranks(n);
