@@ -573,46 +573,64 @@ void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
 }
 
 void Communicator::executeOnDevices(std::span<const DevicePart> parts) {
-  const bool queued = std::any_of(parts.begin(), parts.end(), [](const DevicePart& part) {
-    return part.comm->queuedTasks_.load(std::memory_order_acquire) != 0;
-  });
 #if HORA_HAVE_CUDA
-  if (parts.size() > 1 && !queued) {
-    for (const DevicePart& part : parts) part.comm->checkUsable();
-    std::vector<ExecutionClaim> claims;
-    claims.reserve(parts.size());
-    for (const DevicePart& part : parts)
-      claims.push_back(part.comm->claimExecution("a collective or point-to-point call came"));
-    // Each step as execute() runs a call: under the rank's name in the log,
-    // a failure breaking its communicator.
-    auto step = [&](std::size_t i, auto&& action) {
-      Communicator& comm = *parts[i].comm;
-      log::ScopedThreadRank logRank(comm.rank_);
-      try {
-        action(static_cast<device::CudaExecutor&>(*comm.cudaExecutor_));
-      } catch (const Error& error) {
-        comm.failBroken(error);
-      }
-    };
-    for (std::size_t i = 0; i < parts.size(); ++i)
-      step(i, [&](device::CudaExecutor& executor) { executor.begin(parts[i].ops); });
+  // Work queued for a part's worker thread runs first, as execute() would
+  // run after it (not in turn through execute(): every launch waits for
+  // its turn, and a part's second launch would wait for a launch of a
+  // later part that this thread had yet to make).
+  for (const DevicePart& part : parts)
+    if (part.comm->queuedTasks_.load(std::memory_order_acquire) != 0) part.comm->submit({})->wait();
+  for (const DevicePart& part : parts) part.comm->checkUsable();
+  std::vector<ExecutionClaim> claims;
+  claims.reserve(parts.size());
+  for (const DevicePart& part : parts)
+    claims.push_back(part.comm->claimExecution("a collective or point-to-point call came"));
+  auto executor = [&](std::size_t i) -> device::CudaExecutor& {
+    return static_cast<device::CudaExecutor&>(*parts[i].comm->cudaExecutor_);
+  };
+  // Each step as execute() runs a call: under the rank's name in the log,
+  // a failure breaking its communicator.
+  std::size_t current = 0;
+  auto step = [&](std::size_t i, auto&& action) {
+    current = i;
+    Communicator& comm = *parts[i].comm;
+    log::ScopedThreadRank logRank(comm.rank_);
+    try {
+      action(executor(i));
+    } catch (const Error& error) {
+      comm.failBroken(error);
+    }
+  };
+  std::size_t begun = 0, ended = 0;
+  try {
+    for (; begun < parts.size(); ++begun) step(begun, [&](device::CudaExecutor& e) { e.begin(parts[begun].ops); });
     std::vector<std::uint64_t> next(parts.size());
     for (;;) {
-      for (std::size_t i = 0; i < parts.size(); ++i)
-        next[i] = static_cast<device::CudaExecutor&>(*parts[i].comm->cudaExecutor_).nextCollective();
+      for (std::size_t i = 0; i < parts.size(); ++i) next[i] = executor(i).nextCollective();
       const std::size_t i = device::nextLaunchOf(next);
       if (i == parts.size()) break;
-      step(i, [](device::CudaExecutor& executor) { executor.launchNext(); });
+      step(i, [](device::CudaExecutor& e) { e.launchNext(); });
     }
-    for (std::size_t i = 0; i < parts.size(); ++i)
-      step(i, [&](device::CudaExecutor& executor) { executor.end(parts[i].ops); });
-    return;
+    for (; ended < parts.size(); ++ended) step(ended, [&](device::CudaExecutor& e) { e.end(parts[ended].ops); });
+  } catch (const Error& cause) {
+    // The other parts that launched some of their kernels and not the rest
+    // leave their peers waiting for the rest: they are broken too, naming
+    // what ended the group.
+    for (std::size_t i = ended; i < begun; ++i) {
+      if (i == current || !executor(i).launchedInCall()) continue;
+      Communicator& comm = *parts[i].comm;
+      try {
+        comm.failBroken(Error(cause.kind(),
+                              strCat("rank ", comm.rank_, ": its part of a group was left half launched when ",
+                                     "the group failed on another communicator: ", cause.what())));
+      } catch (const Error&) {
+      }
+    }
+    throw;
   }
-#endif
-  // One communicator, or one with asynchronous work queued, behind which
-  // its part must wait: each part in turn.
-  (void)queued;
+#else
   for (const DevicePart& part : parts) part.comm->execute(part.ops, MemoryKind::Device);
+#endif
 }
 
 std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops, MemoryKind memory) {

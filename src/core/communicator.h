@@ -102,7 +102,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // its turn (device/launch_order.h, nextLaunchOf: ranks of one process
   // that share a GPU and are driven by one thread then never queue a
   // kernel in front of one it waits for). The failure of one breaks that
-  // communicator and ends the group there, as execute() in turn would.
+  // communicator and ends the group there; the others that had launched
+  // some of their kernels and not the rest are broken too (their peers
+  // would wait for the rest), those that had launched nothing are not.
   struct DevicePart {
     Communicator* comm;
     std::span<const Op> ops;

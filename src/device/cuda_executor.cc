@@ -1028,6 +1028,12 @@ void CudaExecutor::begin(std::span<const core::Op> ops) {
 void CudaExecutor::end(std::span<const core::Op> ops) {
   DeviceScope scope(ctx_.device);
   if (peerWork_) runPeers(ops);
+  // Nothing of the call is kept past it (the ops are the caller's).
+  ringCalls_.plans.clear();
+  ringCalls_.ops.clear();
+  ringCalls_.streams.clear();
+  nextRingCall_ = 0;
+  peerWork_ = false;
   // The C++ API's calls: the host waits for the device (core::Op).
   if (std::any_of(ops.begin(), ops.end(), [](const core::Op& op) { return op.completeOnReturn; })) {
     cudaCheck(cudaStreamSynchronize(static_cast<cudaStream_t>(ownStream())),

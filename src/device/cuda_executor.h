@@ -124,6 +124,9 @@ class CudaExecutor final : public core::Executor {
   std::uint64_t nextCollective() const;
   void launchNext();
   void end(std::span<const core::Op> ops);
+  // Between begin() and end(): whether a ring kernel of the call has been
+  // launched.
+  bool launchedInCall() const { return nextRingCall_ > 0; }
   // Raises every flag the waits of this rank's kernels poll, naming
   // `origin` (this rank where -1): they end, and pass the stop on.
   void abort(int origin = -1) override;

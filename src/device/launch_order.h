@@ -51,8 +51,10 @@
 // comment).
 //
 // What the rule does not cover: kernels of another communicator on the
-// same streams, kernels the program itself puts there between calls, and
-// replays of captured graphs. Each can still stand in a shared queue in
+// same streams, kernels the program itself puts there between calls,
+// replays of captured graphs, a thread that makes several ranks' calls
+// outside one group (NCCL requires a group for that), and threads that
+// group calls over several communicators differently (nextLaunchOf). Each can still stand in a shared queue in
 // front of a peer's kernel (not seen; an order kept per GPU across
 // communicators would end it).
 #pragma once
@@ -113,10 +115,14 @@ LaunchRuleChoice groupLaunchRule(std::span<const long long> settings, bool every
 // at most f - 1) while B stood at a launch of number g waiting for A the
 // same way, B would have chosen g before f - 1 (g <= f - 1) and A f before
 // g - 1 (f <= g - 1), which cannot both hold; a longer cycle fails the
-// same way. Numbers of different communicators compare as well as those
-// of one. (The argument takes each thread's launches in one order of
-// numbers: so it covers one group, or threads that group their calls
-// alike, such as one thread per rank or one thread for every rank.)
+// same way. A point-to-point kernel ends its rank's part of the group and
+// waits only for ring kernels of it, all launched before it. The argument
+// orders each thread's launches by number within a group, and its groups
+// one after the other: so it holds where threads group their calls alike
+// (one thread per rank; one thread for every rank; threads whose groups
+// cover the same communicators). Where they differ, a thread that groups
+// calls of two communicators can stand at one's launch while another
+// thread, which makes them in separate groups, stands at the other's.
 inline constexpr std::uint64_t kNoRingLaunch = ~std::uint64_t{0};
 std::size_t nextLaunchOf(std::span<const std::uint64_t> nextCollective);
 

@@ -315,7 +315,9 @@ TEST(LaunchOrderModel, LaunchesThatDoNotWaitCanDeadlockEvenUnderTheRule) {
 // Calls made as groups by threads that each drive several ranks (as
 // ncclCommInitAll's ranks, one thread for all of them, or a thread for
 // some). Each call is 1 to 6 collectives, cut by each rank into launches
-// of 1 to 3 on its own, or one send/receive pair.
+// of 1 to 3 on its own, and sometimes a send/receive pair after them (the
+// pair's kernel comes after the call's ring launches, as end() makes it),
+// or one send/receive pair alone.
 enum class GroupLaunching {
   // Each thread makes its ranks' ring launches of a call in the order of
   // their first collectives (nextLaunchOf), every launch waiting, as
@@ -346,15 +348,20 @@ GroupedPrograms groupedPrograms(int ranks, int threads, int calls, GroupLaunchin
     // Per rank: this call's launches (indexes into its program) and the
     // number of each one's first collective.
     std::vector<std::vector<std::pair<std::size_t, std::uint64_t>>> launches(static_cast<std::size_t>(ranks));
-    if (random() % 4 == 0) {
+    // A pair's kernel: the call's first launch of its two ranks, or after
+    // their ring launches (waiting then only where every launch waits).
+    auto addPair = [&](bool alone) {
       const int a = static_cast<int>(random() % static_cast<unsigned>(ranks));
       const int b = (a + 1 + static_cast<int>(random() % static_cast<unsigned>(ranks - 1))) % ranks;
       for (const auto& [self, other] : {std::pair{a, b}, std::pair{b, a}}) {
         auto& program = made.programs[static_cast<std::size_t>(self)];
-        program.push_back({{{event, false, other}}, true});
+        program.push_back({{{event, false, other}}, alone || how == GroupLaunching::Interleaved});
         launches[static_cast<std::size_t>(self)].push_back({program.size() - 1, kNoRingLaunch});
       }
       ++event;
+    };
+    if (random() % 4 == 0) {
+      addPair(true);
     } else {
       const int collectives = 1 + static_cast<int>(random() % 6);
       for (std::size_t r = 0; r < launches.size(); ++r) {
@@ -371,6 +378,7 @@ GroupedPrograms groupedPrograms(int ranks, int threads, int calls, GroupLaunchin
         }
       }
       event += collectives;
+      if (random() % 3 == 0) addPair(false);
     }
     for (std::size_t d = 0; d < made.drivers.size(); ++d) {
       Driver& driver = made.drivers[d];
