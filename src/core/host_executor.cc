@@ -87,6 +87,7 @@ void HostExecutor::runCollective(const Op& op) {
 void HostExecutor::runSchedule(const Op& op, const Plan& plan, Algorithm algorithm) {
   HostPrimitives::Options options;
   options.streamingStores = plan.streamingStores;
+  options.streamingFifo = plan.streamingFifo;
   options.singleCopy = plan.singleCopy;
   options.alignStreams = algorithm != Algorithm::Direct;
   options.protocol = plan.protocol;

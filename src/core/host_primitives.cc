@@ -5,6 +5,7 @@
 #include "algorithms/primitives.h"
 #include "base/error.h"
 #include "kernels/copy_host.h"
+#include "kernels/reduce_many.h"
 #include "kernels/reduce_arguments.h"
 
 namespace hora::core {
@@ -35,6 +36,7 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
       elemSize_(dataTypeSize(spec.type)),
       hasPre_(spec.kind == kernels::ReduceKind::PreMulSum),
       streaming_(options.streamingStores),
+      streamingFifo_(options.streamingFifo),
       singleCopy_(options.singleCopy),
       alignStreams_(options.alignStreams),
       protocol_(options.protocol),
@@ -71,6 +73,7 @@ OutLink& HostPrimitives::to(int peer) {
   OutLink& link = links_.out[peer];
   if (link.connection != nullptr) return link;
   link.connection = attach(connector_.sendTo(peer));
+  link.connection->streamCopies(streamingFifo_);
   if (peer == ringNext_) ringNext_ = -1;
   if (stamp_ != nullptr) stampsToFlush_ = true;
   if (singleCopy_) {
@@ -279,7 +282,9 @@ void HostPrimitives::recvReduceInPlace(transport::RecvConnection& from,
     const std::size_t bytes = n * elemSize_;
     const char* local = inAt(inOffset + done);
     char* target = dst == nullptr ? nullptr : dst + done * elemSize_;
-    if ((sendInPlace || viaSlot) && target == local) {
+    if (sendInPlace && streamingFifo_) {
+      reduceIntoFifo(room.data(), target, local, data.data(), n, finalize);
+    } else if ((sendInPlace || viaSlot) && target == local) {
       // In place: the output's lines are in cache (just read); reduce there
       // and copy to the next rank.
       kernels::reduceHostUnchecked(spec_, target, local, data.data(), n, finalize);
@@ -297,6 +302,35 @@ void HostPrimitives::recvReduceInPlace(transport::RecvConnection& from,
     ProgressEngine::onConnection(from, [&] { from.consumeRead(bytes); });
     done += n;
   }
+}
+
+void HostPrimitives::reduceIntoFifo(char* room, char* target, const char* local, const char* remote,
+                                    std::size_t n, bool finalize) {
+  const std::size_t bytes = n * elemSize_;
+  // reduceHostMany's arithmetic is this reduction's (remote, then local
+  // combined into it) where it pre-multiplies nothing (the remote bytes
+  // were scaled where they began) and divides only a finished sum.
+  const bool many = spec_.kind != kernels::ReduceKind::PreMulSum &&
+                    (spec_.kind != kernels::ReduceKind::SumPostDiv || (finalize && target != nullptr));
+  if (target == local || (target != nullptr && (!streaming_ || !many))) {
+    // Into the output with ordinary stores (in place its lines are in cache,
+    // just read), then around the cache into the FIFO.
+    kernels::reduceHostUnchecked(spec_, target, local, remote, n, finalize);
+    kernels::copyStreaming(room, target, bytes);
+  } else if (many) {
+    // Into the FIFO and, where there is one, the output, both around the
+    // cache, in one pass.
+    void* outputs[2] = {room, target};
+    const void* inputs[2] = {remote, local};
+    kernels::reduceHostMany(spec_, outputs, target != nullptr ? 2 : 1, inputs, 2, n, true);
+  } else {
+    // A pre-multiplied sum or a division not yet due, on its way round
+    // the ring: ordinary stores.
+    kernels::reduceHostUnchecked(spec_, room, local, remote, n, false);
+    return;
+  }
+  // The next rank reads the FIFO once the slot is published.
+  kernels::streamingFence();
 }
 
 void HostPrimitives::recvReduceSend(int fromPeer, int toPeer, std::size_t inOffset,
@@ -340,7 +374,12 @@ void HostPrimitives::recvCopySend(int fromPeer, int toPeer, std::size_t outOffse
       std::span<char> room = waitRoom(target, 1, want);
       std::span<const char> data = waitData(source, 1);
       const std::size_t n = std::min({want, room.size(), data.size()});
-      std::memcpy(room.data(), data.data(), n);
+      if (streamingFifo_) {
+        kernels::copyStreaming(room.data(), data.data(), n);
+        kernels::streamingFence();
+      } else {
+        std::memcpy(room.data(), data.data(), n);
+      }
       ProgressEngine::onConnection(target, [&] { target.commitWritten(n); });
       copyOut(dst + done, data.data(), n);
       ProgressEngine::onConnection(source, [&] { source.consumeRead(n); });

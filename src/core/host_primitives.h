@@ -77,6 +77,10 @@ class HostPrimitives {
     // The output is large; copies into it bypass the cache
     // (kernels/copy_host.h).
     bool streamingStores = false;
+    // What goes into a FIFO bypasses the cache (Plan::streamingFifo):
+    // copies and reductions into the next rank's FIFO, and the copies the
+    // transport makes of posted buffers (SendConnection::streamCopies).
+    bool streamingFifo = false;
     // A collective that only moves data (all-gather, broadcast) may
     // describe its buffers to a peer instead of sending their bytes, where
     // that peer can read this process's memory: it then copies them once,
@@ -173,6 +177,11 @@ class HostPrimitives {
   // the result only goes on to `to`.
   void recvReduceInPlace(transport::RecvConnection& from, transport::SendConnection* to,
                          std::size_t inOffset, char* dst, std::size_t count, bool finalize);
+  // n elements of local and remote reduced into the next rank's FIFO at
+  // `room` and into `target` (null: none), the FIFO written around the
+  // cache (Options::streamingFifo).
+  void reduceIntoFifo(char* room, char* target, const char* local, const char* remote, std::size_t n,
+                      bool finalize);
 
   ProgressEngine& engine_;
   transport::Connector& connector_;
@@ -183,6 +192,7 @@ class HostPrimitives {
   std::size_t elemSize_;
   bool hasPre_;
   bool streaming_;
+  bool streamingFifo_;
   bool singleCopy_;
   bool alignStreams_;
   protocols::Protocol protocol_;

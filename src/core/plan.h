@@ -28,6 +28,9 @@ struct Plan {
   std::size_t chunkElems = 1;  // elements per ring step and channel
   std::size_t alignElems = 1;  // chunk starts fall on multiples of this
   bool streamingStores = false;
+  // What the collective writes into shared-memory FIFOs bypasses the cache
+  // (Tuning::fifoStreamingMinBytes says why).
+  bool streamingFifo = false;
   bool singleCopy = false;
   // Windows plans may find, once the ranks have compared their buffers,
   // that some rank's buffers lie outside windows: they then run as this

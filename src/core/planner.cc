@@ -75,6 +75,7 @@ Plan Planner::plan(const Op& op, const CommShape& shape) const {
   const bool reduces = op.kind == OpKind::AllReduce || op.kind == OpKind::ReduceScatter || op.kind == OpKind::Reduce;
   const std::size_t streamingMin = reduces ? tuning_.reductionStreamingMinBytes : tuning_.streamingMinBytes;
   plan.streamingStores = outputBytes >= streamingMin && !reducesInPlace;
+  plan.streamingFifo = std::max(op.bytes, outputBytes) >= tuning_.fifoStreamingMinBytes;
   // Single-copy steps move no bytes through the FIFOs: as large as a block,
   // since each step costs a system call, when every rank takes part.
   // Collectives that only move data take larger steps than reductions.

@@ -18,6 +18,8 @@ Tuning Tuning::fromEnvironment() {
   t.streamingMinSet = env::get({"HORA_STREAMING_MIN"}).has_value();
   t.streamingMinBytes = env::getBytes({"HORA_STREAMING_MIN"}, t.streamingMinBytes);
   t.reductionStreamingMinBytes = t.streamingMinBytes;
+  t.fifoStreamingMinSet = env::get({"HORA_FIFO_STREAMING_MIN"}).has_value();
+  t.fifoStreamingMinBytes = env::getBytes({"HORA_FIFO_STREAMING_MIN"}, t.fifoStreamingMinBytes);
   t.singleCopyMinBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MIN"}, t.singleCopyMinBytes);
   t.singleCopyMaxBytes = env::getBytes({"HORA_SHM_SINGLE_COPY_MAX"}, t.singleCopyMaxBytes);
   t.zeroCopyMinBytes = env::getBytes({"HORA_ZERO_COPY_MIN"}, t.zeroCopyMinBytes);
@@ -37,6 +39,7 @@ Tuning Tuning::fromEnvironment() {
 void Tuning::fitToSharedCpus(bool shared) {
   if (shmFifoBytes == 0) shmFifoBytes = shared ? kSharedCoresShmFifoBytes : kShmFifoBytes;
   if (shared && !streamingMinSet) reductionStreamingMinBytes = kSharedCoresStreamingMinBytes;
+  if (shared && !fifoStreamingMinSet) fifoStreamingMinBytes = ~std::size_t{0};
 }
 
 }  // namespace hora::core

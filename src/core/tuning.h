@@ -49,6 +49,17 @@ struct Tuning {
   std::size_t reductionStreamingMinBytes = 8 << 20;
   bool streamingMinSet = false;
   static constexpr std::size_t kSharedCoresStreamingMinBytes = 256 << 10;
+  // HORA_FIFO_STREAMING_MIN: collectives whose larger buffer has at least
+  // this many bytes write what they put into shared-memory FIFOs with
+  // non-temporal stores, so that the receiver reads it from memory instead
+  // of from the sender's cache. Moving cache lines from one CPU to another
+  // is what a virtual machine whose CPUs the host places far apart does
+  // slowly, and at these sizes the bytes would leave the cache before long
+  // anyway (docs/performance.md, "The slow mode"). Unset
+  // (fifoStreamingMinSet false), ranks that share CPUs keep ordinary stores:
+  // there the next rank on the same core reads the FIFO from the cache.
+  std::size_t fifoStreamingMinBytes = 8 << 20;
+  bool fifoStreamingMinSet = false;
   // HORA_SHM_SINGLE_COPY_MIN / MAX: all-gathers with outputs in [min, max)
   // copy once where they may (the planner says why only there).
   std::size_t singleCopyMinBytes = 1 << 20;
@@ -83,8 +94,8 @@ struct Tuning {
   // out-of-range values are InvalidArgument errors naming the variable.
   static Tuning fromEnvironment();
   // Settles what depends on whether ranks share CPUs (ranksShareCpus), for
-  // what the environment left unset: the FIFO size and the reductions'
-  // streaming threshold. Alike on every rank, as `shared` is.
+  // what the environment left unset: the FIFO size and the streaming
+  // thresholds. Alike on every rank, as `shared` is.
   void fitToSharedCpus(bool shared);
 };
 

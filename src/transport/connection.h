@@ -103,6 +103,11 @@ class SendConnection : public Connection {
     fail(ErrorKind::Internal, "this transport cannot send in place");
   }
 
+  // Whether the copies this connection makes of posted buffers into memory
+  // the receiver reads (a shared-memory FIFO) from now on bypass the cache
+  // (core::Plan::streamingFifo); a no-op elsewhere.
+  virtual void streamCopies(bool /*streaming*/) {}
+
   // Single copy: whether the receiver can read this process's memory
   // (RecvConnection::readPeerMemory), and how many bytes of the stream it
   // has taken in, so that a sender knows when a buffer it only described

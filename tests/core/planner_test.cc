@@ -118,6 +118,36 @@ TEST(Planner, TheStreamingThresholdFromTheEnvironmentIsBoth) {
   EXPECT_EQ(tuning.reductionStreamingMinBytes, std::size_t{1} << 20);
 }
 
+// FIFOs are written around the cache from the larger buffer's size up
+// (an all-gather's output counts), in place too; not where ranks share
+// CPUs, unless the environment asks.
+TEST(Planner, LargeCollectivesWriteFifosAroundTheCache) {
+  const Planner planner(defaults(), 2 << 20);
+  auto* a = reinterpret_cast<float*>(std::uintptr_t{1} << 32);
+  auto* b = reinterpret_cast<float*>(std::uintptr_t{2} << 32);
+  const std::size_t threshold = defaults().fifoStreamingMinBytes / 4;  // in floats
+  EXPECT_TRUE(planner.plan(makeOp(OpKind::AllReduce, a, a, threshold, DataType::Float32), {0, 2, false, false})
+                  .streamingFifo);
+  EXPECT_FALSE(planner.plan(makeOp(OpKind::AllReduce, a, b, threshold - 1, DataType::Float32), {0, 2, false, false})
+                   .streamingFifo);
+  // An all-gather's output is n times its input.
+  EXPECT_TRUE(planner.plan(makeOp(OpKind::AllGather, a, b, threshold / 2, DataType::Float32), {0, 2, false, false})
+                  .streamingFifo);
+  EXPECT_FALSE(planner.plan(makeOp(OpKind::AllGather, a, b, threshold / 4, DataType::Float32), {0, 2, false, false})
+                   .streamingFifo);
+
+  Tuning shared = defaults();
+  shared.fitToSharedCpus(true);
+  EXPECT_FALSE(Planner(shared, 2 << 20)
+                   .plan(makeOp(OpKind::AllReduce, a, b, 1 << 26, DataType::Float32), {0, 8, false, false})
+                   .streamingFifo);
+  ::setenv("HORA_FIFO_STREAMING_MIN", "1M", 1);
+  Tuning asked = Tuning::fromEnvironment();
+  ::unsetenv("HORA_FIFO_STREAMING_MIN");
+  asked.fitToSharedCpus(true);
+  EXPECT_EQ(asked.fifoStreamingMinBytes, std::size_t{1} << 20);
+}
+
 TEST(Planner, SmallMessagesTakeLLLargerOnesSimple) {
   Tuning tuning;
   tuning.llMaxBytes = 64;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "kernels/copy_host.h"
 #include "protocols/host_fifo.h"
 
 namespace hora::transport {
@@ -199,7 +200,12 @@ std::size_t ShmSendConnection::moveOut(const char* data, std::size_t bytes) {
   char* slot = nullptr;
   if (!simple_.tryRoom(&slot)) return 0;
   const std::size_t n = std::min<std::size_t>(bytes, header_->geometry.slotBytes);
-  std::memcpy(slot, data, n);
+  if (streamCopies_) {
+    kernels::copyStreaming(slot, data, n);
+    kernels::streamingFence();  // before the slot is published
+  } else {
+    std::memcpy(slot, data, n);
+  }
   publishSimple(n);
   return n;
 }
