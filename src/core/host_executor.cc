@@ -135,6 +135,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
   for (int peer = 0; peer < ctx_.nranks; ++peer) {
     if (peer == ctx_.rank) continue;
     auto& connection = ctx_.connector.sendTo(peer);
+    connection.streamCopies(false);  // a few bytes, read at once
     engine.add(&connection);
     connection.beginMessage(planner_.protocolFor(bytes));
     if (stamp != nullptr) connection.beginOperation(*stamp);

@@ -312,7 +312,7 @@ void HostPrimitives::reduceIntoFifo(char* room, char* target, const char* local,
   // were scaled where they began) and divides only a finished sum.
   const bool many = spec_.kind != kernels::ReduceKind::PreMulSum &&
                     (spec_.kind != kernels::ReduceKind::SumPostDiv || (finalize && target != nullptr));
-  if (target == local || (target != nullptr && (!streaming_ || !many))) {
+  if (target == local || (target != nullptr && !streaming_)) {
     // Into the output with ordinary stores (in place its lines are in cache,
     // just read), then around the cache into the FIFO.
     kernels::reduceHostUnchecked(spec_, target, local, remote, n, finalize);
@@ -324,9 +324,11 @@ void HostPrimitives::reduceIntoFifo(char* room, char* target, const char* local,
     const void* inputs[2] = {remote, local};
     kernels::reduceHostMany(spec_, outputs, target != nullptr ? 2 : 1, inputs, 2, n, true);
   } else {
-    // A pre-multiplied sum or a division not yet due, on its way round
-    // the ring: ordinary stores.
-    kernels::reduceHostUnchecked(spec_, room, local, remote, n, false);
+    // A pre-multiplied sum, or a division not yet due on its way round the
+    // ring: into the FIFO with ordinary stores, then the output around the
+    // cache, as without this option.
+    kernels::reduceHostUnchecked(spec_, room, local, remote, n, finalize && target != nullptr);
+    if (target != nullptr) copyOut(target, room, bytes);
     return;
   }
   // The next rank reads the FIFO once the slot is published.
