@@ -596,6 +596,7 @@ void Communicator::executeOnDevices(std::span<const DevicePart> parts) {
     Communicator& comm = *parts[i].comm;
     log::ScopedThreadRank logRank(comm.rank_);
     try {
+      device::DeviceScope scope(comm.device_);
       action(executor(i));
     } catch (const Error& error) {
       comm.failBroken(error);

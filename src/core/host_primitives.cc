@@ -376,12 +376,7 @@ void HostPrimitives::recvCopySend(int fromPeer, int toPeer, std::size_t outOffse
       std::span<char> room = waitRoom(target, 1, want);
       std::span<const char> data = waitData(source, 1);
       const std::size_t n = std::min({want, room.size(), data.size()});
-      if (streamingFifo_) {
-        kernels::copyStreaming(room.data(), data.data(), n);
-        kernels::streamingFence();
-      } else {
-        std::memcpy(room.data(), data.data(), n);
-      }
+      kernels::copyToPublish(room.data(), data.data(), n, streamingFifo_);
       ProgressEngine::onConnection(target, [&] { target.commitWritten(n); });
       copyOut(dst + done, data.data(), n);
       ProgressEngine::onConnection(source, [&] { source.consumeRead(n); });

@@ -958,7 +958,6 @@ std::uint64_t CudaExecutor::nextCollective() const {
 }
 
 void CudaExecutor::launchNext() {
-  DeviceScope scope(ctx_.device);
   const RingCalls& calls = ringCalls_;
   const std::size_t first = nextRingCall_;
   const std::size_t size = ringLaunchSize(calls.plans, calls.streams, first, collectivesPerLaunch_);
@@ -997,7 +996,6 @@ void CudaExecutor::launchNext() {
 }
 
 void CudaExecutor::begin(std::span<const core::Op> ops) {
-  DeviceScope scope(ctx_.device);
   RingCalls& calls = ringCalls_;
   calls.plans.clear();
   calls.ops.clear();
@@ -1026,7 +1024,6 @@ void CudaExecutor::begin(std::span<const core::Op> ops) {
 }
 
 void CudaExecutor::end(std::span<const core::Op> ops) {
-  DeviceScope scope(ctx_.device);
   if (peerWork_) runPeers(ops);
   // Nothing of the call is kept past it (the ops are the caller's).
   ringCalls_.plans.clear();
@@ -1043,6 +1040,7 @@ void CudaExecutor::end(std::span<const core::Op> ops) {
 }
 
 void CudaExecutor::run(std::span<const core::Op> ops) {
+  DeviceScope scope(ctx_.device);
   begin(ops);
   while (nextCollective() != kNoRingLaunch) launchNext();
   end(ops);

@@ -119,7 +119,9 @@ class CudaExecutor final : public core::Executor {
   // launchNext() makes that launch; end() launches the point-to-point
   // kernel and, for the C++ API's calls, waits for the stream. The thread
   // makes the ranks' ring launches in the order launch_order.h gives
-  // (nextLaunchOf). Every launch waits for its turn (admitKernel).
+  // (nextLaunchOf). Every launch waits for its turn (admitKernel). The
+  // steps run on the current device: the caller makes it this
+  // communicator's (DeviceScope), as run() does once for all of them.
   void begin(std::span<const core::Op> ops);
   std::uint64_t nextCollective() const;
   void launchNext();

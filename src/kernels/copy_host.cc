@@ -46,4 +46,13 @@ void streamingFence() {}
 
 #endif
 
+void copyToPublish(void* dst, const void* src, std::size_t bytes, bool streaming) {
+  if (!streaming) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  copyStreaming(dst, src, bytes);
+  streamingFence();
+}
+
 }  // namespace hora::kernels

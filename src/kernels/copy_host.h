@@ -21,4 +21,9 @@ namespace hora::kernels {
 void copyStreaming(void* dst, const void* src, std::size_t bytes);
 void streamingFence();
 
+// A copy that another thread or process reads once the caller publishes it
+// (a shared-memory FIFO slot): around the cache and fenced where
+// `streaming`, else a plain memcpy.
+void copyToPublish(void* dst, const void* src, std::size_t bytes, bool streaming);
+
 }  // namespace hora::kernels

@@ -105,8 +105,10 @@ class SendConnection : public Connection {
 
   // Whether the copies this connection makes of posted buffers into memory
   // the receiver reads (a shared-memory FIFO) from now on bypass the cache
-  // (core::Plan::streamingFifo); a no-op elsewhere.
-  virtual void streamCopies(bool /*streaming*/) {}
+  // (core::Plan::streamingFifo). A hint, set on every operation's links:
+  // a plain store, which transports that copy nothing ignore.
+  void streamCopies(bool streaming) { streamCopies_ = streaming; }
+  bool streamsCopies() const { return streamCopies_; }
 
   // Single copy: whether the receiver can read this process's memory
   // (RecvConnection::readPeerMemory), and how many bytes of the stream it
@@ -127,6 +129,9 @@ class SendConnection : public Connection {
   virtual void flushStamp() = 0;
   // A stamp has not left yet (progress() sends it).
   bool stampPending() const { return stampsOutstanding_ != 0; }
+
+ private:
+  bool streamCopies_ = false;
 };
 
 class RecvConnection : public Connection {

@@ -200,12 +200,7 @@ std::size_t ShmSendConnection::moveOut(const char* data, std::size_t bytes) {
   char* slot = nullptr;
   if (!simple_.tryRoom(&slot)) return 0;
   const std::size_t n = std::min<std::size_t>(bytes, header_->geometry.slotBytes);
-  if (streamCopies_) {
-    kernels::copyStreaming(slot, data, n);
-    kernels::streamingFence();  // before the slot is published
-  } else {
-    std::memcpy(slot, data, n);
-  }
+  kernels::copyToPublish(slot, data, n, streamsCopies());
   publishSimple(n);
   return n;
 }

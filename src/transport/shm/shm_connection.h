@@ -113,7 +113,6 @@ class ShmSendConnection final : public SendConnection {
     queue_.post(static_cast<const char*>(data), bytes);
   }
   std::uint64_t postedBytes() const override { return queue_.posted(); }
-  void streamCopies(bool streaming) override { streamCopies_ = streaming; }
   // A posted buffer is free again once copied into a FIFO, provided the
   // receiver has mapped it: from then on the bytes outlive this process.
   std::uint64_t completedBytes() const override { return awaitingAck_ ? 0 : queue_.completed(); }
@@ -193,7 +192,6 @@ class ShmSendConnection final : public SendConnection {
   // bytes to carry them). Only the newest may still wait for bytes.
   StampQueue<OutgoingStamp> stamps_;
   bool bytesFollow_ = false;  // bytes of the newest stamp's operation are posted
-  bool streamCopies_ = false;  // streamCopies(): slots written around the cache
   bool spanOut_ = false;      // writable() gave room not yet committed
 };
 
