@@ -137,8 +137,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
     auto& connection = ctx_.connector.sendTo(peer);
     connection.streamCopies(false);  // a few bytes, read at once
     engine.add(&connection);
-    connection.beginMessage(planner_.protocolFor(bytes));
-    if (stamp != nullptr) connection.beginOperation(*stamp);
+    connection.beginMessage(planner_.protocolFor(bytes), stamp);
     connection.post(mine, bytes);
   }
   engine.progressAll();
@@ -146,8 +145,7 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
     if (peer == ctx_.rank) continue;
     auto& connection = ctx_.connector.recvFrom(peer, engine.progressWhileWaiting());
     engine.add(&connection);
-    connection.beginMessage(planner_.protocolFor(bytes));
-    if (stamp != nullptr) connection.beginOperation(*stamp);
+    connection.beginMessage(planner_.protocolFor(bytes), stamp);
     connection.post(slots + peer * bytes, bytes);
   }
   // Every stamp rode on its message: the receives completing checked them.

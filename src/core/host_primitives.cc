@@ -63,8 +63,7 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
 template <typename Connection>
 Connection* HostPrimitives::attach(Connection& connection) {
   engine_.add(&connection);
-  connection.beginMessage(protocol_);
-  if (stamp_ != nullptr) connection.beginOperation(*stamp_);
+  connection.beginMessage(protocol_, stamp_);
   if (alignStreams_) connection.alignStream(kStreamAlignment);
   return &connection;
 }

@@ -59,18 +59,21 @@ class Connection {
   // what follows lies aligned in the transport's buffer; the other end pads
   // at the same point. A no-op for transports without in-place access.
   virtual void alignStream(std::size_t /*alignment*/) {}
-  // The bytes posted from here until the next call travel by `protocol`
-  // where the transport has it (shared memory: LL or Simple,
-  // shm_connection.h). The planner picks it by the message's size, alike on
-  // every rank, and both ends call this at the same point of the stream, so
-  // they agree without talking; a no-op for transports with one way.
-  virtual void beginMessage(protocols::Protocol /*protocol*/) {}
-  // Called by both ends right after beginMessage, at the same point of the
-  // stream, when the bytes from here on begin an operation (op_stamp.h):
-  // the sender's stamp goes with its first bytes of the operation; the
-  // receiver hands out none of them until the stamp that came matches this
-  // one (StampMismatch otherwise).
-  virtual void beginOperation(const OpStamp& stamp) = 0;
+  // Both ends call this at the same point of the stream, where a message or
+  // an operation begins:
+  //  - the bytes posted from here until the next call travel by `protocol`
+  //    where the transport has it (shared memory: LL or Simple,
+  //    shm_connection.h). The planner picks it by the message's size, alike
+  //    on every rank, so both ends agree without talking; transports with
+  //    one way ignore it.
+  //  - `stamp`, unless null, says the bytes from here on begin an operation
+  //    (op_stamp.h): the sender's stamp goes with its first bytes of the
+  //    operation; the receiver hands out none of them until the stamp that
+  //    came matches this one (StampMismatch otherwise). The connection keeps
+  //    a copy.
+  // One call for both: it is made on every connection an operation uses,
+  // on the path of the smallest calls.
+  virtual void beginMessage(protocols::Protocol protocol, const OpStamp* stamp) = 0;
   // Stamps begun here that have not left yet (sender) or not been checked
   // yet (receiver). A plain load: the executor looks at every connection
   // at the end of every operation, and usually every stamp rode on data.
@@ -122,7 +125,7 @@ class SendConnection : public Connection {
   // Called only while no operation uses the connection.
   virtual void releaseDeregistered() {}
 
-  // The stamp of beginOperation leaves with the operation's first bytes.
+  // The stamp of beginMessage leaves with the operation's first bytes.
   // An operation that sends nothing more here (or that is about to wait for
   // a peer before it sends) calls flushStamp: the stamp then leaves alone
   // if no bytes of the operation are on their way to carry it.

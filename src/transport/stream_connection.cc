@@ -52,11 +52,12 @@ bool StreamSendConnection::progress() {
   }
 }
 
-void StreamSendConnection::beginOperation(const OpStamp& stamp) {
+void StreamSendConnection::beginMessage(protocols::Protocol /*protocol*/, const OpStamp* stamp) {
+  if (stamp == nullptr) return;
   // The previous operation flushed its stamp (core/host_primitives.h).
   HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
                "an operation's stamp for ", peer_, " was never sent");
-  stamps_.push_back({stamp, queue_.posted(), false});
+  stamps_.push_back({*stamp, queue_.posted(), false});
   ++stampsOutstanding_;
   bytesFollow_ = false;
 }
@@ -128,8 +129,9 @@ bool StreamRecvConnection::progress() {
   }
 }
 
-void StreamRecvConnection::beginOperation(const OpStamp& stamp) {
-  expected_.push_back({stamp, queue_.posted()});
+void StreamRecvConnection::beginMessage(protocols::Protocol /*protocol*/, const OpStamp* stamp) {
+  if (stamp == nullptr) return;
+  expected_.push_back({*stamp, queue_.posted()});
   ++stampsOutstanding_;
 }
 

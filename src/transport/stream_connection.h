@@ -64,7 +64,8 @@ class StreamSendConnection final : public SendConnection {
     if (mayHold_) stream_->releaseDeregistered();
   }
   bool idle() const override { return completedBytes() == postedBytes() && !stampPending(); }
-  void beginOperation(const OpStamp& stamp) override;
+  // One way for every byte: only the stamp matters here.
+  void beginMessage(protocols::Protocol protocol, const OpStamp* stamp) override;
   void flushStamp() override;
 
  private:
@@ -96,7 +97,7 @@ class StreamRecvConnection final : public RecvConnection {
   const std::string& peerName() const override { return peer_; }
   void checkAlive() override { stream_->checkAlive(); }
   bool idle() const override { return completedBytes() == postedBytes() && !stampDue(); }
-  void beginOperation(const OpStamp& stamp) override;
+  void beginMessage(protocols::Protocol protocol, const OpStamp* stamp) override;
   bool stampChecked() override;
 
  private:

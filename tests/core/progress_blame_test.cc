@@ -28,7 +28,7 @@ class FailingConnection final : public transport::RecvConnection {
   }
   pollfd pollEntry() const override { return {-1, POLLIN, 0}; }
   const std::string& peerName() const override { return peer_; }
-  void beginOperation(const transport::OpStamp&) override {}
+  void beginMessage(protocols::Protocol, const transport::OpStamp*) override {}
   bool stampChecked() override { return true; }
 
  private:

@@ -392,8 +392,8 @@ TEST_F(ShmConnectionTest, ReceiverThatTookEverythingMayLeave) {
 
 // Names a message of `bytes` to both ends.
 void beginBoth(ShmSendConnection& sender, ShmRecvConnection& receiver, std::size_t bytes) {
-  sender.beginMessage(protocolFor(bytes));
-  receiver.beginMessage(protocolFor(bytes));
+  sender.beginMessage(protocolFor(bytes), nullptr);
+  receiver.beginMessage(protocolFor(bytes), nullptr);
 }
 
 TEST_F(ShmConnectionTest, SmallMessagesGoByLLWhileTheSimpleFifoIsFull) {
@@ -408,7 +408,7 @@ TEST_F(ShmConnectionTest, SmallMessagesGoByLLWhileTheSimpleFifoIsFull) {
   for (std::size_t size : sizes) {
     sent.push_back(patternBytes(size, position));
     received.emplace_back(size);
-    sender->beginMessage(protocolFor(size));
+    sender->beginMessage(protocolFor(size), nullptr);
     sender->post(sent.back().data(), size);
     position += size;
   }
@@ -418,7 +418,7 @@ TEST_F(ShmConnectionTest, SmallMessagesGoByLLWhileTheSimpleFifoIsFull) {
 
   // The receiver takes them in stream order, each from its own FIFO.
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    receiver->beginMessage(protocolFor(sizes[i]));
+    receiver->beginMessage(protocolFor(sizes[i]), nullptr);
     receiver->post(received[i].data(), sizes[i]);
   }
   ASSERT_TRUE(pumpUntil([&] { return receiver->completedBytes() == position; }));
@@ -444,7 +444,7 @@ TEST_F(ShmConnectionTest, MixedSizesArriveInOrderByCopyAndInPlace) {
   std::vector<std::vector<char>> sent;
   std::vector<std::uint64_t> starts;
   for (const Message& message : messages) {
-    sender->beginMessage(protocolFor(message.named));
+    sender->beginMessage(protocolFor(message.named), nullptr);
     for (std::size_t piece : message.pieces) {
       starts.push_back(position);
       sent.push_back(patternBytes(piece, position, 5));
@@ -458,7 +458,7 @@ TEST_F(ShmConnectionTest, MixedSizesArriveInOrderByCopyAndInPlace) {
   // Odd pieces by copy, even ones in place, read in bites of 777 bytes.
   std::size_t index = 0;
   for (const Message& message : messages) {
-    receiver->beginMessage(protocolFor(message.named));
+    receiver->beginMessage(protocolFor(message.named), nullptr);
     for (std::size_t piece : message.pieces) {
       SCOPED_TRACE(::testing::Message() << "piece " << index << " of " << piece << " bytes");
       if (index % 2 == 1) {

@@ -37,8 +37,7 @@ class ShmStampsTest : public ShmConnectionTest {
   // The sender's side of an operation of `bytes` (none: it sends nothing
   // here), stamped `stamp`; its data is the pattern at its position.
   void send(const OpStamp& stamp, std::size_t bytes) {
-    sender->beginMessage(protocolFor(bytes));
-    sender->beginOperation(stamp);
+    sender->beginMessage(protocolFor(bytes), &stamp);
     const std::uint64_t at = sender->postedBytes();
     out_.push_back(patternBytes(bytes, at));
     if (bytes > 0) sender->post(out_.back().data(), bytes);
@@ -46,8 +45,7 @@ class ShmStampsTest : public ShmConnectionTest {
   }
   // The receiver's side: expects `bytes` (none: nothing from this peer).
   std::vector<char>& expect(const OpStamp& stamp, std::size_t bytes) {
-    receiver->beginMessage(protocolFor(bytes));
-    receiver->beginOperation(stamp);
+    receiver->beginMessage(protocolFor(bytes), &stamp);
     in_.emplace_back(bytes, '\0');
     if (bytes > 0) receiver->post(in_.back().data(), bytes);
     return in_.back();
@@ -151,8 +149,7 @@ TEST_F(ShmStampsTest, AStampSentAloneAheadOfItsBytesIsAccepted) {
       SCOPED_TRACE(::testing::Message() << bytes << " bytes, receiver first: " << receiverFirst);
       const OpStamp stamp = stampOf(++calls_, bytes);
       const std::uint64_t at = sender->postedBytes();
-      sender->beginMessage(protocolFor(bytes));
-      sender->beginOperation(stamp);
+      sender->beginMessage(protocolFor(bytes), &stamp);
       sender->flushStamp();  // nothing posted yet: the stamp leaves alone
       std::vector<char>* in = nullptr;
       if (receiverFirst) {
@@ -265,7 +262,7 @@ TEST_F(ShmStampsTest, BytesWithoutAStampWhereOneIsDueAreCaught) {
     SCOPED_TRACE(::testing::Message() << bytes << " bytes");
     freshPair();
     std::vector<char> out = patternBytes(bytes, sender->postedBytes());
-    sender->beginMessage(protocolFor(bytes));
+    sender->beginMessage(protocolFor(bytes), nullptr);
     sender->post(out.data(), bytes);
     const OpStamp mine = stampOf(1, bytes);
     expect(mine, bytes);

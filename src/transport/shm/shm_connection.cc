@@ -266,15 +266,14 @@ void ShmSendConnection::alignStream(std::size_t alignment) {
   routes_.switchAt(queue_.posted(), route);
 }
 
-void ShmSendConnection::beginMessage(protocols::Protocol protocol) {
-  routes_.switchAt(queue_.posted(), routeFor(protocol));
-}
-
-void ShmSendConnection::beginOperation(const OpStamp& stamp) {
+void ShmSendConnection::beginMessage(protocols::Protocol protocol, const OpStamp* stamp) {
+  const std::uint64_t at = queue_.posted();
+  routes_.switchAt(at, routeFor(protocol));
+  if (stamp == nullptr) return;
   // The previous operation flushed its stamp (core/host_primitives.h).
   HORA_ENFORCE(stamps_.empty() || stamps_.back().alone || bytesFollow_,
                "an operation's stamp for ", peer_, " was never sent");
-  stamps_.push_back({stamp, queue_.posted(), false});
+  stamps_.push_back({*stamp, at, false});
   ++stampsOutstanding_;
   bytesFollow_ = false;
 }
@@ -569,12 +568,11 @@ void ShmRecvConnection::alignStream(std::size_t alignment) {
   routes_.switchAt(queue_.posted(), route);
 }
 
-void ShmRecvConnection::beginMessage(protocols::Protocol protocol) {
-  routes_.switchAt(queue_.posted(), routeFor(protocol));
-}
-
-void ShmRecvConnection::beginOperation(const OpStamp& stamp) {
-  expected_.push_back({stamp, queue_.posted()});
+void ShmRecvConnection::beginMessage(protocols::Protocol protocol, const OpStamp* stamp) {
+  const std::uint64_t at = queue_.posted();
+  routes_.switchAt(at, routeFor(protocol));
+  if (stamp == nullptr) return;
+  expected_.push_back({*stamp, at});
   ++stampsOutstanding_;
 }
 

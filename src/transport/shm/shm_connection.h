@@ -135,8 +135,7 @@ class ShmSendConnection final : public SendConnection {
            !wantsRoom_ && stamps_.empty();
   }
   void alignStream(std::size_t alignment) override;
-  void beginMessage(protocols::Protocol protocol) override;
-  void beginOperation(const OpStamp& stamp) override;
+  void beginMessage(protocols::Protocol protocol, const OpStamp* stamp) override;
   void flushStamp() override;
   bool sendsInPlace() const override { return true; }
   std::span<char> writable(std::size_t maxBytes) override;
@@ -214,8 +213,7 @@ class ShmRecvConnection final : public RecvConnection {
   bool idle() const override { return completedBytes() == postedBytes() && !stampDue(); }
 
   void alignStream(std::size_t alignment) override;
-  void beginMessage(protocols::Protocol protocol) override;
-  void beginOperation(const OpStamp& stamp) override;
+  void beginMessage(protocols::Protocol protocol, const OpStamp* stamp) override;
   bool stampChecked() override;
   bool receivesInPlace() const override { return true; }
   void postInPlace(std::size_t bytes) override { queue_.postInPlace(bytes); }
