@@ -9,16 +9,19 @@ namespace hora::api {
 
 namespace {
 struct GroupState {
-  int depth = 0;
   std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops;
   std::vector<std::shared_future<CommPtr>> making;  // finishInGroupEnd
   ncclResult_t error = ncclSuccess;
 };
 thread_local GroupState group;
+// Apart from the rest, and constant-initialized: every call asks whether
+// it is in a group, and a thread_local with a constructor is reached
+// through a wrapper that checks it was made, one more look-up per call.
+thread_local int groupDepthNow = 0;
 }  // namespace
 
-bool inGroup() { return group.depth > 0; }
-int groupDepth() { return group.depth; }
+bool inGroup() { return groupDepthNow > 0; }
+int groupDepth() { return groupDepthNow; }
 
 void finishInGroupEnd(std::shared_future<CommPtr> making) { group.making.push_back(std::move(making)); }
 
@@ -91,18 +94,18 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
 using namespace hora;
 
 HORA_NCCL_API(ncclResult_t, ncclGroupStart, void) {
-  ++api::group.depth;
+  ++api::groupDepthNow;
   return ncclSuccess;
 }
 
 namespace hora::api {
 
 ncclResult_t closeGroupLevel(const char* function, bool run) {
-  if (group.depth == 0) {
+  if (groupDepthNow == 0) {
     setLastError(strCat(function, ": called without a matching ncclGroupStart"));
     return ncclInvalidUsage;
   }
-  if (--group.depth > 0) return ncclSuccess;
+  if (--groupDepthNow > 0) return ncclSuccess;
   auto ops = std::exchange(group.ops, {});
   auto making = std::exchange(group.making, {});
   ncclResult_t pending = std::exchange(group.error, ncclSuccess);

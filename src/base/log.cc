@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "base/env.h"
 
@@ -69,5 +70,6 @@ void write(Level level, const std::string& message) {
 
 void setThreadRank(int rank) { tlsRank = rank; }
 int threadRank() { return tlsRank; }
+int exchangeThreadRank(int rank) { return std::exchange(tlsRank, rank); }
 
 }  // namespace hora::log

@@ -18,10 +18,13 @@ void write(Level level, const std::string& message);
 // drives a communicator on this thread.
 void setThreadRank(int rank);
 int threadRank();
+// setThreadRank, returning the rank it replaces: one look-up of the
+// thread-local slot instead of two, on the path of every call.
+int exchangeThreadRank(int rank);
 
 class ScopedThreadRank {
  public:
-  explicit ScopedThreadRank(int rank) : previous_(threadRank()) { setThreadRank(rank); }
+  explicit ScopedThreadRank(int rank) : previous_(exchangeThreadRank(rank)) {}
   ~ScopedThreadRank() { setThreadRank(previous_); }
 
  private:
