@@ -92,6 +92,10 @@ OutLink& HostPrimitives::to(int peer) {
 InLink& HostPrimitives::from(int peer) {
   InLink& link = links_.in[peer];
   if (link.connection != nullptr) return link;
+  // A link to a peer outside the ring may first have to be made, which
+  // waits for the peer to connect: the ring's stamps are exchanged first,
+  // and checked while this rank waits (flushStampsNow).
+  if (ringPrev_ >= 0 && peer != ringPrev_) flushStampsNow();
   link.connection = attach(connector_.recvFrom(peer, engine_.progressWhileWaiting()));
   if (peer == ringPrev_) ringPrev_ = -1;
   link.copyDescribed = singleCopy_ && link.connection->readsPeerMemory();
@@ -107,6 +111,12 @@ void HostPrimitives::flushStampsNow() {
   // One pass per newly attached link is enough: a stamp left pending by it
   // rides on bytes already posted or being written.
   if (ringNext_ >= 0) to(ringNext_);
+  // The previous rank's stamp is checked while this rank waits, not only
+  // at the end: a rank that waits for another peer (a scatter's root that
+  // ranks name differently) would otherwise wait for a peer that runs
+  // another call until the deadline, while the stamp that shows it sits
+  // unread on this link.
+  if (ringPrev_ >= 0) from(ringPrev_);
   stampsToFlush_ = false;
   // The engine holds exactly the connections this operation uses.
   // flushStamp() progresses the connection: its errors name the peer.

@@ -125,8 +125,9 @@ class HostPrimitives {
   // the previous one, whether or not the schedule moves data there, so that
   // every rank checks one (also a broadcast's root, or every rank of a
   // zero-count call). Those links are used when the schedule uses them
-  // anyway, or else: the one to `next` before this rank first waits for
-  // data, the one from `prev` at the end.
+  // anyway, or else both before this rank first waits for data (the stamp
+  // to `next` leaves, the one from `prev` is checked while it waits), or,
+  // for a rank that never waits, at the end.
   void stampRing(int next, int prev) {
     ringNext_ = next;
     ringPrev_ = prev;

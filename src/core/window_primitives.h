@@ -20,6 +20,12 @@ struct WindowOffer {
   std::int32_t reserved;
   std::uint64_t sendOffset;
   std::uint64_t recvOffset;
+  // A pre-multiplied sum's scalar on this rank (0 for other reductions).
+  // Each rank's input is scaled by its own scalar, but the zero-copy path
+  // reduces every rank's input with the scalar of the rank that does the
+  // work: it runs only where the scalars are equal on every rank (as for
+  // ncclAvg), which every rank sees alike once the offers are exchanged.
+  std::uint64_t scalarBits;
 };
 
 class WindowPrimitives {

@@ -29,7 +29,8 @@ namespace hora::core {
 bool HostExecutor::runWindows(const Op& op, const Plan& plan) {
   const int rank = ctx_.rank, nranks = ctx_.nranks;
   const OpBufferBytes mine = opBufferBytes(op, rank, nranks);
-  WindowOffer offer{1, -1, -1, 0, 0, 0};
+  const bool scaled = op.reduce.kind == kernels::ReduceKind::PreMulSum;
+  WindowOffer offer{1, -1, -1, 0, 0, 0, scaled ? op.reduce.scalarBits : 0};
   // Names a buffer the collective uses here by its window, or withdraws the
   // offer when it lies outside every usable window.
   auto place = [&](const void* buffer, std::size_t bytes, std::int32_t* window,
@@ -48,7 +49,7 @@ bool HostExecutor::runWindows(const Op& op, const Plan& plan) {
   std::vector<WindowOffer> offers(nranks);
   exchangeWithAll(&offer, offers.data(), sizeof(offer), "exchanging window offers");
   for (const WindowOffer& o : offers)
-    if (o.offered == 0) return false;
+    if (o.offered == 0 || o.scalarBits != offer.scalarBits) return false;
 
   const bool large = std::max(mine.send, mine.recv) >= planner_.tuning().streamingMinBytes;
   WindowPrimitives prims(ctx_.windows, offers, rank, op.reduce, large);

@@ -52,6 +52,14 @@ const std::vector<Disagreement>& disagreements() {
          return ncclBroadcast(data.data(), data.data(), data.size(), ncclFloat, rank, comm, nullptr);
        },
        {"root 0", "root 1"}},
+      {"RootWhereEachRankWaitsForAnother", 4,
+       [](int rank, ncclComm_t comm) {
+         // Ranks 0 and 1 scatter from rank 2, ranks 2 and 3 from rank 0:
+         // every rank waits for a root that does not send.
+         std::vector<float> in(4 * 300, 1.0f), out(300);
+         return ncclScatter(in.data(), out.data(), out.size(), ncclFloat, rank < 2 ? 2 : 0, comm, nullptr);
+       },
+       {"root 0", "root 2"}},
       {"Kind", 2,
        [](int rank, ncclComm_t comm) {
          std::vector<float> in(64, 1.0f), out(128);

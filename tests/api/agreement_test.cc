@@ -186,6 +186,20 @@ TEST_P(Agreement, RootMismatchOfOneRankInThree) {
   expectNextCallRefused(comms, {"root 0", "root 1"});
 }
 
+TEST_P(Agreement, RootMismatchWhereEachRankWaitsForAnotherRoot) {
+  // Four ranks in a ring (0 -> 1 -> 2 -> 3 -> 0); ranks 0 and 1 scatter from
+  // rank 2, ranks 2 and 3 from rank 0. Every rank takes another for the
+  // root and waits for it, and neither root sends: only the stamps round
+  // the ring tell, and rank 2 must read rank 1's while it waits for rank 0.
+  LocalComms comms(4);
+  auto outcomes = onEachRank(comms, [](int rank, ncclComm_t comm) {
+    constexpr std::size_t kCount = 1000;
+    std::vector<float> in(4 * kCount, 1.0f), out(kCount);
+    return ncclScatter(in.data(), out.data(), kCount, ncclFloat, rank < 2 ? 2 : 0, comm, nullptr);
+  });
+  expectEveryRankRefuses(comms, outcomes, {"root 0", "root 2"});
+}
+
 TEST_P(Agreement, CollectiveKindMismatch) {
   LocalComms comms(2);
   auto outcomes = onEachRank(comms, [](int rank, ncclComm_t comm) {

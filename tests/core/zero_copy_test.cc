@@ -3,7 +3,8 @@
 // buffers in windows it is taken (all-reduce, reduce-scatter, all-gather,
 // broadcast, reduce); with one rank's buffers outside windows, below
 // HORA_ZERO_COPY_MIN, or with windows of plain heap memory, the ring runs
-// instead, with the same results. (tests/collectives covers every type and
+// instead, with the same results; a pre-multiplied sum takes it only where
+// every rank gives the same scalar. (tests/collectives covers every type and
 // reduction on windows; this file shows the path is the one intended.)
 #include <gtest/gtest.h>
 
@@ -156,6 +157,50 @@ TEST(ZeroCopy, OneRankOutsideItsWindowsFallsBackOnEveryRank) {
   });
   EXPECT_EQ(took[0], 0);
   EXPECT_EQ(took[1], 0);
+}
+
+// An all-reduce on windows with a pre-multiplied sum whose scalar is
+// scalars[r] on rank r: each rank's input is scaled by its own scalar (as
+// NCCL defines it), so the zero-copy path, which reduces every rank's input
+// with the scalar of the rank doing the work, is taken only where the
+// scalars are equal on every rank (ncclAvg). Returns how many ranks took
+// it, after checking every element exactly.
+int zeroCopyRanksWithScalars(Ranks& ranks, const std::vector<std::int32_t>& scalars,
+                             std::size_t count = kLarge) {
+  std::vector<int> took(kRanks, 0);
+  onEveryRank([&](int rank) {
+    ncclComm_t comm = ranks.comms[rank];
+    Buffers buffers(count, true);
+    for (std::size_t i = 0; i < count; ++i) buffers.send[i] = rank * 1000 + static_cast<int>(i % 1000);
+    buffers.registerWindows(comm, count);
+    ncclRedOp_t op;
+    std::int32_t scalar = scalars[rank];
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar, ncclInt32, ncclScalarHostImmediate, comm), ncclSuccess);
+    const std::uint64_t before = ranks.zeroCopyCollectives(rank);
+    ASSERT_EQ(ncclAllReduce(buffers.send, buffers.recv, count, ncclInt32, op, comm, nullptr), ncclSuccess)
+        << ncclGetLastError(comm);
+    took[rank] = static_cast<int>(ranks.zeroCopyCollectives(rank) - before);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::int32_t x = static_cast<int>(i % 1000);
+      ASSERT_EQ(buffers.recv[i], scalars[0] * x + scalars[1] * (1000 + x)) << "rank " << rank << " at " << i;
+    }
+    EXPECT_EQ(ncclRedOpDestroy(op, comm), ncclSuccess);
+    buffers.deregisterWindows(comm);
+  });
+  return took[0] + took[1];
+}
+
+TEST(ZeroCopy, PreMulSumWithEqualScalarsIsTaken) {
+  Ranks ranks;
+  EXPECT_EQ(zeroCopyRanksWithScalars(ranks, {3, 3}), kRanks);
+}
+
+TEST(ZeroCopy, PreMulSumWithScalarsThatDifferTakesTheRingOnEveryRank) {
+  Ranks ranks;
+  EXPECT_EQ(zeroCopyRanksWithScalars(ranks, {2, 3}), 0);
+  // Below the minimum the direct all-reduce runs: each rank scales its own
+  // input there too.
+  EXPECT_EQ(zeroCopyRanksWithScalars(ranks, {2, 3}, 1000), 0);
 }
 
 // Each collective on windows of kRanks * kLarge int32s per buffer; rank r's

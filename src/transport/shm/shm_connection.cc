@@ -534,6 +534,17 @@ bool ShmRecvConnection::progress() {
     return n;
   });
   if (moved) publishTaken();
+  // A stamp due before anything is posted here (a link the operation only
+  // stamps, or one it receives on after it has waited for another peer) is
+  // checked as soon as it comes, not only when the operation ends: a
+  // mismatch it shows must not wait behind a wait elsewhere. It comes with
+  // the operation's bytes, on its protocol's FIFO, or alone on Simple (what
+  // checkDueStamp looks for on each route).
+  if (queue_.empty() && stampDue()) {
+    const std::size_t before = expected_.size();
+    checkDueStamps(routes_.latest());
+    return moved || expected_.size() != before;
+  }
   return moved;
 }
 
