@@ -26,6 +26,7 @@ std::string describe(const OpDescriptor& d, bool asReceiver) {
                             dataTypeName(d.type));
   if (reducingKind(d.kind)) text += strCat(" (", reductionName(d.reduction), ")");
   if (rootedKind(d.kind)) text += strCat(" with root ", d.root);
+  if (d.windows) text += " on windows";
   return text;
 }
 
@@ -43,6 +44,10 @@ std::string collectiveDifferences(const OpDescriptor& mine, const OpDescriptor& 
   if (mine.reduction != theirs.reduction)
     add(strCat("op ", reductionName(mine.reduction), " here, ", reductionName(theirs.reduction), there));
   if (mine.root != theirs.root) add(strCat("root ", mine.root, " here, ", theirs.root, there));
+  if (mine.windows != theirs.windows)
+    add(strCat("buffers in usable windows (zero copy) ", mine.windows ? "here, not" : "not here, but",
+               there, " (ncclCommWindowRegister and ncclCommWindowDeregister are collective: every rank "
+               "must make them alike)"));
   if (mine.sequence != theirs.sequence)
     add(strCat("call #", mine.sequence, " here, #", theirs.sequence, there,
                " (did a rank skip or add a call?)"));
@@ -81,6 +86,7 @@ OpDescriptor fromStamp(const transport::OpStamp& stamp) {
   d.kind = static_cast<OpKind>(w & 0xff);
   d.type = static_cast<DataType>((w >> kStampTypeShift) & 0xff);
   d.reduction = static_cast<kernels::ReduceKind>((w >> kStampReductionShift) & 0xff);
+  d.windows = ((w >> kStampWindowsShift) & 1) != 0;
   d.root = static_cast<int>(static_cast<std::uint32_t>(w >> kStampRootShift)) - 1;
   d.rank = static_cast<int>(static_cast<std::uint32_t>(stamp.words[3]));
   return d;

@@ -39,6 +39,9 @@ struct OpDescriptor {
   DataType type = DataType::Uint8;
   kernels::ReduceKind reduction = kernels::ReduceKind::Sum;  // reducing collectives only
   int root = -1;                                             // rooted collectives only
+  // Collectives: the zero-copy path on windows (the plan decides it from
+  // this rank's windows, and deregistering is local, so ranks can differ).
+  bool windows = false;
   int rank = -1;  // who made the stamp (not compared)
 
   bool isMessage() const { return kind == OpKind::Send; }
@@ -55,7 +58,8 @@ inline bool reducingKind(OpKind kind) { return (kReducingKinds & kindBit(kind)) 
 inline bool rootedKind(OpKind kind) { return (kRootedKinds & kindBit(kind)) != 0; }
 
 // The descriptor of collective `op`, call number `sequence` on `rank`.
-inline OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, int rank) {
+inline OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, int rank,
+                                         bool windows = false) {
   OpDescriptor d;
   d.kind = op.kind;
   d.sequence = sequence;
@@ -63,6 +67,7 @@ inline OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, i
   d.type = op.type;
   d.reduction = reducingKind(op.kind) ? op.reduce.kind : kernels::ReduceKind::Sum;
   d.root = rootedKind(op.kind) ? op.root : -1;
+  d.windows = windows;
   d.rank = rank;
   return d;
 }
@@ -80,7 +85,8 @@ inline OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence,
 }
 
 // Word 2 of a stamp: kind, type, reduction and root (+1, so that none is 0).
-inline constexpr int kStampTypeShift = 8, kStampReductionShift = 16, kStampRootShift = 32;
+inline constexpr int kStampTypeShift = 8, kStampReductionShift = 16, kStampWindowsShift = 24,
+                     kStampRootShift = 32;
 
 // Inline, with the descriptors above: the executor stamps every operation,
 // and the stamp of one should cost a few instructions.
@@ -91,6 +97,7 @@ inline transport::OpStamp toStamp(const OpDescriptor& d) {
   stamp.words[2] = static_cast<std::uint64_t>(d.kind) |
                    static_cast<std::uint64_t>(d.type) << kStampTypeShift |
                    static_cast<std::uint64_t>(d.reduction) << kStampReductionShift |
+                   static_cast<std::uint64_t>(d.windows) << kStampWindowsShift |
                    static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.root + 1)) << kStampRootShift;
   stamp.words[3] = static_cast<std::uint32_t>(d.rank);
   return stamp.seal();
@@ -98,8 +105,9 @@ inline transport::OpStamp toStamp(const OpDescriptor& d) {
 
 // The stamp of collective `op`, call number `sequence` on `rank` (inlined,
 // the descriptor is never built in memory).
-inline transport::OpStamp collectiveStamp(const Op& op, std::uint64_t sequence, int rank) {
-  return toStamp(collectiveDescriptor(op, sequence, rank));
+inline transport::OpStamp collectiveStamp(const Op& op, std::uint64_t sequence, int rank,
+                                          bool windows = false) {
+  return toStamp(collectiveDescriptor(op, sequence, rank, windows));
 }
 
 OpDescriptor fromStamp(const transport::OpStamp& stamp);

@@ -51,7 +51,7 @@ void HostExecutor::run(std::span<const Op> ops) {
 std::optional<OpDescriptor> HostExecutor::currentDescriptor() const {
   const Op* op = current_.op;
   if (op == nullptr) return std::nullopt;
-  if (!op->isPointToPoint()) return collectiveDescriptor(*op, current_.sequence, ctx_.rank);
+  if (!op->isPointToPoint()) return collectiveDescriptor(*op, current_.sequence, ctx_.rank, current_.windows);
   return messageDescriptor(op->bytes, current_.sequence, op->kind == OpKind::Send ? ctx_.rank : op->peer);
 }
 
@@ -68,9 +68,13 @@ void HostExecutor::runCollective(const Op& op) {
   // Counted before anything can fail, so that every rank numbers its calls
   // alike whatever became of earlier ones.
   current_ = {&op, ++collectives_};
-  if (ctx_.checkAgreement) collectiveStamp_ = collectiveStamp(op, current_.sequence, ctx_.rank);
   const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.anyUsable()};
   const Plan plan = planner_.plan(op, shape);
+  // The stamp says whether this rank takes the zero-copy path: a rank that
+  // does waits for its peers' offers, which must never be taken from the
+  // ring bytes of a peer whose windows differ.
+  current_.windows = plan.algorithm == Algorithm::Windows;
+  if (ctx_.checkAgreement) collectiveStamp_ = collectiveStamp(op, current_.sequence, ctx_.rank, current_.windows);
   HORA_LOG(Trace, opKindName(op.kind), " count ", op.count, " ", dataTypeName(op.type), " root ",
            op.root, ": ", algorithmName(plan.algorithm));
   if (plan.algorithm == Algorithm::Windows) {

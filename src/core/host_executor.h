@@ -78,6 +78,7 @@ class HostExecutor final : public Executor {
   struct Current {
     const Op* op = nullptr;
     std::uint64_t sequence = 0;
+    bool windows = false;  // planned on windows (the stamp says so)
   };
   Current current_;
   transport::OpStamp collectiveStamp_;

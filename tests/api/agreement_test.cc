@@ -307,6 +307,33 @@ TEST_P(Agreement, WindowCollectivesCheckToo) {
   });
 }
 
+TEST_P(Agreement, WindowsOnOneRankOnly) {
+  // Deregistering is local: rank 1 drops its window and rank 0 keeps it,
+  // so rank 0 would take the zero-copy path and rank 1 the ring. Their
+  // stamps say which path each takes, so the offers rank 0 waits for are
+  // never taken from rank 1's ring bytes.
+  const std::string transport = GetParam();
+  if (transport == "tcp" || transport == "ofi") GTEST_SKIP() << "windows are zero copy over shared memory only";
+  LocalComms comms(2);
+  constexpr std::size_t kBytes = 1 << 20;
+  std::vector<void*> buffers(2, nullptr);
+  std::vector<ncclWindow_t> windows(2, nullptr);
+  comms.onEachRank([&](int rank) {
+    ASSERT_EQ(ncclMemAlloc(&buffers[rank], kBytes), ncclSuccess);
+    ASSERT_EQ(ncclCommWindowRegister(comms[rank], buffers[rank], kBytes, &windows[rank], NCCL_WIN_COLL_SYMMETRIC),
+              ncclSuccess)
+        << ncclGetLastError(nullptr);
+  });
+  ASSERT_EQ(ncclCommWindowDeregister(comms[1], windows[1]), ncclSuccess);
+  auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t comm) {
+    float* data = static_cast<float*>(buffers[rank]);
+    return ncclAllReduce(data, data, kBytes / sizeof(float), ncclFloat, ncclSum, comm, nullptr);
+  });
+  expectEveryRankRefuses(comms, outcomes, {"windows"});
+  ncclCommWindowDeregister(comms[0], windows[0]);
+  comms.onEachRank([&](int rank) { ncclMemFree(buffers[rank]); });
+}
+
 TEST_P(Agreement, MatchingCallsStillSucceed) {
   // The check must not refuse what agrees: every kind, a few sizes.
   LocalComms comms(3);

@@ -43,6 +43,12 @@ TEST(AgreementStamp, CollectiveStampIsTheDescriptorsStamp) {
     EXPECT_EQ(back.rank, 3);
     EXPECT_EQ(back.root, rootedKind(kind) ? 2 : -1);
     EXPECT_EQ(back.reduction, reducingKind(kind) ? kernels::ReduceKind::Max : kernels::ReduceKind::Sum);
+    EXPECT_FALSE(back.windows);
+    // The same call on windows: another check, and the flag comes back.
+    const transport::OpStamp onWindows = collectiveStamp(op, 77, 3, true);
+    EXPECT_NE(onWindows.check, direct.check);
+    EXPECT_TRUE(fromStamp(onWindows).windows);
+    EXPECT_EQ(fromStamp(onWindows).root, back.root);
   }
 }
 
