@@ -283,6 +283,17 @@ TEST_P(Agreement, ReceiveNeverWritesPastItsBufferOnAMismatch) {
   for (float value : landing) EXPECT_EQ(value, -1.0f) << "the receive buffer was written";
 }
 
+// Every rank's buffer of `bytes` from ncclMemAlloc, registered as a window.
+void registerWindows(const LocalComms& comms, std::size_t bytes, std::vector<void*>& buffers,
+                     std::vector<ncclWindow_t>& windows) {
+  comms.onEachRank([&](int rank) {
+    ASSERT_EQ(ncclMemAlloc(&buffers[rank], bytes), ncclSuccess);
+    ASSERT_EQ(ncclCommWindowRegister(comms[rank], buffers[rank], bytes, &windows[rank], NCCL_WIN_COLL_SYMMETRIC),
+              ncclSuccess)
+        << ncclGetLastError(nullptr);
+  });
+}
+
 TEST_P(Agreement, WindowCollectivesCheckToo) {
   // All buffers in windows: the collective would read the peers' memory
   // directly (zero copy); the ranks compare their calls before.
@@ -290,12 +301,7 @@ TEST_P(Agreement, WindowCollectivesCheckToo) {
   constexpr std::size_t kBytes = 1 << 20;
   std::vector<void*> buffers(2, nullptr);
   std::vector<ncclWindow_t> windows(2, nullptr);
-  comms.onEachRank([&](int rank) {
-    ASSERT_EQ(ncclMemAlloc(&buffers[rank], kBytes), ncclSuccess);
-    ASSERT_EQ(ncclCommWindowRegister(comms[rank], buffers[rank], kBytes, &windows[rank], NCCL_WIN_COLL_SYMMETRIC),
-              ncclSuccess)
-        << ncclGetLastError(nullptr);
-  });
+  registerWindows(comms, kBytes, buffers, windows);
   auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t comm) {
     float* data = static_cast<float*>(buffers[rank]);
     return ncclAllReduce(data, data, rank == 0 ? 200000 : 100000, ncclFloat, ncclSum, comm, nullptr);
@@ -318,12 +324,7 @@ TEST_P(Agreement, WindowsOnOneRankOnly) {
   constexpr std::size_t kBytes = 1 << 20;
   std::vector<void*> buffers(2, nullptr);
   std::vector<ncclWindow_t> windows(2, nullptr);
-  comms.onEachRank([&](int rank) {
-    ASSERT_EQ(ncclMemAlloc(&buffers[rank], kBytes), ncclSuccess);
-    ASSERT_EQ(ncclCommWindowRegister(comms[rank], buffers[rank], kBytes, &windows[rank], NCCL_WIN_COLL_SYMMETRIC),
-              ncclSuccess)
-        << ncclGetLastError(nullptr);
-  });
+  registerWindows(comms, kBytes, buffers, windows);
   ASSERT_EQ(ncclCommWindowDeregister(comms[1], windows[1]), ncclSuccess);
   auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t comm) {
     float* data = static_cast<float*>(buffers[rank]);
