@@ -44,13 +44,15 @@ std::string collectiveDifferences(const OpDescriptor& mine, const OpDescriptor& 
   if (mine.reduction != theirs.reduction)
     add(strCat("op ", reductionName(mine.reduction), " here, ", reductionName(theirs.reduction), there));
   if (mine.root != theirs.root) add(strCat("root ", mine.root, " here, ", theirs.root, there));
-  if (mine.windows != theirs.windows)
-    add(strCat("buffers in usable windows (zero copy) ", mine.windows ? "here, not" : "not here, but",
-               there, " (ncclCommWindowRegister and ncclCommWindowDeregister are collective: every rank "
-               "must make them alike)"));
   if (mine.sequence != theirs.sequence)
     add(strCat("call #", mine.sequence, " here, #", theirs.sequence, there,
                " (did a rank skip or add a call?)"));
+  // The path follows from the fields above and this rank's windows: only
+  // where the calls are otherwise the same is it the windows that differ.
+  if (text.empty() && mine.windows != theirs.windows)
+    add(strCat("the zero-copy path on windows ", mine.windows ? "here, not" : "not here, but", there,
+               " (usable windows on one rank and not the other: ncclCommWindowRegister and "
+               "ncclCommWindowDeregister must be made alike on every rank)"));
   return text;
 }
 

@@ -335,6 +335,28 @@ TEST_P(Agreement, WindowsOnOneRankOnly) {
   comms.onEachRank([&](int rank) { ncclMemFree(buffers[rank]); });
 }
 
+TEST_P(Agreement, CountsEitherSideOfTheZeroCopyMinimumNameTheCountOnly) {
+  // Rank 0's call is large enough for the zero-copy path, rank 1's is not:
+  // the paths differ only because the counts do, and the error says so
+  // without sending the program after its window registrations.
+  LocalComms comms(2);
+  constexpr std::size_t kBytes = 1 << 20;
+  std::vector<void*> buffers(2, nullptr);
+  std::vector<ncclWindow_t> windows(2, nullptr);
+  registerWindows(comms, kBytes, buffers, windows);
+  auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t comm) {
+    float* data = static_cast<float*>(buffers[rank]);
+    return ncclAllReduce(data, data, rank == 0 ? 100000 : 1000, ncclFloat, ncclSum, comm, nullptr);
+  });
+  expectEveryRankRefuses(comms, outcomes, {"count", "100000", "1000"});
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_EQ(outcomes[rank].text.find("ncclCommWindowRegister"), std::string::npos) << outcomes[rank].text;
+  comms.onEachRank([&](int rank) {
+    ncclCommWindowDeregister(comms[rank], windows[rank]);
+    ncclMemFree(buffers[rank]);
+  });
+}
+
 TEST_P(Agreement, MatchingCallsStillSucceed) {
   // The check must not refuse what agrees: every kind, a few sizes.
   LocalComms comms(3);
