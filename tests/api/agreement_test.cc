@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hora_config.h"
@@ -283,34 +284,47 @@ TEST_P(Agreement, ReceiveNeverWritesPastItsBufferOnAMismatch) {
   for (float value : landing) EXPECT_EQ(value, -1.0f) << "the receive buffer was written";
 }
 
-// Every rank's buffer of `bytes` from ncclMemAlloc, registered as a window.
-void registerWindows(const LocalComms& comms, std::size_t bytes, std::vector<void*>& buffers,
-                     std::vector<ncclWindow_t>& windows) {
-  comms.onEachRank([&](int rank) {
-    ASSERT_EQ(ncclMemAlloc(&buffers[rank], bytes), ncclSuccess);
-    ASSERT_EQ(ncclCommWindowRegister(comms[rank], buffers[rank], bytes, &windows[rank], NCCL_WIN_COLL_SYMMETRIC),
-              ncclSuccess)
-        << ncclGetLastError(nullptr);
-  });
-}
+// Every rank's buffer of 1 MiB from ncclMemAlloc, registered as a window;
+// deregistered (where still registered) and freed at the end.
+struct RankWindows {
+  static constexpr std::size_t kBytes = 1 << 20;
+  const LocalComms& comms;
+  std::vector<void*> buffers = std::vector<void*>(2, nullptr);
+  std::vector<ncclWindow_t> windows = std::vector<ncclWindow_t>(2, nullptr);
+
+  explicit RankWindows(const LocalComms& c) : comms(c) {
+    comms.onEachRank([&](int rank) {
+      ASSERT_EQ(ncclMemAlloc(&buffers[rank], kBytes), ncclSuccess);
+      ASSERT_EQ(ncclCommWindowRegister(comms[rank], buffers[rank], kBytes, &windows[rank], NCCL_WIN_COLL_SYMMETRIC),
+                ncclSuccess)
+          << ncclGetLastError(nullptr);
+    });
+  }
+  ~RankWindows() {
+    comms.onEachRank([&](int rank) {
+      if (windows[rank] != nullptr) ncclCommWindowDeregister(comms[rank], windows[rank]);
+      ncclMemFree(buffers[rank]);
+    });
+  }
+  ncclResult_t deregister(int rank) {
+    return ncclCommWindowDeregister(comms[rank], std::exchange(windows[rank], nullptr));
+  }
+  // An all-reduce in place of `count` floats of rank's window buffer.
+  ncclResult_t allReduce(int rank, std::size_t count) const {
+    float* data = static_cast<float*>(buffers[rank]);
+    return ncclAllReduce(data, data, count, ncclFloat, ncclSum, comms[rank], nullptr);
+  }
+};
 
 TEST_P(Agreement, WindowCollectivesCheckToo) {
   // All buffers in windows: the collective would read the peers' memory
   // directly (zero copy); the ranks compare their calls before.
   LocalComms comms(2);
-  constexpr std::size_t kBytes = 1 << 20;
-  std::vector<void*> buffers(2, nullptr);
-  std::vector<ncclWindow_t> windows(2, nullptr);
-  registerWindows(comms, kBytes, buffers, windows);
-  auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t comm) {
-    float* data = static_cast<float*>(buffers[rank]);
-    return ncclAllReduce(data, data, rank == 0 ? 200000 : 100000, ncclFloat, ncclSum, comm, nullptr);
+  RankWindows windows(comms);
+  auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t) {
+    return windows.allReduce(rank, rank == 0 ? 200000 : 100000);
   });
   expectEveryRankRefuses(comms, outcomes, {"count", "100000", "200000"});
-  comms.onEachRank([&](int rank) {
-    ncclCommWindowDeregister(comms[rank], windows[rank]);
-    ncclMemFree(buffers[rank]);
-  });
 }
 
 TEST_P(Agreement, WindowsOnOneRankOnly) {
@@ -321,18 +335,12 @@ TEST_P(Agreement, WindowsOnOneRankOnly) {
   const std::string transport = GetParam();
   if (transport == "tcp" || transport == "ofi") GTEST_SKIP() << "windows are zero copy over shared memory only";
   LocalComms comms(2);
-  constexpr std::size_t kBytes = 1 << 20;
-  std::vector<void*> buffers(2, nullptr);
-  std::vector<ncclWindow_t> windows(2, nullptr);
-  registerWindows(comms, kBytes, buffers, windows);
-  ASSERT_EQ(ncclCommWindowDeregister(comms[1], windows[1]), ncclSuccess);
-  auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t comm) {
-    float* data = static_cast<float*>(buffers[rank]);
-    return ncclAllReduce(data, data, kBytes / sizeof(float), ncclFloat, ncclSum, comm, nullptr);
+  RankWindows windows(comms);
+  ASSERT_EQ(windows.deregister(1), ncclSuccess);
+  auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t) {
+    return windows.allReduce(rank, RankWindows::kBytes / sizeof(float));
   });
   expectEveryRankRefuses(comms, outcomes, {"windows"});
-  ncclCommWindowDeregister(comms[0], windows[0]);
-  comms.onEachRank([&](int rank) { ncclMemFree(buffers[rank]); });
 }
 
 TEST_P(Agreement, CountsEitherSideOfTheZeroCopyMinimumNameTheCountOnly) {
@@ -340,21 +348,13 @@ TEST_P(Agreement, CountsEitherSideOfTheZeroCopyMinimumNameTheCountOnly) {
   // the paths differ only because the counts do, and the error says so
   // without sending the program after its window registrations.
   LocalComms comms(2);
-  constexpr std::size_t kBytes = 1 << 20;
-  std::vector<void*> buffers(2, nullptr);
-  std::vector<ncclWindow_t> windows(2, nullptr);
-  registerWindows(comms, kBytes, buffers, windows);
-  auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t comm) {
-    float* data = static_cast<float*>(buffers[rank]);
-    return ncclAllReduce(data, data, rank == 0 ? 100000 : 1000, ncclFloat, ncclSum, comm, nullptr);
+  RankWindows windows(comms);
+  auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t) {
+    return windows.allReduce(rank, rank == 0 ? 100000 : 1000);
   });
   expectEveryRankRefuses(comms, outcomes, {"count", "100000", "1000"});
   for (int rank = 0; rank < 2; ++rank)
     EXPECT_EQ(outcomes[rank].text.find("ncclCommWindowRegister"), std::string::npos) << outcomes[rank].text;
-  comms.onEachRank([&](int rank) {
-    ncclCommWindowDeregister(comms[rank], windows[rank]);
-    ncclMemFree(buffers[rank]);
-  });
 }
 
 TEST_P(Agreement, MatchingCallsStillSucceed) {
