@@ -101,8 +101,11 @@ CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queue
   for (auto& qp : qps_)  // a send is a write and a write with immediate
     HORA_ENFORCE(qp->sendQueueDepth() >= 2, "RDMA: a send queue of ", qp->sendQueueDepth(),
                  " requests; a send takes 2");
-  ringRegion_ = qps_[0]->registerMemory(ring_.data(), ring_.size() * sizeof(CreditRecord), memoryOwner_);
-  for (auto& qp : qps_) stagingRegions_.push_back(qp->registerMemory(staging_.data(), staging_.size(), memoryOwner_));
+  // The receiver writes its grants into the ring; the staging is only read.
+  ringRegion_ =
+      qps_[0]->registerMemory(ring_.data(), ring_.size() * sizeof(CreditRecord), memoryOwner_, Access::RemoteWrite);
+  for (auto& qp : qps_)
+    stagingRegions_.push_back(qp->registerMemory(staging_.data(), staging_.size(), memoryOwner_, Access::LocalRead));
   // Ours: how many queue pairs, their addresses, and where the credits go.
   // Theirs comes later.
   const auto count = static_cast<std::uint32_t>(qps_.size());
@@ -196,11 +199,12 @@ CreditSendStream::UserRegion* CreditSendStream::userRegionFor(const char* data, 
     if (refused == range->id) return nullptr;
   UserRegion region;
   region.range = *range;
-  // Registered for remote writes too, as every region here is; the
-  // program's buffer is only ever read by this side's writes.
+  // For local reads only: the program's buffer is the source of this
+  // side's writes, and no peer may write into it.
   try {
     for (auto& qp : qps_)
-      region.perQueuePair.push_back(qp->registerMemory(const_cast<char*>(range->base), range->bytes, range->id));
+      region.perQueuePair.push_back(
+          qp->registerMemory(const_cast<char*>(range->base), range->bytes, range->id, Access::LocalRead));
   } catch (const Error& error) {
     // The device refused (the locked-memory limit, pages it cannot pin):
     // the buffer's bytes go through staging, as an unregistered one's.
@@ -301,9 +305,11 @@ CreditRecvStream::CreditRecvStream(std::unique_ptr<QueuePair> first, const Queue
     // A receive per granted slot; credit writes wait for send-queue room.
     HORA_ENFORCE(qp->sendQueueDepth() >= 1 && qp->receiveQueueDepth() >= geometry.slots,
                  "RDMA: queues too short for ", geometry.slots, " slots");
-    slotsRegions_.push_back(qp->registerMemory(slots_.data(), slots_.size(), memoryOwner_));
+    slotsRegions_.push_back(qp->registerMemory(slots_.data(), slots_.size(), memoryOwner_, Access::RemoteWrite));
   }
-  grantsRegion_ = qps_[0]->registerMemory(grants_.data(), grants_.size() * sizeof(CreditRecord), memoryOwner_);
+  // The grants are the source of this side's credit writes.
+  grantsRegion_ =
+      qps_[0]->registerMemory(grants_.data(), grants_.size() * sizeof(CreditRecord), memoryOwner_, Access::LocalRead);
   std::vector<std::vector<char>> theirs;
   for (std::uint32_t q = 0; q < count; ++q) theirs.push_back(recvAddress(lifeline_, deadline, peer_));
   lifeline_.recvAll(&peerRing_, sizeof(peerRing_), deadline, nullptr, peer_);

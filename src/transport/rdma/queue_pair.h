@@ -14,6 +14,16 @@
 
 namespace hora::transport::rdma {
 
+// What a registration lets the NICs do with the memory. Least privilege: a
+// write's source (staging slots, the grants a receiver sends, a program's
+// registered buffer) is only read by this side's NIC, so no peer can write
+// into it; only the memory peers write into (a receiver's slots, a sender's
+// credit ring) is open to remote writes.
+enum class Access : std::uint8_t {
+  LocalRead,    // the source of this side's writes
+  RemoteWrite,  // written by the peer's writes (and by this side)
+};
+
 // Memory registered for RDMA: the local key for work requests that read it,
 // the remote key a peer writes into it with, and the address a peer names
 // its first byte by. Verbs names registered memory by virtual address;
@@ -26,6 +36,7 @@ struct Region {
   std::uint64_t localKey = 0;
   std::uint64_t remoteKey = 0;
   std::uint64_t remoteAddress = 0;  // of base, as a peer writes to it
+  Access access = Access::LocalRead;
 
   // Where a peer writes to reach base + offset.
   std::uint64_t remoteAt(std::size_t offset) const { return remoteAddress + offset; }
@@ -41,7 +52,7 @@ struct RemoteMemory {
 // protocol must tell apart (ibv_wc_status).
 enum class Status : std::uint8_t {
   Success,
-  RemoteAccessError,   // bad key, out of bounds, no write access (IBV_WC_REM_ACCESS_ERR)
+  RemoteAccessError,   // bad key, out of bounds, not Access::RemoteWrite (IBV_WC_REM_ACCESS_ERR)
   ReceiverNotReady,    // a write with immediate found no posted receive (IBV_WC_RNR_RETRY_EXC_ERR)
   Flushed,             // the queue pair went into error before it ran (IBV_WC_WR_FLUSH_ERR)
   RetryExceeded,       // the peer stopped answering (IBV_WC_RETRY_EXC_ERR)
@@ -67,11 +78,11 @@ class QueuePair {
   virtual std::size_t sendQueueDepth() const = 0;
   virtual std::size_t receiveQueueDepth() const = 0;
 
-  // Registers [base, base + bytes) for local reads and remote writes.
-  // `owner` names this lifetime of the memory (memory_owner.h): queue pairs
-  // of one device that register the same memory of the same owner may
+  // Registers [base, base + bytes) for `access`. `owner` names this
+  // lifetime of the memory (memory_owner.h): queue pairs of one device that
+  // register the same memory of the same owner for the same access may
   // share one registration (registration_cache.h); 0 shares with none.
-  virtual Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner) = 0;
+  virtual Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner, Access access) = 0;
   // Ends a registration of registerMemory before the queue pair closes
   // (which ends them all). No request in flight may still use it.
   virtual void deregisterMemory(const Region& region) = 0;

@@ -8,7 +8,10 @@
 // one registration, counted, and it ends with its last holder.
 //
 // What is shared is keyed by the memory's owner (memory_owner.h: a number
-// for one lifetime of the memory, never reused) and its exact range.
+// for one lifetime of the memory, never reused), its exact range and the
+// rights it was registered with (queue_pair.h, Access: memory registered
+// for this side's reads is never handed to a caller that needs peers'
+// writes, nor the other way round).
 //  - The owner, because a holder may keep a registration after its memory
 //    went back to the program (ncclCommDeregister on a failed communicator
 //    leaves the release to the connection), and the program may free that
@@ -59,30 +62,31 @@ class RegistrationCache {
   RegistrationCache(const RegistrationCache&) = delete;
   RegistrationCache& operator=(const RegistrationCache&) = delete;
 
-  // The region for [base, base + bytes) of `owner` (0: shared with no one):
-  // the registration already made for it, or one `make(base, bytes)` makes
-  // now (returning a Registration). A throwing `make` leaves the cache as
-  // it was; `end(handle)` undoes a registration the cache could not keep.
+  // The region for [base, base + bytes) of `owner` (0: shared with no one)
+  // with `access`: the registration already made for it, or one
+  // `make(base, bytes)` makes now (returning a Registration with those
+  // rights). A throwing `make` leaves the cache as it was; `end(handle)`
+  // undoes a registration the cache could not keep.
   template <typename Make, typename End>
-  HeldRegion acquire(std::uint64_t owner, void* base, std::size_t bytes, Make&& make, End&& end) {
+  HeldRegion acquire(std::uint64_t owner, void* base, std::size_t bytes, Access access, Make&& make, End&& end) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (owner != 0)
-      if (const auto found = entries_.find(keyOf(owner, base, bytes)); found != entries_.end()) {
+      if (const auto found = entries_.find(keyOf(owner, base, bytes, access)); found != entries_.end()) {
         ++found->second.holders;
-        return {regionOf(found->second.registration, base, bytes), owner};
+        return {regionOf(found->second.registration, base, bytes, access), owner};
       }
     // Memory shared with no one is kept under an owner of its own, which
     // no caller names.
     if (owner == 0) owner = kOwnerless | nextOwnerless_++;
     const Registration made = make(static_cast<char*>(base), bytes);
     try {
-      entries_.emplace(keyOf(owner, base, bytes), Entry{made, 1});
+      entries_.emplace(keyOf(owner, base, bytes, access), Entry{made, 1});
     } catch (...) {
       end(made.handle);
       throw;
     }
     ++registrationsMade_;
-    return {regionOf(made, base, bytes), owner};
+    return {regionOf(made, base, bytes, access), owner};
   }
 
   // Gives back a region acquire() gave; the registration ends, through
@@ -90,7 +94,7 @@ class RegistrationCache {
   template <typename End>
   void release(const HeldRegion& held, End&& end) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto found = entries_.find(keyOf(held.owner, held.region.base, held.region.bytes));
+    const auto found = entries_.find(keyOf(held.owner, held.region.base, held.region.bytes, held.region.access));
     HORA_ENFORCE(found != entries_.end() && found->second.holders > 0,
                  "RDMA: releasing memory that was never registered");
     if (--found->second.holders > 0) return;
@@ -105,18 +109,18 @@ class RegistrationCache {
   std::uint64_t registrationsMade() const;
 
  private:
-  using Key = std::tuple<std::uint64_t, std::uintptr_t, std::size_t>;  // owner, start, bytes
+  using Key = std::tuple<std::uint64_t, std::uintptr_t, std::size_t, Access>;  // owner, start, bytes, rights
   struct Entry {
     Registration registration;
     std::size_t holders;
   };
   static constexpr std::uint64_t kOwnerless = std::uint64_t{1} << 63;  // above every real owner
-  static Key keyOf(std::uint64_t owner, const void* base, std::size_t bytes) {
-    return {owner, reinterpret_cast<std::uintptr_t>(base), bytes};
+  static Key keyOf(std::uint64_t owner, const void* base, std::size_t bytes, Access access) {
+    return {owner, reinterpret_cast<std::uintptr_t>(base), bytes, access};
   }
-  static Region regionOf(const Registration& registration, void* base, std::size_t bytes) {
+  static Region regionOf(const Registration& registration, void* base, std::size_t bytes, Access access) {
     return Region{static_cast<char*>(base), bytes, registration.localKey, registration.remoteKey,
-                  registration.remoteAddress};
+                  registration.remoteAddress, access};
   }
 
   mutable std::mutex mutex_;

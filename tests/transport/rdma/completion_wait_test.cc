@@ -35,7 +35,7 @@ class SignalledQueuePair final : public QueuePair {
 
   std::size_t sendQueueDepth() const override { return 16; }
   std::size_t receiveQueueDepth() const override { return 16; }
-  Region registerMemory(void*, std::size_t, std::uint64_t) override { return {}; }
+  Region registerMemory(void*, std::size_t, std::uint64_t, Access) override { return {}; }
   void deregisterMemory(const Region&) override {}
   void postWrite(const Region&, std::size_t, std::size_t, RemoteMemory, std::uint64_t, bool) override {}
   void postWriteWithImmediate(std::uint32_t, std::uint64_t) override {}

@@ -238,8 +238,8 @@ class FakeDevice : public ::testing::Test {
     b_ = fabric_->createQueuePair(options);
     a_->connect(b_->address());
     b_->connect(a_->address());
-    local_ = a_->registerMemory(source_, sizeof(source_), 0);
-    remote_ = b_->registerMemory(target_, sizeof(target_), 0);
+    local_ = a_->registerMemory(source_, sizeof(source_), 0, Access::LocalRead);
+    remote_ = b_->registerMemory(target_, sizeof(target_), 0, Access::RemoteWrite);
   }
   std::vector<Completion> drain(FakeQueuePair& qp) {
     std::vector<Completion> all;
@@ -294,6 +294,19 @@ TEST_F(FakeDevice, AWritePastTheRegionIsARemoteAccessError) {
   auto done = drain(*a_);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].status, Status::RemoteAccessError);
+}
+
+// Memory registered for this side's reads only (a write's source) is no
+// target for a peer: its key is valid and the range inside, and still the
+// write fails, as verbs fails one into memory without remote-write access.
+TEST_F(FakeDevice, AWriteIntoMemoryRegisteredForLocalReadsIsARemoteAccessError) {
+  char readOnly[64] = {};
+  const Region sourceOnly = b_->registerMemory(readOnly, sizeof(readOnly), 0, Access::LocalRead);
+  a_->postWrite(local_, 0, 8, {sourceOnly.remoteAt(0), sourceOnly.remoteKey}, 1, true);
+  auto done = drain(*a_);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, Status::RemoteAccessError);
+  EXPECT_EQ(readOnly[0], 0) << "nothing may land";
 }
 
 TEST_F(FakeDevice, AnImmediateWithoutAPostedReceiveIsReceiverNotReady) {

@@ -68,17 +68,17 @@ bool FakeQueuePair::inError() const {
   return error_;
 }
 
-Region FakeQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t) {
+Region FakeQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t, Access access) {
   if (options_.registrationLimitBytes != 0 && bytes > options_.registrationLimitBytes)
     fail(ErrorKind::System, "fake device: cannot register ", bytes, " bytes (limit ", options_.registrationLimitBytes,
          ")");
   std::lock_guard<std::mutex> lock(fabric_->mutex_);
   const std::uint64_t key = fabric_->nextKey_++;
-  fabric_->memory_[key] = {static_cast<char*>(base), bytes, id_};
+  fabric_->memory_[key] = {static_cast<char*>(base), bytes, id_, access};
   ++fabric_->timesRegistered_[{id_, base, bytes}];
   keys_.push_back(key);
   // Verbs' way: peers name registered memory by its virtual address.
-  return {static_cast<char*>(base), bytes, key, key, reinterpret_cast<std::uint64_t>(base)};
+  return {static_cast<char*>(base), bytes, key, key, reinterpret_cast<std::uint64_t>(base), access};
 }
 
 void FakeQueuePair::deregisterMemory(const Region& region) {
@@ -214,6 +214,7 @@ void FakeQueuePair::run(const Request& request) {
   if (request.operation == Operation::Write) {
     auto region = fabric_->memory_.find(request.to.key);
     const bool ok = region != fabric_->memory_.end() && region->second.owner == peer_ &&
+                    region->second.access == Access::RemoteWrite &&
                     request.to.address >= reinterpret_cast<std::uint64_t>(region->second.base) &&
                     request.to.address + request.bytes <=
                         reinterpret_cast<std::uint64_t>(region->second.base) + region->second.bytes;

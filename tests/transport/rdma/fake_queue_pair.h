@@ -4,9 +4,10 @@
 //   - requests of one queue pair run in the order posted (reliable
 //     connection), each a while after it was posted (`delaySteps` polls of
 //     either end), and a write lands in ascending address order;
-//   - keys and bounds are checked: a write outside the peer's registered
-//     memory fails with RemoteAccessError, one from unregistered local
-//     memory with LocalError;
+//   - keys, bounds and rights are checked: a write outside the peer's
+//     registered memory, or into memory it registered only for its own
+//     reads (Access::LocalRead), fails with RemoteAccessError, one from
+//     unregistered local memory with LocalError;
 //   - a write with immediate that finds no receive posted fails with
 //     ReceiverNotReady;
 //   - more requests outstanding than the queue holds is an overflow (the
@@ -72,6 +73,7 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
     char* base;
     std::size_t bytes;
     int owner;  // queue pair id
+    Access access;
   };
   mutable std::mutex mutex_;
   std::map<std::uint64_t, RegisteredMemory> memory_;
@@ -93,7 +95,7 @@ class FakeQueuePair final : public QueuePair {
   std::size_t receiveQueueDepth() const override { return options_.receiveQueueDepth; }
   // Each queue pair registers on its own (`owner` is not used): the
   // protocol's view, one registration per queue pair that asks.
-  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner) override;
+  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner, Access access) override;
   void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;

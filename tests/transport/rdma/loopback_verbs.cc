@@ -33,6 +33,7 @@ struct Qp {
 };
 struct Mr {
   ibv_mr verbs{};
+  int access = 0;  // ibv_reg_mr's flags
 };
 }  // namespace
 
@@ -70,8 +71,8 @@ struct LoopbackVerbs::State {
     if (request.num_sge == 0) return IBV_WC_SUCCESS;
     const ibv_sge& piece = *request.sg_list;
     if (covering(piece.lkey, piece.addr, piece.length) == nullptr) return IBV_WC_LOC_PROT_ERR;
-    if (covering(request.wr.rdma.rkey, request.wr.rdma.remote_addr, piece.length) == nullptr)
-      return IBV_WC_REM_ACCESS_ERR;
+    const Mr* target = covering(request.wr.rdma.rkey, request.wr.rdma.remote_addr, piece.length);
+    if (target == nullptr || (target->access & IBV_ACCESS_REMOTE_WRITE) == 0) return IBV_WC_REM_ACCESS_ERR;
     auto* into = reinterpret_cast<char*>(request.wr.rdma.remote_addr);
     const auto* from = reinterpret_cast<const char*>(piece.addr);
     const std::size_t bytes = piece.length;
@@ -140,9 +141,10 @@ LoopbackVerbs::LoopbackVerbs() : state_(std::make_unique<State>()) {
   api_.allocPd = [](ibv_context*) { return reinterpret_cast<ibv_pd*>(0x2000); };
   api_.deallocPd = [](ibv_pd*) { return 0; };
   api_.closeDevice = [](ibv_context*) { return 0; };
-  api_.regMr = [](ibv_pd*, void* address, std::size_t bytes, int) -> ibv_mr* {
+  api_.regMr = [](ibv_pd*, void* address, std::size_t bytes, int access) -> ibv_mr* {
     std::lock_guard<std::mutex> lock(S::current->mutex);
     auto mr = std::make_unique<Mr>();
+    mr->access = access;
     mr->verbs.addr = address;
     mr->verbs.length = bytes;
     mr->verbs.lkey = mr->verbs.rkey = S::current->nextKey++;

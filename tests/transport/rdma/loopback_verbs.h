@@ -5,7 +5,8 @@
 // the backend relies on behaves as verbs says:
 //   - an RDMA write lands in the registered memory the remote key names,
 //     in ascending address order (the last eight bytes last, as a release),
-//     or fails with IBV_WC_REM_ACCESS_ERR (bad key, out of bounds) and
+//     or fails with IBV_WC_REM_ACCESS_ERR (bad key, out of bounds, memory
+//     registered without IBV_ACCESS_REMOTE_WRITE) and
 //     IBV_WC_LOC_PROT_ERR (a local key that does not cover the source);
 //   - a write with immediate consumes the peer's oldest posted receive,
 //     which completes there as IBV_WC_RECV_RDMA_WITH_IMM with the immediate

@@ -242,8 +242,8 @@ TEST(OfiRegistrations, EndpointsOfOneDomainShareThemWhereTheProviderAllows) {
   auto second = device.createQueuePair();
   std::vector<char> buffer(10000, 'r');
   const std::uint64_t owner = newMemoryOwner();
-  const Region a = first->registerMemory(buffer.data(), buffer.size(), owner);
-  const Region b = second->registerMemory(buffer.data(), buffer.size(), owner);
+  const Region a = first->registerMemory(buffer.data(), buffer.size(), owner, Access::LocalRead);
+  const Region b = second->registerMemory(buffer.data(), buffer.size(), owner, Access::LocalRead);
   if (perEndpoint) {
     EXPECT_EQ(device.registrations().registrations(), 0u);
     EXPECT_NE(a.localKey, b.localKey);

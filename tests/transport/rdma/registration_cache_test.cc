@@ -37,7 +37,7 @@ TEST(RegistrationCache, AQueuePairGetsTheRangeItAskedFor) {
   Backend backend;
   RegistrationCache cache;
   char buffer[5000];
-  const HeldRegion held = cache.acquire(newMemoryOwner(), buffer + 100, 1000, backend.make(), backend.end());
+  const HeldRegion held = cache.acquire(newMemoryOwner(), buffer + 100, 1000, Access::LocalRead, backend.make(), backend.end());
   ASSERT_EQ(backend.made.size(), 1u);
   // Exactly the range: a peer's write past it must fail at the NIC, not
   // land in whatever shares its pages.
@@ -57,7 +57,7 @@ TEST(RegistrationCache, TheSameMemoryOfOneOwnerIsRegisteredOnceUntilTheLastHolde
   const std::uint64_t owner = newMemoryOwner();
   // Three queue pairs of one domain: a buffer sent to three peers.
   std::vector<HeldRegion> held;
-  for (int q = 0; q < 3; ++q) held.push_back(cache.acquire(owner, buffer.data(), buffer.size(), backend.make(), backend.end()));
+  for (int q = 0; q < 3; ++q) held.push_back(cache.acquire(owner, buffer.data(), buffer.size(), Access::LocalRead, backend.make(), backend.end()));
   EXPECT_EQ(backend.made.size(), 1u);
   EXPECT_EQ(cache.registrations(), 1u);
   EXPECT_EQ(held[2].region.localKey, held[0].region.localKey);
@@ -68,7 +68,7 @@ TEST(RegistrationCache, TheSameMemoryOfOneOwnerIsRegisteredOnceUntilTheLastHolde
   ASSERT_EQ(backend.ended.size(), 1u);
   EXPECT_EQ(cache.registrations(), 0u);
   // Registered anew once it has ended.
-  cache.release(cache.acquire(owner, buffer.data(), buffer.size(), backend.make(), backend.end()), backend.end());
+  cache.release(cache.acquire(owner, buffer.data(), buffer.size(), Access::LocalRead, backend.make(), backend.end()), backend.end());
   EXPECT_EQ(cache.registrationsMade(), 2u);
 }
 
@@ -82,8 +82,8 @@ TEST(RegistrationCache, NewMemoryAtAnOldAddressIsNeverGivenTheOldRegistration) {
   Backend backend;
   RegistrationCache cache;
   std::vector<char> buffer(4096);
-  const HeldRegion stale = cache.acquire(newMemoryOwner(), buffer.data(), buffer.size(), backend.make(), backend.end());
-  const HeldRegion fresh = cache.acquire(newMemoryOwner(), buffer.data(), buffer.size(), backend.make(), backend.end());
+  const HeldRegion stale = cache.acquire(newMemoryOwner(), buffer.data(), buffer.size(), Access::LocalRead, backend.make(), backend.end());
+  const HeldRegion fresh = cache.acquire(newMemoryOwner(), buffer.data(), buffer.size(), Access::LocalRead, backend.make(), backend.end());
   EXPECT_EQ(backend.made.size(), 2u);
   EXPECT_NE(fresh.region.localKey, stale.region.localKey);
   cache.release(stale, backend.end());
@@ -91,18 +91,22 @@ TEST(RegistrationCache, NewMemoryAtAnOldAddressIsNeverGivenTheOldRegistration) {
   EXPECT_EQ(backend.ended.size(), 2u);
 }
 
-TEST(RegistrationCache, OtherRangesAndOwnerlessMemoryAreNotShared) {
+TEST(RegistrationCache, OtherRangesOtherRightsAndOwnerlessMemoryAreNotShared) {
   Backend backend;
   RegistrationCache cache;
   std::vector<char> buffer(8192);
   const std::uint64_t owner = newMemoryOwner();
-  const HeldRegion whole = cache.acquire(owner, buffer.data(), buffer.size(), backend.make(), backend.end());
-  const HeldRegion part = cache.acquire(owner, buffer.data() + 64, 128, backend.make(), backend.end());
-  const HeldRegion a = cache.acquire(0, buffer.data(), buffer.size(), backend.make(), backend.end());
-  const HeldRegion b = cache.acquire(0, buffer.data(), buffer.size(), backend.make(), backend.end());
-  EXPECT_EQ(backend.made.size(), 4u);
-  for (const HeldRegion& held : {whole, part, a, b}) cache.release(held, backend.end());
-  EXPECT_EQ(backend.ended.size(), 4u);
+  const HeldRegion whole = cache.acquire(owner, buffer.data(), buffer.size(), Access::LocalRead, backend.make(), backend.end());
+  const HeldRegion part = cache.acquire(owner, buffer.data() + 64, 128, Access::LocalRead, backend.make(), backend.end());
+  const HeldRegion a = cache.acquire(0, buffer.data(), buffer.size(), Access::LocalRead, backend.make(), backend.end());
+  const HeldRegion b = cache.acquire(0, buffer.data(), buffer.size(), Access::LocalRead, backend.make(), backend.end());
+  // The same memory for other rights: never the registration made for reads.
+  const HeldRegion written =
+      cache.acquire(owner, buffer.data(), buffer.size(), Access::RemoteWrite, backend.make(), backend.end());
+  EXPECT_EQ(written.region.access, Access::RemoteWrite);
+  EXPECT_EQ(backend.made.size(), 5u);
+  for (const HeldRegion& held : {whole, part, a, b, written}) cache.release(held, backend.end());
+  EXPECT_EQ(backend.ended.size(), 5u);
   EXPECT_EQ(cache.registrations(), 0u);
 }
 
@@ -112,12 +116,12 @@ TEST(RegistrationCache, AFailedRegistrationLeavesNothingBehind) {
   char buffer[64];
   const std::uint64_t owner = newMemoryOwner();
   EXPECT_THROW(cache.acquire(
-                   owner, buffer, sizeof(buffer),
+                   owner, buffer, sizeof(buffer), Access::LocalRead,
                    [](char*, std::size_t) -> Registration { throw std::runtime_error("the device refused"); },
                    backend.end()),
                std::runtime_error);
   EXPECT_EQ(cache.registrations(), 0u);
-  const HeldRegion held = cache.acquire(owner, buffer, sizeof(buffer), backend.make(), backend.end());
+  const HeldRegion held = cache.acquire(owner, buffer, sizeof(buffer), Access::LocalRead, backend.make(), backend.end());
   EXPECT_EQ(backend.made.size(), 1u) << "the next request registers anew";
   cache.release(held, backend.end());
   EXPECT_EQ(backend.ended.size(), 1u);
@@ -129,7 +133,7 @@ TEST(RegistrationCache, ReleasingWhatIsNotHeldIsRefused) {
   char buffer[64];
   HeldRegion never{{buffer, sizeof(buffer), 1, 2, 0}, newMemoryOwner()};
   EXPECT_THROW(cache.release(never, backend.end()), Error);
-  const HeldRegion once = cache.acquire(newMemoryOwner(), buffer, sizeof(buffer), backend.make(), backend.end());
+  const HeldRegion once = cache.acquire(newMemoryOwner(), buffer, sizeof(buffer), Access::LocalRead, backend.make(), backend.end());
   cache.release(once, backend.end());
   EXPECT_THROW(cache.release(once, backend.end()), Error) << "released twice";
 }
@@ -155,7 +159,7 @@ TEST(RegistrationCache, ThreadsShareItSafely) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
-      for (int i = 0; i < 2000; ++i) cache.release(cache.acquire(owner, buffer, sizeof(buffer), make, end), end);
+      for (int i = 0; i < 2000; ++i) cache.release(cache.acquire(owner, buffer, sizeof(buffer), Access::LocalRead, make, end), end);
     });
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(made.load(), ended.load());

@@ -47,6 +47,7 @@ struct FakeVerbs {
   std::deque<ibv_wc> completions;  // what ibv_poll_cq hands out
   std::vector<std::string> destroyed;
   std::vector<std::pair<void*, std::size_t>> registered;  // ibv_reg_mr's ranges
+  std::vector<int> registeredAccess;                      // and their access flags
   int pendingEvents = 0;
   unsigned acknowledgedEvents = 0;
   int notifyRequests = 0;
@@ -82,9 +83,10 @@ struct FakeVerbs {
       current->modifies.push_back({*attributes, mask});
       return index == current->failModifyAt ? current->modifyError : 0;
     };
-    api.regMr = [](ibv_pd*, void* start, std::size_t bytes, int) {
+    api.regMr = [](ibv_pd*, void* start, std::size_t bytes, int access) {
       // The first registration is `region`; later ones get keys of their own.
       current->registered.push_back({start, bytes});
+      current->registeredAccess.push_back(access);
       if (current->registered.size() == 1) return &current->region;
       ibv_mr& more = current->moreRegions.emplace_back(current->region);
       more.lkey += static_cast<std::uint32_t>(0x100 * current->moreRegions.size());
@@ -326,7 +328,7 @@ TEST(VerbsQueuePairDataPath, WritesAndReceivesArePostedAsVerbsRequests) {
   FakeVerbs fake;
   VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
   char buffer[64];
-  const Region region = qp.registerMemory(buffer, sizeof(buffer), 0);
+  const Region region = qp.registerMemory(buffer, sizeof(buffer), 0, Access::LocalRead);
   EXPECT_EQ(region.localKey, 0x11u);
   EXPECT_EQ(region.remoteKey, 0x22u);
   EXPECT_EQ(region.remoteAddress, reinterpret_cast<std::uintptr_t>(buffer));
@@ -354,7 +356,7 @@ TEST(VerbsQueuePairDataPath, CompletionsMapBackToTheProtocolsIdsAndOperations) {
   FakeVerbs fake;
   VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
   char buffer[64];
-  const Region region = qp.registerMemory(buffer, sizeof(buffer), 0);
+  const Region region = qp.registerMemory(buffer, sizeof(buffer), 0, Access::LocalRead);
   qp.postWrite(region, 0, 8, RemoteMemory{0x5000, 0x77}, 100, false);  // completes silently
   qp.postWrite(region, 8, 8, RemoteMemory{0x5008, 0x77}, 101, true);
   qp.postWriteWithImmediate(7, 102);
@@ -459,7 +461,7 @@ TEST(VerbsQueuePairDataPath, DestructionReleasesInOrder) {
   {
     VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
     char buffer[8];
-    qp.registerMemory(buffer, sizeof(buffer), 0);
+    qp.registerMemory(buffer, sizeof(buffer), 0, Access::LocalRead);
   }
   EXPECT_EQ(fake.destroyed, (std::vector<std::string>{"qp", "cq", "channel", "mr", "pd", "context"}));
 }
@@ -475,12 +477,12 @@ TEST(VerbsQueuePairDataPath, QueuePairsOfOnePortRegisterABufferOnce) {
   VerbsQueuePair first(port, 16, 8);
   VerbsQueuePair second(port, 16, 8);
   static char buffer[3 * 4096];
-  const Region a = first.registerMemory(buffer + 10, 5000, 7);
-  const Region b = second.registerMemory(buffer + 10, 5000, 7);
+  const Region a = first.registerMemory(buffer + 10, 5000, 7, Access::LocalRead);
+  const Region b = second.registerMemory(buffer + 10, 5000, 7, Access::LocalRead);
   ASSERT_EQ(fake.registered.size(), 1u);
   EXPECT_EQ(fake.registered[0].first, static_cast<void*>(buffer + 10));
   EXPECT_EQ(fake.registered[0].second, 5000u);
-  const Region other = second.registerMemory(buffer + 10, 5000, 8);
+  const Region other = second.registerMemory(buffer + 10, 5000, 8, Access::LocalRead);
   EXPECT_EQ(fake.registered.size(), 2u) << "another owner's memory at the same address";
   second.deregisterMemory(other);
   fake.destroyed.clear();
@@ -492,6 +494,24 @@ TEST(VerbsQueuePairDataPath, QueuePairsOfOnePortRegisterABufferOnce) {
   EXPECT_THROW(first.deregisterMemory(a), Error) << "the first no longer holds it";
   second.deregisterMemory(b);
   EXPECT_EQ(fake.destroyed, (std::vector<std::string>{"mr"}));
+}
+
+// Least privilege: a write's source is registered with no access flag
+// (local reads need none), so no peer can write into it; memory peers
+// write into gets local and remote write. The same memory of the same
+// owner needed both ways is two registrations, never one widened.
+TEST(VerbsQueuePairDataPath, OnlyMemoryPeersWriteIntoIsRegisteredForRemoteWrites) {
+  FakeVerbs fake;
+  VerbsQueuePair qp(fake.port(LinkLayer::InfiniBand), 16, 8);
+  static char buffer[256];
+  const Region source = qp.registerMemory(buffer, sizeof(buffer), 9, Access::LocalRead);
+  const Region target = qp.registerMemory(buffer, sizeof(buffer), 9, Access::RemoteWrite);
+  ASSERT_EQ(fake.registeredAccess.size(), 2u);
+  EXPECT_EQ(fake.registeredAccess[0], 0);
+  EXPECT_EQ(fake.registeredAccess[1], IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  EXPECT_NE(source.localKey, target.localKey);
+  qp.deregisterMemory(source);
+  qp.deregisterMemory(target);
 }
 
 // --------------------------------------------------------- opening a port

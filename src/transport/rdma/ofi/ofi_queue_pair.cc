@@ -130,14 +130,17 @@ void closeRegistration(void* mr) {
 }
 }  // namespace
 
-Region OfiQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t owner) {
+Region OfiQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t owner, Access access) {
   regions_.reserve(regions_.size() + 1);  // so that keeping what was acquired cannot throw
   auto make = [&](char* start, std::size_t length) {
     const std::uint64_t mode = device_->info().domain_attr->mr_mode;
     // A key of our choosing, unless the provider chooses (FI_MR_PROV_KEY).
     const std::uint64_t requestedKey = (mode & FI_MR_PROV_KEY) != 0 ? 0 : device_->nextKey();
     fid_mr* mr = nullptr;
-    int rc = fi_mr_reg(device_->domain(), start, length, FI_WRITE | FI_REMOTE_WRITE, 0, requestedKey, 0, &mr, nullptr);
+    // FI_WRITE: the source of this side's writes; FI_REMOTE_WRITE: the
+    // target of the peer's.
+    const std::uint64_t rights = access == Access::RemoteWrite ? FI_REMOTE_WRITE : FI_WRITE;
+    int rc = fi_mr_reg(device_->domain(), start, length, rights, 0, requestedKey, 0, &mr, nullptr);
     if (rc != 0) raise("fi_mr_reg", rc);
     if ((mode & FI_MR_ENDPOINT) != 0) {
       // Providers that scope registrations to an endpoint want it bound.
@@ -151,7 +154,7 @@ Region OfiQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t
     const std::uint64_t remoteAddress = (mode & FI_MR_VIRT_ADDR) != 0 ? reinterpret_cast<std::uint64_t>(start) : 0;
     return Registration{reinterpret_cast<std::uintptr_t>(mr), fi_mr_key(mr), remoteAddress, mr};
   };
-  const HeldRegion held = registrations().acquire(owner, base, bytes, make, closeRegistration);
+  const HeldRegion held = registrations().acquire(owner, base, bytes, access, make, closeRegistration);
   regions_.push_back(held);
   return held.region;
 }

@@ -3,7 +3,9 @@
 // holding the one peer.
 //
 //   seam                      libfabric
-//   registerMemory            fi_mr_reg, shared with the domain's other
+//   registerMemory            fi_mr_reg (FI_WRITE for a write's source,
+//                             FI_REMOTE_WRITE for memory peers write into),
+//                             shared with the domain's other
 //                             endpoints (registration_cache.h), or kept to
 //                             this one where the provider binds
 //                             registrations to an endpoint (FI_MR_ENDPOINT)
@@ -58,7 +60,7 @@ class OfiQueuePair final : public QueuePair {
 
   std::size_t sendQueueDepth() const override { return sendDepth_; }
   std::size_t receiveQueueDepth() const override { return receiveDepth_; }
-  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner) override;
+  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner, Access access) override;
   void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;

@@ -24,6 +24,11 @@ std::uint32_t randomPsn() {
   return random() & 0xffffff;  // 24 bits
 }
 
+int verbsAccessFlags(Access access) {
+  // Local reads need no flag; remote writes need local writes too.
+  return access == Access::RemoteWrite ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : 0;
+}
+
 }  // namespace
 
 Status statusOf(ibv_wc_status status) {
@@ -88,17 +93,17 @@ std::string VerbsQueuePair::what() const {
   return qp_ != nullptr ? strCat(port_->name, " qp ", qp_->qp_num) : port_->name;
 }
 
-Region VerbsQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t owner) {
+Region VerbsQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t owner, Access access) {
   regions_.reserve(regions_.size() + 1);  // so that keeping what was acquired cannot throw
   auto make = [&](char* start, std::size_t length) {
     errno = 0;
-    ibv_mr* mr = api_.regMr(port_->pd, start, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    ibv_mr* mr = api_.regMr(port_->pd, start, length, verbsAccessFlags(access));
     if (mr == nullptr)
       fail(ErrorKind::System, "verbs: ibv_reg_mr of ", length, " bytes failed for ", what(), ": ", errnoText(errno));
     // Verbs names registered memory by virtual address.
     return Registration{mr->lkey, mr->rkey, reinterpret_cast<std::uintptr_t>(start), mr};
   };
-  const HeldRegion held = port_->registrations.acquire(owner, base, bytes, make, endRegistration());
+  const HeldRegion held = port_->registrations.acquire(owner, base, bytes, access, make, endRegistration());
   regions_.push_back(held);
   return held.region;
 }

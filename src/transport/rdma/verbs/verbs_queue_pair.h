@@ -3,8 +3,10 @@
 // completion channel to sleep on.
 //
 //   seam                      verbs
-//   registerMemory            ibv_reg_mr, local write + remote write, shared
-//                             with the port's other queue pairs
+//   registerMemory            ibv_reg_mr: no access flag for a write's
+//                             source (local reads need none), local and
+//                             remote write for memory peers write into;
+//                             shared with the port's other queue pairs
 //                             (registration_cache.h)
 //   postWrite                 IBV_WR_RDMA_WRITE, signaled or not
 //   postWriteWithImmediate    IBV_WR_RDMA_WRITE_WITH_IMM of no bytes; the
@@ -48,7 +50,7 @@ class VerbsQueuePair final : public QueuePair {
 
   std::size_t sendQueueDepth() const override { return sendDepth_; }
   std::size_t receiveQueueDepth() const override { return receiveDepth_; }
-  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner) override;
+  Region registerMemory(void* base, std::size_t bytes, std::uint64_t owner, Access access) override;
   void deregisterMemory(const Region& region) override;
   void postWrite(const Region& from, std::size_t offset, std::size_t bytes, RemoteMemory to, std::uint64_t id,
                  bool signaled) override;
