@@ -249,6 +249,11 @@ void Communicator::startCudaExecutor(const std::vector<int>& ringRanks, std::uin
 #endif
 }
 
+topology::TransportKind Communicator::transportTo(int peer) const {
+  HORA_CHECK_ARG(peer >= 0 && peer < nranks_ && peer != rank_, "rank ", rank_, ": no connection with rank ", peer);
+  return connector_->kindOf(peer);
+}
+
 std::optional<Error> Communicator::deviceFailure() const {
   return cudaExecutor_ ? cudaExecutor_->failure() : std::nullopt;
 }

@@ -69,6 +69,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::optional<Error> deviceFailure() const;
   std::chrono::milliseconds timeout() const { return timeout_; }
   const bootstrap::Bootstrap& bootstrap() const { return *bootstrap_; }
+  // The transport chosen, at init, for this rank's connections with `peer`.
+  topology::TransportKind transportTo(int peer) const;
 
   // Runs `ops` (one call, or one group's calls on this communicator) on the
   // calling thread, after anything already submitted. Throws on failure; a

@@ -280,8 +280,9 @@ fi
 # Rank 2 (on hostB) is killed while the four ranks run collectives. Rank 3
 # (same host) sees its shared-memory lifeline close; rank 1 (hostA) sees its
 # TCP connection to rank 2 close and, as it cannot see a pid on another
-# host, probes rank 2's listener, which refuses. Ranks 0 and 1 on hostA
-# must name rank 2 as the rank that failed first, long before HORA_TIMEOUT.
+# host, probes rank 2's listener, which refuses. Ranks 0 and 1 on hostA,
+# and rank 3 beside it on hostB, must name rank 2 as the rank that failed
+# first, long before HORA_TIMEOUT.
 long_counts=()
 for _ in $(seq 200); do long_counts+=($(((1 << 20) + 3))); done
 expect_failure=1 run_job kill "$CHECK_SECONDS" "$checker" "${long_counts[@]}" &
@@ -314,6 +315,8 @@ if [[ -n $victim ]]; then
     expect_line "$work/kill.host0.log" "^\[rank $rank\] collective_check: .*rank 2 \(host $host_pattern, pid $victim\) failed first" \
       "rank $rank (${HOSTNAMES[0]}) names the killed rank 2 as the first failure"
   done
+  expect_line "$work/kill.host1.log" "^\[rank 3\] collective_check: .*rank 2 \(host $host_pattern, pid $victim\) failed first" \
+    "rank 3 (${HOSTNAMES[1]}, the killed rank's own host) names the killed rank 2 as the first failure"
   if ((elapsed_ms < PEER_TIMEOUT * 1000 / 2)); then
     echo "ok: the job ended $elapsed_ms ms after the kill (HORA_TIMEOUT is ${PEER_TIMEOUT} s)"
   else

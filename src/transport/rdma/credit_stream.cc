@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -113,6 +115,28 @@ CreditSendStream::CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queue
   for (auto& qp : qps_) sendAddress(lifeline_, qp->address(), deadline, peer_);
   const RemoteMemory ring{ringRegion_.remoteAt(0), ringRegion_.remoteKey};
   lifeline_.sendAll(&ring, sizeof(ring), deadline, nullptr, peer_);
+}
+
+CreditSendStream::~CreditSendStream() { flushOnClose(); }
+
+bool CreditSendStream::writesInFlight() const {
+  return std::any_of(inFlight_.begin(), inFlight_.end(), [](std::size_t n) { return n > 0; });
+}
+
+void CreditSendStream::flushOnClose() noexcept {
+  // Long enough for any live fabric (a write completes in microseconds),
+  // short enough that closing past a peer whose host died is not held up.
+  constexpr auto kCloseFlushTime = std::chrono::seconds(1);
+  const auto until = std::chrono::steady_clock::now() + kCloseFlushTime;
+  try {
+    while (writesInFlight() && std::chrono::steady_clock::now() < until) {
+      reap();
+      checkLifeline(lifeline_, peer_);
+      std::this_thread::yield();
+    }
+  } catch (const std::exception&) {
+    // The peer is gone or a write failed: what is still queued never lands.
+  }
 }
 
 bool CreditSendStream::finishSetup() {

@@ -107,6 +107,8 @@ class CreditSendStream final : public ByteStream {
   CreditSendStream(std::vector<std::unique_ptr<QueuePair>> queuePairs, Socket lifeline, std::string peerName,
                    const CreditGeometry& geometry, const Deadline& deadline,
                    std::shared_ptr<const UserRegistrations> registrations = nullptr);
+  // Waits, briefly, for the writes still in flight (flushOnClose).
+  ~CreditSendStream() override;
   std::size_t trySendTwo(const void* first, std::size_t firstBytes, const void* second,
                          std::size_t secondBytes) override;
   std::size_t tryRecvTwo(void*, std::size_t, void*, std::size_t) override { return 0; }
@@ -133,6 +135,15 @@ class CreditSendStream final : public ByteStream {
     bool deregistered = false;  // by the program: not used again, released once idle
   };
   void reap();  // completions: staging slots free again, or an error
+  // Closing a queue pair discards the requests it has not carried out yet
+  // (verbs promises nothing for them), and a sender that has finished its
+  // part may close while its last writes are still on the way: the
+  // receiver would then wait for bytes that were accepted here. So, before
+  // the queue pairs close, the writes in flight are given up to
+  // kCloseFlushTime to complete; a peer known gone, or a failed write, ends
+  // the wait at once (nothing more will land).
+  void flushOnClose() noexcept;
+  bool writesInFlight() const;
   // Reads the receiver's address, connects and says so; true once done.
   bool finishSetup();
   // The receiver has granted the credit the next send needs.

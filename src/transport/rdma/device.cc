@@ -58,7 +58,8 @@ void installOnce(TransportKind kind, bool disabled,
   std::string why;
   std::shared_ptr<Device> device = open(why);
   if (!device) {
-    HORA_LOG(Info, transportName(kind), ": not available (", why, "); tcp carries the pairs it would");
+    HORA_LOG(Info, transportName(kind), ": not available (", why,
+             "); the pairs it would carry take the next transport (tcp between hosts)");
     return;
   }
   useDevice(kind, std::move(device));

@@ -1,7 +1,8 @@
 // Every collective through hora's ib transport, its RDMA credit protocol
 // running over the fake reliable-connected device (HORA_TRANSPORT=ib, ranks
-// as threads of one process): 2 to 8 ranks, counts 0, 1, primes and a
-// 64 MiB all-reduce, each result compared with a reference computed here.
+// as threads of one process): 2 to 8 ranks at counts 0, 1 and primes, and
+// two ranks at 64 MiB, each result compared with a reference computed here
+// (every element type and reduction: matrix_over_rdma_test.cc).
 // Protocol coverage only: nothing here has run on an InfiniBand or RoCE NIC.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,8 @@
 #include "every_collective.h"
 #include "fake_queue_pair.h"
 #include "transport/rdma/multi_rail.h"
+#include "api/nccl_api.h"
+#include "core/communicator.h"
 #include "nccl.h"
 
 namespace hora::transport::rdma {
@@ -48,7 +51,7 @@ class OverFakeRdma : public ::testing::TestWithParam<int> {
   std::shared_ptr<FakeDevice> device_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Ranks, OverFakeRdma, ::testing::Values(2, 3, 5, 8),
+INSTANTIATE_TEST_SUITE_P(Ranks, OverFakeRdma, ::testing::Values(2, 3, 4, 5, 6, 7, 8),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
 TEST_P(OverFakeRdma, EveryCollectiveMatchesTheReference) {
@@ -109,26 +112,15 @@ TEST(OverFakeRdmaRails, OneDeviceIsItselfAndNoneIsNone) {
   EXPECT_NE(MultiRailDevice({only, three}).name().find("2 rails"), std::string::npos);
 }
 
-TEST(OverFakeRdmaLarge, A64MiBAllReduceOnTwoRanks) {
+// 64 MiB (and an odd element more) per rank block: every collective on two
+// ranks, each result checked whole.
+TEST(OverFakeRdmaLarge, EveryCollectiveAt64MiBOnTwoRanks) {
   ::setenv("HORA_TRANSPORT", "ib", 1);
   ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
   auto device = std::make_shared<FakeDevice>();
   useDevice(TransportKind::Ib, device);
-  constexpr std::size_t kCount = 64u << 20 >> 2;  // 64 MiB of int32
-  ncclComm_t comms[2];
-  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
-  std::vector<std::int32_t> data[2] = {std::vector<std::int32_t>(kCount), std::vector<std::int32_t>(kCount)};
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      for (std::size_t i = 0; i < kCount; ++i) data[r][i] = input(r, i);
-      EXPECT_EQ(ncclAllReduce(data[r].data(), data[r].data(), kCount, ncclInt32, ncclSum, comms[r], nullptr),
-                ncclSuccess);
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < 2; ++r)
-    for (std::size_t i = 0; i < kCount; i += 4093) ASSERT_EQ(data[r][i], input(0, i) + input(1, i)) << r << " " << i;
-  for (ncclComm_t comm : comms) ncclCommDestroy(comm);
+  constexpr std::size_t kCount = (std::size_t{64} << 20) / sizeof(std::int32_t) + 1;
+  testing::onEachRank(2, [](int rank, ncclComm_t comm) { checkEveryCollective(rank, 2, comm, {kCount}); });
   EXPECT_GT(device->queuePairsCreated(), 0);
   useDevice(TransportKind::Ib, nullptr);
   ::unsetenv("HORA_TRANSPORT");
@@ -228,14 +220,25 @@ TEST_F(OverFakeRdmaRegistered, DeregisteringReleasesTheNicRegistrationsAtOnce) {
   EXPECT_EQ(after, before) << "registrations of deregistered buffers are still in force";
 }
 
-// Without an RDMA device in use, HORA_TRANSPORT=ib falls back to TCP: no
-// error, correct results, and nothing asked of a device.
-TEST(WithoutRdmaDevice, IbFallsBackToTcp) {
+// Without an RDMA device, HORA_TRANSPORT=ib cannot be honoured: no error,
+// and each pair takes the transport it would have had without the
+// variable. Between ranks of one host that is shared memory, or TCP where
+// shared memory is off (as between hosts). Results are checked.
+class WithoutRdmaDevice : public ::testing::TestWithParam<bool> {};
+
+TEST_P(WithoutRdmaDevice, IbFallsBackToTheNextTransport) {
+  const bool shmDisabled = GetParam();
   ::setenv("HORA_TRANSPORT", "ib", 1);
   ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
+  if (shmDisabled) ::setenv("NCCL_SHM_DISABLE", "1", 1);
   useDevice(TransportKind::Ib, nullptr);
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  ::unsetenv("NCCL_SHM_DISABLE");
+  ::unsetenv("HORA_TRANSPORT");
+  const TransportKind expected = shmDisabled ? TransportKind::Tcp : TransportKind::Shm;
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(transportName(comms[r]->impl->transportTo(1 - r)), transportName(expected)) << "rank " << r;
   std::vector<std::int32_t> data[2] = {std::vector<std::int32_t>(1031, 1), std::vector<std::int32_t>(1031, 2)};
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r)
@@ -244,10 +247,13 @@ TEST(WithoutRdmaDevice, IbFallsBackToTcp) {
                 ncclSuccess);
     });
   for (auto& t : threads) t.join();
-  for (int r = 0; r < 2; ++r) EXPECT_EQ(data[r][1030], 3);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(std::count(data[r].begin(), data[r].end(), 3), 1031) << "rank " << r;
   for (ncclComm_t comm : comms) ncclCommDestroy(comm);
-  ::unsetenv("HORA_TRANSPORT");
 }
+
+INSTANTIATE_TEST_SUITE_P(SharedMemory, WithoutRdmaDevice, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "ShmDisabledSoTcp" : "OneHostSoShm"; });
 
 // A rank that leaves (abort) in the middle: the others' waits on their RDMA
 // connections end with an error naming it, through the lifeline.

@@ -127,6 +127,50 @@ TEST(ListPorts, EveryPortOfEveryDeviceWithItsStateAndLinkLayer) {
   EXPECT_EQ(FakeDevices::closed, 2) << "listing must leave no device open";
 }
 
+// "Not available", with the reason, and never an error, in each way a
+// machine can have no RDMA port: a library without kernel support
+// (ibv_get_device_list fails with ENOSYS), an empty device list, and
+// devices whose ports are all down.
+TEST(OpenVerbsDevice, NoKernelSupportIsNotAvailable) {
+  FakeDevices fake;
+  fake.api.getDeviceList = [](int* count) -> ibv_device** {
+    *count = 0;
+    errno = ENOSYS;
+    return nullptr;
+  };
+  VerbsOpening opening;
+  EXPECT_NO_THROW(opening = openVerbsDevice(fake.api, {}));
+  EXPECT_EQ(opening.device, nullptr);
+  EXPECT_THAT(opening.why, HasSubstr("ibv_get_device_list failed"));
+  EXPECT_THAT(opening.why, HasSubstr("no kernel RDMA support"));
+}
+
+TEST(OpenVerbsDevice, AnEmptyDeviceListIsNotAvailable) {
+  FakeDevices fake;
+  fake.api.getDeviceList = [](int* count) {
+    *count = 0;
+    return FakeDevices::devices + 2;  // the list's terminating null
+  };
+  VerbsOpening opening;
+  EXPECT_NO_THROW(opening = openVerbsDevice(fake.api, {}));
+  EXPECT_EQ(opening.device, nullptr);
+  EXPECT_THAT(opening.why, HasSubstr("lists no RDMA device"));
+}
+
+TEST(OpenVerbsDevice, NoActivePortIsNotAvailable) {
+  FakeDevices fake;
+  fake.api.queryPort = [](ibv_context*, std::uint8_t, ibv_port_attr* attributes) {
+    attributes->state = IBV_PORT_DOWN;
+    attributes->link_layer = IBV_LINK_LAYER_INFINIBAND;
+    return 0;
+  };
+  VerbsOpening opening;
+  EXPECT_NO_THROW(opening = openVerbsDevice(fake.api, {}));
+  EXPECT_EQ(opening.device, nullptr);
+  EXPECT_THAT(opening.why, HasSubstr("not ACTIVE: mlx5_0:1, mlx5_0:2, mlx5_1:1"));
+  EXPECT_EQ(FakeDevices::opened, FakeDevices::closed) << "every device listed is closed again";
+}
+
 // This machine, through the real libibverbs: no RDMA device, so the ib
 // device is "not available" with the library's reason, and no error.
 TEST(VerbsOnThisMachine, NoDeviceIsAReasonNotAnError) {
