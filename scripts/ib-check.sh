@@ -2,12 +2,16 @@
 # The first run of hora's RDMA transports on real RDMA NICs (InfiniBand or
 # RoCE): the NIC's own figures as the baseline, then hora over them.
 #
-#   scripts/ib-check.sh [--peer HOST] [--device DEV] [builddir]
+#   scripts/ib-check.sh [--peer HOST | --device2 DEV2] [--device DEV] [builddir]
 #
-#   --peer HOST   the second host (passwordless ssh; this repository and its
-#                 build at the same path there). Without it both ranks run
-#                 here, over DEV's loopback (the NIC turns the traffic around).
-#   --device DEV  the verbs device (default: the first with an ACTIVE port)
+#   --peer HOST     the second host (passwordless ssh; this repository and its
+#                   build at the same path there): rank 0 here, rank 1 there.
+#   --device2 DEV2  both ranks here, rank 0 on DEV and rank 1 on DEV2: two
+#                   ports (or NICs) of this host on one fabric, so that the
+#                   bytes cross the fabric's switch.
+#                   With neither, both ranks run here on DEV's loopback (the
+#                   NIC turns the traffic around).
+#   --device DEV    the verbs device (default: the first with an ACTIVE port)
 #
 # Steps:
 #   1. the devices and ports (ibv_devinfo), and the one used;
@@ -19,23 +23,26 @@
 #      (hora's verbs device; until it is in use, hora says so and tcp
 #      carries the pair, which this script reports rather than measures);
 #   4. the report: median busbw at 64 MiB and more as a fraction of
-#      ib_write_bw (the goal: at least 0.9), and the 8-byte latency against
-#      ib_write_lat; NVIDIA's nccl-tests beside them where all_reduce_perf and
-#      a GPU are found.
+#      ib_write_bw, each row marked against the goal (at least 0.9), and the
+#      8-byte latency against ib_write_lat; NVIDIA's nccl-tests for the same
+#      four collectives beside them where its programs and GPUs are found.
 # Exits 77 ("skipped") where there is no RDMA device with an ACTIVE port,
-# or perftest is missing; 1 when a step fails.
+# or perftest is missing; 1 when a step fails; 3 when everything ran but a
+# transport in use fell short of the goal; 0 otherwise.
 set -uo pipefail
 readonly SKIPPED=77
 repo=$(cd "$(dirname "$0")/.." && pwd)
-peer="" device="" builddir=""
+peer="" device="" device2="" builddir=""
 while (($#)); do
   case $1 in
     --peer) peer=${2:?--peer needs a host}; shift 2 ;;
     --device) device=${2:?--device needs a device}; shift 2 ;;
+    --device2) device2=${2:?--device2 needs a device}; shift 2 ;;
     -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) builddir=$1; shift ;;
   esac
 done
+[[ -n $peer && -n $device2 ]] && { echo "FAIL: --peer and --device2 exclude each other" >&2; exit 1; }
 builddir=$(realpath -m "${builddir:-$repo/build}")
 REPEATS=${REPEATS:-5}
 work=$(mktemp -d)
@@ -54,6 +61,11 @@ mapfile -t active < <(awk '/^hca_id:/ { dev = $2 } /state:/ && /PORT_ACTIVE/ { p
 ((${#active[@]})) || skip "no RDMA device has an ACTIVE port (ibv_devinfo)"
 [[ -n $device ]] || device=${active[0]}
 printf '%s\n' "${active[@]}" | grep -qx -- "$device" || die "device $device has no ACTIVE port (active: ${active[*]})"
+if [[ -n $device2 ]]; then
+  printf '%s\n' "${active[@]}" | grep -qx -- "$device2" || die "device $device2 has no ACTIVE port (active: ${active[*]})"
+fi
+# The device of rank 1: on the peer, DEV; here, DEV2 or DEV itself.
+device1=${device2:-$device}
 link_layer=$(awk -v d="$device" '/^hca_id:/ { on = ($2 == d) } on && /link_layer:/ { print $2; exit }' "$work/devinfo")
 echo "# device $device ($link_layer); devices with an active port: ${active[*]}"
 
@@ -78,7 +90,13 @@ if [[ $link_layer == Ethernet ]]; then
   [[ -n $gid_index ]] && gid_args=(-x "$gid_index")
   echo "# RoCE: perftest uses GID index ${gid_index:-0 (none of RoCE v2 found)}"
 fi
-echo "# ranks: $([[ -n $peer ]] && echo "here and on $peer" || echo "both here, over the NIC's loopback")"
+if [[ -n $peer ]]; then
+  echo "# ranks: here and on $peer"
+elif [[ -n $device2 ]]; then
+  echo "# ranks: both here, rank 0 on $device and rank 1 on $device2"
+else
+  echo "# ranks: both here, over the NIC's loopback"
+fi
 
 hora_run="$builddir/tools/hora-run/hora-run"
 hora_perf="$builddir/bench/perf/hora-perf"
@@ -93,7 +111,7 @@ server_addr=$([[ -n $peer ]] && hostname -f || echo localhost)
 perf_pair() {
   local tool=$1
   shift
-  on_peer "$tool" -d "$device" "${gid_args[@]}" "$@" >"$work/$tool.server" 2>&1 &
+  on_peer "$tool" -d "$device1" "${gid_args[@]}" "$@" >"$work/$tool.server" 2>&1 &
   local server=$!
   sleep 2
   "$tool" -d "$device" "${gid_args[@]}" "$@" "$server_addr" >"$work/$tool.client" 2>&1
@@ -111,17 +129,24 @@ echo "# ib_write_bw 64 MiB: $wire_gbps GB/s; ib_write_lat 8 B: $wire_lat_us us"
 
 # --- 3. hora ------------------------------------------------------------------------
 collectives=(all_reduce all_gather reduce_scatter broadcast)
+# rank_env <transport> <dev>: the environment of a rank on device <dev>.
+rank_env() {
+  echo HORA_DEBUG=INFO HORA_TRANSPORT="$1" HORA_OFI_PROVIDER=verbs HORA_OFI_DOMAIN="$2" NCCL_IB_HCA="=$2"
+}
 # hora_job <transport> <collective> <out>: 2 ranks, one per place.
 hora_job() {
   local transport=$1 collective=$2 out=$3
-  local env=(HORA_DEBUG=INFO HORA_TRANSPORT="$transport" HORA_OFI_PROVIDER=verbs HORA_OFI_DOMAIN="$device"
-    NCCL_IB_HCA="=$device")
+  local env
+  read -ra env <<<"$(rank_env "$transport" "$device")"
   local perf=("$hora_perf" "$collective" -b 8 -e 256M -f 4 -n 20 -w 5 -c 1)
-  if [[ -n $peer ]]; then
-    local port=$((29500 + RANDOM % 1000))
-    ssh -o BatchMode=yes "$peer" env "${env[@]}" "$hora_run" --nnodes 2 --node-rank 1 \
-      --master-addr "$(hostname -f)" --master-port "$port" -n 1 "${perf[@]}" >"$out.peer" 2>&1 &
-    env "${env[@]}" "$hora_run" --nnodes 2 --node-rank 0 --master-addr "$(hostname -f)" --master-port "$port" \
+  if [[ -n $peer || -n $device2 ]]; then
+    # One hora-run per rank: on the peer, or here on the second device.
+    local port=$((29500 + RANDOM % 1000)) master env1
+    master=$([[ -n $peer ]] && hostname -f || echo localhost)
+    read -ra env1 <<<"$(rank_env "$transport" "$device1")"
+    on_peer env "${env1[@]}" "$hora_run" --nnodes 2 --node-rank 1 \
+      --master-addr "$master" --master-port "$port" -n 1 "${perf[@]}" >"$out.rank1" 2>&1 &
+    env "${env[@]}" "$hora_run" --nnodes 2 --node-rank 0 --master-addr "$master" --master-port "$port" \
       -n 1 "${perf[@]}" >"$out" 2>&1
     wait
   else
@@ -149,6 +174,7 @@ median() {
     awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 echo
+short=()  # transports in use that fell short of the goal, with where
 for transport in ofi ib; do
   via=$(carried_by "$work/$transport-all_reduce-r1.txt")
   if [[ $via != "$transport" ]]; then
@@ -160,8 +186,10 @@ for transport in ofi ib; do
   for collective in "${collectives[@]}"; do
     for size in 67108864 268435456; do
       bw=$(median "$transport" "$collective" "$size" 8)
-      printf '  %-15s %10s B  %8s GB/s  %s of the wire\n' "$collective" "$size" "${bw:-n/a}" \
-        "$(awk -v a="$bw" -v b="$wire_gbps" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.2f", a / b }')"
+      fraction=$(awk -v a="$bw" -v b="$wire_gbps" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.2f", a / b }')
+      verdict=$(awk -v f="$fraction" 'BEGIN { print (f == "n/a" ? "not measured" : f >= 0.9 ? "goal met" : "below the goal of 0.90") }')
+      [[ $verdict == "goal met" ]] || short+=("$transport/$collective/$size")
+      printf '  %-15s %10s B  %8s GB/s  %s of the wire: %s\n' "$collective" "$size" "${bw:-n/a}" "$fraction" "$verdict"
     done
   done
   lat=$(median "$transport" all_reduce 8 6)
@@ -169,19 +197,31 @@ for transport in ofi ib; do
 done
 # NVIDIA's NCCL over the same NIC, where nccl-tests and GPUs are here: two
 # GPUs of this host forced through the network (no P2P, no shared memory),
-# or one GPU on each host through Open MPI's mpirun.
+# or one GPU on each host through Open MPI's mpirun; the same four
+# collectives, at the same sizes.
 if command -v all_reduce_perf >/dev/null && command -v nvidia-smi >/dev/null; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-  nccl=(env NCCL_IB_HCA="=$device" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)
+  hcas=$device${device2:+,$device2}
   echo
-  if [[ -z $peer && $gpus -ge 2 ]]; then
-    echo "# NVIDIA's NCCL, nccl-tests all_reduce_perf, 2 GPUs of this host through $device:"
-    "${nccl[@]}" all_reduce_perf -b 64M -e 256M -f 4 -g 2 2>&1 | grep -E '^ +[0-9]+ ' | sed 's/^/  /'
-  elif [[ -n $peer ]] && command -v mpirun >/dev/null; then
-    echo "# NVIDIA's NCCL, nccl-tests all_reduce_perf, one GPU here and one on $peer:"
-    mpirun -np 2 -H "$(hostname -f),$peer" -x NCCL_IB_HCA="=$device" "$(command -v all_reduce_perf)" \
-      -b 64M -e 256M -f 4 -g 1 2>&1 | grep -E '^ +[0-9]+ ' | sed 's/^/  /'
-  else
-    echo "# NVIDIA's NCCL: not run (needs 2 GPUs here, or --peer and mpirun)"
-  fi
+  for collective in "${collectives[@]}"; do
+    program=$(command -v "${collective}_perf") || { echo "# NVIDIA's NCCL: ${collective}_perf is missing"; continue; }
+    if [[ -z $peer && $gpus -ge 2 ]]; then
+      echo "# NVIDIA's NCCL, nccl-tests ${collective}_perf, 2 GPUs of this host through $hcas:"
+      env NCCL_IB_HCA="=$hcas" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$program" -b 64M -e 256M -f 4 -g 2 2>&1 |
+        grep -E '^ +[0-9]+ ' | sed 's/^/  /'
+    elif [[ -n $peer ]] && command -v mpirun >/dev/null; then
+      echo "# NVIDIA's NCCL, nccl-tests ${collective}_perf, one GPU here and one on $peer:"
+      mpirun -np 2 -H "$(hostname -f),$peer" -x NCCL_IB_HCA="=$device" "$program" -b 64M -e 256M -f 4 -g 1 2>&1 |
+        grep -E '^ +[0-9]+ ' | sed 's/^/  /'
+    else
+      echo "# NVIDIA's NCCL: not run (needs 2 GPUs here, or --peer and mpirun)"
+      break
+    fi
+  done
 fi
+echo
+if ((${#short[@]})); then
+  echo "# goal (busbw at least 0.9 of ib_write_bw at 64 MiB and above) not met: ${short[*]}"
+  exit 3
+fi
+echo "# goal (busbw at least 0.9 of ib_write_bw at 64 MiB and above) met by every transport in use"
