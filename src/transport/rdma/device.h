@@ -2,8 +2,9 @@
 // how their connections are made (registry.h). Both transports run the same
 // credit protocol (credit_stream.h); they differ only in the device behind
 // the queue pairs. A backend that finds a usable device installs it
-// (network_devices.cc: verbs/ and ofi/); a test may install a fake one. With none installed for a kind, that kind
-// is not available and TCP carries the pairs that would use it.
+// (network_devices.cc: verbs/ and ofi/); a test may install a fake one.
+// With none installed for a kind, that kind is not available and the pairs
+// that would use it take the next transport (TCP between hosts).
 #pragma once
 
 #include <functional>
