@@ -7,8 +7,8 @@
 #   --peer HOST     the second host (passwordless ssh; this repository and its
 #                   build at the same path there): rank 0 here, rank 1 there.
 #   --device2 DEV2  both ranks here, rank 0 on DEV and rank 1 on DEV2: two
-#                   ports (or NICs) of this host on one fabric, so that the
-#                   bytes cross the fabric's switch.
+#                   RDMA devices (NICs) of this host on one fabric, so that
+#                   the bytes cross the fabric's switch (port 1 of each).
 #                   With neither, both ranks run here on DEV's loopback (the
 #                   NIC turns the traffic around).
 #   --device DEV    the verbs device (default: the first with an ACTIVE port)
@@ -27,8 +27,9 @@
 #      8-byte latency against ib_write_lat; NVIDIA's nccl-tests for the same
 #      four collectives beside them where its programs and GPUs are found.
 # Exits 77 ("skipped") where there is no RDMA device with an ACTIVE port,
-# or perftest is missing; 1 when a step fails; 3 when everything ran but a
-# transport in use fell short of the goal; 0 otherwise.
+# or perftest is missing; 1 when a step fails, a launch gave no figure, or
+# neither transport was in use; 3 when everything ran but a transport in
+# use fell short of the goal; 0 otherwise.
 set -uo pipefail
 readonly SKIPPED=77
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,18 +67,24 @@ if [[ -n $device2 ]]; then
 fi
 # The device of rank 1: on the peer, DEV; here, DEV2 or DEV itself.
 device1=${device2:-$device}
-link_layer=$(awk -v d="$device" '/^hca_id:/ { on = ($2 == d) } on && /link_layer:/ { print $2; exit }' "$work/devinfo")
+link_layer_of() { awk -v d="$1" '/^hca_id:/ { on = ($2 == d) } on && /link_layer:/ { print $2; exit }' "$work/devinfo"; }
+link_layer=$(link_layer_of "$device")
 echo "# device $device ($link_layer); devices with an active port: ${active[*]}"
+if [[ -n $device2 && $(link_layer_of "$device2") != "$link_layer" ]]; then
+  die "$device ($link_layer) and $device2 ($(link_layer_of "$device2")) are not on one kind of fabric"
+fi
 
 # On RoCE perftest needs the GID to use (-x); without it, it takes index 0,
 # a RoCE v1 or link-local one that routed fabrics drop. The one hora takes:
 # NCCL_IB_GID_INDEX where set, else a RoCE v2 GID of the first port, IPv4
-# mapped (::ffff:a.b.c.d) first. The peer is taken to number its GIDs alike.
-gid_args=()
-if [[ $link_layer == Ethernet ]]; then
-  gid_index=${HORA_IB_GID_INDEX:-${NCCL_IB_GID_INDEX:-}}
+# mapped (::ffff:a.b.c.d) first. A peer host is taken to number its GIDs
+# alike; a second device here is looked at itself.
+# gid_args_of <dev>: perftest's -x for <dev>, or nothing.
+gid_args_of() {
+  [[ $link_layer == Ethernet ]] || return 0
+  local gid_index=${HORA_IB_GID_INDEX:-${NCCL_IB_GID_INDEX:-}} port_dir=/sys/class/infiniband/$1/ports/1
   if [[ -z $gid_index ]]; then
-    port_dir=/sys/class/infiniband/$device/ports/1
+    local type_file index gid
     for type_file in "$port_dir"/gid_attrs/types/*; do
       index=${type_file##*/}
       [[ $(cat "$type_file" 2>/dev/null) == "RoCE v2" ]] || continue
@@ -87,9 +94,11 @@ if [[ $link_layer == Ethernet ]]; then
       [[ -n $gid_index ]] || gid_index=$index
     done
   fi
-  [[ -n $gid_index ]] && gid_args=(-x "$gid_index")
-  echo "# RoCE: perftest uses GID index ${gid_index:-0 (none of RoCE v2 found)}"
-fi
+  [[ -n $gid_index ]] && echo "-x $gid_index"
+}
+read -ra gid_args <<<"$(gid_args_of "$device")"
+read -ra gid_args1 <<<"$(gid_args_of "$device1")"
+[[ $link_layer == Ethernet ]] && echo "# RoCE: perftest uses GID ${gid_args[*]:-index 0 (none of RoCE v2 found)}"
 if [[ -n $peer ]]; then
   echo "# ranks: here and on $peer"
 elif [[ -n $device2 ]]; then
@@ -104,14 +113,14 @@ hora_perf="$builddir/bench/perf/hora-perf"
 
 # on_peer <command...>: runs on the peer (or here).
 on_peer() { if [[ -n $peer ]]; then ssh -o BatchMode=yes "$peer" "$@"; else "$@"; fi; }
-server_addr=$([[ -n $peer ]] && hostname -f || echo localhost)
+server_addr=${peer:-localhost}  # where the perftest server runs
 
 # --- 2. Baseline -----------------------------------------------------------------
 # perf_pair <tool> <args...>: the server on the peer, the client here.
 perf_pair() {
   local tool=$1
   shift
-  on_peer "$tool" -d "$device1" "${gid_args[@]}" "$@" >"$work/$tool.server" 2>&1 &
+  on_peer "$tool" -d "$device1" "${gid_args1[@]}" "$@" >"$work/$tool.server" 2>&1 &
   local server=$!
   sleep 2
   "$tool" -d "$device" "${gid_args[@]}" "$@" "$server_addr" >"$work/$tool.client" 2>&1
@@ -174,7 +183,9 @@ median() {
     awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 echo
-short=()  # transports in use that fell short of the goal, with where
+short=()     # transports in use that fell short of the goal, with where
+missing=()   # rows of a transport in use that have no figure (a failed launch)
+measured=0   # transports in use
 for transport in ofi ib; do
   via=$(carried_by "$work/$transport-all_reduce-r1.txt")
   if [[ $via != "$transport" ]]; then
@@ -186,12 +197,19 @@ for transport in ofi ib; do
   for collective in "${collectives[@]}"; do
     for size in 67108864 268435456; do
       bw=$(median "$transport" "$collective" "$size" 8)
-      fraction=$(awk -v a="$bw" -v b="$wire_gbps" 'BEGIN { if (a == "" || b == "") print "n/a"; else printf "%.2f", a / b }')
-      verdict=$(awk -v f="$fraction" 'BEGIN { print (f == "n/a" ? "not measured" : f >= 0.9 ? "goal met" : "below the goal of 0.90") }')
-      [[ $verdict == "goal met" ]] || short+=("$transport/$collective/$size")
+      # The verdict from the unrounded ratio (0.895 is short of 0.9).
+      read -r fraction verdict < <(awk -v a="$bw" -v b="$wire_gbps" 'BEGIN {
+        if (a == "" || b == "" || b == 0) { print "n/a not-measured"; exit }
+        printf "%.2f %s\n", a / b, (a / b >= 0.9 ? "goal-met" : "below-the-goal-of-0.90") }')
+      case $verdict in
+        not-measured) missing+=("$transport/$collective/$size") ;;
+        below-*) short+=("$transport/$collective/$size") ;;
+      esac
+      verdict=${verdict//-/ }
       printf '  %-15s %10s B  %8s GB/s  %s of the wire: %s\n' "$collective" "$size" "${bw:-n/a}" "$fraction" "$verdict"
     done
   done
+  measured=$((measured + 1))
   lat=$(median "$transport" all_reduce 8 6)
   echo "  all_reduce 8 B: ${lat:-n/a} us (ib_write_lat: $wire_lat_us us one way)"
 done
@@ -220,6 +238,8 @@ if command -v all_reduce_perf >/dev/null && command -v nvidia-smi >/dev/null; th
   done
 fi
 echo
+((measured > 0)) || die "neither ofi nor ib was in use: nothing was measured (hora's reasons above)"
+((${#missing[@]} == 0)) || die "no figure for: ${missing[*]} (a launch failed; its output is in the lines above)"
 if ((${#short[@]})); then
   echo "# goal (busbw at least 0.9 of ib_write_bw at 64 MiB and above) not met: ${short[*]}"
   exit 3

@@ -129,7 +129,7 @@ void CreditSendStream::flushOnClose() noexcept {
   constexpr auto kCloseFlushTime = std::chrono::seconds(1);
   const auto until = std::chrono::steady_clock::now() + kCloseFlushTime;
   try {
-    while (writesInFlight() && std::chrono::steady_clock::now() < until) {
+    while (!completionFailed_ && writesInFlight() && std::chrono::steady_clock::now() < until) {
       reap();
       checkLifeline(lifeline_, peer_);
       std::this_thread::yield();
@@ -170,7 +170,10 @@ void CreditSendStream::reap() {
     for (;;) {
       const std::size_t n = qps_[q]->poll(done, kMaxCompletions);
       for (std::size_t i = 0; i < n; ++i) {
-        if (done[i].status != Status::Success) failCompletion(done[i], peer_);
+        if (done[i].status != Status::Success) {
+          completionFailed_ = true;  // the rest of this batch is dropped with the stream
+          failCompletion(done[i], peer_);
+        }
         // A write with immediate completes after the write before it: the
         // staging slot both read from is free again.
         if (done[i].operation == Operation::WriteWithImmediate) {

@@ -140,8 +140,8 @@ class CreditSendStream final : public ByteStream {
   // part may close while its last writes are still on the way: the
   // receiver would then wait for bytes that were accepted here. So, before
   // the queue pairs close, the writes in flight are given up to
-  // kCloseFlushTime to complete; a peer known gone, or a failed write, ends
-  // the wait at once (nothing more will land).
+  // kCloseFlushTime to complete; a peer known gone, or a failed write (now
+  // or before), ends the wait at once (nothing more will land).
   void flushOnClose() noexcept;
   bool writesInFlight() const;
   // Reads the receiver's address, connects and says so; true once done.
@@ -175,6 +175,7 @@ class CreditSendStream final : public ByteStream {
   std::vector<bool> stagingBusy_;
   std::uint64_t nextSequence_ = 1;
   std::vector<std::size_t> inFlight_;  // per queue pair
+  bool completionFailed_ = false;  // the counts above are stale from then on
   std::shared_ptr<const UserRegistrations> registrations_;
   std::uint64_t registrationsSeen_ = 0;  // their generation when last looked at
   std::list<UserRegion> userRegions_;  // a list: held slots point into it

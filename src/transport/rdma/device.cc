@@ -59,7 +59,7 @@ void installOnce(TransportKind kind, bool disabled,
   std::shared_ptr<Device> device = open(why);
   if (!device) {
     HORA_LOG(Info, transportName(kind), ": not available (", why,
-             "); the pairs it would carry take the next transport (tcp between hosts)");
+             "); the pairs it would carry take the next transport (of ib, ofi, tcp between hosts)");
     return;
   }
   useDevice(kind, std::move(device));

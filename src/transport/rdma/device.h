@@ -4,7 +4,8 @@
 // the queue pairs. A backend that finds a usable device installs it
 // (network_devices.cc: verbs/ and ofi/); a test may install a fake one.
 // With none installed for a kind, that kind is not available and the pairs
-// that would use it take the next transport (TCP between hosts).
+// that would use it take the next transport (of ib, ofi, tcp between
+// hosts).
 #pragma once
 
 #include <functional>

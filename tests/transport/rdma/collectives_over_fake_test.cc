@@ -231,11 +231,15 @@ TEST_P(WithoutRdmaDevice, IbFallsBackToTheNextTransport) {
   ::setenv("HORA_TRANSPORT", "ib", 1);
   ::setenv("HORA_SOCKET_IFNAME", "lo", 1);
   if (shmDisabled) ::setenv("NCCL_SHM_DISABLE", "1", 1);
+  // No device on any machine: no port this filter allows (a NIC of the
+  // machine's own would otherwise be opened), and no GPU peer access (two
+  // GPUs would take p2p).
+  ::setenv("NCCL_IB_HCA", "=no-such-hca", 1);
+  ::setenv("NCCL_P2P_DISABLE", "1", 1);
   useDevice(TransportKind::Ib, nullptr);
   ncclComm_t comms[2];
   ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
-  ::unsetenv("NCCL_SHM_DISABLE");
-  ::unsetenv("HORA_TRANSPORT");
+  for (const char* name : {"NCCL_SHM_DISABLE", "NCCL_IB_HCA", "NCCL_P2P_DISABLE", "HORA_TRANSPORT"}) ::unsetenv(name);
   const TransportKind expected = shmDisabled ? TransportKind::Tcp : TransportKind::Shm;
   for (int r = 0; r < 2; ++r)
     EXPECT_EQ(transportName(comms[r]->impl->transportTo(1 - r)), transportName(expected)) << "rank " << r;

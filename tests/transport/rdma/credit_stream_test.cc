@@ -247,6 +247,17 @@ TEST(CreditStream, ASenderThatClosesRightAfterItsLastSendStillDeliversIt) {
   EXPECT_TRUE(data == got);
 }
 
+// Least privilege: of a connection's four registrations, only the two that
+// peers write into (the receiver's slots, the sender's credit ring) allow
+// remote writes; the sender's staging and the receiver's outgoing grants
+// are only read by their own side's writes.
+TEST(CreditStream, OnlyTheSlotsAndTheCreditRingAreOpenToThePeersWrites) {
+  StreamPair pair = connectPair({4, 256});
+  streamAndCheck(pair, 10000, 9);
+  EXPECT_EQ(pair.fabric->registrations(Access::RemoteWrite), 2u);
+  EXPECT_EQ(pair.fabric->registrations(Access::LocalRead), 2u);
+}
+
 TEST(CreditStream, AClosedLifelineIsAnErrorNamingThePeer) {
   StreamPair pair = connectPair({2, 64});
   char byte = 0;

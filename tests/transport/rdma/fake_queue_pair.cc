@@ -100,6 +100,12 @@ std::size_t FakeFabric::registrations() const {
   return memory_.size();
 }
 
+std::size_t FakeFabric::registrations(Access access) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<std::size_t>(std::count_if(memory_.begin(), memory_.end(),
+                                                [&](const auto& entry) { return entry.second.access == access; }));
+}
+
 int FakeFabric::mostRegistrationsOfOneRange() const {
   std::lock_guard<std::mutex> lock(mutex_);
   int most = 0;

@@ -57,8 +57,10 @@ class FakeFabric : public std::enable_shared_from_this<FakeFabric> {
   std::uint64_t bytesWritten() const { return bytesWritten_.load(); }
   // Bytes that writes took from memory registered with `base` as its start.
   std::uint64_t bytesWrittenFrom(const void* base) const;
-  // Registrations in force, of every queue pair.
+  // Registrations in force, of every queue pair; of those, the ones with
+  // `access`.
   std::size_t registrations() const;
+  std::size_t registrations(Access access) const;
   // The most times one queue pair registered the same memory (base and
   // length), over its life: 1 where every registration is kept for reuse.
   int mostRegistrationsOfOneRange() const;

@@ -15,6 +15,9 @@
 #include "fake_queue_pair.h"
 #include "hora_config.h"
 #include "matrix_params.h"
+#if HORA_HAVE_OFI
+#include "transport/rdma/ofi/ofi_device.h"
+#endif
 
 namespace hora_coll_test {
 namespace {
@@ -29,9 +32,20 @@ using hora::transport::rdma::testing::FakeOptions;
 class MatrixOverRdma : public ::testing::TestWithParam<MatrixParams> {
  protected:
   bool overFake() const { return GetParam().transport == "ib"; }
+  // Registrations libfabric's device has made so far (the device, once
+  // opened, stays for the process): the run must add some.
+  static std::uint64_t ofiRegistrationsMade() {
+#if HORA_HAVE_OFI
+    auto device = std::dynamic_pointer_cast<hora::transport::rdma::ofi::OfiDevice>(currentDevice(TransportKind::Ofi));
+    return device ? device->registrations().registrationsMade() : 0;
+#else
+    return 0;
+#endif
+  }
   void SetUp() override {
     if (!overFake()) {
       ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
+      ofiMadeBefore_ = ofiRegistrationsMade();
       return;
     }
     FakeOptions options;
@@ -42,13 +56,15 @@ class MatrixOverRdma : public ::testing::TestWithParam<MatrixParams> {
   }
   void TearDown() override {
     if (!overFake()) {
-      EXPECT_NE(currentDevice(TransportKind::Ofi), nullptr) << "libfabric's tcp provider was not used";
+      ::unsetenv("HORA_OFI_PROVIDER");
+      EXPECT_GT(ofiRegistrationsMade(), ofiMadeBefore_) << "no connection went through libfabric's tcp provider";
       return;
     }
     useDevice(TransportKind::Ib, nullptr);
     EXPECT_GT(fake_->queuePairsCreated(), 0) << "no connection went through the fake device";
   }
   std::shared_ptr<FakeDevice> fake_;
+  std::uint64_t ofiMadeBefore_ = 0;
 };
 
 TEST_P(MatrixOverRdma, EveryTypeReductionAndPlacement) {

@@ -138,8 +138,11 @@ Region OfiQueuePair::registerMemory(void* base, std::size_t bytes, std::uint64_t
     const std::uint64_t requestedKey = (mode & FI_MR_PROV_KEY) != 0 ? 0 : device_->nextKey();
     fid_mr* mr = nullptr;
     // FI_WRITE: the source of this side's writes; FI_REMOTE_WRITE: the
-    // target of the peer's.
-    const std::uint64_t rights = access == Access::RemoteWrite ? FI_REMOTE_WRITE : FI_WRITE;
+    // target of the peer's, with FI_RECV, a local right, because a provider
+    // that emulates RDMA writes (efa without them) lands a write by reading
+    // from the sender into the target, which needs the target writable
+    // here (older efa gave FI_REMOTE_WRITE alone no local write).
+    const std::uint64_t rights = access == Access::RemoteWrite ? FI_REMOTE_WRITE | FI_RECV : FI_WRITE;
     int rc = fi_mr_reg(device_->domain(), start, length, rights, 0, requestedKey, 0, &mr, nullptr);
     if (rc != 0) raise("fi_mr_reg", rc);
     if ((mode & FI_MR_ENDPOINT) != 0) {

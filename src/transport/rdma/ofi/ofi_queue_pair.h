@@ -4,7 +4,8 @@
 //
 //   seam                      libfabric
 //   registerMemory            fi_mr_reg (FI_WRITE for a write's source,
-//                             FI_REMOTE_WRITE for memory peers write into),
+//                             FI_REMOTE_WRITE | FI_RECV for memory peers
+//                             write into),
 //                             shared with the domain's other
 //                             endpoints (registration_cache.h), or kept to
 //                             this one where the provider binds
