@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "transport/connection.h"
@@ -37,6 +38,11 @@ class Device {
   // connect over it only with ranks on the same one. Unknown: any.
   virtual topology::RankPlacement::LinkLayer linkLayer() const { return topology::RankPlacement::LinkLayer::Unknown; }
   virtual std::uint64_t subnet() const { return 0; }
+  // Whether the NIC's kernel driver registers dma-bufs, the way to
+  // GPUDirect RDMA without a peer-memory module (gpu_direct.h), as a trial
+  // registration found when the device opened; nullopt: not asked (a
+  // device that is not a verbs port).
+  virtual std::optional<bool> acceptsDmabuf() const { return std::nullopt; }
 };
 
 // Installs `device` as the one `kind` (Ib or Ofi) uses for connections

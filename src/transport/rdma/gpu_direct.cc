@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "hora_config.h"
+#include "transport/rdma/device.h"
 #if HORA_HAVE_IBVERBS
 #include "transport/rdma/verbs/verbs_api.h"
 #endif
@@ -38,6 +39,7 @@ GpuDirectFacts gpuDirectFacts(int cudaDevice) {
   GpuDirectFacts facts;
   facts.peerMemoryModule = findPeerMemoryModule();
   facts.nicRegistersDmabuf = verbsRegistersDmabuf();
+  if (const std::shared_ptr<Device> ib = currentDevice(TransportKind::Ib)) facts.driverRegistersDmabuf = ib->acceptsDmabuf();
 #if HORA_HAVE_CUDA
   facts.gpuExportsDmabuf = cudaDevice >= 0 && device::exportsDmabuf(cudaDevice);
 #else
@@ -57,14 +59,17 @@ GpuDirectFacts gpuDirectFactsOfHost() {
 std::string describeGpuDirect(const GpuDirectFacts& facts) {
   std::string ways;
   if (!facts.peerMemoryModule.empty()) ways = strCat("peer memory (", facts.peerMemoryModule, ")");
-  if (facts.nicRegistersDmabuf && facts.gpuExportsDmabuf)
+  if (facts.dmabufPossible())
     ways += strCat(ways.empty() ? "" : " and ",
-                   "dma-buf, as far as the GPU and libibverbs say (the NIC's driver was not asked)");
+                   facts.driverRegistersDmabuf ? "dma-buf (the NIC's driver took a trial registration)"
+                                               : "dma-buf, as far as the GPU and libibverbs say (no RDMA port is "
+                                                 "open to ask the NIC's driver)");
   if (facts.possible()) return strCat("possible here: ", ways);
   const char* dmabuf = !facts.gpuExportsDmabuf && !facts.nicRegistersDmabuf
                            ? "neither the GPU nor libibverbs offers dma-buf"
-                       : !facts.gpuExportsDmabuf ? "no GPU exports dma-bufs"
-                                                 : "libibverbs cannot register a dma-buf";
+                       : !facts.gpuExportsDmabuf   ? "no GPU exports dma-bufs"
+                       : !facts.nicRegistersDmabuf ? "libibverbs cannot register a dma-buf"
+                                                   : "the NIC's driver refused a trial dma-buf registration";
   return strCat("not available: no peer-memory module, and ", dmabuf);
 }
 

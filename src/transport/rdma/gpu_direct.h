@@ -12,6 +12,7 @@
 // tells a user what the machine could do and what hora does.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace hora::transport::rdma {
@@ -20,9 +21,15 @@ struct GpuDirectFacts {
   std::string peerMemoryModule;     // the file that shows the module loaded; empty: none
   bool nicRegistersDmabuf = false;  // libibverbs has ibv_reg_dmabuf_mr
   bool gpuExportsDmabuf = false;    // the rank's GPU exports dma-bufs
+  // The NIC's kernel driver registers dma-bufs, as a trial registration
+  // found (Device::acceptsDmabuf); nullopt where no verbs port is open.
+  std::optional<bool> driverRegistersDmabuf;
 
+  bool dmabufPossible() const {
+    return nicRegistersDmabuf && gpuExportsDmabuf && driverRegistersDmabuf.value_or(true);
+  }
   // Either way is there.
-  bool possible() const { return !peerMemoryModule.empty() || (nicRegistersDmabuf && gpuExportsDmabuf); }
+  bool possible() const { return !peerMemoryModule.empty() || dmabufPossible(); }
 };
 
 // The first of the files that show a peer-memory module loaded, as NCCL
@@ -35,17 +42,17 @@ std::string findPeerMemoryModule(const std::string& sysfsRoot = "/sys");
 bool verbsRegistersDmabuf();
 
 // The facts for the GPU `cudaDevice` (-1: none; then the GPU exports
-// nothing).
+// nothing), and the ib device open in this process, if one is.
 GpuDirectFacts gpuDirectFacts(int cudaDevice);
 // The facts for this host, its first GPU standing for all (dma-buf export
 // is a property of the driver), for hora-topo.
 GpuDirectFacts gpuDirectFactsOfHost();
 
 // What GPUDirect RDMA the machine offers, for hora-topo: "possible here:
-// dma-buf, as far as ...", or "not available: no peer-memory module, and
-// ...". dma-buf counts as possible when the GPU exports dma-bufs and
-// libibverbs has ibv_reg_dmabuf_mr; whether the NIC's kernel driver
-// accepts one is not tried (that needs an open NIC).
+// dma-buf, ...", or "not available: no peer-memory module, and ...".
+// dma-buf counts as possible when the GPU exports dma-bufs, libibverbs has
+// ibv_reg_dmabuf_mr and the NIC's driver took the trial registration (or,
+// where no port is open to try it on, was not asked: the text says so).
 std::string describeGpuDirect(const GpuDirectFacts& facts);
 
 // How device data reaches the NIC, for the log of a connection to another

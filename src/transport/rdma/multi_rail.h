@@ -34,6 +34,7 @@ class MultiRailDevice final : public Device {
   std::size_t queuePairsPerConnection() const override;
   topology::RankPlacement::LinkLayer linkLayer() const override { return rails_.front()->linkLayer(); }
   std::uint64_t subnet() const override { return rails_.front()->subnet(); }
+  std::optional<bool> acceptsDmabuf() const override { return rails_.front()->acceptsDmabuf(); }
 
  private:
   std::vector<std::shared_ptr<Device>> rails_;

@@ -61,12 +61,20 @@ TEST(GpuDirect, TheWordingSaysWhatIsPossibleAndWhatHoraDoes) {
   EXPECT_EQ(describeGpuDirect(gpuOnly), "not available: no peer-memory module, and libibverbs cannot register a "
                                         "dma-buf");
   GpuDirectFacts dmabuf{"", true, true};
-  const std::string dmabufWay = "dma-buf, as far as the GPU and libibverbs say (the NIC's driver was not asked)";
+  const std::string dmabufWay =
+      "dma-buf, as far as the GPU and libibverbs say (no RDMA port is open to ask the NIC's driver)";
   EXPECT_EQ(describeGpuDirect(dmabuf), "possible here: " + dmabufWay);
   EXPECT_EQ(describeDeviceDataPath(dmabuf), "staged through pinned host memory (GPUDirect RDMA possible here: " +
                                                 dmabufWay + "; hora does not use it yet)");
   GpuDirectFacts both{"/sys/module/nvidia_peermem/version", true, true};
   EXPECT_EQ(describeGpuDirect(both), "possible here: peer memory (/sys/module/nvidia_peermem/version) and " + dmabufWay);
+  // With a port open, the NIC driver's answer to the trial registration.
+  GpuDirectFacts driverTook{"", true, true, true};
+  EXPECT_EQ(describeGpuDirect(driverTook), "possible here: dma-buf (the NIC's driver took a trial registration)");
+  GpuDirectFacts driverRefused{"", true, true, false};
+  EXPECT_FALSE(driverRefused.possible());
+  EXPECT_EQ(describeGpuDirect(driverRefused),
+            "not available: no peer-memory module, and the NIC's driver refused a trial dma-buf registration");
   GpuDirectFacts module{"/sys/module/nvidia_peermem/version", false, false};
   EXPECT_EQ(describeDeviceDataPath(module), "staged through pinned host memory (GPUDirect RDMA possible here: peer "
                                             "memory (/sys/module/nvidia_peermem/version); hora does not use it yet)");

@@ -10,9 +10,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "transport/rdma/verbs/qp_address.h"
 #include "transport/rdma/verbs/qp_transitions.h"
 #include "transport/rdma/verbs/verbs_api.h"
+#include "transport/rdma/verbs/verbs_device.h"
 #include "transport/rdma/verbs/verbs_queue_pair.h"
 
 namespace hora::transport::rdma::verbs {
@@ -512,6 +515,34 @@ TEST(VerbsQueuePairDataPath, OnlyMemoryPeersWriteIntoIsRegisteredForRemoteWrites
   EXPECT_NE(source.localKey, target.localKey);
   qp.deregisterMemory(source);
   qp.deregisterMemory(target);
+}
+
+// GPUDirect RDMA by dma-buf: whether the NIC's driver registers one is
+// asked as NCCL asks it, with a trial registration of descriptor -1, which
+// a driver with dma-buf support refuses for the descriptor and one without
+// refuses for the operation.
+TEST(VerbsDmabuf, ATrialRegistrationAsksTheDriver) {
+  FakeVerbs fake;
+  auto port = fake.port(LinkLayer::InfiniBand);
+  static int trialFd = 0;
+  static int refusal = 0;
+  fake.api.regDmabufMr = [](ibv_pd*, std::uint64_t, std::size_t bytes, std::uint64_t, int fd, int) -> ibv_mr* {
+    trialFd = fd;
+    EXPECT_EQ(bytes, 0u) << "the trial registers no memory";
+    errno = refusal;
+    return nullptr;
+  };
+  refusal = EBADF;
+  EXPECT_TRUE(driverRegistersDmabuf(fake.api, port->pd));
+  EXPECT_EQ(trialFd, -1);
+  EXPECT_EQ(VerbsDevice(port).acceptsDmabuf(), std::optional<bool>(true));
+  for (int unsupported : {EOPNOTSUPP, EPROTONOSUPPORT}) {
+    refusal = unsupported;
+    EXPECT_FALSE(driverRegistersDmabuf(fake.api, port->pd)) << unsupported;
+  }
+  fake.api.regDmabufMr = nullptr;  // a libibverbs older than rdma-core 34
+  EXPECT_FALSE(driverRegistersDmabuf(fake.api, port->pd));
+  EXPECT_EQ(VerbsDevice(port).acceptsDmabuf(), std::optional<bool>(false));
 }
 
 // --------------------------------------------------------- opening a port

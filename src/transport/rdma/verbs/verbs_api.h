@@ -47,8 +47,9 @@ struct VerbsApi {
   ibv_mr* (*regMr)(ibv_pd* pd, void* address, std::size_t bytes, int access) = nullptr;
   int (*deregMr)(ibv_mr* region) = nullptr;
   // Registers a dma-buf (GPU memory exported by its driver); rdma-core 34
-  // and later. Null where the library is older. Only looked for: hora
-  // reports whether GPUDirect RDMA is possible (rdma/gpu_direct.h).
+  // and later. Null where the library is older. Only tried, never used for
+  // data: hora reports whether GPUDirect RDMA is possible
+  // (rdma/gpu_direct.h, driverRegistersDmabuf).
   ibv_mr* (*regDmabufMr)(ibv_pd* pd, std::uint64_t offset, std::size_t bytes, std::uint64_t iova, int fd,
                          int access) = nullptr;
 

@@ -93,6 +93,16 @@ topology::RankPlacement::LinkLayer VerbsDevice::linkLayer() const { return place
 
 std::uint64_t VerbsDevice::subnet() const { return subnetPrefix(port_->path.gid); }
 
+bool driverRegistersDmabuf(const VerbsApi& api, ibv_pd* pd) {
+  if (api.regDmabufMr == nullptr) return false;
+  errno = 0;
+  if (ibv_mr* made = api.regDmabufMr(pd, 0, 0, 0, -1, IBV_ACCESS_LOCAL_WRITE)) {
+    api.deregMr(made);  // no driver should take descriptor -1; one that did, can
+    return true;
+  }
+  return errno != EOPNOTSUPP && errno != EPROTONOSUPPORT;
+}
+
 std::size_t VerbsDevice::queuePairsPerConnection() const {
   return static_cast<std::size_t>(std::max(1, port_->settings.queuePairsPerConnection));
 }

@@ -49,9 +49,17 @@ std::vector<PortListing> furtherRails(const std::vector<PortListing>& usable, st
 // listing), queried, not opened for use.
 std::vector<PortListing> listPorts(const VerbsApi& api, ibv_device** devices, int count);
 
+// Whether the kernel driver behind `pd` registers dma-bufs: a trial
+// registration of no memory with an invalid descriptor, as NCCL makes. A
+// driver without dma-buf support refuses it for that (EOPNOTSUPP,
+// EPROTONOSUPPORT); one with it gets as far as the descriptor (EBADF).
+// False where libibverbs has no ibv_reg_dmabuf_mr.
+bool driverRegistersDmabuf(const VerbsApi& api, ibv_pd* pd);
+
 class VerbsDevice final : public Device {
  public:
-  explicit VerbsDevice(std::shared_ptr<VerbsPort> port) : port_(std::move(port)) {}
+  explicit VerbsDevice(std::shared_ptr<VerbsPort> port)
+      : port_(std::move(port)), acceptsDmabuf_(driverRegistersDmabuf(*port_->api, port_->pd)) {}
   std::string name() const override;
   std::unique_ptr<QueuePair> createQueuePair() override;
   topology::RankPlacement::LinkLayer linkLayer() const override;
@@ -59,9 +67,11 @@ class VerbsDevice final : public Device {
   std::uint64_t subnet() const override;
   // NCCL_IB_QPS_PER_CONNECTION.
   std::size_t queuePairsPerConnection() const override;
+  std::optional<bool> acceptsDmabuf() const override { return acceptsDmabuf_; }
 
  private:
   std::shared_ptr<VerbsPort> port_;
+  bool acceptsDmabuf_;
 };
 
 struct VerbsOpening {
