@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "transport/shm/shm_layout.h"
+
 namespace hora::core {
 
 const char* algorithmName(Algorithm algorithm) {
@@ -79,9 +81,14 @@ Plan Planner::plan(const Op& op, const CommShape& shape) const {
   // Single-copy steps move no bytes through the FIFOs: as large as a block,
   // since each step costs a system call, when every rank takes part.
   // Collectives that only move data take larger steps than reductions.
-  const std::size_t stepBytes = plan.singleCopy && shape.singleCopyRing ? outputBytes
-                                : movesOnly                          ? moveChunkBytes_
-                                                                     : tuning_.chunkBytes;
+  // Steps over LL fit in half of the LL FIFO, as other steps in half of
+  // the Simple one (transport/shm/shm_layout.h): larger ones would leave
+  // a ring whose FIFOs are all full waiting for room for ever.
+  const std::size_t fifoStepBytes = movesOnly ? moveChunkBytes_ : tuning_.chunkBytes;
+  const std::size_t stepBytes =
+      plan.singleCopy && shape.singleCopyRing ? outputBytes
+      : plan.protocol == Protocol::LL         ? std::min(fifoStepBytes, transport::kShmLLStepMaxBytes)
+                                              : fifoStepBytes;
   plan.chunkElems = std::max<std::size_t>(1, stepBytes >> elemShift);
   plan.fallback = Algorithm::Ring;
   const bool directOnly =

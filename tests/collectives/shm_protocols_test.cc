@@ -6,7 +6,8 @@
 //  - sizes on both sides of an LL limit of 512 bytes (HORA_LL_MAX_BYTES, set
 //    here: LL is off by default on CPUs), so that operations taken by LL and
 //    by Simple follow each other on the same connections, between threads
-//    and between processes.
+//    and between processes;
+//  - operations far larger than the LL FIFO holds, all taken by LL.
 #include <gtest/gtest.h>
 
 #include "case_matrix.h"
@@ -55,6 +56,24 @@ TEST(ShmProtocols, SizesAroundTheLLLimitFollowEachOther) {
     SCOPED_TRACE(mode == RankMode::Threads ? "threads" : "processes");
     expectRanksSucceed(options(3, {{"HORA_LL_MAX_BYTES", "512"}}, mode),
                        collectiveCasesProgram(buildCases(matrix, 3)));
+  }
+}
+
+// LL for everything up to 1 MiB: blocks and steps larger than the LL FIFO
+// holds (32 KiB of data) are cut into steps that fit in half of it. Before,
+// an all-gather of 40 KiB blocks on 3 ranks left every rank waiting for
+// room in the next one's full FIFO until the deadline.
+TEST(ShmProtocols, OperationsLargerThanTheLLFifoTakeLL) {
+  CaseMatrix matrix;
+  matrix.collectives = allCollectives();
+  matrix.types = {ncclFloat32};
+  matrix.reductions = {Reduction::Sum};
+  matrix.counts = {10007, 40009};  // 40 and 160 KiB per rank
+  matrix.seed = 73;
+  for (int nranks : {2, 3}) {
+    SCOPED_TRACE(::testing::Message() << nranks << " ranks");
+    expectRanksSucceed(options(nranks, {{"HORA_LL_MAX_BYTES", "1M"}, {"HORA_TIMEOUT", "20"}}),
+                       collectiveCasesProgram(buildCases(matrix, nranks)));
   }
 }
 

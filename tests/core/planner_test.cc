@@ -9,6 +9,7 @@
 
 #include "core/planner.h"
 #include "base/error.h"
+#include "transport/shm/shm_layout.h"
 
 namespace hora::core {
 namespace {
@@ -158,6 +159,27 @@ TEST(Planner, SmallMessagesTakeLLLargerOnesSimple) {
   // The host default: never LL.
   EXPECT_EQ(Planner(defaults(), 2 << 20).plan(allReduce(2), {0, 2, false, false}).protocol,
             Protocol::Simple);
+}
+
+// A ring step over LL fits in half of the LL FIFO: with HORA_LL_MAX_BYTES
+// above that, steps are cut to it (an all-gather of 32 KiB blocks over LL
+// left three ranks waiting for room for ever before), for reductions and
+// data movement alike; Simple steps keep the tuning's size.
+TEST(Planner, StepsOverLLFitInHalfTheLLFifo) {
+  Tuning tuning;
+  tuning.llMaxBytes = 1 << 20;
+  tuning.chunkBytes = 1 << 20;
+  const Planner planner(tuning, 2 << 20);
+  const Plan reduce = planner.plan(allReduce(1 << 18), {0, 3, false, false});  // 1 MiB: LL
+  EXPECT_EQ(reduce.protocol, Protocol::LL);
+  EXPECT_EQ(reduce.chunkElems * 4, transport::kShmLLStepMaxBytes);
+  static char buffer[64];
+  const Op gather = makeOp(OpKind::AllGather, buffer, buffer, 8192, DataType::Float32);  // 32 KiB blocks
+  EXPECT_EQ(planner.plan(gather, {0, 3, false, false}).chunkElems * 4, transport::kShmLLStepMaxBytes);
+  EXPECT_LE(transport::kShmLLStepMaxBytes * 2,
+            transport::kShmLLSlotBytes * transport::kShmLLSlotCount / 2)  // half the ring's lines hold data
+      << "a step must fit in half the LL FIFO";
+  EXPECT_EQ(planner.plan(allReduce((1 << 18) + 1), {0, 3, false, false}).chunkElems * 4, 1u << 20);  // Simple
 }
 
 TEST(Planner, SendsAndReceivesArePointToPoint) {

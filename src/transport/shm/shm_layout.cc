@@ -8,13 +8,11 @@ namespace {
 constexpr std::uint64_t kMaxSlotBytes = 64 << 10;
 constexpr std::uint64_t kMinSlotBytes = 64;
 constexpr std::uint64_t kMinSlots = 8;
-// LL: a ring of 64 KiB (8192 lines), room for several of the largest LL
-// messages (kShmLLMaxBytes / 4 + 1 lines each, one more with a stamp) in
-// flight.
-constexpr std::uint64_t kLLSlotBytes = 4 << 10;
-constexpr std::uint64_t kLLSlotCount = 16;
-static_assert(kLLSlotBytes * kLLSlotCount / protocols::kLLLineBytes >=
+// LL (shm_layout.h): room for several of the largest LL messages
+// (kShmLLMaxBytes / 4 + 1 lines each, one more with a stamp) in flight.
+static_assert(kShmLLSlotBytes * kShmLLSlotCount / protocols::kLLLineBytes >=
               4 * protocols::llStampedMessageLines(kShmLLMaxBytes));
+static_assert(kShmLLStepMaxBytes >= kShmLLMaxBytes);
 
 std::uint64_t roundUp(std::uint64_t value, std::uint64_t step) { return (value + step - 1) / step * step; }
 }  // namespace
@@ -24,7 +22,7 @@ ShmGeometry shmGeometry(std::size_t fifoBytes, std::size_t sliceBytes) {
   while (slot > kMinSlotBytes && (slot > sliceBytes || fifoBytes / slot < kMinSlots)) slot /= 2;
   std::uint64_t count = roundUp(fifoBytes, slot) / slot;
   count = roundUp(count < 2 ? 2 : count, 2);
-  return {slot, count, kLLSlotBytes, kLLSlotCount};
+  return {slot, count, kShmLLSlotBytes, kShmLLSlotCount};
 }
 
 ShmSegmentLayout shmSegmentLayout(const ShmGeometry& geometry, std::size_t pageBytes) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "protocols/fifo_handle.h"
+#include "protocols/ll.h"
 #include "transport/wake_line.h"
 
 namespace hora::transport {
@@ -31,6 +32,19 @@ namespace hora::transport {
 // is sized to hold a few such pieces. Which messages take LL at all is the
 // planner's choice (HORA_LL_MAX_BYTES, core/tuning.h).
 inline constexpr std::size_t kShmLLMaxBytes = 512;
+// The LL FIFO: a ring of 64 KiB (8192 lines, 32 KiB of data), room for
+// several of the largest LL pieces in flight.
+inline constexpr std::uint64_t kShmLLSlotBytes = 4 << 10;
+inline constexpr std::uint64_t kShmLLSlotCount = 16;
+// The most bytes a ring step may move over LL: the data of as many stamped
+// pieces as fill half the ring. A ring step's bytes must fit in half of
+// the FIFO they cross, as on Simple (core/communicator.cc says why): a rank
+// that forwards what it receives takes a step's bytes out of its incoming
+// FIFO only as it finds room in the outgoing one, so with every FIFO of the
+// ring full of a step too large for it no rank moves again.
+inline constexpr std::size_t kShmLLStepMaxBytes =
+    kShmLLSlotBytes * kShmLLSlotCount / protocols::kLLLineBytes / 2 /
+    protocols::llStampedMessageLines(kShmLLMaxBytes) * kShmLLMaxBytes;
 
 struct ShmGeometry {
   std::uint64_t slotBytes;    // Simple
