@@ -1,5 +1,6 @@
 #include "core/host_executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <numeric>
@@ -14,6 +15,22 @@ namespace hora::core {
 
 namespace {
 constexpr int kStagingSlots = 16;
+
+// Staging slots enough for a direct all-reduce's pre-multiplied sends.
+// The direct schedule sends its whole input to every other rank before it
+// receives anything, and with a PreMulSum (ncclAvg on floating types) each
+// of those sends is the scaled input, built in staging slots. A slot is
+// free again only once its bytes have left, which between ranks that read
+// their sender's memory in place (threads of one process) is when the
+// receiver reads them, after its own sends: with fewer slots than the
+// sends fill, every rank would wait for every other for ever. The direct
+// path takes up to directMaxBytes per rank and 16 ranks (the planner), so
+// that many slots are kept, rounded up per peer.
+int stagingSlots(const Tuning& tuning, int nranks, std::size_t sliceBytes) {
+  const std::size_t peers = static_cast<std::size_t>(std::min(nranks, Tuning::kDirectMaxRanks) - 1);
+  const std::size_t perPeer = (tuning.directMaxBytes + sliceBytes - 1) / sliceBytes + 1;
+  return static_cast<int>(std::max<std::size_t>(kStagingSlots, peers * perPeer));
+}
 }  // namespace
 
 HostExecutor::HostExecutor(HostExecutorContext context, const Tuning& tuning,
@@ -23,7 +40,7 @@ HostExecutor::HostExecutor(HostExecutorContext context, const Tuning& tuning,
       rankOrder_(ctx_.nranks),
       planner_(tuning, moveChunkBytes),
       engine_(ctx_.wait),
-      staging_(sliceBytes, kStagingSlots),
+      staging_(sliceBytes, stagingSlots(tuning, ctx_.nranks, sliceBytes)),
       links_(ctx_.nranks),
       messagesTo_(ctx_.nranks, 0),
       messagesFrom_(ctx_.nranks, 0) {

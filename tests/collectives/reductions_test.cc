@@ -21,6 +21,30 @@ TEST_P(ReductionMatrix, EveryTypeAndReduction) {
   expectRanksSucceed(options, collectiveCasesProgram(buildCases(matrix, params.nranks)));
 }
 
+// A direct all-reduce sends its whole input to every other rank before it
+// receives; pre-multiplied (avg, premulsum), those sends are built in the
+// executor's staging slots, which between threads free only as the
+// receiver reads them. Direct all-reduces of 32 and 160 KiB with 1 KiB
+// slices (HORA_DIRECT_MAX_BYTES raised to 1 MiB): the slots must hold every
+// send of one (before, every rank waited for every other until the
+// deadline).
+TEST(DirectAllReduce, PreMultipliedSendsLargerThanSixteenSlices) {
+  CaseMatrix matrix;
+  matrix.collectives = {Collective::AllReduce};
+  matrix.types = {ncclFloat32, ncclFloat64};
+  matrix.reductions = {Reduction::Avg, Reduction::PreMulSumHost, Reduction::Sum};
+  matrix.counts = {4099, 40009};
+  matrix.seed = 13;
+  for (int nranks : {2, 4}) {
+    SCOPED_TRACE(::testing::Message() << nranks << " ranks");
+    RunOptions options;
+    options.nranks = nranks;
+    options.environment = {{"HORA_DIRECT_MAX_BYTES", "1M"}, {"HORA_SLICE_SIZE", "1K"}, {"HORA_CHUNK_SIZE", "4K"},
+                           {"HORA_TIMEOUT", "20"}};
+    expectRanksSucceed(options, collectiveCasesProgram(buildCases(matrix, nranks)));
+  }
+}
+
 const std::vector<Collective> kReducing = {Collective::AllReduce, Collective::ReduceScatter,
                                            Collective::Reduce};
 
