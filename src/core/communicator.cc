@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -101,6 +102,28 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
            " B, timeout ", timeout_.count(), " ms");
 }
 
+std::size_t Communicator::rdmaSliceFloor(topology::TransportKind next, std::size_t sliceBytes) const {
+  // A rank posts what it sends to the next rank a slice at a time, and an
+  // RDMA connection sends each post it has in a granted slot of its own:
+  // with small slices its few slots carry little, and a ring whose steps
+  // (the chunk) do not fit in half of what its connections carry at once
+  // can leave every rank waiting for room (as with HORA_SLICE_SIZE=4K over
+  // ofi, 3 ranks). So towards an RDMA peer the slice is at least what makes
+  // the slots hold two chunks, or a whole slot.
+  if (next != topology::TransportKind::Ib && next != topology::TransportKind::Ofi) return sliceBytes;
+  const std::shared_ptr<transport::rdma::Device> device = transport::rdma::currentDevice(next);
+  if (!device) return sliceBytes;
+  const transport::rdma::CreditGeometry geometry = device->geometry();
+  const std::size_t chunk = std::min(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
+  // A power of two, so that shared-memory slots still divide it.
+  const std::size_t floor = std::min(geometry.slotBytes, std::bit_ceil((2 * chunk + geometry.slots - 1) / geometry.slots));
+  if (sliceBytes >= floor) return sliceBytes;
+  HORA_LOG(Info, "rank ", rank_, ": slice ", sliceBytes, " B raised to ", floor, " B towards ",
+           topology::transportName(next), " (", geometry.slots, " slots of ", geometry.slotBytes,
+           " B must carry two steps of ", chunk, " B)");
+  return floor;
+}
+
 void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& deadline) {
   const int rank = rank_, nranks = nranks_;
   bootstrap_->connectRing(deadline);
@@ -148,6 +171,7 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
                                                                       : Tuning::kShmSliceBytes;
   // Shared-memory FIFOs come in slots that the slice is a whole number of
   // (see the chunk's cap below); the default slices already are.
+  if (nranks > 1) sliceBytes = rdmaSliceFloor(kinds[nextRank], sliceBytes);
   const std::size_t slotBytes = transport::shmGeometry(tuning_.shmFifoBytes, sliceBytes).slotBytes;
   if (usesShm) sliceBytes = sliceBytes / slotBytes * slotBytes;
   connectorOptions.shm.sliceBytes = sliceBytes;

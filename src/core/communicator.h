@@ -217,6 +217,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
       const topology::System& system, const std::vector<topology::RankPlacement>& placements) const;
   WaitMode decideWaitMode(const std::vector<topology::RankPlacement>& placements,
                           const std::vector<CpuMask>& cpuMasks) const;
+  // The slice this rank uses when its next rank is over `next`: raised
+  // where an RDMA connection's slots would carry too little (see .cc).
+  std::size_t rdmaSliceFloor(topology::TransportKind next, std::size_t sliceBytes) const;
   std::vector<topology::TransportKind> chooseTransports(
       const std::vector<topology::RankPlacement>& placements, const topology::System& system) const;
   void workerLoop();

@@ -99,6 +99,26 @@ TEST_F(OverOfi, A64MiBAllReduceInPlace) {
 // Buffers registered with ncclCommRegister are sent without a copy
 // (fi_mr_reg of the program's memory, once per queue pair), then
 // deregistered: results stay exact, before and after.
+// Small slices (HORA_SLICE_SIZE=4K): each post fills a granted slot of its
+// own, so the connection's 8 slots would carry 8 slices at once, less than
+// two ring steps, and 3 ranks waited for room until the deadline. The
+// slice towards an RDMA peer is raised to what makes them carry two steps.
+TEST_F(OverOfi, SmallSlicesStillCarryRingSteps) {
+  ::setenv("HORA_SLICE_SIZE", "4K", 1);
+  ::setenv("HORA_TIMEOUT", "20", 1);
+  constexpr std::size_t kCount = 1 << 20;  // 4 MiB of int32: many steps of 512 KiB
+  onRanks(3, [&](int rank, ncclComm_t comm) {
+    std::vector<std::int32_t> data(kCount);
+    for (std::size_t i = 0; i < kCount; ++i) data[i] = input(rank, i);
+    ASSERT_EQ(ncclAllReduce(data.data(), data.data(), kCount, ncclInt32, ncclSum, comm, nullptr), ncclSuccess)
+        << ncclGetLastError(comm);
+    for (std::size_t i = 0; i < kCount; i += 4099)
+      ASSERT_EQ(data[i], input(0, i) + input(1, i) + input(2, i)) << "rank " << rank << " element " << i;
+  });
+  ::unsetenv("HORA_SLICE_SIZE");
+  ::unsetenv("HORA_TIMEOUT");
+}
+
 TEST_F(OverOfi, RegisteredBuffersAllReduceExactly) {
   constexpr std::size_t kCount = 1u << 20;  // 4 MiB of int32: many slots
   std::vector<std::int32_t> data[3];
