@@ -103,13 +103,18 @@ Communicator::Communicator(const bootstrap::UniqueId& id, int nranks, int rank,
 }
 
 std::size_t Communicator::rdmaSliceFloor(topology::TransportKind next, std::size_t sliceBytes) const {
-  // A rank posts what it sends to the next rank a slice at a time, and an
-  // RDMA connection sends each post it has in a granted slot of its own:
-  // with small slices its few slots carry little, and a ring whose steps
-  // (the chunk) do not fit in half of what its connections carry at once
-  // can leave every rank waiting for room (as with HORA_SLICE_SIZE=4K over
-  // ofi, 3 ranks). So towards an RDMA peer the slice is at least what makes
-  // the slots hold two chunks, or a whole slot.
+  // A rank posts what it sends to the next rank a slice at a time (from
+  // its staging slots), and an RDMA connection sends each post in a
+  // granted slot of its own: with small slices the credit slots and the
+  // staging together hold little, and a ring whose steps (the chunk) do
+  // not fit in what its connections hold at once can leave every rank
+  // waiting for a staging slot (as with HORA_SLICE_SIZE=4K over ofi, 3
+  // ranks). So towards an RDMA peer the slice is at least what makes the
+  // credit slots alone hold two chunks, or a whole slot where that is less
+  // (a chunk above 512 KiB with the default geometry: the staging slots
+  // then hold the rest). A bound found by measurement, not proved; a rank
+  // whose previous rank is over shared memory forwards pieces of that
+  // FIFO's slots, whatever its own slice.
   if (next != topology::TransportKind::Ib && next != topology::TransportKind::Ofi) return sliceBytes;
   const std::shared_ptr<transport::rdma::Device> device = transport::rdma::currentDevice(next);
   if (!device) return sliceBytes;
@@ -120,7 +125,7 @@ std::size_t Communicator::rdmaSliceFloor(topology::TransportKind next, std::size
   if (sliceBytes >= floor) return sliceBytes;
   HORA_LOG(Info, "rank ", rank_, ": slice ", sliceBytes, " B raised to ", floor, " B towards ",
            topology::transportName(next), " (", geometry.slots, " slots of ", geometry.slotBytes,
-           " B must carry two steps of ", chunk, " B)");
+           " B, to carry two steps of ", chunk, " B where a slot allows)");
   return floor;
 }
 
@@ -169,9 +174,9 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
       tuning_.sliceBytes != 0 ? tuning_.sliceBytes
       : nranks > 1 && kinds[nextRank] == topology::TransportKind::Tcp ? Tuning::kTcpSliceBytes
                                                                       : Tuning::kShmSliceBytes;
+  if (nranks > 1) sliceBytes = rdmaSliceFloor(kinds[nextRank], sliceBytes);
   // Shared-memory FIFOs come in slots that the slice is a whole number of
   // (see the chunk's cap below); the default slices already are.
-  if (nranks > 1) sliceBytes = rdmaSliceFloor(kinds[nextRank], sliceBytes);
   const std::size_t slotBytes = transport::shmGeometry(tuning_.shmFifoBytes, sliceBytes).slotBytes;
   if (usesShm) sliceBytes = sliceBytes / slotBytes * slotBytes;
   connectorOptions.shm.sliceBytes = sliceBytes;

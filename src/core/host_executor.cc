@@ -20,15 +20,18 @@ constexpr int kStagingSlots = 16;
 // The direct schedule sends its whole input to every other rank before it
 // receives anything, and with a PreMulSum (ncclAvg on floating types) each
 // of those sends is the scaled input, built in staging slots. A slot is
-// free again only once its bytes have left, which between ranks that read
-// their sender's memory in place (threads of one process) is when the
-// receiver reads them, after its own sends: with fewer slots than the
-// sends fill, every rank would wait for every other for ever. The direct
-// path takes up to directMaxBytes per rank and 16 ranks (the planner), so
-// that many slots are kept, rounded up per peer.
+// free again only once its bytes have left, and bytes to a peer that is
+// not a ring neighbour leave only once that peer has accepted the
+// connection, which it does when it first receives from this rank: after
+// its own sends. With fewer slots than the sends fill, every rank would
+// wait for every other for ever. The direct path takes up to
+// directMaxBytes per rank and 16 ranks (the planner), so that many slots
+// are kept (slices are whole elements: multiples of 64 bytes); above 16
+// ranks nothing is direct.
 int stagingSlots(const Tuning& tuning, int nranks, std::size_t sliceBytes) {
-  const std::size_t peers = static_cast<std::size_t>(std::min(nranks, Tuning::kDirectMaxRanks) - 1);
-  const std::size_t perPeer = (tuning.directMaxBytes + sliceBytes - 1) / sliceBytes + 1;
+  const std::size_t peers =
+      nranks > Tuning::kDirectMaxRanks ? 0 : static_cast<std::size_t>(std::max(nranks - 1, 0));
+  const std::size_t perPeer = (tuning.directMaxBytes + sliceBytes - 1) / sliceBytes;
   return static_cast<int>(std::max<std::size_t>(kStagingSlots, peers * perPeer));
 }
 }  // namespace

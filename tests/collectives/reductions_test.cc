@@ -23,11 +23,13 @@ TEST_P(ReductionMatrix, EveryTypeAndReduction) {
 
 // A direct all-reduce sends its whole input to every other rank before it
 // receives; pre-multiplied (avg, premulsum), those sends are built in the
-// executor's staging slots, which between threads free only as the
-// receiver reads them. Direct all-reduces of 32 and 160 KiB with 1 KiB
-// slices (HORA_DIRECT_MAX_BYTES raised to 1 MiB): the slots must hold every
-// send of one (before, every rank waited for every other until the
-// deadline).
+// executor's staging slots, which free only once their bytes have left,
+// and bytes to a rank that is no ring neighbour leave only once that rank
+// accepts the connection, when it first receives (after its own sends).
+// Direct all-reduces of 16 and 160 KiB with 1 KiB slices
+// (HORA_DIRECT_MAX_BYTES raised to 1 MiB): the slots must hold every send
+// of one (before, 4 ranks waited for each other until the deadline; 2
+// ranks, all ring neighbours, could not).
 TEST(DirectAllReduce, PreMultipliedSendsLargerThanSixteenSlices) {
   CaseMatrix matrix;
   matrix.collectives = {Collective::AllReduce};

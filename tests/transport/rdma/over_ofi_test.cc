@@ -96,13 +96,11 @@ TEST_F(OverOfi, A64MiBAllReduceInPlace) {
       ASSERT_EQ(data[r][i], input(0, i) + input(1, i)) << "rank " << r << " element " << i;
 }
 
-// Buffers registered with ncclCommRegister are sent without a copy
-// (fi_mr_reg of the program's memory, once per queue pair), then
-// deregistered: results stay exact, before and after.
-// Small slices (HORA_SLICE_SIZE=4K): each post fills a granted slot of its
-// own, so the connection's 8 slots would carry 8 slices at once, less than
-// two ring steps, and 3 ranks waited for room until the deadline. The
-// slice towards an RDMA peer is raised to what makes them carry two steps.
+// Small slices (HORA_SLICE_SIZE=4K; 1K in the api suite showed it): each
+// post fills a granted slot of its own, so the connection's 8 slots and the
+// staging slots behind them held less than two ring steps, and 3 ranks
+// waited until the deadline. The slice towards an RDMA peer is raised to
+// what makes the slots carry two steps.
 TEST_F(OverOfi, SmallSlicesStillCarryRingSteps) {
   ::setenv("HORA_SLICE_SIZE", "4K", 1);
   ::setenv("HORA_TIMEOUT", "20", 1);
@@ -119,6 +117,9 @@ TEST_F(OverOfi, SmallSlicesStillCarryRingSteps) {
   ::unsetenv("HORA_TIMEOUT");
 }
 
+// Buffers registered with ncclCommRegister are sent without a copy
+// (fi_mr_reg of the program's memory, once per queue pair), then
+// deregistered: results stay exact, before and after.
 TEST_F(OverOfi, RegisteredBuffersAllReduceExactly) {
   constexpr std::size_t kCount = 1u << 20;  // 4 MiB of int32: many slots
   std::vector<std::int32_t> data[3];
