@@ -119,7 +119,7 @@ std::size_t Communicator::rdmaSliceFloor(topology::TransportKind next, std::size
   const std::shared_ptr<transport::rdma::Device> device = transport::rdma::currentDevice(next);
   if (!device) return sliceBytes;
   const transport::rdma::CreditGeometry geometry = device->geometry();
-  const std::size_t chunk = std::min(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
+  const std::size_t chunk = tuning_.chunkBytes;  // capped already (connectAll)
   // A power of two, so that shared-memory slots still divide it.
   const std::size_t floor = std::min(geometry.slotBytes, std::bit_ceil((2 * chunk + geometry.slots - 1) / geometry.slots));
   if (sliceBytes >= floor) return sliceBytes;
@@ -170,20 +170,6 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
     if (ringRanks[p] == rank) ringPos = p;
   const int nextRank = ringRanks[(ringPos + 1) % nranks];
   const int previousRank = ringRanks[(ringPos + nranks - 1) % nranks];
-  std::size_t sliceBytes =
-      tuning_.sliceBytes != 0 ? tuning_.sliceBytes
-      : nranks > 1 && kinds[nextRank] == topology::TransportKind::Tcp ? Tuning::kTcpSliceBytes
-                                                                      : Tuning::kShmSliceBytes;
-  if (nranks > 1) sliceBytes = rdmaSliceFloor(kinds[nextRank], sliceBytes);
-  // Shared-memory FIFOs come in slots that the slice is a whole number of
-  // (see the chunk's cap below); the default slices already are.
-  const std::size_t slotBytes = transport::shmGeometry(tuning_.shmFifoBytes, sliceBytes).slotBytes;
-  if (usesShm) sliceBytes = sliceBytes / slotBytes * slotBytes;
-  connectorOptions.shm.sliceBytes = sliceBytes;
-  connectorOptions.userRegistrations = userRegistrations_;
-  connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_, kinds,
-                                                      connectorOptions);
-
   // Reductions in place wait for room in the next rank's shared-memory FIFO
   // before they take data from the previous one. A rank's sends lead its
   // receives by at most one ring step, so while a step takes at most half a
@@ -204,6 +190,19 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   // also never holds a partly read input slot while it waits for room: each
   // piece reads its input slot to the end.)
   tuning_.chunkBytes = std::min(tuning_.chunkBytes, tuning_.shmFifoBytes / 2);
+  std::size_t sliceBytes =
+      tuning_.sliceBytes != 0 ? tuning_.sliceBytes
+      : nranks > 1 && kinds[nextRank] == topology::TransportKind::Tcp ? Tuning::kTcpSliceBytes
+                                                                      : Tuning::kShmSliceBytes;
+  if (nranks > 1) sliceBytes = rdmaSliceFloor(kinds[nextRank], sliceBytes);
+  // Shared-memory FIFOs come in slots that the slice is a whole number of
+  // (see the chunk's cap above); the default slices already are.
+  const std::size_t slotBytes = transport::shmGeometry(tuning_.shmFifoBytes, sliceBytes).slotBytes;
+  if (usesShm) sliceBytes = sliceBytes / slotBytes * slotBytes;
+  connectorOptions.shm.sliceBytes = sliceBytes;
+  connectorOptions.userRegistrations = userRegistrations_;
+  connector_ = std::make_unique<transport::Connector>(*bootstrap_, id.magic, &abort_, kinds,
+                                                      connectorOptions);
   // Collectives that only move data take larger steps (as large as the cap
   // allows): over shared memory they are single copies, one system call per
   // step.

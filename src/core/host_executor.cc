@@ -29,8 +29,7 @@ constexpr int kStagingSlots = 16;
 // are kept (slices are whole elements: multiples of 64 bytes); above 16
 // ranks nothing is direct.
 int stagingSlots(const Tuning& tuning, int nranks, std::size_t sliceBytes) {
-  const std::size_t peers =
-      nranks > Tuning::kDirectMaxRanks ? 0 : static_cast<std::size_t>(std::max(nranks - 1, 0));
+  const std::size_t peers = nranks > Tuning::kDirectMaxRanks ? 0 : static_cast<std::size_t>(nranks - 1);
   const std::size_t perPeer = (tuning.directMaxBytes + sliceBytes - 1) / sliceBytes;
   return static_cast<int>(std::max<std::size_t>(kStagingSlots, peers * perPeer));
 }
