@@ -230,7 +230,9 @@ struct CollectiveShape {
 
 inline CollectiveShape collective_shape(Collective collective, size_t requested_bytes, int ranks) {
   const size_t count = requested_bytes / sizeof(float);
-  const size_t per_rank = count / static_cast<size_t>(ranks);
+  // Each rank's piece a multiple of 16 bytes, as hora-perf and nccl-tests cut it.
+  constexpr size_t floats_per_16_bytes = 16 / sizeof(float);
+  const size_t per_rank = count / static_cast<size_t>(ranks) / floats_per_16_bytes * floats_per_16_bytes;
   const size_t whole = per_rank * static_cast<size_t>(ranks);
   switch (collective) {
     case Collective::AllReduce:

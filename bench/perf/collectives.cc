@@ -41,7 +41,13 @@ std::optional<Collective> parseCollectiveName(std::string_view name) {
 CollectiveSizing sizeCollective(Collective collective, std::size_t requestedBytes, std::size_t typeSize,
                                 int nranks) {
   const std::size_t count = requestedBytes / typeSize;
-  const std::size_t perRank = count / static_cast<std::size_t>(nranks);
+  // A rank's piece of a split buffer is a multiple of 16 bytes, as
+  // nccl-tests cuts it since 2.13.12: every piece then starts as aligned as
+  // the buffer, whatever the number of ranks, and the same size names the
+  // same call in both tools.
+  const std::size_t elementsPer16Bytes = typeSize < 16 ? 16 / typeSize : 1;
+  const std::size_t perRank =
+      count / static_cast<std::size_t>(nranks) / elementsPer16Bytes * elementsPer16Bytes;
   const std::size_t wholeRanks = perRank * static_cast<std::size_t>(nranks);
   switch (collective) {
     case Collective::AllReduce:

@@ -114,9 +114,12 @@ TEST(PlanSteps, RootAllVisitsEveryRank) {
 TEST(PlanSteps, SizesTooSmallForEveryRankAreSkipped) {
   const Options options = smallRun(Collective::AllGather);
   const std::vector<StepPlan> steps = planSteps(options, 3);
-  // 8 bytes is 2 floats: not one per rank. 32, 128 and 512 remain.
-  ASSERT_EQ(steps.size(), 3u);
-  EXPECT_EQ(steps[0].sizing.bytes(4), 24u);
+  // 8 bytes is 2 floats, not one per rank; 32 bytes is 2 floats per rank,
+  // not the 16 bytes a piece is cut to. 128 and 512 remain: 2 and 10
+  // pieces of 16 bytes per rank.
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].sizing.bytes(4), 96u);
+  EXPECT_EQ(steps[1].sizing.bytes(4), 480u);
 }
 
 TEST(Benchmark, CorrectCollectivesPrintRowsWithNoWrongElements) {

@@ -39,31 +39,42 @@ TEST(Collectives, WholeBufferCollectivesRoundToWholeElements) {
   }
 }
 
-TEST(Collectives, SplitCollectivesRoundToMultiplesOfRanks) {
-  // 1 MiB of floats over 3 ranks: 262144 elements, 87381 per rank.
+TEST(Collectives, SplitCollectivesCutEachRanksPieceTo16Bytes) {
+  // 1 MiB of floats over 3 ranks: 262144 elements, 87381 per rank, cut to
+  // 87380 (a multiple of 4 floats), as nccl-tests 2.13.12 and later do.
   const CollectiveSizing gather = sizeCollective(Collective::AllGather, 1 << 20, 4, 3);
-  EXPECT_EQ(gather.paramCount, 87381u);
-  EXPECT_EQ(gather.sendCount, 87381u);
-  EXPECT_EQ(gather.recvCount, 262143u);
-  EXPECT_EQ(gather.bytes(4), 1048572u);
+  EXPECT_EQ(gather.paramCount, 87380u);
+  EXPECT_EQ(gather.sendCount, 87380u);
+  EXPECT_EQ(gather.recvCount, 262140u);
+  EXPECT_EQ(gather.bytes(4), 1048560u);
 
   const CollectiveSizing scatter = sizeCollective(Collective::ReduceScatter, 1 << 20, 4, 3);
-  EXPECT_EQ(scatter.paramCount, 87381u);
-  EXPECT_EQ(scatter.sendCount, 262143u);
-  EXPECT_EQ(scatter.recvCount, 87381u);
-  EXPECT_EQ(scatter.bytes(4), 1048572u);
+  EXPECT_EQ(scatter.paramCount, 87380u);
+  EXPECT_EQ(scatter.sendCount, 262140u);
+  EXPECT_EQ(scatter.recvCount, 87380u);
+  EXPECT_EQ(scatter.bytes(4), 1048560u);
 
   const CollectiveSizing alltoall = sizeCollective(Collective::AlltoAll, 1 << 20, 4, 3);
-  EXPECT_EQ(alltoall.paramCount, 87381u);
-  EXPECT_EQ(alltoall.sendCount, 262143u);
-  EXPECT_EQ(alltoall.recvCount, 262143u);
+  EXPECT_EQ(alltoall.paramCount, 87380u);
+  EXPECT_EQ(alltoall.sendCount, 262140u);
+  EXPECT_EQ(alltoall.recvCount, 262140u);
+
+  // 1000 bytes over 2 ranks: 500 per rank, 496 bytes each (bytes, floats
+  // and doubles alike: 16 bytes is 16, 4 or 2 elements).
+  EXPECT_EQ(sizeCollective(Collective::AllGather, 1000, 1, 2).bytes(1), 992u);
+  EXPECT_EQ(sizeCollective(Collective::AllGather, 1000, 4, 2).bytes(4), 992u);
+  EXPECT_EQ(sizeCollective(Collective::AllGather, 1000, 8, 2).bytes(8), 992u);
+  // Whole-buffer collectives are not cut.
+  EXPECT_EQ(sizeCollective(Collective::AllReduce, 1000, 4, 3).bytes(4), 1000u);
 }
 
 TEST(Collectives, TooSmallForEveryRankIsEmpty) {
   // 8 bytes of float: 2 elements cannot give each of 3 ranks one.
   EXPECT_EQ(sizeCollective(Collective::AllGather, 8, 4, 3).bytes(4), 0u);
   EXPECT_EQ(sizeCollective(Collective::AllReduce, 3, 4, 3).bytes(4), 0u);
-  EXPECT_EQ(sizeCollective(Collective::AllGather, 12, 4, 3).bytes(4), 12u);
+  // One float per rank is less than 16 bytes; four are just enough.
+  EXPECT_EQ(sizeCollective(Collective::AllGather, 12, 4, 3).bytes(4), 0u);
+  EXPECT_EQ(sizeCollective(Collective::AllGather, 48, 4, 3).bytes(4), 48u);
 }
 
 TEST(Collectives, NamesAndProperties) {

@@ -6,11 +6,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
+#include <string>
 #include <cstdlib>
 #include <ctime>
 #include <thread>
@@ -277,6 +280,33 @@ TEST(OfiRegistrations, EndpointsOfOneDomainShareThemWhereTheProviderAllows) {
   EXPECT_EQ(device.registrations().registrations(), perEndpoint ? 0u : 1u) << "the second endpoint still uses it";
   second->deregisterMemory(b);
   EXPECT_EQ(device.registrations().registrations(), 0u);
+}
+
+// Each queue pair is an endpoint of its own, and libfabric's rxm layer
+// (under the tcp provider) sized one's buffer pools at about 84 MB, which
+// 16 ranks of one host ran out of memory with. hora asks for smaller pools
+// before it loads libfabric (fabric_library.cc); where the user set them
+// (or another program in this process loaded libfabric first) this test
+// cannot see hora's choice.
+TEST(OfiMemory, AnEndpointOverTcpTakesAFewMegabytes) {
+  for (const char* name : {"FI_OFI_RXM_MSG_RX_SIZE", "FI_OFI_RXM_MSG_TX_SIZE", "FI_OFI_RXM_BUFFER_SIZE"})
+    if (const char* value = std::getenv(name); value != nullptr && std::string(value) != "16" &&
+                                               std::string(value) != "4096")
+      GTEST_SKIP() << name << "=" << value << " is set";
+  ::setenv("HORA_OFI_PROVIDER", "tcp", 1);
+  OfiOpening opening = openOfiDevice(/*allowSoftware=*/true, "lo");
+  ::unsetenv("HORA_OFI_PROVIDER");
+  ASSERT_TRUE(opening.device) << opening.why;
+  EXPECT_STREQ(std::getenv("FI_OFI_RXM_MSG_RX_SIZE"), "16");
+  auto allocated = [] {
+    const struct mallinfo2 info = ::mallinfo2();
+    return info.uordblks + info.hblkhd;  // in use: heap chunks and mmapped blocks
+  };
+  const std::size_t before = allocated();
+  std::vector<std::unique_ptr<QueuePair>> endpoints;
+  for (int i = 0; i < 4; ++i) endpoints.push_back(opening.device->createQueuePair());
+  const double perEndpointMB = static_cast<double>(allocated() - before) / 4 / 1e6;
+  EXPECT_LT(perEndpointMB, 20.0) << "libfabric's pools per endpoint";
 }
 
 // An interface other than loopback with an IPv4 address, up: a second
