@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
     }
     const EnvironmentLookup environment = [](const char* name) { return std::getenv(name); };
     process = processRankFromEnvironment(environment);
+    options.minBusbw = parseMinBusbw(environment("NCCL_TESTS_MIN_BW"));
     if (process && options.ranksInProcess() != 1) {
       throw UsageError("under hora-run each process is one rank, so -t and -g must be 1 (got -t " +
                        std::to_string(options.threads) + " -g " + std::to_string(options.ranksPerThread) +

@@ -240,6 +240,15 @@ Options parseOptions(const std::vector<std::string>& arguments, std::string_view
   return options;
 }
 
+std::optional<double> parseMinBusbw(const char* text) {
+  if (text == nullptr) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(value >= 0.0))
+    throw UsageError(std::string("NCCL_TESTS_MIN_BW=") + text + " is not a bandwidth in GB/s");
+  return value;
+}
+
 std::string usageText() {
   return R"(Usage: hora-perf <collective> [options]
 
@@ -293,11 +302,14 @@ Environment:
   HORA_PERF_DEVICE=N      every rank of this process on GPU N (hora lets
                           ranks share a GPU)
   NCCL_TESTS_DEVICE=N     as in nccl-tests: rank i of this process on GPU N+i
+  NCCL_TESTS_MIN_BW=B     as in nccl-tests: the run fails (exit status 1, and
+                          FAILED after the average) when the average bus
+                          bandwidth is below 0.9 x B GB/s
   Otherwise rank i of the process is on GPU (local rank x ranks + i) modulo
   the number of GPUs.
 
-Exit status: 0 when every result was right, 1 when a result was wrong or an
-NCCL call failed, 2 for a command line hora-perf cannot run.
+Exit status: 0 when every result was right, 1 when a result was wrong, an
+NCCL call failed or the average missed NCCL_TESTS_MIN_BW, 2 for a command line hora-perf cannot run.
 )";
 }
 

@@ -49,6 +49,9 @@ struct Options {
   // iteration (nccl-tests' aggregation); times are per call.
   int aggIters = 1;
   bool showHelp = false;
+  // NCCL_TESTS_MIN_BW, as nccl-tests reads it: the run fails when its
+  // average bus bandwidth is below 0.9 of this (GB/s).
+  std::optional<double> minBusbw;
 
   int ranksInProcess() const { return threads * ranksPerThread; }
 };
@@ -61,6 +64,10 @@ Options parseOptions(const std::vector<std::string>& arguments, std::string_view
 // "8", "1K", "32M", "2G" (powers of 1024, as nccl-tests). Throws UsageError
 // naming `flag` when the text is not a size.
 std::size_t parseByteSize(std::string_view text, std::string_view flag);
+
+// NCCL_TESTS_MIN_BW's value (null: unset). Throws UsageError when it is not
+// a number of GB/s.
+std::optional<double> parseMinBusbw(const char* text);
 
 // The text -h prints.
 std::string usageText();

@@ -89,9 +89,14 @@ std::string placeColumns(const PlaceResult& result) {
                 result.busbw, wrong.c_str());
 }
 
-std::string summaryLines(long long wrongElements, double averageBusbw) {
+bool meetsMinBusbw(double averageBusbw, std::optional<double> minBusbw) {
+  return !minBusbw || averageBusbw >= 0.9 * *minBusbw;
+}
+
+std::string summaryLines(long long wrongElements, double averageBusbw, std::optional<double> minBusbw) {
+  const char* verdict = !minBusbw ? "" : meetsMinBusbw(averageBusbw, minBusbw) ? " OK" : " FAILED";
   return format("# Out of bounds values : %lld %s\n", wrongElements, wrongElements == 0 ? "OK" : "FAILED") +
-         format("# Avg bus bandwidth    : %g\n", averageBusbw) + "#\n";
+         format("# Avg bus bandwidth    : %g%s\n", averageBusbw, verdict) + "#\n";
 }
 
 }  // namespace hora::perf

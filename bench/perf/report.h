@@ -58,6 +58,11 @@ std::string spreadColumns(const PlaceSpread& outOfPlace, const PlaceSpread& inPl
 std::string formatMicroseconds(double microseconds);
 
 // "# Out of bounds values : 0 OK" and "# Avg bus bandwidth    : X".
-std::string summaryLines(long long wrongElements, double averageBusbw);
+std::string summaryLines(long long wrongElements, double averageBusbw,
+                         std::optional<double> minBusbw = std::nullopt);
+
+// Whether an average bus bandwidth meets NCCL_TESTS_MIN_BW (nccl-tests'
+// rule: at least 0.9 of it). Always where no minimum is set.
+bool meetsMinBusbw(double averageBusbw, std::optional<double> minBusbw);
 
 }  // namespace hora::perf

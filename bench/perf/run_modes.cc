@@ -79,12 +79,13 @@ std::function<void()> completionOf(std::vector<const RankMemory*> memory) {
   };
 }
 
-int finish(const BenchmarkTotals& totals, bool printer) {
+int finish(const BenchmarkTotals& totals, const Options& options, bool printer) {
   if (printer) {
-    std::fputs(summaryLines(totals.wrongElements, totals.averageBusbw()).c_str(), stdout);
+    std::fputs(summaryLines(totals.wrongElements, totals.averageBusbw(), options.minBusbw).c_str(), stdout);
     std::fflush(stdout);
   }
-  return totals.wrongElements == 0 ? 0 : kFailureExitStatus;
+  const bool fast = meetsMinBusbw(totals.averageBusbw(), options.minBusbw);
+  return totals.wrongElements == 0 && fast ? 0 : kFailureExitStatus;
 }
 
 }  // namespace
@@ -154,7 +155,7 @@ int runRanksAsThreads(const Options& options, const RankPlacement& placement) {
   for (const NcclRank& rank : ranks)
     checkNccl(ncclCommDestroy(rank.comm), "ncclCommDestroy", rank.rank, nullptr);
   // Wrong counts were summed across threads; thread 0 holds the totals.
-  return finish(totals.front(), true);
+  return finish(totals.front(), options, true);
 }
 
 int runAsProcessRank(const Options& options, const ProcessRank& process, const RankPlacement& placement) {
@@ -211,7 +212,7 @@ int runAsProcessRank(const Options& options, const ProcessRank& process, const R
 
   memory.back()->deregister();
   checkNccl(ncclCommDestroy(comm), "ncclCommDestroy", process.rank, nullptr);
-  return finish(totals, printer);
+  return finish(totals, options, printer);
 }
 
 }  // namespace hora::perf

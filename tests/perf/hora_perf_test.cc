@@ -74,6 +74,28 @@ TEST_P(EveryCollective, ThreeThreadsCheckClean) {
   EXPECT_THAT(result.out, HasSubstr("#  Rank  2 Group  0 Pid"));
 }
 
+// NCCL_TESTS_MIN_BW gates the run as in nccl-tests: the verdict follows
+// the average, and a miss is exit status 1 with every result right.
+TEST(HoraPerf, MinimumBusBandwidthGatesTheExitStatus) {
+  auto runWithMinimum = [](const char* minimum) {
+    ProgramRun run;
+    run.arguments = {programFromEnvironment("HORA_PERF"), "all_reduce", "-t", "2", "-b", "64K", "-e", "64K"};
+    run.set = {{"NCCL_TESTS_MIN_BW", minimum}};
+    run.unset = kLauncherVariables;
+    return runProgram(run);
+  };
+  const ProgramResult unreachable = runWithMinimum("1e9");
+  EXPECT_EQ(unreachable.exitCode, 1) << unreachable.out << unreachable.err;
+  EXPECT_THAT(unreachable.out, HasSubstr("# Out of bounds values : 0 OK"));
+  EXPECT_THAT(unreachable.out, testing::ContainsRegex("# Avg bus bandwidth    : [0-9.e+-]+ FAILED"));
+  const ProgramResult met = runWithMinimum("0");
+  EXPECT_EQ(met.exitCode, 0) << met.out << met.err;
+  EXPECT_THAT(met.out, testing::ContainsRegex("# Avg bus bandwidth    : [0-9.e+-]+ OK"));
+  const ProgramResult bad = runWithMinimum("fast");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_THAT(bad.err, HasSubstr("NCCL_TESTS_MIN_BW=fast is not a bandwidth"));
+}
+
 TEST_P(EveryCollective, TwoProcessesUnderHoraRun) {
   ProgramRun run;
   run.arguments = {programFromEnvironment("HORA_RUN"),

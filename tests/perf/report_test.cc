@@ -73,6 +73,18 @@ TEST(Report, Summary) {
   EXPECT_THAT(summaryLines(7, 0.25), HasSubstr("# Out of bounds values : 7 FAILED\n"));
 }
 
+TEST(Report, MinimumBusBandwidthAsNcclTestsJudgesIt) {
+  // Met at 0.9 of the minimum and above, as nccl-tests' NCCL_TESTS_MIN_BW.
+  EXPECT_TRUE(meetsMinBusbw(9.0, 10.0));
+  EXPECT_FALSE(meetsMinBusbw(8.99, 10.0));
+  EXPECT_TRUE(meetsMinBusbw(0.0, std::nullopt));
+  EXPECT_THAT(summaryLines(0, 9.5, 10.0), HasSubstr("# Avg bus bandwidth    : 9.5 OK\n"));
+  EXPECT_THAT(summaryLines(0, 2.5, 10.0), HasSubstr("# Avg bus bandwidth    : 2.5 FAILED\n"));
+  EXPECT_EQ(parseMinBusbw(nullptr), std::nullopt);
+  EXPECT_EQ(parseMinBusbw("12.5"), 12.5);
+  for (const char* bad : {"", "fast", "12GB", "-1", "nan"}) EXPECT_THROW(parseMinBusbw(bad), UsageError) << bad;
+}
+
 TEST(Report, RankAndOptionsLines) {
   EXPECT_EQ(rankLine(3, 4242, "node1"), "#  Rank  3 Group  0 Pid   4242 on      node1 device  host\n");
   EXPECT_EQ(rankLine(1, 77, "gpu-node", 2, "[0000:19:00] NVIDIA H100"),
