@@ -2,15 +2,22 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
+#include <future>
 #include <utility>
 #include <vector>
 
 namespace hora::api {
 
 namespace {
+struct Making {
+  std::shared_future<CommPtr> communicator;
+  std::shared_ptr<std::atomic<bool>> abortFlag;  // may be null
+};
 struct GroupState {
   std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops;
-  std::vector<std::shared_future<CommPtr>> making;  // finishInGroupEnd
+  std::vector<Making> making;                                        // finishInGroupEnd
+  std::vector<std::pair<CommPtr, std::function<void()>>> deferred;  // deferToGroupEnd
   ncclResult_t error = ncclSuccess;
 };
 thread_local GroupState group;
@@ -23,7 +30,13 @@ thread_local int groupDepthNow = 0;
 bool inGroup() { return groupDepthNow > 0; }
 int groupDepth() { return groupDepthNow; }
 
-void finishInGroupEnd(std::shared_future<CommPtr> making) { group.making.push_back(std::move(making)); }
+void finishInGroupEnd(std::shared_future<CommPtr> making, std::shared_ptr<std::atomic<bool>> abortFlag) {
+  group.making.push_back({std::move(making), std::move(abortFlag)});
+}
+
+void deferToGroupEnd(const CommPtr& comm, std::function<void()> work) {
+  group.deferred.emplace_back(comm, std::move(work));
+}
 
 void noteGroupError(ncclResult_t result) {
   if (inGroup() && group.error == ncclSuccess) group.error = result;
@@ -41,6 +54,40 @@ void issue(const CommPtr& comm, const core::Op& op) {
 }
 
 namespace {
+// Runs the deferred work: each communicator's in issue order, the first
+// communicator's on this thread, the others' on threads of their own (the
+// work is collective: one thread could not finish one rank's before it
+// starts the next's).
+void runDeferred(std::vector<std::pair<CommPtr, std::function<void()>>> deferred) {
+  std::vector<std::pair<CommPtr, std::vector<std::function<void()>>>> perComm;
+  for (auto& [comm, work] : deferred) {
+    auto it = perComm.begin();
+    while (it != perComm.end() && it->first != comm) ++it;
+    if (it == perComm.end()) it = perComm.insert(perComm.end(), {comm, {}});
+    it->second.push_back(std::move(work));
+  }
+  auto runAll = [](const std::vector<std::function<void()>>& works) {
+    for (const auto& work : works) work();
+  };
+  std::vector<std::future<void>> others;
+  std::exception_ptr first;
+  try {
+    for (std::size_t i = 1; i < perComm.size(); ++i)
+      others.push_back(std::async(std::launch::async, runAll, std::cref(perComm[i].second)));
+    if (!perComm.empty()) runAll(perComm[0].second);
+  } catch (...) {
+    first = std::current_exception();
+  }
+  for (auto& other : others) {
+    try {
+      other.get();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
 // Runs the collected operations: per communicator in issue order; the first
 // communicator on this thread, the others on their worker threads.
 void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops) {
@@ -108,14 +155,25 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
   if (--groupDepthNow > 0) return ncclSuccess;
   auto ops = std::exchange(group.ops, {});
   auto making = std::exchange(group.making, {});
+  auto deferred = std::exchange(group.deferred, {});
   ncclResult_t pending = std::exchange(group.error, ncclSuccess);
+  // A group with an argument error runs nothing, as NCCL's: communicators
+  // it began making stop now instead of waiting for a peer that the
+  // refused call would have made (their handles keep the error), and the
+  // group fails with the refused call's error and text.
+  if (pending != ncclSuccess) {
+    for (auto& communicator : making)
+      if (communicator.abortFlag) communicator.abortFlag->store(true);
+    for (auto& communicator : making) communicator.communicator.wait();
+    return pending;
+  }
   // Communicators made in the group are ready before its operations run;
   // one that failed fails the group (its handle keeps the error).
   const ncclResult_t made = guarded(function, [&] {
     std::exception_ptr first;
     for (auto& communicator : making) {
       try {
-        communicator.get();
+        communicator.communicator.get();
       } catch (...) {
         if (!first) first = std::current_exception();
       }
@@ -124,7 +182,10 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
   });
   if (pending == ncclSuccess) pending = made;
   if (pending != ncclSuccess || !run) return pending;  // an error inside the group: nothing runs
-  return guarded(function, [&] { runGroup(std::move(ops)); });
+  return guarded(function, [&] {
+    runDeferred(std::move(deferred));
+    runGroup(std::move(ops));
+  });
 }
 
 }  // namespace hora::api

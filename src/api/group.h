@@ -4,6 +4,11 @@
 // of a process.
 #pragma once
 
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+
 #include "api/nccl_api.h"
 #include "core/op.h"
 
@@ -23,10 +28,19 @@ ncclResult_t guardedInGroup(const char* function, Body&& body) {
   if (result != ncclSuccess) noteGroupError(result);
   return result;
 }
-// A communicator being made inside a group (init or split, on a thread of
-// its own): the outermost ncclGroupEnd waits for it and fails with its
-// error.
-void finishInGroupEnd(std::shared_future<CommPtr> making);
+// A communicator being made inside a group (init, split or shrink, on a
+// thread of its own): the outermost ncclGroupEnd waits for it and fails
+// with its error. Where the group failed already (an argument error in
+// it), `abortFlag`, when given, stops the making at once: its peers may
+// never come.
+void finishInGroupEnd(std::shared_future<CommPtr> making,
+                      std::shared_ptr<std::atomic<bool>> abortFlag = nullptr);
+// Work that is collective over `comm` issued inside a group (a window
+// registration): the outermost ncclGroupEnd runs it, after the group's
+// communicators are made and before its operations, unless the group
+// failed. One thread may so drive every rank: each communicator's work
+// runs in issue order, the communicators' at once.
+void deferToGroupEnd(const CommPtr& comm, std::function<void()> work);
 // Closes one level of this thread's group; at the outermost, runs what it
 // collected (run), or drops it (ncclGroupSimulateEnd), and returns what
 // `function` (the entry point) returns.

@@ -89,7 +89,7 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
                   return std::make_shared<core::Communicator>(id, nranks, rank, settings);
                 }).share();
   *out = wrapPending(making, settings.abortFlag);
-  if (inGroup && !nonBlocking(config)) api::finishInGroupEnd(making);
+  if (inGroup && !nonBlocking(config)) api::finishInGroupEnd(making, settings.abortFlag);
 }
 
 }  // namespace
@@ -169,7 +169,18 @@ HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
     checkConfig(config);
     auto parent = api::checkComm(comm);
     std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
-    *newcomm = wrapComm(parent->shrink(excluded, shrinkFlags == NCCL_SHRINK_ABORT));
+    const bool abortFirst = shrinkFlags == NCCL_SHRINK_ABORT;
+    if (!api::inGroup()) {
+      *newcomm = wrapComm(parent->shrink(excluded, abortFirst));
+      return;
+    }
+    // Inside a group, as a split: on a thread of its own, finished by the
+    // outermost ncclGroupEnd, so that one thread may shrink every rank's.
+    auto shrunk = std::async(std::launch::async, [parent, excluded, abortFirst] {
+                    return parent->shrink(excluded, abortFirst);
+                  }).share();
+    api::finishInGroupEnd(shrunk);
+    *newcomm = wrapPending(std::move(shrunk));
   });
 }
 

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "api/group.h"
 #include "api/nccl_api.h"
 #include "hora_config.h"
 #include "transport/peer_memory.h"
@@ -117,11 +118,23 @@ HORA_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* han
 
 HORA_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
               ncclWindow_t* win, int winFlags) {
-  return api::guarded("ncclCommWindowRegister", [&] {
+  return api::guardedInGroup("ncclCommWindowRegister", [&] {
     api::CommPtr c = api::checkComm(comm);
     HORA_CHECK_ARG(win != nullptr, "win is NULL");
     HORA_CHECK_ARG((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) == 0, "invalid winFlags ", winFlags,
                    " (valid: NCCL_WIN_DEFAULT, NCCL_WIN_COLL_SYMMETRIC)");
+    if (api::inGroup()) {
+      // Collective: inside a group (one thread may register every rank's
+      // buffer, as nccl-tests does) the outermost ncclGroupEnd makes it,
+      // and fills *win then, as NCCL says it may.
+      *win = nullptr;
+      api::deferToGroupEnd(c, [c, comm, buff, size, win] {
+        auto* window = new ncclWindow_vidmem{comm, c->registerWindow(buff, size)};
+        remember(window);
+        *win = window;
+      });
+      return;
+    }
     auto* window = new ncclWindow_vidmem{comm, c->registerWindow(buff, size)};
     remember(window);
     *win = window;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "nccl_outcome.h"
 
 namespace hora_api_test {
 namespace {
@@ -189,6 +190,110 @@ TEST(InitInAGroup, OneThreadMakesAndSplitsEveryRank) {
   EXPECT_EQ(values[2], 30);
   for (int rank : {0, 2}) EXPECT_EQ(ncclCommDestroy(halves[rank]), ncclSuccess);
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+}
+
+// Every rank of `kRanks` made by one thread inside a group.
+std::vector<ncclComm_t> makeInAGroup(int kRanks) {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(kRanks, nullptr);
+  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(ncclCommInitRank(&comms[rank], kRanks, id, rank), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  return comms;
+}
+
+// Window registration is collective: one thread that registers every rank's
+// buffer inside a group (as nccl-tests -R 2 does) used to wait in the first
+// rank's call for peers it had not reached, until the deadline. The group's
+// end registers them all, and fills the handles then.
+TEST(InitInAGroup, OneThreadRegistersEveryRanksWindow) {
+  constexpr int kRanks = 2;
+  constexpr std::size_t kCount = 100000;
+  std::vector<ncclComm_t> comms = makeInAGroup(kRanks);
+  ScopedTimeout timeout("10");
+  std::vector<void*> buffers(kRanks, nullptr);
+  std::vector<ncclWindow_t> windows(kRanks, nullptr);
+  for (int rank = 0; rank < kRanks; ++rank) ASSERT_EQ(ncclMemAlloc(&buffers[rank], kCount * sizeof(int)), ncclSuccess);
+  const auto start = Clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclCommWindowRegister(comms[rank], buffers[rank], kCount * sizeof(int), &windows[rank],
+                                     NCCL_WIN_COLL_SYMMETRIC),
+              ncclSuccess);
+  // The collectives of the same group run on the windows just made.
+  for (int rank = 0; rank < kRanks; ++rank) {
+    int* data = static_cast<int*>(buffers[rank]);
+    for (std::size_t i = 0; i < kCount; ++i) data[i] = static_cast<int>(i % 1000) * (rank + 1);
+    ASSERT_EQ(ncclAllReduce(data, data, kCount, ncclInt32, ncclSum, comms[rank], nullptr), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ASSERT_NE(windows[rank], nullptr) << "rank " << rank << "'s window was not filled in by ncclGroupEnd";
+    const int* data = static_cast<const int*>(buffers[rank]);
+    for (std::size_t i = 0; i < kCount; ++i)
+      ASSERT_EQ(data[i], static_cast<int>(i % 1000) * 3) << "rank " << rank << " element " << i;
+  }
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(ncclCommWindowDeregister(comms[rank], windows[rank]), ncclSuccess);
+    EXPECT_EQ(ncclMemFree(buffers[rank]), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+  }
+}
+
+// ncclCommShrink inside a group, as ncclCommSplit: one thread shrinks every
+// surviving rank's communicator.
+TEST(InitInAGroup, OneThreadShrinksEveryRank) {
+  constexpr int kRanks = 3;
+  std::vector<ncclComm_t> comms = makeInAGroup(kRanks);
+  ScopedTimeout timeout("10");
+  int excluded[] = {1};
+  std::vector<ncclComm_t> shrunk(kRanks, nullptr);
+  const auto start = Clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank : {0, 2})
+    ASSERT_EQ(ncclCommShrink(comms[rank], excluded, 1, &shrunk[rank], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  std::vector<long long> values = {5, 0, 7};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank : {0, 2})
+    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, shrunk[rank], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(values[0], 12);
+  EXPECT_EQ(values[2], 12);
+  for (int rank : {0, 2}) EXPECT_EQ(ncclCommDestroy(shrunk[rank]), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+}
+
+// As NCCL: a group with a refused init runs nothing. The inits it began
+// used to wait at ncclGroupEnd for the rank the refused call would have
+// made, until the deadline; now the group fails at once, with the refused
+// call's error and text.
+TEST(InitInAGroup, ARefusedInitFailsTheGroupAtOnce) {
+  constexpr int kRanks = 3;
+  ScopedTimeout timeout("60");
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(kRanks, nullptr);
+  const auto start = Clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRank(&comms[0], kRanks, id, 0), ncclSuccess);
+  EXPECT_EQ(ncclCommInitRank(&comms[1], kRanks, id, 7), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommInitRank(&comms[2], kRanks, id, 2), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()), FailsWith(ncclInvalidArgument, Words{"rank 7"}));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(comms[1], nullptr);
+  for (ncclComm_t comm : {comms[0], comms[2]}) {
+    ASSERT_NE(comm, nullptr);
+    ncclResult_t state = ncclSuccess;
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+    EXPECT_NE(state, ncclSuccess) << "an init of a failed group is usable";
+    EXPECT_NE(state, ncclInProgress);
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  }
 }
 
 }  // namespace
