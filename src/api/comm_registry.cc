@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "api/nccl_api.h"
+#include "base/log.h"
 
 namespace hora::api {
 
@@ -91,6 +92,11 @@ ncclResult_t resultOf(ErrorKind kind) {
 }
 
 void setLastError(const std::string& text) { threadLastError = text; }
+
+void reportError(const std::string& text) {
+  setLastError(text);
+  HORA_LOG(Warn, text);
+}
 const char* lastError() { return threadLastError.c_str(); }
 
 }  // namespace hora::api

@@ -149,7 +149,7 @@ namespace hora::api {
 
 ncclResult_t closeGroupLevel(const char* function, bool run) {
   if (groupDepthNow == 0) {
-    setLastError(strCat(function, ": called without a matching ncclGroupStart"));
+    reportError(strCat(function, ": called without a matching ncclGroupStart"));
     return ncclInvalidUsage;
   }
   if (--groupDepthNow > 0) return ncclSuccess;

@@ -58,6 +58,10 @@ bool initInProgress(ncclComm_t comm);
 ncclResult_t resultOf(ErrorKind kind);
 // Records the text ncclGetLastError returns on this thread.
 void setLastError(const std::string& text);
+// A call failed: its text for ncclGetLastError, and a WARN line (NCCL_DEBUG
+// or HORA_DEBUG at WARN or finer), as NCCL warns of a failing call, so that
+// a program that prints only ncclGetErrorString's text still shows why.
+void reportError(const std::string& text);
 const char* lastError();
 
 // Runs `body`, turning exceptions into result codes and error texts.
@@ -67,13 +71,13 @@ ncclResult_t guarded(const char* function, Body&& body) {
     body();
     return ncclSuccess;
   } catch (const Error& error) {
-    setLastError(strCat(function, ": ", error.what()));
+    reportError(strCat(function, ": ", error.what()));
     return resultOf(error.kind());
   } catch (const std::bad_alloc&) {
-    setLastError(strCat(function, ": out of host memory"));
+    reportError(strCat(function, ": out of host memory"));
     return ncclSystemError;
   } catch (const std::exception& error) {
-    setLastError(strCat(function, ": internal error: ", error.what()));
+    reportError(strCat(function, ": internal error: ", error.what()));
     return ncclInternalError;
   }
 }

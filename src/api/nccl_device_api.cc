@@ -29,7 +29,7 @@ constexpr int kNoRank = -1;
 constexpr int kNoCount = -1;
 
 ncclResult_t deviceApiUnsupported(const char* function, const char* what) {
-  api::setLastError(strCat(function, ": NCCL's device API (nccl_device.h) is not supported by hora: ", what));
+  api::reportError(strCat(function, ": NCCL's device API (nccl_device.h) is not supported by hora: ", what));
   return ncclInvalidUsage;
 }
 

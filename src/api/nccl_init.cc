@@ -321,11 +321,11 @@ HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t
 HORA_NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
   switch (result) {
     case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with HORA_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with HORA_DEBUG=INFO for details)";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
     case ncclInternalError: return "internal error - please report this issue to the hora developers";
-    case ncclInvalidArgument: return "invalid argument (run with HORA_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with HORA_DEBUG=WARN for details)";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
     case ncclInProgress: return "NCCL operation in progress";
     default: return "unknown result code";

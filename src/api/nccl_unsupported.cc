@@ -8,7 +8,7 @@ using namespace hora;
 
 namespace {
 ncclResult_t unsupported(const char* function, const char* why) {
-  api::setLastError(strCat(function, ": not supported by hora yet (", why, ")"));
+  api::reportError(strCat(function, ": not supported by hora yet (", why, ")"));
   return ncclInvalidUsage;
 }
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "local_comms.h"
+#include "support/program_run.h"
 #include "nccl_outcome.h"
 
 namespace hora_api_test {
@@ -432,6 +433,28 @@ TEST(BadInput, ARevokedCommunicatorIsQuietAndRefusesWhatNcclRefuses) {
   EXPECT_THAT(outcomeOf(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT)),
               FailsWith(ncclInvalidArgument, Words{"revoked already"}));
   EXPECT_THAT(outcomeOf(ncclCommFinalize(comms[0])), FailsWith(ncclInvalidArgument, Words{"revoked"}));
+}
+
+// A failed call writes a WARN line where NCCL_DEBUG=WARN asks for them, as
+// NCCL's calls do: a program that prints only ncclGetErrorString's text
+// ("run with NCCL_DEBUG=WARN for details") then sees why. The log level is
+// read once per process, so the test runs itself again with it set.
+TEST(BadInput, AFailedCallIsWarnedOfAtWarn) {
+  if (std::getenv("HORA_TEST_WARN_CHILD") != nullptr) {
+    LocalComms comms(1);
+    float value = 1.0f;
+    EXPECT_EQ(ncclAllReduce(&value, &value, 1, static_cast<ncclDataType_t>(99), ncclSum, comms[0], nullptr),
+              ncclInvalidArgument);
+    return;
+  }
+  hora::test_support::ProgramRun run;
+  run.arguments = {"/proc/self/exe", "--gtest_filter=BadInput.AFailedCallIsWarnedOfAtWarn"};
+  run.set = {{"HORA_TEST_WARN_CHILD", "1"}, {"NCCL_DEBUG", "WARN"}};
+  run.unset = {"HORA_DEBUG", "HORA_DEBUG_FILE", "NCCL_DEBUG_FILE"};
+  const hora::test_support::ProgramResult result = hora::test_support::runProgram(run);
+  EXPECT_EQ(result.exitCode, 0) << result.out << result.err;
+  EXPECT_THAT(result.err, HasSubstr("hora WARN ncclAllReduce: invalid datatype 99"));
+  EXPECT_THAT(ncclGetErrorString(ncclInvalidArgument), HasSubstr("NCCL_DEBUG=WARN"));
 }
 
 // As NCCL: an init, split or shrink refused inside a group fails the
