@@ -34,14 +34,16 @@ void complete(const BenchmarkThread& thread) {
   if (thread.complete) thread.complete();
 }
 
-// Times options.iters iterations after options.warmupIters untimed ones,
-// each a group of options.aggIters calls, and combines the time per call
-// across ranks (nccl-tests divides by iterations times calls, too). With
-// -z 1 each iteration is waited for before the next is launched;
-// otherwise only the last.
+// Times options.iters iterations after options.warmupIters untimed ones
+// and one untimed call more (nccl-tests makes that call before every timed
+// loop, whatever -w says), each iteration a group of options.aggIters
+// calls, and combines the time per call across ranks (nccl-tests divides by
+// iterations times calls, too). With -z 1 each iteration is waited for
+// before the next is launched; otherwise only the last.
 double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool inPlace) {
   const Options& options = *thread.options;
   for (int i = 0; i < options.warmupIters; ++i) thread.launch(plan, inPlace, options.aggIters);
+  thread.launch(plan, inPlace, 1);
   complete(thread);
   // Start together, so no rank's time includes waiting for a late peer.
   thread.sync->barrier(thread.participant);

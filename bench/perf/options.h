@@ -32,7 +32,7 @@ struct Options {
   Collective collective = Collective::AllReduce;
   SizeRange sizes{32u << 20, 32u << 20, 1, 1u << 20};  // nccl-tests: 32M, 32M, +1M
   int iters = 20;
-  int warmupIters = 5;
+  int warmupIters = 1;  // nccl-tests' default
   int checkIters = 1;  // 0: do not check results
   std::vector<ncclRedOp_t> ops{ncclSum};
   std::vector<ncclDataType_t> types{ncclFloat32};

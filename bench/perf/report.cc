@@ -33,7 +33,7 @@ std::string optionsLine(const Options& options) {
       "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d "
       "agg iters: %d validation: %d graph: 0\n",
       options.threads, options.ranksPerThread, options.sizes.minBytes, options.sizes.maxBytes, step.c_str(),
-      options.warmupIters, options.iters, options.aggIters, options.checkIters > 0 ? 1 : 0);
+      options.warmupIters, options.iters, options.aggIters, options.checkIters);
 }
 
 std::string rankLine(int rank, long pid, const std::string& host, int device, const std::string& deviceName) {

@@ -32,7 +32,7 @@ TEST(Options, DefaultsAreNcclTests) {
   EXPECT_EQ(options.sizes.stepBytes, 1u << 20);
   EXPECT_EQ(options.sizes.stepFactor, 1);
   EXPECT_EQ(options.iters, 20);
-  EXPECT_EQ(options.warmupIters, 5);
+  EXPECT_EQ(options.warmupIters, 1);  // nccl-tests' default
   EXPECT_EQ(options.checkIters, 1);
   EXPECT_EQ(options.ops, std::vector<ncclRedOp_t>{ncclSum});
   EXPECT_EQ(options.types, std::vector<ncclDataType_t>{ncclFloat32});

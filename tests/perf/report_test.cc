@@ -93,9 +93,11 @@ TEST(Report, RankAndOptionsLines) {
   options.sizes = {8, 1 << 20, 4, 0};
   options.threads = 3;
   EXPECT_EQ(optionsLine(options),
-            "# nThread 3 nGpus 1 minBytes 8 maxBytes 1048576 step: 4(factor) warmup iters: 5 iters: 20 agg "
+            "# nThread 3 nGpus 1 minBytes 8 maxBytes 1048576 step: 4(factor) warmup iters: 1 iters: 20 agg "
             "iters: 1 "
             "validation: 1 graph: 0\n");
+  options.checkIters = 3;  // nccl-tests prints the -c count
+  EXPECT_THAT(optionsLine(options), HasSubstr("validation: 3 graph: 0\n"));
   options.sizes = {0, 100, 1, 10};
   options.checkIters = 0;
   EXPECT_THAT(optionsLine(options), HasSubstr("step: 10(bytes)"));
