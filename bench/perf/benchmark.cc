@@ -143,7 +143,6 @@ std::vector<StepPlan> planSteps(const Options& options, int nranks) {
                         root,
                         nranks,
                         sizeCollective(options.collective, size, typeSize, nranks)};
-          if (plan.sizing.bytes(typeSize) == 0) continue;
           steps.push_back(plan);
         }
       }
@@ -189,9 +188,6 @@ PlaceSpread spreadOf(const std::vector<PlaceResult>& sweeps) {
 BenchmarkTotals runBenchmark(const BenchmarkThread& thread) {
   BenchmarkTotals totals;
   const std::vector<StepPlan> steps = planSteps(*thread.options, thread.nranks);
-  if (steps.empty()) {
-    print(thread.out, "# Nothing measured: no size in the range gives every rank a whole element\n");
-  }
   const int sweeps = thread.options->sweeps;
   auto account = [&totals](const PlaceResult& result) {
     totals.wrongElements += result.wrong.value_or(0);

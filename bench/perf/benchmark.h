@@ -14,8 +14,8 @@
 namespace hora::perf {
 
 // Every measurement of a run, in the order they are made: types, then ops,
-// then roots, then sizes. Sizes whose element counts round down to zero are
-// left out.
+// then roots, then sizes. A size whose element counts round down to zero is
+// measured as a call of count 0, and printed, as nccl-tests does.
 std::vector<StepPlan> planSteps(const Options& options, int nranks);
 
 struct LocalRank {

@@ -111,15 +111,18 @@ TEST(PlanSteps, RootAllVisitsEveryRank) {
   EXPECT_FALSE(steps[0].op.has_value());
 }
 
-TEST(PlanSteps, SizesTooSmallForEveryRankAreSkipped) {
+TEST(PlanSteps, SizesTooSmallForEveryRankAreCallsOfCountZero) {
   const Options options = smallRun(Collective::AllGather);
   const std::vector<StepPlan> steps = planSteps(options, 3);
   // 8 bytes is 2 floats, not one per rank; 32 bytes is 2 floats per rank,
-  // not the 16 bytes a piece is cut to. 128 and 512 remain: 2 and 10
-  // pieces of 16 bytes per rank.
-  ASSERT_EQ(steps.size(), 2u);
-  EXPECT_EQ(steps[0].sizing.bytes(4), 96u);
-  EXPECT_EQ(steps[1].sizing.bytes(4), 480u);
+  // not the 16 bytes a piece is cut to: both are calls of count 0, measured
+  // and printed as nccl-tests does. 128 and 512 bytes give 2 and 10 pieces
+  // of 16 bytes per rank.
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0].sizing.bytes(4), 0u);
+  EXPECT_EQ(steps[1].sizing.bytes(4), 0u);
+  EXPECT_EQ(steps[2].sizing.bytes(4), 96u);
+  EXPECT_EQ(steps[3].sizing.bytes(4), 480u);
 }
 
 TEST(Benchmark, CorrectCollectivesPrintRowsWithNoWrongElements) {
@@ -158,16 +161,19 @@ TEST(Benchmark, FaultyCollectiveIsCaught) {
     options.root = 2;  // the faulty rank: it has a result for every collective
     Capture capture;
     const BenchmarkTotals totals = runSingleThread(options, 3, capture.file, true);
-    // One wrong element per checked iteration, per place checked, per size.
+    // One wrong element per checked iteration, per place checked, per size
+    // with elements (a call of count 0 has none to get wrong).
     const long long places = info.inPlace == InPlaceForm::Checked ? 2 : 1;
-    const auto sizes = static_cast<long long>(planSteps(options, 3).size());
+    long long sizes = 0;
+    for (const StepPlan& step : planSteps(options, 3)) sizes += step.sizing.bytes(4) > 0 ? 1 : 0;
     EXPECT_EQ(totals.wrongElements, places * sizes * options.checkIters) << info.name;
     // The out-of-place #wrong column of each row shows the row's count.
     for (const std::string& row : rows(capture.text())) {
       std::istringstream fields(row);
-      std::string field;
-      for (int column = 0; column < 9; ++column) fields >> field;
-      EXPECT_EQ(field, std::to_string(options.checkIters)) << row;
+      std::string field, size;
+      fields >> size;
+      for (int column = 1; column < 9; ++column) fields >> field;
+      EXPECT_EQ(field, size == "0" ? "0" : std::to_string(options.checkIters)) << row;
     }
   }
 }
@@ -237,14 +243,17 @@ TEST(Benchmark, NoCheckMeansNA) {
   for (const std::string& row : rows(capture.text())) EXPECT_THAT(row, HasSubstr("N/A"));
 }
 
-TEST(Benchmark, SaysSoWhenNothingCanBeMeasured) {
+TEST(Benchmark, SizesWithNothingForEveryRankArePrintedAsZero) {
   Options options = smallRun(Collective::AllGather);
   options.sizes = {4, 8, 2, 0};  // at most 2 floats for 3 ranks
   Capture capture;
   const BenchmarkTotals totals = runSingleThread(options, 3, capture.file);
-  EXPECT_EQ(totals.results, 0);
+  EXPECT_EQ(totals.results, 4);  // 2 sizes, both places
+  EXPECT_EQ(totals.wrongElements, 0);
   EXPECT_EQ(totals.averageBusbw(), 0.0);
-  EXPECT_THAT(capture.text(), HasSubstr("# Nothing measured"));
+  const std::vector<std::string> table = rows(capture.text());
+  ASSERT_EQ(table.size(), 2u);
+  for (const std::string& row : table) EXPECT_THAT(row, ::testing::StartsWith("           0             0     float"));
 }
 
 TEST(Benchmark, BusBandwidthAverageCoversBothPlaces) {
@@ -291,7 +300,8 @@ TEST(Benchmark, ThreadsCombineTheirCounts) {
         [thread, &totals, t] { totals[static_cast<std::size_t>(t)] = runBenchmark(thread); });
   }
   for (std::thread& thread : threads) thread.join();
-  const auto sizes = static_cast<long long>(planSteps(options, 4).size());
+  long long sizes = 0;  // with elements: a call of count 0 has none to break
+  for (const StepPlan& step : planSteps(options, 4)) sizes += step.sizing.bytes(4) > 0 ? 1 : 0;
   // Both threads see the total over all ranks.
   EXPECT_EQ(totals[0].wrongElements, 2 * sizes * options.checkIters);
   EXPECT_EQ(totals[1].wrongElements, totals[0].wrongElements);
