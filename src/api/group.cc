@@ -14,10 +14,15 @@ struct Making {
   std::shared_future<CommPtr> communicator;
   std::shared_ptr<std::atomic<bool>> abortFlag;  // may be null
 };
+struct Deferred {
+  ncclComm_t comm;
+  std::function<void()> work;
+  std::function<void(std::exception_ptr)> cancel;
+};
 struct GroupState {
   std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops;
   std::vector<Making> making;                                        // finishInGroupEnd
-  std::vector<std::pair<CommPtr, std::function<void()>>> deferred;  // deferToGroupEnd
+  std::vector<Deferred> deferred;                                   // deferToGroupEnd
   ncclResult_t error = ncclSuccess;
 };
 thread_local GroupState group;
@@ -34,8 +39,8 @@ void finishInGroupEnd(std::shared_future<CommPtr> making, std::shared_ptr<std::a
   group.making.push_back({std::move(making), std::move(abortFlag)});
 }
 
-void deferToGroupEnd(const CommPtr& comm, std::function<void()> work) {
-  group.deferred.emplace_back(comm, std::move(work));
+void deferToGroupEnd(ncclComm_t comm, std::function<void()> work, std::function<void(std::exception_ptr)> cancel) {
+  group.deferred.push_back({comm, std::move(work), std::move(cancel)});
 }
 
 void noteGroupError(ncclResult_t result) {
@@ -58,13 +63,13 @@ namespace {
 // communicator's on this thread, the others' on threads of their own (the
 // work is collective: one thread could not finish one rank's before it
 // starts the next's).
-void runDeferred(std::vector<std::pair<CommPtr, std::function<void()>>> deferred) {
-  std::vector<std::pair<CommPtr, std::vector<std::function<void()>>>> perComm;
-  for (auto& [comm, work] : deferred) {
+void runDeferred(std::vector<Deferred> deferred) {
+  std::vector<std::pair<ncclComm_t, std::vector<std::function<void()>>>> perComm;
+  for (Deferred& item : deferred) {
     auto it = perComm.begin();
-    while (it != perComm.end() && it->first != comm) ++it;
-    if (it == perComm.end()) it = perComm.insert(perComm.end(), {comm, {}});
-    it->second.push_back(std::move(work));
+    while (it != perComm.end() && it->first != item.comm) ++it;
+    if (it == perComm.end()) it = perComm.insert(perComm.end(), {item.comm, {}});
+    it->second.push_back(std::move(item.work));
   }
   auto runAll = [](const std::vector<std::function<void()>>& works) {
     for (const auto& work : works) work();
@@ -161,10 +166,18 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
   // it began making stop now instead of waiting for a peer that the
   // refused call would have made (their handles keep the error), and the
   // group fails with the refused call's error and text.
+  auto cancelDeferred = [&](ncclResult_t why, const char* what) {
+    const auto reason = std::make_exception_ptr(
+        Error(why == ncclInvalidArgument ? ErrorKind::InvalidArgument : ErrorKind::InvalidUsage,
+              strCat(function, ": not run: ", what)));
+    for (Deferred& item : deferred)
+      if (item.cancel) item.cancel(reason);
+  };
   if (pending != ncclSuccess) {
     for (auto& communicator : making)
       if (communicator.abortFlag) communicator.abortFlag->store(true);
     for (auto& communicator : making) communicator.communicator.wait();
+    cancelDeferred(pending, "a call of its group was refused");
     return pending;
   }
   // Communicators made in the group are ready before its operations run;
@@ -181,7 +194,11 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
     if (first) std::rethrow_exception(first);
   });
   if (pending == ncclSuccess) pending = made;
-  if (pending != ncclSuccess || !run) return pending;  // an error inside the group: nothing runs
+  if (pending != ncclSuccess || !run) {  // an error inside the group, or a simulated end: nothing runs
+    if (pending != ncclSuccess) cancelDeferred(pending, "a communicator of its group was not made");
+    else cancelDeferred(ncclInvalidUsage, "its group was ended by ncclGroupSimulateEnd");
+    return pending;
+  }
   return guarded(function, [&] {
     runDeferred(std::move(deferred));
     runGroup(std::move(ops));

@@ -35,12 +35,16 @@ ncclResult_t guardedInGroup(const char* function, Body&& body) {
 // never come.
 void finishInGroupEnd(std::shared_future<CommPtr> making,
                       std::shared_ptr<std::atomic<bool>> abortFlag = nullptr);
-// Work that is collective over `comm` issued inside a group (a window
-// registration): the outermost ncclGroupEnd runs it, after the group's
-// communicators are made and before its operations, unless the group
-// failed. One thread may so drive every rank: each communicator's work
-// runs in issue order, the communicators' at once.
-void deferToGroupEnd(const CommPtr& comm, std::function<void()> work);
+// Work that is collective over communicator `comm` issued inside a group (a
+// window registration, a split, a shrink): the outermost ncclGroupEnd runs
+// it, after the group's inits are done and before its operations, unless
+// the group failed; then `cancel`, when given, is told why instead, so that
+// nothing waits for work that will not run. One thread may so drive every
+// rank: each communicator's work runs in issue order, the communicators'
+// at once. The caller checks the arguments first, as for any call in a
+// group: a refused call fails the group and nothing in it runs.
+void deferToGroupEnd(ncclComm_t comm, std::function<void()> work,
+                     std::function<void(std::exception_ptr)> cancel = {});
 // Closes one level of this thread's group; at the outermost, runs what it
 // collected (run), or drops it (ncclGroupSimulateEnd), and returns what
 // `function` (the entry point) returns.

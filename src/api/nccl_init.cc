@@ -1,6 +1,8 @@
 // Communicator lifecycle and queries of the nccl.h API.
 #include <cstring>
+#include <functional>
 #include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -51,6 +53,27 @@ void checkConfig(const ncclConfig_t* config) {
 }
 
 bool nonBlocking(const ncclConfig_t* config) { return config != nullptr && config->blocking == 0; }
+
+// A communicator that `make` makes from `parent` (a split or a shrink) at
+// the outermost ncclGroupEnd; its handle now, pending until then (null
+// where `handle` is false: a split this rank takes no part in). If the
+// group fails, the handle reports why.
+ncclComm_t makeAtGroupEnd(ncclComm_t parent, std::function<api::CommPtr()> make, bool handle) {
+  auto promise = std::make_shared<std::promise<api::CommPtr>>();
+  std::shared_future<api::CommPtr> made = promise->get_future().share();
+  api::deferToGroupEnd(
+      parent,
+      [promise, make] {
+        try {
+          promise->set_value(make());
+        } catch (...) {
+          promise->set_exception(std::current_exception());
+          throw;
+        }
+      },
+      [promise](std::exception_ptr why) { promise->set_exception(why); });
+  return handle ? wrapPending(std::move(made)) : nullptr;
+}
 
 // As NCCL: a non-blocking init returns the communicator's state: in
 // progress, or, when it has finished already, its outcome.
@@ -147,12 +170,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
       return;
     }
     // Inside a group (one thread may split every rank's communicator): the
-    // split runs on a thread of its own and the outermost ncclGroupEnd
-    // finishes it; the handle exists at once (none for NCCL_SPLIT_NOCOLOR).
-    auto split = std::async(std::launch::async, [parent, color, key] { return parent->split(color, key); }).share();
-    api::finishInGroupEnd(split);
-    if (color == NCCL_SPLIT_NOCOLOR) return;
-    *newcomm = wrapPending(std::move(split));
+    // outermost ncclGroupEnd makes the split, unless the group failed; the
+    // handle exists at once (none for NCCL_SPLIT_NOCOLOR).
+    *newcomm = makeAtGroupEnd(comm, [parent, color, key] { return parent->split(color, key); },
+                              color != NCCL_SPLIT_NOCOLOR);
   });
 }
 
@@ -174,13 +195,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
       *newcomm = wrapComm(parent->shrink(excluded, abortFirst));
       return;
     }
-    // Inside a group, as a split: on a thread of its own, finished by the
-    // outermost ncclGroupEnd, so that one thread may shrink every rank's.
-    auto shrunk = std::async(std::launch::async, [parent, excluded, abortFirst] {
-                    return parent->shrink(excluded, abortFirst);
-                  }).share();
-    api::finishInGroupEnd(shrunk);
-    *newcomm = wrapPending(std::move(shrunk));
+    // Inside a group, as a split: made by the outermost ncclGroupEnd, so
+    // that one thread may shrink every rank's.
+    *newcomm = makeAtGroupEnd(comm, [parent, excluded, abortFirst] { return parent->shrink(excluded, abortFirst); },
+                              true);
   });
 }
 

@@ -119,23 +119,26 @@ HORA_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* han
 HORA_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
               ncclWindow_t* win, int winFlags) {
   return api::guardedInGroup("ncclCommWindowRegister", [&] {
-    api::CommPtr c = api::checkComm(comm);
     HORA_CHECK_ARG(win != nullptr, "win is NULL");
     HORA_CHECK_ARG((winFlags & ~NCCL_WIN_COLL_SYMMETRIC) == 0, "invalid winFlags ", winFlags,
                    " (valid: NCCL_WIN_DEFAULT, NCCL_WIN_COLL_SYMMETRIC)");
+    HORA_CHECK_ARG(buff != nullptr, "the window's buffer is NULL");
+    HORA_CHECK_ARG(size > 0, "the window's size is 0");
     if (api::inGroup()) {
       // Collective: inside a group (one thread may register every rank's
       // buffer, as nccl-tests does) the outermost ncclGroupEnd makes it,
-      // and fills *win then, as NCCL says it may.
+      // after the group's inits, and fills *win then, as NCCL says it may.
+      // A communicator still being made is checked then, not waited for.
+      if (!api::initInProgress(comm)) api::checkComm(comm)->checkUsable();  // also refuses a stranger
       *win = nullptr;
-      api::deferToGroupEnd(c, [c, comm, buff, size, win] {
-        auto* window = new ncclWindow_vidmem{comm, c->registerWindow(buff, size)};
+      api::deferToGroupEnd(comm, [comm, buff, size, win] {
+        auto* window = new ncclWindow_vidmem{comm, api::checkComm(comm)->registerWindow(buff, size)};
         remember(window);
         *win = window;
       });
       return;
     }
-    auto* window = new ncclWindow_vidmem{comm, c->registerWindow(buff, size)};
+    auto* window = new ncclWindow_vidmem{comm, api::checkComm(comm)->registerWindow(buff, size)};
     remember(window);
     *win = window;
   });

@@ -4,13 +4,28 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
+#include <shared_mutex>
 #include <utility>
 
 #include "base/error.h"
 
 namespace hora::env {
 
+namespace {
+std::shared_mutex& environmentLock() {
+  static auto* lock = new std::shared_mutex();  // never destroyed: read at exit too
+  return *lock;
+}
+}  // namespace
+
+void setUnlessSet(const char* name, const char* value) {
+  std::unique_lock<std::shared_mutex> lock(environmentLock());
+  ::setenv(name, value, /*overwrite=*/0);
+}
+
 std::optional<Variable> find(std::initializer_list<const char*> names) {
+  std::shared_lock<std::shared_mutex> lock(environmentLock());
   for (const char* name : names) {
     const char* value = std::getenv(name);
     if (value != nullptr && value[0] != '\0') return Variable{name, value};

@@ -38,6 +38,12 @@ unsigned long long getBytes(std::initializer_list<const char*> names, unsigned l
 // Parses a byte size with an optional K/M/G suffix (powers of 2): "4M" -> 4194304.
 unsigned long long parseBytes(const std::string& text, const char* what);
 
+// Sets `name` to `value` unless it is set already (setenv without
+// overwriting), for a library hora loads that reads its settings from the
+// environment. setenv may move the process's environment while another
+// thread reads it: hora's own reads (the functions above) wait for it.
+void setUnlessSet(const char* name, const char* value);
+
 // The deadline for init and for each wait on a peer: HORA_TIMEOUT seconds (default 300).
 std::chrono::milliseconds defaultTimeout();
 

@@ -268,6 +268,81 @@ TEST(InitInAGroup, OneThreadShrinksEveryRank) {
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
 }
 
+// A refused call in a group with collective work of other ranks (window
+// registrations, shrinks, splits) fails the group at once: that work is
+// not begun, so no rank waits for the refused one, and the communicators
+// stay usable.
+TEST(InitInAGroup, ARefusedCallBesideCollectiveWorkFailsTheGroupAtOnce) {
+  constexpr int kRanks = 2;
+  std::vector<ncclComm_t> comms = makeInAGroup(kRanks);
+  ScopedTimeout timeout("30");
+  void* buffer = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&buffer, 4096), ncclSuccess);
+  std::vector<ncclWindow_t> windows(kRanks, nullptr);
+  std::vector<ncclComm_t> children(kRanks, nullptr);
+  int excluded[] = {1};
+  const auto start = Clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowRegister(comms[0], buffer, 4096, &windows[0], NCCL_WIN_DEFAULT), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowRegister(comms[1], nullptr, 4096, &windows[1], NCCL_WIN_DEFAULT), ncclInvalidArgument);
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()), FailsWith(ncclInvalidArgument, Words{"buffer is NULL"}));
+  EXPECT_EQ(windows[0], nullptr) << "a registration of a failed group was made";
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommShrink(comms[0], excluded, 1, &children[0], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess);
+  EXPECT_EQ(ncclCommShrink(comms[1], excluded, 1, &children[1], nullptr, 12345), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ncclComm_t split = nullptr;
+  EXPECT_EQ(ncclCommSplit(comms[0], 0, 0, &split, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommSplit(comms[1], 0, 0, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  // The handles of the shrink and the split that never ran say so.
+  for (ncclComm_t never : {children[0], split}) {
+    ASSERT_NE(never, nullptr);
+    ncclResult_t state = ncclSuccess;
+    ASSERT_EQ(ncclCommGetAsyncError(never, &state), ncclSuccess);
+    EXPECT_EQ(state, ncclInvalidArgument);
+    EXPECT_EQ(ncclCommAbort(never), ncclSuccess);
+  }
+  std::vector<long long> values = {1, 2};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, comms[rank], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << "the communicators broke: " << ncclGetLastError(nullptr);
+  EXPECT_THAT(values, ::testing::Each(3));
+  EXPECT_EQ(ncclMemFree(buffer), ncclSuccess);
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// Making a rank and registering its window in one group, rank by rank: the
+// registration is checked and made once the group's inits are done, not
+// waited for in the call.
+TEST(InitInAGroup, InitAndWindowOfEachRankInTurn) {
+  constexpr int kRanks = 2;
+  ScopedTimeout timeout("10");
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(kRanks, nullptr);
+  std::vector<void*> buffers(kRanks, nullptr);
+  std::vector<ncclWindow_t> windows(kRanks, nullptr);
+  const auto start = Clock::now();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ASSERT_EQ(ncclMemAlloc(&buffers[rank], 4096), ncclSuccess);
+    ASSERT_EQ(ncclCommInitRank(&comms[rank], kRanks, id, rank), ncclSuccess);
+    ASSERT_EQ(ncclCommWindowRegister(comms[rank], buffers[rank], 4096, &windows[rank], NCCL_WIN_DEFAULT), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ASSERT_NE(windows[rank], nullptr);
+    EXPECT_EQ(ncclCommWindowDeregister(comms[rank], windows[rank]), ncclSuccess);
+    EXPECT_EQ(ncclMemFree(buffers[rank]), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+  }
+}
+
 // As NCCL: a group with a refused init runs nothing. The inits it began
 // used to wait at ncclGroupEnd for the rank the refused call would have
 // made, until the deadline; now the group fails at once, with the refused

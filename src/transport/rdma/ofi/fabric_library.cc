@@ -2,8 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-
 #include <mutex>
 
 #include "base/env.h"
@@ -38,10 +36,13 @@ struct Loaded {
 // all-to-all among 8 ranks of one host opens 14 endpoints per rank. They
 // are read when libfabric first initialises its providers, so they are set
 // before it is loaded.
+// The values stay in the process's environment: its children inherit them,
+// and another user of libfabric in the process (an MPI library) gets them
+// too if it initialises libfabric after this.
 void sizeRxmBuffers() {
-  ::setenv("FI_OFI_RXM_MSG_RX_SIZE", "16", /*overwrite=*/0);
-  ::setenv("FI_OFI_RXM_MSG_TX_SIZE", "16", 0);
-  ::setenv("FI_OFI_RXM_BUFFER_SIZE", "4096", 0);
+  env::setUnlessSet("FI_OFI_RXM_MSG_RX_SIZE", "16");
+  env::setUnlessSet("FI_OFI_RXM_MSG_TX_SIZE", "16");
+  env::setUnlessSet("FI_OFI_RXM_BUFFER_SIZE", "4096");
 }
 
 Loaded load() {
