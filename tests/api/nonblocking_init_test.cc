@@ -138,6 +138,16 @@ TEST(NonBlockingInit, AbortStopsAnInitThatWaitsForAPeer) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
 
+// An int64 sum of values[rank] over `ranks` of `comms`, one thread issuing
+// every rank's call in one group.
+void sumInAGroup(const std::vector<ncclComm_t>& comms, std::vector<long long>& values,
+                 std::initializer_list<int> ranks) {
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank : ranks)
+    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, comms[rank], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+}
+
 // NCCL's pattern for one thread that drives several ranks: blocking inits
 // inside a group return at once and the outermost ncclGroupEnd finishes
 // them; so do splits (NCCL_SPLIT_NOCOLOR gives no communicator).
@@ -160,10 +170,7 @@ TEST(InitInAGroup, OneThreadMakesAndSplitsEveryRank) {
     EXPECT_EQ(state, ncclSuccess) << "rank " << rank << " is not ready after ncclGroupEnd";
   }
   std::vector<long long> values = {1, 2, 3};
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int rank = 0; rank < kRanks; ++rank)
-    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, comms[rank], nullptr), ncclSuccess);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  sumInAGroup(comms, values, {0, 1, 2});
   EXPECT_THAT(values, ::testing::Each(6));
 
   // Ranks 0 and 2 in one communicator, rank 1 in none.
@@ -182,10 +189,7 @@ TEST(InitInAGroup, OneThreadMakesAndSplitsEveryRank) {
   EXPECT_EQ(count, 2);
   EXPECT_EQ(newRank, 1);
   values = {10, 0, 20};
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int rank : {0, 2})
-    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, halves[rank], nullptr), ncclSuccess);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  sumInAGroup(halves, values, {0, 2});
   EXPECT_EQ(values[0], 30);
   EXPECT_EQ(values[2], 30);
   for (int rank : {0, 2}) EXPECT_EQ(ncclCommDestroy(halves[rank]), ncclSuccess);
@@ -258,10 +262,7 @@ TEST(InitInAGroup, OneThreadShrinksEveryRank) {
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   std::vector<long long> values = {5, 0, 7};
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int rank : {0, 2})
-    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, shrunk[rank], nullptr), ncclSuccess);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  sumInAGroup(shrunk, values, {0, 2});
   EXPECT_EQ(values[0], 12);
   EXPECT_EQ(values[2], 12);
   for (int rank : {0, 2}) EXPECT_EQ(ncclCommDestroy(shrunk[rank]), ncclSuccess);
@@ -306,10 +307,7 @@ TEST(InitInAGroup, ARefusedCallBesideCollectiveWorkFailsTheGroupAtOnce) {
     EXPECT_EQ(ncclCommAbort(never), ncclSuccess);
   }
   std::vector<long long> values = {1, 2};
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int rank = 0; rank < kRanks; ++rank)
-    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, comms[rank], nullptr), ncclSuccess);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << "the communicators broke: " << ncclGetLastError(nullptr);
+  sumInAGroup(comms, values, {0, 1});  // the communicators still work
   EXPECT_THAT(values, ::testing::Each(3));
   EXPECT_EQ(ncclMemFree(buffer), ncclSuccess);
   for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
