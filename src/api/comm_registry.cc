@@ -92,11 +92,11 @@ ncclResult_t resultOf(ErrorKind kind) {
 }
 
 void setLastError(const std::string& text) { threadLastError = text; }
+const char* lastError() { return threadLastError.c_str(); }
 
 void reportError(const std::string& text) {
   setLastError(text);
   HORA_LOG(Warn, text);
 }
-const char* lastError() { return threadLastError.c_str(); }
 
 }  // namespace hora::api

@@ -12,7 +12,7 @@ namespace hora::api {
 namespace {
 struct Making {
   std::shared_future<CommPtr> communicator;
-  std::shared_ptr<std::atomic<bool>> abortFlag;  // may be null
+  std::shared_ptr<std::atomic<bool>> abortFlag;
 };
 struct Deferred {
   ncclComm_t comm;
@@ -59,18 +59,23 @@ void issue(const CommPtr& comm, const core::Op& op) {
 }
 
 namespace {
+// Adds `value` to `key`'s list, keys in the order they first came: a
+// group's work per communicator, in issue order.
+template <typename Key, typename Value>
+void appendFor(std::vector<std::pair<Key, std::vector<Value>>>& perKey, const Key& key, Value value) {
+  auto it = perKey.begin();
+  while (it != perKey.end() && it->first != key) ++it;
+  if (it == perKey.end()) it = perKey.insert(perKey.end(), {key, {}});
+  it->second.push_back(std::move(value));
+}
+
 // Runs the deferred work: each communicator's in issue order, the first
 // communicator's on this thread, the others' on threads of their own (the
 // work is collective: one thread could not finish one rank's before it
 // starts the next's).
 void runDeferred(std::vector<Deferred> deferred) {
   std::vector<std::pair<ncclComm_t, std::vector<std::function<void()>>>> perComm;
-  for (Deferred& item : deferred) {
-    auto it = perComm.begin();
-    while (it != perComm.end() && it->first != item.comm) ++it;
-    if (it == perComm.end()) it = perComm.insert(perComm.end(), {item.comm, {}});
-    it->second.push_back(std::move(item.work));
-  }
+  for (Deferred& item : deferred) appendFor(perComm, item.comm, std::move(item.work));
   auto runAll = [](const std::vector<std::function<void()>>& works) {
     for (const auto& work : works) work();
   };
@@ -97,12 +102,7 @@ void runDeferred(std::vector<Deferred> deferred) {
 // communicator on this thread, the others on their worker threads.
 void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops) {
   std::vector<std::pair<std::shared_ptr<core::Communicator>, std::vector<core::Op>>> perComm;
-  for (auto& [comm, op] : ops) {
-    auto it = perComm.begin();
-    while (it != perComm.end() && it->first != comm) ++it;
-    if (it == perComm.end()) it = perComm.insert(perComm.end(), {comm, {}});
-    it->second.push_back(op);
-  }
+  for (auto& [comm, op] : ops) appendFor(perComm, comm, op);
   if (perComm.empty()) return;
   // A communicator that cannot run fails the group before any other's
   // part starts: none is left running, or waiting for this thread, after
@@ -161,11 +161,8 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
   auto ops = std::exchange(group.ops, {});
   auto making = std::exchange(group.making, {});
   auto deferred = std::exchange(group.deferred, {});
-  ncclResult_t pending = std::exchange(group.error, ncclSuccess);
-  // A group with an argument error runs nothing, as NCCL's: communicators
-  // it began making stop now instead of waiting for a peer that the
-  // refused call would have made (their handles keep the error), and the
-  // group fails with the refused call's error and text.
+  const ncclResult_t refused = std::exchange(group.error, ncclSuccess);
+  // Deferred work that will not run tells whoever waits for it why.
   auto cancelDeferred = [&](ncclResult_t why, const char* what) {
     const auto reason = std::make_exception_ptr(
         Error(why == ncclInvalidArgument ? ErrorKind::InvalidArgument : ErrorKind::InvalidUsage,
@@ -173,12 +170,15 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
     for (Deferred& item : deferred)
       if (item.cancel) item.cancel(reason);
   };
-  if (pending != ncclSuccess) {
-    for (auto& communicator : making)
-      if (communicator.abortFlag) communicator.abortFlag->store(true);
+  // A group with an argument error runs nothing, as NCCL's: communicators
+  // it began making stop now instead of waiting for a peer that the
+  // refused call would have made (their handles keep the error), and the
+  // group fails with the refused call's error and text.
+  if (refused != ncclSuccess) {
+    for (auto& communicator : making) communicator.abortFlag->store(true);
     for (auto& communicator : making) communicator.communicator.wait();
-    cancelDeferred(pending, "a call of its group was refused");
-    return pending;
+    cancelDeferred(refused, "a call of its group was refused");
+    return refused;
   }
   // Communicators made in the group are ready before its operations run;
   // one that failed fails the group (its handle keeps the error).
@@ -193,11 +193,10 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
     }
     if (first) std::rethrow_exception(first);
   });
-  if (pending == ncclSuccess) pending = made;
-  if (pending != ncclSuccess || !run) {  // an error inside the group, or a simulated end: nothing runs
-    if (pending != ncclSuccess) cancelDeferred(pending, "a communicator of its group was not made");
+  if (made != ncclSuccess || !run) {  // a communicator not made, or a simulated end: nothing runs
+    if (made != ncclSuccess) cancelDeferred(made, "a communicator of its group was not made");
     else cancelDeferred(ncclInvalidUsage, "its group was ended by ncclGroupSimulateEnd");
-    return pending;
+    return made;
   }
   return guarded(function, [&] {
     runDeferred(std::move(deferred));

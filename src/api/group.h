@@ -28,13 +28,11 @@ ncclResult_t guardedInGroup(const char* function, Body&& body) {
   if (result != ncclSuccess) noteGroupError(result);
   return result;
 }
-// A communicator being made inside a group (init, split or shrink, on a
-// thread of its own): the outermost ncclGroupEnd waits for it and fails
-// with its error. Where the group failed already (an argument error in
-// it), `abortFlag`, when given, stops the making at once: its peers may
-// never come.
-void finishInGroupEnd(std::shared_future<CommPtr> making,
-                      std::shared_ptr<std::atomic<bool>> abortFlag = nullptr);
+// A communicator being initialised inside a group (on a thread of its own):
+// the outermost ncclGroupEnd waits for it and fails with its error. Where
+// the group failed already (an argument error in it), `abortFlag` stops the
+// init at once: its peers may never come.
+void finishInGroupEnd(std::shared_future<CommPtr> making, std::shared_ptr<std::atomic<bool>> abortFlag);
 // Work that is collective over communicator `comm` issued inside a group (a
 // window registration, a split, a shrink): the outermost ncclGroupEnd runs
 // it, after the group's inits are done and before its operations, unless

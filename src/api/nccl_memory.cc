@@ -124,23 +124,22 @@ HORA_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff,
                    " (valid: NCCL_WIN_DEFAULT, NCCL_WIN_COLL_SYMMETRIC)");
     HORA_CHECK_ARG(buff != nullptr, "the window's buffer is NULL");
     HORA_CHECK_ARG(size > 0, "the window's size is 0");
-    if (api::inGroup()) {
-      // Collective: inside a group (one thread may register every rank's
-      // buffer, as nccl-tests does) the outermost ncclGroupEnd makes it,
-      // after the group's inits, and fills *win then, as NCCL says it may.
-      // A communicator still being made is checked then, not waited for.
-      if (!api::initInProgress(comm)) api::checkComm(comm)->checkUsable();  // also refuses a stranger
-      *win = nullptr;
-      api::deferToGroupEnd(comm, [comm, buff, size, win] {
-        auto* window = new ncclWindow_vidmem{comm, api::checkComm(comm)->registerWindow(buff, size)};
-        remember(window);
-        *win = window;
-      });
+    auto registration = [comm, buff, size, win] {
+      auto* window = new ncclWindow_vidmem{comm, api::checkComm(comm)->registerWindow(buff, size)};
+      remember(window);
+      *win = window;
+    };
+    if (!api::inGroup()) {
+      registration();
       return;
     }
-    auto* window = new ncclWindow_vidmem{comm, api::checkComm(comm)->registerWindow(buff, size)};
-    remember(window);
-    *win = window;
+    // Collective: inside a group (one thread may register every rank's
+    // buffer, as nccl-tests does) the outermost ncclGroupEnd makes it, after
+    // the group's inits, and fills *win then, as NCCL says it may. A
+    // communicator still being made is checked then, not waited for.
+    if (!api::initInProgress(comm)) api::checkComm(comm)->checkUsable();  // also refuses a stranger
+    *win = nullptr;
+    api::deferToGroupEnd(comm, std::move(registration));
   });
 }
 
