@@ -540,6 +540,10 @@ TEST(BadInput, MemoryArgumentsAreChecked) {
               FailsWith(ncclInvalidArgument, Words{"ncclMemAlloc", "0 bytes"}));
   EXPECT_THAT(outcomeOf(ncclMemFree(&notAllocated)),
               FailsWith(ncclInvalidArgument, Words{"ncclMemFree", "not returned by ncclMemAlloc"}));
+  // More than any host here has: refused at once, not left to fail at the
+  // first store into a page that cannot be given.
+  EXPECT_THAT(outcomeOf(ncclMemAlloc(&pointer, std::size_t{1} << 45)),
+              FailsWith(ncclSystemError, Words{"ncclMemAlloc", "35184372088832 bytes", "available"}));
   ASSERT_EQ(ncclMemAlloc(&pointer, 100), ncclSuccess);
   std::memset(pointer, 1, 100);  // usable memory
   EXPECT_EQ(ncclMemFree(pointer), ncclSuccess);

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -41,12 +43,36 @@ std::size_t roundToPages(std::size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
+// What this host can still give a new allocation: MemAvailable plus
+// SwapFree from /proc/meminfo, in bytes (none where it cannot be read).
+std::optional<std::uint64_t> availableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  std::uint64_t kib = 0, total = 0;
+  int found = 0;
+  while (found < 2 && meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:" || key == "SwapFree:") {
+      total += kib * 1024;
+      ++found;
+    }
+  }
+  if (found < 2) return std::nullopt;
+  return total;
+}
+
 }  // namespace
 
 void* allocateShared(std::size_t bytes) {
   HORA_CHECK_ARG(bytes > 0, "cannot allocate 0 bytes of shared memory");
   const std::size_t mapped = roundToPages(bytes);
   HORA_CHECK_ARG(mapped >= bytes, bytes, " bytes of shared memory overflow the address space");
+  // A memfd takes its pages when they are first written, so an allocation
+  // larger than the host can give would succeed here and then kill the
+  // process at a later store (SIGBUS, or the OOM killer). Refused now, as
+  // NCCL's device allocation is refused when the GPU lacks the memory.
+  if (const auto available = availableMemoryBytes(); available && mapped > *available)
+    fail(ErrorKind::System, "allocating ", bytes, " bytes of shared memory: this host has ", *available,
+         " bytes available (MemAvailable and SwapFree in /proc/meminfo)");
   const int fd = ::memfd_create("hora-mem", MFD_CLOEXEC);
   if (fd < 0)
     fail(ErrorKind::System, "memfd_create for ", bytes, " bytes failed: ", errnoText(errno));
