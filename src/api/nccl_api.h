@@ -28,6 +28,8 @@ struct ncclComm {
   std::shared_future<std::shared_ptr<hora::core::Communicator>> pending;
   // A non-blocking init's abort flag: ncclCommAbort sets it to stop the init.
   std::shared_ptr<std::atomic<bool>> initAbort;
+  // ncclCommFinalize was called: as NCCL's, a second call is refused.
+  std::atomic<bool> finalizeCalled{false};
 };
 
 namespace hora::api {

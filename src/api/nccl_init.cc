@@ -255,7 +255,16 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  return api::guarded("ncclCommFinalize", [&] { api::checkComm(comm)->finalize(); });
+  // As NCCL's: NULL has nothing to finalize, and a communicator is
+  // finalized once (ncclCommDestroy comes next).
+  if (comm == nullptr) return ncclSuccess;
+  return api::guarded("ncclCommFinalize", [&] {
+    api::CommPtr impl = api::checkComm(comm);
+    if (comm->finalizeCalled.exchange(true))
+      fail(ErrorKind::InvalidArgument, "the communicator of rank ", impl->rank(),
+           " was finalized already (ncclCommDestroy frees it)");
+    impl->finalize();
+  });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {

@@ -531,6 +531,15 @@ TEST(BadInput, UnsupportedEntryPointsSaySo) {
     EXPECT_THAT(outcomeOf(named.call()), FailsWith(ncclInvalidUsage, Words{named.name, "not supported"}));
 }
 
+TEST(BadInput, FinalizeIsOnceAndNullIsNothing) {
+  // NCCL's ncclCommFinalize: NULL succeeds, a second call is refused.
+  EXPECT_EQ(ncclCommFinalize(nullptr), ncclSuccess);
+  LocalComms comms(1);
+  EXPECT_EQ(ncclCommFinalize(comms[0]), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommFinalize(comms[0])),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommFinalize", "rank 0", "finalized already"}));
+}
+
 TEST(BadInput, MemoryArgumentsAreChecked) {
   int notAllocated = 0;
   void* pointer = nullptr;
