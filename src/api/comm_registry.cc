@@ -68,6 +68,12 @@ CommPtr checkComm(ncclComm_t comm) {
   return pending.get();  // outside the lock: the init may take a while
 }
 
+CommPtr checkCommNotBroken(ncclComm_t comm) {
+  CommPtr impl = checkComm(comm);
+  impl->checkNotBroken();
+  return impl;
+}
+
 bool initInProgress(ncclComm_t comm) {
   std::shared_future<CommPtr> pending;
   {

@@ -54,6 +54,11 @@ CommPtr unregisterComm(ncclComm_t comm, bool stopInit = false);
 // cannot free it underneath them. A handle whose non-blocking init is
 // still running is waited for (its init's error, if it failed, is thrown).
 CommPtr checkComm(ncclComm_t comm);
+// checkComm for calls that NCCL refuses on a communicator with an
+// asynchronous error (its queries, ncclRedOpCreatePreMulSum,
+// ncclCommFinalize): a communicator broken by an earlier error throws that
+// error. An aborted or revoked one is still answered, as NCCL's is.
+CommPtr checkCommNotBroken(ncclComm_t comm);
 // For ncclCommGetAsyncError: true while the handle's non-blocking init runs.
 bool initInProgress(ncclComm_t comm);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/arguments.h"
+#include "api/comm_config.h"
 #include "api/group.h"
 #include "api/nccl_api.h"
 #include "bootstrap/unique_id.h"
@@ -41,18 +42,9 @@ ncclComm* makeComm(int nranks, const bootstrap::UniqueId& id, int rank, bool hos
   return wrapComm(std::make_shared<core::Communicator>(id, nranks, rank, settings));
 }
 
-void checkConfig(const ncclConfig_t* config) {
-  if (config == nullptr) return;
-  HORA_CHECK_ARG(config->magic == 0xcafebeef,
-                 "ncclConfig_t was not initialised with NCCL_CONFIG_INITIALIZER (bad magic)");
-  HORA_CHECK_ARG(config->size >= offsetof(ncclConfig_t, cgaClusterSize),
-                 "ncclConfig_t has an invalid size ", config->size);
-  HORA_CHECK_ARG(config->blocking == NCCL_CONFIG_UNDEF_INT || config->blocking == 0 ||
-                     config->blocking == 1,
-                 "ncclConfig_t.blocking must be 0 or 1, got ", config->blocking);
-}
+void checkConfig(const ncclConfig_t* config) { (void)api::effectiveConfig(config); }
 
-bool nonBlocking(const ncclConfig_t* config) { return config != nullptr && config->blocking == 0; }
+bool nonBlocking(const ncclConfig_t* config) { return api::effectiveConfig(config).blocking == 0; }
 
 // A communicator that `make` makes from `parent` (a split or a shrink) at
 // the outermost ncclGroupEnd; its handle now, pending until then (null
@@ -163,7 +155,9 @@ HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
   return api::guardedInGroup("ncclCommSplit", [&] {
     HORA_CHECK_ARG(newcomm != nullptr, "the output communicator pointer is NULL");
     *newcomm = nullptr;
-    checkConfig(config);
+    // As NCCL: a rank that takes no part makes no communicator, so its
+    // config is not read.
+    if (color != NCCL_SPLIT_NOCOLOR) checkConfig(config);
     auto parent = api::checkComm(comm);
     if (!api::inGroup()) {
       if (auto child = parent->split(color, key)) *newcomm = wrapComm(std::move(child));
@@ -182,9 +176,11 @@ HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
   return api::guardedInGroup("ncclCommShrink", [&] {
     HORA_CHECK_ARG(newcomm != nullptr, "the output communicator pointer is NULL");
     *newcomm = nullptr;
-    HORA_CHECK_ARG(excludeRanksCount >= 0, "excludeRanksCount is negative (", excludeRanksCount, ")");
-    HORA_CHECK_ARG(excludeRanksCount == 0 || excludeRanksList != nullptr,
-                   "excludeRanksList is NULL with excludeRanksCount ", excludeRanksCount);
+    // As NCCL: a shrink leaves out at least one rank (a copy of the whole
+    // communicator is ncclCommSplit's).
+    HORA_CHECK_ARG(excludeRanksCount > 0, "excludeRanksCount must be at least 1, got ", excludeRanksCount);
+    HORA_CHECK_ARG(excludeRanksList != nullptr, "excludeRanksList is NULL with excludeRanksCount ",
+                   excludeRanksCount);
     HORA_CHECK_ARG(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT,
                    "shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT, got ", shrinkFlags);
     checkConfig(config);
@@ -203,6 +199,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  if (comm == nullptr) return ncclSuccess;  // nothing to revoke, as NCCL
   return api::guardedInGroup("ncclCommRevoke", [&] {
     HORA_CHECK_ARG(revokeFlags == NCCL_REVOKE_DEFAULT, "revokeFlags must be NCCL_REVOKE_DEFAULT, got ",
                    revokeFlags);
@@ -215,7 +212,8 @@ HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
 HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
   return api::guarded("ncclCommInitAll", [&] {
     HORA_CHECK_ARG(comms != nullptr, "comms is NULL");
-    HORA_CHECK_ARG(ndev >= 1, "ndev must be at least 1, got ", ndev);
+    HORA_CHECK_ARG(ndev >= 0, "ndev is negative (", ndev, ")");
+    if (ndev == 0) return;  // no communicator to make, as NCCL
     // Rank r is bound to devlist[r] (without a list, device r modulo the
     // number of devices); a device may repeat: several ranks then share one
     // GPU. Without CUDA, no device.
@@ -259,7 +257,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   // finalized once (ncclCommDestroy comes next).
   if (comm == nullptr) return ncclSuccess;
   return api::guarded("ncclCommFinalize", [&] {
-    api::CommPtr impl = api::checkComm(comm);
+    api::CommPtr impl = api::checkCommNotBroken(comm);
     if (comm->finalizeCalled.exchange(true))
       fail(ErrorKind::InvalidArgument, "the communicator of rank ", impl->rank(),
            " was finalized already (ncclCommDestroy frees it)");
@@ -290,21 +288,21 @@ HORA_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
 HORA_NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
   return api::guarded("ncclCommCount", [&] {
     HORA_CHECK_ARG(count != nullptr, "count is NULL");
-    *count = api::checkComm(comm)->nranks();
+    *count = api::checkCommNotBroken(comm)->nranks();
   });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
   return api::guarded("ncclCommUserRank", [&] {
     HORA_CHECK_ARG(rank != nullptr, "rank is NULL");
-    *rank = api::checkComm(comm)->rank();
+    *rank = api::checkCommNotBroken(comm)->rank();
   });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
   return api::guarded("ncclCommCuDevice", [&] {
     HORA_CHECK_ARG(device != nullptr, "device is NULL");
-    *device = api::checkComm(comm)->cudaDevice();  // -1: bound to none (no CUDA here)
+    *device = api::checkCommNotBroken(comm)->cudaDevice();  // -1: bound to none (no CUDA here)
   });
 }
 
@@ -372,7 +370,7 @@ HORA_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* sca
     const DataType type = api::checkType(datatype, "datatype");
     HORA_CHECK_ARG(residence == ncclScalarDevice || residence == ncclScalarHostImmediate,
                    "invalid scalar residence ", int(residence));
-    const api::CommPtr communicator = api::checkComm(comm);
+    const api::CommPtr communicator = api::checkCommNotBroken(comm);
     // ncclScalarDevice: the scalar stays where it is and is read each time
     // a collective with this op runs (on device buffers by the kernel, after
     // the stream's earlier work), as NCCL does; PyTorch passes a tensor's

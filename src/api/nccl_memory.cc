@@ -57,10 +57,12 @@ template <typename Handle>
 void forget(const Handle* handle, ncclComm_t comm, const char* what) {
   std::lock_guard<std::mutex> lock(handlesMutex);
   HORA_CHECK_ARG(handle != nullptr, "the ", what, " is NULL");
-  HORA_CHECK_ARG(liveHandles().count(handle) == 1, "the ", what, " ",
-                 static_cast<const void*>(handle),
-                 " is not live (deregistered already, or never registered)");
-  HORA_CHECK_ARG(handle->comm == comm, "the ", what, " was registered with another communicator");
+  // ncclInvalidUsage, as NCCL's for a handle it cannot find.
+  if (liveHandles().count(handle) == 0)
+    fail(ErrorKind::InvalidUsage, "the ", what, " ", static_cast<const void*>(handle),
+         " is not live (deregistered already, or never registered)");
+  if (handle->comm != comm)
+    fail(ErrorKind::InvalidUsage, "the ", what, " was registered with another communicator");
   liveHandles().erase(handle);
 }
 
@@ -145,8 +147,8 @@ HORA_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff,
 
 HORA_NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
   return api::guarded("ncclCommWindowDeregister", [&] {
+    if (win == nullptr) return;  // a no-op, as in NCCL (whatever the communicator)
     api::CommPtr c = api::checkComm(comm);
-    if (win == nullptr) return;  // a no-op, as in NCCL
     forget(win, comm, "window");
     const int window = win->window;
     delete win;

@@ -16,6 +16,7 @@
 #include "core/agreed_settings.h"
 #include "core/buffer_layout.h"
 #include "core/scalar.h"
+#include "core/self_messages.h"
 #include "hora_config.h"
 #if HORA_HAVE_CUDA
 #include "device/cuda_executor.h"
@@ -515,6 +516,10 @@ void Communicator::checkUsable() const {
     fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was ",
          revocation_ != Revocation::None ? "revoked (ncclCommRevoke); it can only be shrunk or destroyed" : "aborted");
   }
+  checkNotBroken();
+}
+
+void Communicator::checkNotBroken() const {
   if (!broken_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(stateMutex_);
   if (!brokenReason_.empty())
@@ -591,6 +596,7 @@ void Communicator::checkBuffers(const Op& op) const { checkBufferOverlap(op, ran
 
 void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
   checkUsable();
+  checkSelfMessagesPair(ops, rank_);
   // Keep submission order: behind asynchronous work still queued.
   if (queuedTasks_.load(std::memory_order_acquire) != 0) {
     submit(std::vector<Op>(ops.begin(), ops.end()), memory)->wait();
@@ -613,7 +619,10 @@ void Communicator::executeOnDevices(std::span<const DevicePart> parts) {
   // later part that this thread had yet to make).
   for (const DevicePart& part : parts)
     if (part.comm->queuedTasks_.load(std::memory_order_acquire) != 0) part.comm->submit({})->wait();
-  for (const DevicePart& part : parts) part.comm->checkUsable();
+  for (const DevicePart& part : parts) {
+    part.comm->checkUsable();
+    checkSelfMessagesPair(part.ops, part.comm->rank_);
+  }
   std::vector<ExecutionClaim> claims;
   claims.reserve(parts.size());
   for (const DevicePart& part : parts)

@@ -96,6 +96,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Throws what makes this communicator refuse work: an abort, a
   // revocation, or an earlier failure.
   void checkUsable() const;
+  // Throws the earlier failure that broke this communicator, if one did.
+  void checkNotBroken() const;
   // execute and submit for `ops` whose checkedMemoryOf is `memory`.
   void execute(std::span<const Op> ops, MemoryKind memory);
   // A group's calls on device buffers over several communicators, made by

@@ -115,6 +115,32 @@ TEST_P(Agreement, CountMismatchOfTwoRanks) {
   for (int rank = 0; rank < 2; ++rank) EXPECT_THAT(outcomes[rank], SaysOneOf(found)) << "rank " << rank;
 }
 
+TEST_P(Agreement, ABrokenCommunicatorAnswersNoQuery) {
+  // As NCCL's calls on a communicator with an asynchronous error: its
+  // queries and the calls that make or end something on it report that
+  // error, as every later collective does; ncclCommGetAsyncError says it.
+  LocalComms comms(2);
+  onEachRank(comms, [](int rank, ncclComm_t comm) { return allReduce(comm, rank == 0 ? 1000 : 2000); });
+  const Words broken = {"earlier error", "count"};
+  for (int rank = 0; rank < comms.size(); ++rank) {
+    SCOPED_TRACE(::testing::Message() << "rank " << rank);
+    ncclComm_t comm = comms[rank];
+    ncclResult_t async = ncclSuccess;
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+    EXPECT_EQ(async, ncclInvalidUsage);
+    int value = -5;
+    EXPECT_THAT(outcomeOf(ncclCommCount(comm, &value)), FailsWith(ncclInvalidUsage, broken));
+    EXPECT_THAT(outcomeOf(ncclCommUserRank(comm, &value)), FailsWith(ncclInvalidUsage, broken));
+    EXPECT_THAT(outcomeOf(ncclCommCuDevice(comm, &value)), FailsWith(ncclInvalidUsage, broken));
+    EXPECT_EQ(value, -5);  // nothing written
+    float scalar = 2.0f;
+    ncclRedOp_t op;
+    EXPECT_THAT(outcomeOf(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat, ncclScalarHostImmediate, comm)),
+                FailsWith(ncclInvalidUsage, broken));
+    EXPECT_THAT(outcomeOf(ncclCommFinalize(comm)), FailsWith(ncclInvalidUsage, broken));
+  }
+}
+
 TEST_P(Agreement, CountMismatchOfOneRankInThreeReachesEveryRank) {
   // Only the neighbours of rank 2 see its stamps; rank 0 and 1 learn of it
   // from the rank that found it, and say so.

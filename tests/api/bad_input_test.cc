@@ -304,8 +304,10 @@ TEST(BadInput, InitWithInvalidSizeOrRankIsRefused) {
               FailsWith(ncclInvalidArgument, Words{"rank -1", "[0, 2)"}));
   EXPECT_THAT(outcomeOf(ncclCommInitRank(nullptr, 1, id, 0)),
               FailsWith(ncclInvalidArgument, Words{"ncclCommInitRank", "NULL"}));
-  EXPECT_THAT(outcomeOf(ncclCommInitAll(&comm, 0, nullptr)),
-              FailsWith(ncclInvalidArgument, Words{"ncclCommInitAll", "ndev", "0"}));
+  // As NCCL: no devices, no communicators; fewer is refused.
+  EXPECT_EQ(ncclCommInitAll(&comm, 0, nullptr), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommInitAll(&comm, -1, nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommInitAll", "ndev", "-1"}));
   EXPECT_THAT(outcomeOf(ncclCommInitAll(nullptr, 2, nullptr)),
               FailsWith(ncclInvalidArgument, Words{"ncclCommInitAll", "NULL"}));
 }
@@ -322,6 +324,99 @@ TEST(BadInput, InitWithAnUninitialisedConfigIsRefused) {
   config.blocking = 7;
   EXPECT_THAT(outcomeOf(ncclCommInitRankConfig(&comm, 1, id, 0, &config)),
               FailsWith(ncclInvalidArgument, Words{"blocking", "7"}));
+}
+
+TEST(BadInput, ConfigFieldsAreCheckedAsNcclChecksThem) {
+  // Each value NCCL 2.28 refuses, one field at a time.
+  struct Bad {
+    const char* field;
+    void (*set)(ncclConfig_t&);
+  };
+  const Bad bad[] = {
+      {"cgaClusterSize", [](ncclConfig_t& c) { c.cgaClusterSize = -2; }},
+      {"minCTAs", [](ncclConfig_t& c) { c.minCTAs = 0; }},
+      {"minCTAs", [](ncclConfig_t& c) { c.maxCTAs = 0; }},
+      {"minCTAs", [](ncclConfig_t& c) { c.minCTAs = 4; }},  // above an unset maxCTAs, as in NCCL
+      {"minCTAs", [](ncclConfig_t& c) {
+         c.minCTAs = 8;
+         c.maxCTAs = 4;
+       }},
+      {"splitShare", [](ncclConfig_t& c) { c.splitShare = 2; }},
+      {"collnetEnable", [](ncclConfig_t& c) { c.collnetEnable = 2; }},
+      {"CTAPolicy", [](ncclConfig_t& c) { c.CTAPolicy = 99; }},
+      {"shrinkShare", [](ncclConfig_t& c) { c.shrinkShare = 2; }},
+      {"nvlsCTAs", [](ncclConfig_t& c) { c.nvlsCTAs = 0; }},
+      {"nChannelsPerNetPeer", [](ncclConfig_t& c) { c.nChannelsPerNetPeer = 65; }},
+      {"nvlinkCentricSched", [](ncclConfig_t& c) { c.nvlinkCentricSched = 2; }},
+  };
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  for (const Bad& b : bad) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    b.set(config);
+    ncclComm_t comm = nullptr;
+    EXPECT_THAT(outcomeOf(ncclCommInitRankConfig(&comm, 1, id, 0, &config)),
+                FailsWith(ncclInvalidArgument, Words{"ncclCommInitRankConfig", b.field}));
+  }
+  // Accepted: sensible values, and a field newer than the caller's header
+  // (its version), which NCCL leaves at its default whatever it holds.
+  ncclConfig_t good = NCCL_CONFIG_INITIALIZER;
+  good.minCTAs = 2;
+  good.maxCTAs = 16;
+  good.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+  good.nChannelsPerNetPeer = 64;
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &good), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  ncclConfig_t old = NCCL_CONFIG_INITIALIZER;
+  old.version = NCCL_VERSION(2, 13, 0);
+  old.blocking = 7;  // not in a 2.13 header: the default, blocking
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &old), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  // A split this rank takes no part in does not read its config.
+  LocalComms parent(1);
+  ncclConfig_t garbage = NCCL_CONFIG_INITIALIZER;
+  garbage.blocking = 5;
+  ncclComm_t none = parent[0];
+  EXPECT_EQ(ncclCommSplit(parent[0], NCCL_SPLIT_NOCOLOR, 0, &none, &garbage), ncclSuccess);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_THAT(outcomeOf(ncclCommSplit(parent[0], 0, 0, &none, &garbage)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommSplit", "blocking", "5"}));
+}
+
+TEST(BadInput, RevokingNullIsNothing) {
+  EXPECT_EQ(ncclCommRevoke(nullptr, NCCL_REVOKE_DEFAULT), ncclSuccess);
+}
+
+TEST(BadInput, ASendToItselfWithoutItsReceiveLeavesTheCommunicatorUsable) {
+  // NCCL refuses it with ncclInvalidUsage when the group launches, and a
+  // blocking communicator stays usable: so here, before anything runs.
+  LocalComms comms(1);
+  ncclComm_t comm = comms[0];
+  float in[4] = {1, 2, 3, 4}, out[4] = {};
+  EXPECT_THAT(outcomeOf(ncclSend(in, 4, ncclFloat, 0, comm, nullptr)),
+              FailsWith(ncclInvalidUsage, Words{"rank 0", "1 send(s) to itself", "0 receive(s)"}));
+  ncclGroupStart();
+  ncclSend(in, 4, ncclFloat, 0, comm, nullptr);
+  ncclRecv(out, 2, ncclFloat, 0, comm, nullptr);
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()), FailsWith(ncclInvalidUsage, Words{"16 bytes", "8 bytes"}));
+  ncclGroupStart();
+  ncclSend(in, 4, ncclFloat, 0, comm, nullptr);
+  ncclRecv(out, 4, ncclFloat, 0, comm, nullptr);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+  EXPECT_THAT(out, ::testing::ElementsAre(1, 2, 3, 4));
+  ncclResult_t async = ncclInternalError;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+}
+
+TEST(BadInput, AShrinkExcludesSomeone) {
+  LocalComms comms(1);
+  ncclComm_t shrunk = nullptr;
+  EXPECT_THAT(outcomeOf(ncclCommShrink(comms[0], nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_DEFAULT)),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommShrink", "excludeRanksCount", "at least 1"}));
+  EXPECT_EQ(shrunk, nullptr);
 }
 
 TEST(BadInput, GroupEndWithoutGroupStartIsRefused) {
@@ -574,18 +669,19 @@ TEST(BadInput, RegistrationArgumentsAreChecked) {
   EXPECT_THAT(outcomeOf(ncclCommRegister(comm, buffer, sizeof(buffer), nullptr)),
               FailsWith(ncclInvalidArgument, Words{"ncclCommRegister", "handle", "NULL"}));
   EXPECT_THAT(outcomeOf(ncclCommDeregister(comm, buffer)),
-              FailsWith(ncclInvalidArgument, Words{"ncclCommDeregister", "not live"}));
+              FailsWith(ncclInvalidUsage, Words{"ncclCommDeregister", "not live"}));
   // NULL handles are taken back as no-ops, as NCCL does (its register gives
   // NULL for a buffer it skips); the communicator must still be checked.
   EXPECT_EQ(ncclCommDeregister(comm, nullptr), ncclSuccess);
   EXPECT_EQ(ncclCommWindowDeregister(comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowDeregister(nullptr, nullptr), ncclSuccess);  // NCCL looks at the window first
   EXPECT_THAT(outcomeOf(ncclCommDeregister(nullptr, nullptr)), FailsWith(ncclInvalidArgument, Words{"comm"}));
   ASSERT_EQ(ncclCommRegister(comm, buffer, sizeof(buffer), &handle), ncclSuccess);
   EXPECT_THAT(outcomeOf(ncclCommDeregister(others[0], handle)),
-              FailsWith(ncclInvalidArgument, Words{"ncclCommDeregister", "another communicator"}));
+              FailsWith(ncclInvalidUsage, Words{"ncclCommDeregister", "another communicator"}));
   EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
   EXPECT_THAT(outcomeOf(ncclCommDeregister(comm, handle)),
-              FailsWith(ncclInvalidArgument, Words{"ncclCommDeregister", "not live"}));
+              FailsWith(ncclInvalidUsage, Words{"ncclCommDeregister", "not live"}));
 
   ncclWindow_t window = nullptr;
   EXPECT_THAT(outcomeOf(ncclCommWindowRegister(comm, nullptr, 64, &window, NCCL_WIN_DEFAULT)),
@@ -601,10 +697,10 @@ TEST(BadInput, RegistrationArgumentsAreChecked) {
             ncclSuccess)
       << ncclGetLastError(comm);
   EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(others[0], window)),
-              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowDeregister", "another communicator"}));
+              FailsWith(ncclInvalidUsage, Words{"ncclCommWindowDeregister", "another communicator"}));
   EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclSuccess);
   EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(comm, window)),
-              FailsWith(ncclInvalidArgument, Words{"ncclCommWindowDeregister", "not live"}));
+              FailsWith(ncclInvalidUsage, Words{"ncclCommWindowDeregister", "not live"}));
   // None of this broke the communicator.
   EXPECT_EQ(ncclAllReduce(buffer, buffer, 16, ncclFloat, ncclSum, comm, nullptr), ncclSuccess);
 }

@@ -184,7 +184,7 @@ TEST(ShrinkMisuse, BadArgumentsAreRefused) {
     reportOutcome(reporter, "outside", outcomeOf(ncclCommShrink(comm, &outside, 1, &shrunk, nullptr, 0)));
     reportOutcome(reporter, "twice", outcomeOf(ncclCommShrink(comm, twice, 2, &shrunk, nullptr, 0)));
     reportOutcome(reporter, "null_list", outcomeOf(ncclCommShrink(comm, nullptr, 1, &shrunk, nullptr, 0)));
-    reportOutcome(reporter, "flags", outcomeOf(ncclCommShrink(comm, nullptr, 0, &shrunk, nullptr, 7)));
+    reportOutcome(reporter, "flags", outcomeOf(ncclCommShrink(comm, &outside, 1, &shrunk, nullptr, 7)));
     reportOutcome(reporter, "revoke_flags", outcomeOf(ncclCommRevoke(comm, 3)));
     ncclCommDestroy(comm);
     return 0;
@@ -194,6 +194,7 @@ TEST(ShrinkMisuse, BadArgumentsAreRefused) {
   for (const char* name : {"self", "outside", "twice", "null_list", "flags", "revoke_flags"})
     EXPECT_EQ(reportedOutcome(only, name).result, ncclInvalidArgument) << name << ": " << reportedOutcome(only, name);
   EXPECT_THAT(reportedOutcome(only, "self").text, HasSubstr("excludeRanksList"));
+  EXPECT_THAT(reportedOutcome(only, "flags").text, HasSubstr("shrinkFlags"));
 }
 
 }  // namespace
