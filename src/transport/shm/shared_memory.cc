@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -46,12 +47,15 @@ std::size_t roundToPages(std::size_t bytes) {
 // What this host can still give a new allocation: MemAvailable plus
 // SwapFree from /proc/meminfo, in bytes (none where it cannot be read).
 std::optional<std::uint64_t> availableMemoryBytes() {
+  // Line by line: not every line of /proc/meminfo has a unit.
   std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  std::uint64_t kib = 0, total = 0;
+  std::string line;
+  std::uint64_t total = 0;
   int found = 0;
-  while (found < 2 && meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:" || key == "SwapFree:") {
+  while (found < 2 && std::getline(meminfo, line)) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1 ||
+        std::sscanf(line.c_str(), "SwapFree: %llu kB", &kib) == 1) {
       total += kib * 1024;
       ++found;
     }
