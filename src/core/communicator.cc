@@ -678,6 +678,9 @@ void Communicator::executeOnDevices(std::span<const DevicePart> parts) {
 
 std::shared_ptr<WorkState> Communicator::submit(std::vector<Op> ops, MemoryKind memory) {
   checkUsable();
+  // Refused here, before it is queued, so that the call fails alone (as
+  // execute() refuses it) instead of breaking the communicator on the worker.
+  checkSelfMessagesPair(ops, rank_);
   for (Op& op : ops) op.memory = memory;
   auto work = std::make_shared<WorkState>();
   {

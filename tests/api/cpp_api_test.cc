@@ -163,6 +163,12 @@ TEST(CppApi, InvalidArgumentsThrowAtTheCall) {
               kInvalid, {"overlap", "not in place"});
   expectError([&] { comm.allGather(overlapping.data() + 1, overlapping.data(), 2, DataType::Float32); }, kInvalid,
               {"AllGather", "overlap"});
+  // A send to itself without its receive (nothing of a single call pairs
+  // it) is refused at the call too, as ncclSend is outside a group.
+  expectError([&] { comm.sendAsync(&value, 1, DataType::Float32, 0); }, ErrorKind::InvalidUsage,
+              {"rank 0", "1 send(s) to itself", "0 receive(s)"});
+  expectError([&] { comm.recv(&value, 1, DataType::Float32, 0); }, ErrorKind::InvalidUsage,
+              {"rank 0", "0 send(s) to itself", "1 receive(s)"});
   // Argument errors leave the communicator usable.
   std::vector<float> data = {1.0f, 2.0f};
   onEachRank(2, [&](int rank) {
