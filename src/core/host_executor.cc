@@ -41,6 +41,7 @@ HostExecutor::HostExecutor(HostExecutorContext context, const Tuning& tuning,
       ring_{ctx_.nranks, 0, nullptr},
       rankOrder_(ctx_.nranks),
       planner_(tuning, moveChunkBytes),
+      trace_(StepTrace::fromEnvironment(ctx_.rank, ctx_.nranks)),
       engine_(ctx_.wait),
       staging_(sliceBytes, stagingSlots(tuning, ctx_.nranks, sliceBytes)),
       links_(ctx_.nranks),
@@ -49,6 +50,7 @@ HostExecutor::HostExecutor(HostExecutorContext context, const Tuning& tuning,
   for (int p = 0; p < ctx_.nranks; ++p)
     if (ctx_.ringRanks[p] == ctx_.rank) ring_.pos = p;
   ring_.ranks = ctx_.ringRanks.data();
+  engine_.setTrace(trace_.get());
   ringNext_ = ring_.next();
   ringPrev_ = ring_.prev();
   std::iota(rankOrder_.begin(), rankOrder_.end(), 0);
@@ -87,6 +89,7 @@ void HostExecutor::runCollective(const Op& op) {
   // Counted before anything can fail, so that every rank numbers its calls
   // alike whatever became of earlier ones.
   current_ = {&op, ++collectives_};
+  TracedOp traced(trace_.get(), opKindName(op.kind), op.bytes);
   const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.anyUsable()};
   const Plan plan = planner_.plan(op, shape);
   // The stamp says whether this rank takes the zero-copy path: a rank that
@@ -177,6 +180,10 @@ void HostExecutor::exchangeWithAll(const void* mine, void* all, std::size_t byte
 
 void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
   const int rank = ctx_.rank;
+  std::uint64_t bytes = 0;
+  if (trace_ != nullptr) [[unlikely]]
+    for (const Op* op : ops) bytes += op->bytes;
+  TracedOp traced(trace_.get(), "point-to-point", bytes);
   // Messages to self are copies, matched in issue order.
   std::vector<const Op*> selfSends, selfRecvs;
   for (const Op* op : ops)

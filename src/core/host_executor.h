@@ -15,6 +15,7 @@
 #include "core/executor.h"
 #include "core/host_primitives.h"
 #include "core/plan.h"
+#include "core/step_trace.h"
 #include "core/planner.h"
 #include "core/windows.h"
 #include "transport/connector.h"
@@ -66,6 +67,7 @@ class HostExecutor final : public Executor {
   int ringNext_ = -1, ringPrev_ = -1;
   std::vector<int> rankOrder_;  // 0, 1, ..., n-1 (direct schedules)
   Planner planner_;  // holds the tuning record
+  std::unique_ptr<StepTrace> trace_;  // HORA_TRACE (core/step_trace.h); null: off
   ProgressEngine engine_;
   StagingPool staging_;
   HostLinks links_;

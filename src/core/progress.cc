@@ -72,6 +72,15 @@ bool ProgressEngine::gatherWakeLines() {
   return !lines_.empty() && lines_.size() <= kFutexWaitMaxWords;
 }
 
+std::uint64_t ProgressEngine::queuedBytes() const {
+  std::uint64_t queued = 0;
+  for (const auto* s : sends_) {
+    const std::uint64_t moved = s->completedBytes(), taken = s->acknowledgedBytes();
+    if (moved > taken) queued += moved - taken;
+  }
+  return queued;
+}
+
 void ProgressEngine::drain(const char* what) {
   waitUntil([&] { return allMoved(/*andStamps=*/false); }, what);
 }

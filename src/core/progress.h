@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/futex.h"
+#include "core/step_trace.h"
 #include "core/wait_mode.h"
 #include "transport/connection.h"
 #include "transport/connector.h"
@@ -49,8 +50,15 @@ class ProgressEngine {
   template <typename Done>
   void waitUntil(Done done, const char* what) {
     if (progressAll(), done()) return;
+    if (trace_ != nullptr) [[unlikely]] {
+      tracedWait([&] { return done(); }, what);
+      return;
+    }
     waitLoop([&] { return done(); }, what);
   }
+
+  // Records every wait that is not met at once on `trace` (null: none).
+  void setTrace(StepTrace* trace) { trace_ = trace; }
 
   // Waits until every posted send has left and every posted receive arrived.
   void drain(const char* what);
@@ -83,6 +91,12 @@ class ProgressEngine {
  private:
   template <typename F>
   void waitLoop(F done, const char* what);
+  // waitLoop, recorded on trace_.
+  template <typename F>
+  void tracedWait(F done, const char* what);
+  // Bytes this rank's send connections hold that their receivers have not
+  // taken yet (for the trace).
+  std::uint64_t queuedBytes() const;
   [[noreturn]] void failStalled(const char* what);
   // The wake lines of every connection with work outstanding, into
   // lines_; false if one has none (or none has work), so the waiter must
@@ -103,6 +117,8 @@ class ProgressEngine {
   bool wakeLinesWork_ = true;  // cleared if the kernel cannot sleep on them
   std::vector<transport::SendConnection*> sends_;
   std::vector<transport::RecvConnection*> recvs_;
+  StepTrace* trace_ = nullptr;
+  WaitCounts counts_;  // of the current (or last) waitLoop
 };
 
 }  // namespace hora::core

@@ -38,6 +38,7 @@ bool ProgressEngine::sleepOnWakeLines(F done) {
   // The second look: what a peer published before it could see us asleep.
   if (progressAll()) return true;
   if (done()) return false;
+  ++counts_.sleeps;
   if (futexWaitAny(expected_, kWakeLineSlice) == FutexSleep::Unsupported) wakeLinesWork_ = false;
   return false;
 }
@@ -105,7 +106,9 @@ void ProgressEngine::waitLoop(F done, const char* what) {
     }
     return false;
   };
+  counts_ = {};
   for (;;) {
+    ++counts_.polls;
     if (progressAll()) {
       idlePolls = 0;
       lastProgress = Clock::now();
@@ -114,6 +117,7 @@ void ProgressEngine::waitLoop(F done, const char* what) {
     if (policy_.abort != nullptr && policy_.abort->load(std::memory_order_relaxed))
       fail(ErrorKind::InvalidUsage, "rank ", policy_.rank, ": communicator aborted while ", what);
     if (yield) {
+      ++counts_.yields;
       sched_yield();
     } else {
       cpuRelax();
@@ -133,12 +137,26 @@ void ProgressEngine::waitLoop(F done, const char* what) {
     // Sleep until a socket is ready, or for the shortest slice a connection
     // allows (shared memory wakes no descriptor), and look for dead peers.
     if (watchPeers()) return;
+    ++counts_.sleeps;
     const timespec timeout{static_cast<time_t>(slice.count() / 1000000),
                            static_cast<long>(slice.count() % 1000000 * 1000)};
     if (::ppoll(entries.data(), entries.size(), &timeout, nullptr) < 0 && errno != EINTR)
       fail(ErrorKind::System, "rank ", policy_.rank, ": poll failed while ", what, ": ",
            errnoText(errno));
   }
+}
+
+template <typename F>
+void ProgressEngine::tracedWait(F done, const char* what) {
+  const std::uint64_t start = StepTrace::nowNs();
+  const std::uint64_t queued = queuedBytes();
+  try {
+    waitLoop(done, what);
+  } catch (...) {
+    trace_->wait(what, start, StepTrace::nowNs(), queued, counts_);
+    throw;
+  }
+  trace_->wait(what, start, StepTrace::nowNs(), queued, counts_);
 }
 
 }  // namespace hora::core

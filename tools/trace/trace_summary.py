@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""Reads the step traces hora writes with HORA_TRACE=prefix (one file per
+rank and communicator, prefix.rank<r>.<n>.tsv; see docs/environment.md) and
+says where the operations' time went on each rank: its own work (copies and
+reductions: the time between waits) and each kind of wait (for a peer's
+data, for room in a peer's FIFO, for its sends to leave), how it waited
+(yields of the core, sleeps) and how many bytes its peers had not yet taken
+from it when a wait began.
+
+    trace_summary.py FILE... [--name NAME] [--bytes B] [--skip N]
+                             [--figure OUT.png|OUT.svg] [--ops K]
+
+Operations are selected by name (AllReduce, AllGather, point-to-point, ...)
+and size per rank; by default, the largest size in the first file and,
+of the operations of that size, the name that took the most time there
+(a benchmark's own small calls, such as its barriers, are left out). --skip leaves out the first N selected operations of each
+rank (warm-up). --figure draws K (3) consecutive selected operations of every
+rank on one time axis: operations as light bars, waits coloured by kind.
+A file that is not a step trace is refused, naming the line.
+"""
+
+import argparse
+import statistics
+import sys
+
+HEADER = ["start_ns", "duration_ns", "record", "what", "op", "bytes", "polls", "yields", "sleeps"]
+
+
+class Malformed(Exception):
+    pass
+
+
+def read_trace(path):
+    """(rank, ops, waits): ops as dicts by number, waits as a list."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or not lines[0].startswith("# hora step trace: rank "):
+        raise Malformed(f"{path}:1: not a hora step trace (no '# hora step trace' line)")
+    try:
+        rank = int(lines[0].split("rank ", 1)[1].split(" ", 1)[0])
+    except ValueError:
+        raise Malformed(f"{path}:1: no rank in the first line")
+    if len(lines) < 2 or lines[1].split("\t") != HEADER:
+        raise Malformed(f"{path}:2: the header must be {' '.join(HEADER)}")
+    ops, waits = {}, []
+    for number, line in enumerate(lines[2:], start=3):
+        fields = line.split("\t")
+        if len(fields) != len(HEADER):
+            raise Malformed(f"{path}:{number}: {len(fields)} fields, {len(HEADER)} expected")
+        try:
+            start, duration, op, size, polls, yields, sleeps = (
+                int(fields[0]), int(fields[1]), int(fields[4]), int(fields[5]),
+                int(fields[6]), int(fields[7]), int(fields[8]))
+        except ValueError:
+            raise Malformed(f"{path}:{number}: a number field is not a whole number")
+        record = {"start": start, "duration": duration, "what": fields[3], "op": op, "bytes": size,
+                  "yields": yields, "sleeps": sleeps, "polls": polls}
+        if fields[2] == "op":
+            ops[op] = dict(record, waits=[])
+        elif fields[2] == "wait":
+            waits.append(record)
+        else:
+            raise Malformed(f"{path}:{number}: record '{fields[2]}' is neither op nor wait")
+    for w in waits:
+        if w["op"] in ops:
+            ops[w["op"]]["waits"].append(w)
+    return rank, ops
+
+
+def select(ops, name, size, skip):
+    chosen = [op for _, op in sorted(ops.items())
+              if op["what"] == name and op["bytes"] == size and op["duration"] >= 0]
+    return chosen[skip:]
+
+
+def largest(ops):
+    total = {}
+    for op in ops.values():
+        if op["duration"] >= 0:
+            key = (op["what"], op["bytes"])
+            total[key] = total.get(key, 0) + op["duration"]
+    return max(total, key=lambda key: (key[1], total[key])) if total else None
+
+
+def summarize(rank, chosen):
+    durations = [op["duration"] for op in chosen]
+    total = sum(durations)
+    by_kind = {}
+    queued = []
+    yields = sleeps = count = 0
+    for op in chosen:
+        for w in op["waits"]:
+            by_kind[w["what"]] = by_kind.get(w["what"], 0) + w["duration"]
+            queued.append(w["bytes"])
+            yields += w["yields"]
+            sleeps += w["sleeps"]
+            count += 1
+    waited = sum(by_kind.values())
+    n = len(chosen)
+    return {
+        "rank": rank, "ops": n,
+        "median_us": statistics.median(durations) / 1e3, "min_us": min(durations) / 1e3,
+        "max_us": max(durations) / 1e3,
+        "work": (total - waited) / total if total else 0.0,
+        "kinds": {k: v / total for k, v in by_kind.items()} if total else {},
+        "waits_per_op": count / n, "yields_per_op": yields / n, "sleeps_per_op": sleeps / n,
+        "queued_kib": statistics.median(queued) / 1024 if queued else 0.0,
+    }
+
+
+def print_table(rows, name, size):
+    kinds = sorted({k for row in rows for k in row["kinds"]})
+    print(f"{name} of {size} bytes per rank: share of each rank's operation time")
+    head = ["rank", "ops", "median us", "min us", "max us", "own work"] + kinds + \
+        ["waits/op", "yields/op", "sleeps/op", "queued KiB"]
+    print("\t".join(head))
+    for row in rows:
+        cells = [str(row["rank"]), str(row["ops"]), f"{row['median_us']:.1f}", f"{row['min_us']:.1f}",
+                 f"{row['max_us']:.1f}", f"{row['work']:.1%}"]
+        cells += [f"{row['kinds'].get(k, 0.0):.1%}" for k in kinds]
+        cells += [f"{row['waits_per_op']:.1f}", f"{row['yields_per_op']:.1f}",
+                  f"{row['sleeps_per_op']:.2f}", f"{row['queued_kib']:.0f}"]
+        print("\t".join(cells))
+
+
+def draw(path, ranks, count, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = {rank: chosen[:count] for rank, chosen in ranks.items() if chosen}
+    if not shown:
+        raise Malformed("no operation to draw")
+    origin = min(ops[0]["start"] for ops in shown.values())
+    kinds = sorted({w["what"] for ops in shown.values() for op in ops for w in op["waits"]})
+    colours = plt.get_cmap("tab10")
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.6 * len(shown)))
+    for lane, (rank, ops) in enumerate(sorted(shown.items())):
+        for op in ops:
+            ax.barh(lane, op["duration"] / 1e6, left=(op["start"] - origin) / 1e6, height=0.7,
+                    color="0.85", edgecolor="0.5", linewidth=0.5)
+            for w in op["waits"]:
+                ax.barh(lane, max(w["duration"], 1) / 1e6, left=(w["start"] - origin) / 1e6, height=0.5,
+                        color=colours(kinds.index(w["what"]) % 10), linewidth=0)
+    ax.set_yticks(range(len(shown)), [f"rank {r}" for r in sorted(shown)])
+    ax.set_xlabel("time (ms)")
+    ax.set_title(title)
+    handles = [plt.Rectangle((0, 0), 1, 1, color="0.85", ec="0.5", lw=0.5)] + \
+        [plt.Rectangle((0, 0), 1, 1, color=colours(i % 10)) for i in range(len(kinds))]
+    ax.legend(handles, ["operation (own work where no wait)"] + kinds, loc="upper center",
+              bbox_to_anchor=(0.5, -0.35 if len(shown) < 4 else -0.15), ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="+")
+    parser.add_argument("--name")
+    parser.add_argument("--bytes", type=int)
+    parser.add_argument("--skip", type=int, default=0)
+    parser.add_argument("--figure")
+    parser.add_argument("--ops", type=int, default=3)
+    args = parser.parse_args()
+    try:
+        traces = [read_trace(path) for path in args.files]
+        name, size = args.name, args.bytes
+        if name is None or size is None:
+            first = largest(traces[0][1])
+            if first is None:
+                raise Malformed(f"{args.files[0]}: no finished operation")
+            name = name if name is not None else first[0]
+            size = size if size is not None else first[1]
+        ranks = {}
+        for rank, ops in traces:
+            ranks[rank] = select(ops, name, size, args.skip)
+        rows = [summarize(rank, chosen) for rank, chosen in sorted(ranks.items()) if chosen]
+        if not rows:
+            raise Malformed(f"no {name} of {size} bytes in the files (after skipping {args.skip})")
+        print_table(rows, name, size)
+        if args.figure:
+            draw(args.figure, ranks, args.ops, f"{name}, {size} bytes per rank: {args.ops} operations")
+    except (Malformed, OSError) as error:
+        print(f"trace_summary.py: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
