@@ -8,14 +8,15 @@ data, for room in a peer's FIFO, for its sends to leave), how it waited
 from it when a wait began.
 
     trace_summary.py FILE... [--name NAME] [--bytes B] [--skip N]
-                             [--figure OUT.png|OUT.svg] [--ops K]
+                             [--figure OUT.png|OUT.svg] [--ops K] [--xmax MS]
 
 Operations are selected by name (AllReduce, AllGather, point-to-point, ...)
 and size per rank; by default, the largest size in the first file and,
 of the operations of that size, the name that took the most time there
 (a benchmark's own small calls, such as its barriers, are left out). --skip leaves out the first N selected operations of each
 rank (warm-up). --figure draws K (3) consecutive selected operations of every
-rank on one time axis: operations as light bars, waits coloured by kind.
+rank on one time axis: operations as light bars, waits coloured by kind;
+--xmax fixes the axis (milliseconds), so that figures of several runs compare.
 A file that is not a step trace is refused, naming the line.
 """
 
@@ -123,7 +124,7 @@ def print_table(rows, name, size):
         print("\t".join(cells))
 
 
-def draw(path, ranks, count, title):
+def draw(path, ranks, count, title, xmax=None):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -144,6 +145,8 @@ def draw(path, ranks, count, title):
                         color=colours(kinds.index(w["what"]) % 10), linewidth=0)
     ax.set_yticks(range(len(shown)), [f"rank {r}" for r in sorted(shown)])
     ax.set_xlabel("time (ms)")
+    if xmax is not None:
+        ax.set_xlim(0, xmax)
     ax.set_title(title)
     handles = [plt.Rectangle((0, 0), 1, 1, color="0.85", ec="0.5", lw=0.5)] + \
         [plt.Rectangle((0, 0), 1, 1, color=colours(i % 10)) for i in range(len(kinds))]
@@ -161,6 +164,8 @@ def main():
     parser.add_argument("--skip", type=int, default=0)
     parser.add_argument("--figure")
     parser.add_argument("--ops", type=int, default=3)
+    parser.add_argument("--xmax", type=float)
+    parser.add_argument("--title")
     args = parser.parse_args()
     try:
         traces = [read_trace(path) for path in args.files]
@@ -179,7 +184,8 @@ def main():
             raise Malformed(f"no {name} of {size} bytes in the files (after skipping {args.skip})")
         print_table(rows, name, size)
         if args.figure:
-            draw(args.figure, ranks, args.ops, f"{name}, {size} bytes per rank: {args.ops} operations")
+            title = args.title or f"{name}, {size} bytes per rank: {args.ops} operations"
+            draw(args.figure, ranks, args.ops, title, args.xmax)
     except (Malformed, OSError) as error:
         print(f"trace_summary.py: {error}", file=sys.stderr)
         return 1
