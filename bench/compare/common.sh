@@ -141,7 +141,10 @@ columns_of() {
 
 # sizes_in <file>...: every size that appears in the result tables, in order.
 sizes_in() {
-  cat "$@" 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { print $1 }' | sort -un
+  # Not 0: hora-perf, as nccl-tests, cuts a split collective's piece per
+  # rank to whole 16 bytes, so an all-gather of 8 bytes on 2 ranks moves
+  # nothing, and a figure with a log2 size axis has no place for it.
+  cat "$@" 2>/dev/null | awk '$1 ~ /^[0-9]+$/ && $1 > 0 { print $1 }' | sort -un
 }
 
 # median_of <spread> / show_spread <spread>: the median alone, or
@@ -162,6 +165,13 @@ summary_figure() {
   awk -v tag="# $2:" -v key="$3" 'index($0, tag) == 1 {
       for (i = 1; i < NF; i++)
         if ($i == key) { v = $(i + 1); sub(/,$/, "", v); print v; exit } }' "$1"
+}
+
+# figures_of <key> <tag> <file>...: summary_figure of each file.
+figures_of() {
+  local key=$1 tag=$2 file
+  shift 2
+  for file in "$@"; do summary_figure "$file" "$tag" "$key"; done
 }
 
 # --- summary.tsv: the figures for plot.py and other programs ---------------

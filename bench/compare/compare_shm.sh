@@ -5,10 +5,12 @@
 #
 #   bench/compare/compare_shm.sh [builddir]      (builddir defaults to ./build)
 #
-# It builds mpi_collectives, mem_bandwidth and core_to_core into
+# It builds mpi_collectives, mem_bandwidth, tcp_stream and core_to_core into
 # <builddir>/bench/compare with the system compilers, then runs REPEATS
 # rounds; each round runs, with 2 ranks on this machine:
 #   - mem_bandwidth: memcpy and float a += b, 1 thread and 2 at once;
+#   - tcp_stream: loopback TCP both ways at once, for the figures (the
+#     ceiling of a library that would carry these collectives over TCP);
 #   - for all_reduce, all_gather, reduce_scatter and broadcast, MIN_BYTES to
 #     MAX_BYTES (x2 steps):
 #       HORA_TRANSPORT=shm hora-run -n 2 hora-perf <collective> ...
@@ -34,6 +36,7 @@
 # (default 64K), REPEATS (launches of each configuration, default 5, at
 # least 1), COLLECTIVES (the bandwidth collectives, default "all_reduce
 # all_gather reduce_scatter broadcast"), MEM_BYTES (mem_bandwidth's buffer size, default 256M),
+# STREAM_BYTES (bytes per tcp_stream run, default 256M),
 # STEP_TIMEOUT (seconds any one run may take, default 600). Results stay in
 # <results> = <builddir>/bench/compare/results-shm.
 set -euo pipefail
@@ -52,6 +55,7 @@ LAT_WARMUP=${LAT_WARMUP:-500}
 LAT_MAX_BYTES=${LAT_MAX_BYTES:-64K}
 REPEATS=${REPEATS:-5}
 MEM_BYTES=${MEM_BYTES:-256M}
+STREAM_BYTES=${STREAM_BYTES:-268435456}
 # No single run may hang the comparison.
 STEP_TIMEOUT=${STEP_TIMEOUT:-600}
 
@@ -72,6 +76,7 @@ require_packages mpirun:openmpi-bin mpicxx:libopenmpi-dev
 mkdir -p "$out" "$results"
 # OMPI_SKIP_MPICXX: the program uses the C API; skip the deprecated C++ one.
 build_program "$out/mpi_collectives" "$src/mpi_collectives.cc" mpicxx -O2 -DOMPI_SKIP_MPICXX
+build_program "$out/tcp_stream" "$src/tcp_stream.cc" g++ -O2 -pthread
 # -O3 vectorises the a += b loop, as a library's reduction kernel is.
 build_program "$out/mem_bandwidth" "$src/mem_bandwidth.cc" g++ -O3 -pthread
 build_program "$out/core_to_core" "$src/core_to_core.cc" g++ -O2 -pthread
@@ -155,6 +160,7 @@ fi
 # touches all of them alike instead of all launches of one.
 for ((repeat = 1; repeat <= REPEATS; repeat++)); do
   run "memory-r$repeat" "$out/mem_bandwidth" -s "$MEM_BYTES"
+  run "tcp-r$repeat" "$out/tcp_stream" -s "$STREAM_BYTES"
   for collective in "${collectives[@]}"; do
     round "$collective" "$collective" "$repeat" "${big[@]}"
   done
@@ -179,7 +185,7 @@ echo "#           ${ompi_version:-Open MPI version unknown}, default path (no --
 echo "# latency:  ${latency_collectives[*]} ${small[*]}"
 echo "# $REPEATS round(s): every configuration launched once per round, the libraries alternately"
 echo "# (Open MPI first in even rounds); core_to_core run right before every launch"
-print_tables "$results"/memory-r*.txt "$results"/hora-*.txt "$results"/horawin-*.txt \
+print_tables "$results"/memory-r*.txt "$results"/tcp-r*.txt "$results"/hora-*.txt "$results"/horawin-*.txt \
   "$results"/mpi-*.txt
 
 # launch_figure <name>: the figure of one launch that shows its state best:
@@ -207,12 +213,6 @@ for name in "${launched[@]}"; do
     "$(show "$(launch_figure "$name")")"
 done
 
-# figures_of <key> <tag> <file>...: one summary figure of each file.
-figures_of() {
-  local key=$1 tag=$2 file
-  shift 2
-  for file in "$@"; do summary_figure "$file" "$tag" "$key"; done
-}
 memory_files=("$results"/memory-r*.txt)
 c2c_files=("$results"/c2c-*.txt)
 copy_1t=$(figures_of copy_1t memory "${memory_files[@]}" | spread)
@@ -220,6 +220,7 @@ copy_2t=$(figures_of copy_2t memory "${memory_files[@]}" | spread)
 add_2t=$(figures_of add_2t memory "${memory_files[@]}" | spread)
 c2c_latency=$(figures_of latency core-to-core "${c2c_files[@]}" | spread)
 c2c_copy=$(figures_of copy core-to-core "${c2c_files[@]}" | spread)
+tcp_both=$(figures_of both_directions tcp "$results"/tcp-r*.txt | spread)
 
 # model_busbw <collective> <copy rate>: the busbw a collective of 2 ranks
 # would reach if it were bound by memory traffic alone, moving only the
@@ -294,6 +295,7 @@ echo "# Limits, median [min-max] over their runs:"
 echo "#   memcpy, bytes copied per second: 1 thread $(show_spread "$copy_1t") GB/s,"
 echo "#     2 threads at once (both together) $(show_spread "$copy_2t") GB/s;"
 echo "#     a += b with 2 threads $(show_spread "$add_2t") GB/s ($REPEATS run(s) of mem_bandwidth)"
+echo "#   loopback TCP, both directions at once: $(show_spread "$tcp_both") GB/s per direction"
 echo "#   core to core: latency $(show_spread "$c2c_latency") ns, copy $(show_spread "$c2c_copy") GB/s"
 echo "#     (one run before each launch)"
 echo
@@ -341,6 +343,7 @@ done
 tsv_row "$tsv" limit memcpy-1-thread - - GBps "$copy_1t"
 tsv_row "$tsv" limit memcpy-2-threads - - GBps "$copy_2t"
 tsv_row "$tsv" limit add-2-threads - - GBps "$add_2t"
+tsv_row "$tsv" limit tcp-both-directions - - GBps "$tcp_both"
 tsv_row "$tsv" limit core-to-core-copy - - GBps "$c2c_copy"
 tsv_row "$tsv" limit core-to-core-latency - - ns "$c2c_latency"
 

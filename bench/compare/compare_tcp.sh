@@ -8,6 +8,8 @@
 # with the system compilers (-O2, against Debian's libgloo-dev and Open MPI),
 # then runs REPEATS rounds; each round runs, with 2 ranks on this machine:
 #   - tcp_stream: memcpy and loopback TCP stream bandwidth (the limits);
+#   - mem_bandwidth: memcpy with 1 thread and with 2 at once (the limits of
+#     the memory, for the figures);
 #   - all_reduce of MIN_BYTES to MAX_BYTES (x2 steps), then of 8 bytes to
 #     LAT_MAX_BYTES (x2 steps) for latency, each with:
 #       hora-perf over TCP (skipped if the build dir has no hora-perf);
@@ -27,7 +29,8 @@
 # latency table has the one size), LAT_ITERS and LAT_WARMUP for it (default
 # 1000 and 100), REPEATS (launches of each configuration, default 5, at
 # least 1), GLOO_ALGORITHMS (default "allreduce_ring ring_chunked ring"),
-# STREAM_BYTES (bytes per tcp_stream run, default 1073741824), STEP_TIMEOUT
+# STREAM_BYTES (bytes per tcp_stream run, default 1073741824), MEM_BYTES
+# (mem_bandwidth's buffer size, default 256M), STEP_TIMEOUT
 # (seconds any one run may take, default 600). Results stay in
 # <results> = <builddir>/bench/compare/results.
 set -euo pipefail
@@ -47,6 +50,7 @@ LAT_WARMUP=${LAT_WARMUP:-100}
 REPEATS=${REPEATS:-5}
 GLOO_ALGORITHMS=${GLOO_ALGORITHMS:-allreduce_ring ring_chunked ring}
 STREAM_BYTES=${STREAM_BYTES:-1073741824}
+MEM_BYTES=${MEM_BYTES:-256M}
 # No single run may hang the comparison.
 STEP_TIMEOUT=${STEP_TIMEOUT:-600}
 
@@ -66,6 +70,7 @@ require_packages /usr/include/gloo/allreduce.h:libgloo-dev mpirun:openmpi-bin \
 # --- 2. Build the peers (only when a source is newer than the binary) ------
 mkdir -p "$out" "$results"
 build_program "$out/tcp_stream" "$src/tcp_stream.cc" g++ -O2 -pthread
+build_program "$out/mem_bandwidth" "$src/mem_bandwidth.cc" g++ -O3 -pthread
 build_program "$out/gloo_allreduce" "$src/gloo_allreduce.cc" g++ -O2 -lgloo -pthread
 # OMPI_SKIP_MPICXX: the program uses the C API; skip the deprecated C++ one.
 build_program "$out/mpi_collectives" "$src/mpi_collectives.cc" mpicxx -O2 -DOMPI_SKIP_MPICXX
@@ -143,6 +148,7 @@ fi
 # machine touches all of them alike.
 for ((repeat = 1; repeat <= REPEATS; repeat++)); do
   run "limit-r$repeat" "$out/tcp_stream" -s "$STREAM_BYTES"
+  run "memory-r$repeat" "$out/mem_bandwidth" -s "$MEM_BYTES"
   round big "$repeat" "${big[@]}"
   round lat "$repeat" "${small[@]}"
 done
@@ -152,7 +158,7 @@ echo "# All-reduce, float sum, 2 ranks on $(hostname), $(nproc) cores, started $
 echo "# sizes $MIN_BYTES..$MAX_BYTES: -n $ITERS -w $WARMUP; 8..$LAT_MAX_BYTES B: -n $LAT_ITERS -w $LAT_WARMUP"
 echo "# load average (1, 5, 15 min) before: $load_before, after: $(load_average)"
 echo "# $REPEATS round(s): every configuration launched once per round, in the reverse order in even rounds"
-print_tables "$results"/limit-r*.txt "$results"/*-big-r*.txt "$results"/*-lat-r*.txt
+print_tables "$results"/limit-r*.txt "$results"/memory-r*.txt "$results"/*-big-r*.txt "$results"/*-lat-r*.txt
 
 # stats <tool> <table> <size> <field>: the spread over the launches (fields:
 # 10 = in-place time in us, 12 = in-place busbw in GB/s).
@@ -178,6 +184,8 @@ limit_figures() {
 memcpy=$(limit_figures memcpy)
 stream_one=$(limit_figures one_direction)
 stream_both=$(limit_figures both_directions)
+copy_1t=$(figures_of copy_1t memory "$results"/memory-r*.txt | spread)
+copy_2t=$(figures_of copy_2t memory "$results"/memory-r*.txt | spread)
 
 echo
 connections=$(cat "$results"/mpi-tcp-*.err 2>/dev/null | grep -c 'now connected to 127.0.0.1' || true)
@@ -188,6 +196,8 @@ echo "# Limits, median [min-max] over the runs of tcp_stream (each the best of i
 echo "#   memcpy $(show_spread "$memcpy") GB/s; loopback stream one direction $(show_spread "$stream_one")"
 echo "#   GB/s, both directions at once $(show_spread "$stream_both") GB/s per direction (the"
 echo "#   ceiling for a 2-rank ring)."
+echo "# Memory, over the runs of mem_bandwidth: memcpy with 1 thread $(show_spread "$copy_1t") GB/s,"
+echo "#   2 threads at once (both together) $(show_spread "$copy_2t") GB/s."
 echo
 echo "# Summary: in-place busbw (GB/s), median [min-max] of the launches; every peer supports"
 echo "# in-place, Gloo's classic algorithms only that. gloo = its variant with the best median"
@@ -245,7 +255,8 @@ for tool in "${tools[@]}"; do
     tsv_row "$tsv" result "$tool" all_reduce "$size" time_us "$(stats "$tool" lat "$size" 10)"
   done
 done
-tsv_row "$tsv" limit memcpy-1-thread - - GBps "$memcpy"
+tsv_row "$tsv" limit memcpy-1-thread - - GBps "$copy_1t"
+tsv_row "$tsv" limit memcpy-2-threads - - GBps "$copy_2t"
 tsv_row "$tsv" limit tcp-one-direction - - GBps "$stream_one"
 tsv_row "$tsv" limit tcp-both-directions - - GBps "$stream_both"
 
