@@ -36,7 +36,7 @@
 # (default 64K), REPEATS (launches of each configuration, default 5, at
 # least 1), COLLECTIVES (the bandwidth collectives, default "all_reduce
 # all_gather reduce_scatter broadcast"), MEM_BYTES (mem_bandwidth's buffer size, default 256M),
-# STREAM_BYTES (bytes per tcp_stream run, default 256M),
+# STREAM_BYTES (bytes per tcp_stream run, a plain number, default 268435456),
 # STEP_TIMEOUT (seconds any one run may take, default 600). Results stay in
 # <results> = <builddir>/bench/compare/results-shm.
 set -euo pipefail
@@ -56,6 +56,10 @@ LAT_MAX_BYTES=${LAT_MAX_BYTES:-64K}
 REPEATS=${REPEATS:-5}
 MEM_BYTES=${MEM_BYTES:-256M}
 STREAM_BYTES=${STREAM_BYTES:-268435456}
+if ! [[ $STREAM_BYTES =~ ^[1-9][0-9]*$ ]]; then
+  note "STREAM_BYTES must be a number of bytes (no K/M/G suffix), not '$STREAM_BYTES'"
+  exit 2
+fi
 # No single run may hang the comparison.
 STEP_TIMEOUT=${STEP_TIMEOUT:-600}
 

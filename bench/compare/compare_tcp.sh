@@ -58,6 +58,10 @@ big=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f 2 -d float -o sum -n "$ITERS" -w "$WARMU
 small=(-b 8 -e "$LAT_MAX_BYTES" -f 2 -d float -o sum -n "$LAT_ITERS" -w "$LAT_WARMUP" -c 1)
 read -ra gloo_algorithms <<<"$GLOO_ALGORITHMS"
 
+if ! [[ $STREAM_BYTES =~ ^[1-9][0-9]*$ ]]; then
+  note "STREAM_BYTES must be a number of bytes (no K/M/G suffix), not '$STREAM_BYTES'"
+  exit 2
+fi
 if ! [[ $REPEATS =~ ^[1-9][0-9]*$ ]]; then
   note "REPEATS must be a whole number of at least 1, not '$REPEATS'"
   exit 2

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/self_messages.h"
+
 namespace hora::api {
 
 namespace {
@@ -107,7 +109,10 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
   // A communicator that cannot run fails the group before any other's
   // part starts: none is left running, or waiting for this thread, after
   // ncclGroupEnd returns.
-  for (auto& [comm, commOps] : perComm) comm->checkUsable();
+  for (auto& [comm, commOps] : perComm) {
+    comm->checkUsable();
+    core::checkSelfMessagesPair(commOps, comm->rank());
+  }
   // Collectives on device buffers only enqueue kernels: every
   // communicator's part is launched from this thread, as NCCL launches a
   // group, without waking a worker thread per communicator (their ring

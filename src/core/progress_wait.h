@@ -153,7 +153,11 @@ void ProgressEngine::tracedWait(F done, const char* what) {
   try {
     waitLoop(done, what);
   } catch (...) {
-    trace_->wait(what, start, StepTrace::nowNs(), queued, counts_);
+    try {
+      trace_->wait(what, start, StepTrace::nowNs(), queued, counts_);
+    } catch (...) {
+      // Out of memory for the record: the wait's own error matters.
+    }
     throw;
   }
   trace_->wait(what, start, StepTrace::nowNs(), queued, counts_);

@@ -7,35 +7,29 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "base/env.h"
 #include "base/log.h"
 
 namespace hora::core {
 
-namespace {
-// Enough for a few thousand large collectives of a few hundred waits each;
-// allocated as it fills, not up front.
-constexpr long long kDefaultMaxRecords = 1 << 20;
-constexpr std::size_t kFirstReservation = 1 << 12;
-}  // namespace
-
-std::unique_ptr<StepTrace> StepTrace::fromEnvironment(int rank, int nranks) {
-  const auto prefix = env::get({"HORA_TRACE"});
-  if (!prefix) return nullptr;
-  const long long maxRecords = env::getInt({"HORA_TRACE_RECORDS"}, kDefaultMaxRecords);
-  HORA_CHECK_ARG(maxRecords > 0, "HORA_TRACE_RECORDS must be positive, got ", maxRecords);
+std::unique_ptr<StepTrace> StepTrace::open(const std::string& prefix, std::size_t maxRecords, int rank,
+                                            int nranks) {
+  if (prefix.empty()) return nullptr;
   // Communicators of one process (splits, ranks as threads) each get a file.
   static std::atomic<int> traces{0};
-  std::string path = strCat(*prefix, ".rank", rank, ".", traces.fetch_add(1), ".tsv");
-  return std::make_unique<StepTrace>(std::move(path), rank, nranks, static_cast<std::size_t>(maxRecords));
+  std::string path = strCat(prefix, ".rank", rank, ".", ::getpid(), ".", traces.fetch_add(1), ".tsv");
+  return std::make_unique<StepTrace>(std::move(path), rank, nranks, maxRecords);
 }
 
 StepTrace::StepTrace(std::string path, int rank, int nranks, std::size_t maxRecords)
-    : path_(std::move(path)), rank_(rank), nranks_(nranks), maxRecords_(maxRecords) {
-  records_.reserve(std::min(maxRecords_, kFirstReservation));
-}
+    : path_(std::move(path)), rank_(rank), nranks_(nranks), maxRecords_(maxRecords) {}
 
-StepTrace::~StepTrace() { write(); }
+StepTrace::~StepTrace() {
+  try {
+    write();
+  } catch (...) {
+    // A trace is worth less than the communicator's clean end.
+  }
+}
 
 std::uint64_t StepTrace::nowNs() {
   timespec now;
@@ -91,7 +85,8 @@ void StepTrace::write() const {
                  duration, r.isOp ? "op" : "wait", r.what, static_cast<unsigned long long>(r.op),
                  static_cast<unsigned long long>(r.bytes), r.counts.polls, r.counts.yields, r.counts.sleeps);
   }
-  if (std::fclose(file) != 0) HORA_LOG(Warn, "HORA_TRACE: cannot write ", path_, ": ", errnoText(errno));
+  const bool failed = std::ferror(file) != 0;
+  if (std::fclose(file) != 0 || failed) HORA_LOG(Warn, "HORA_TRACE: cannot write ", path_, ": ", errnoText(errno));
 }
 
 }  // namespace hora::core

@@ -9,19 +9,21 @@
 // HORA_TRACE=prefix turns it on. Each communicator's host executor then
 // keeps its records in memory (HORA_TRACE_RECORDS of them at most; later
 // ones are counted as dropped) and writes them, when the communicator is
-// destroyed, to prefix.rank<r>.<n>.tsv (n counts the communicators of the
-// process). Times are CLOCK_MONOTONIC nanoseconds, one clock for every
-// process of a host, so the ranks' files line up. Off, it costs one
-// branch per wait that is not met at once, and one per operation.
+// destroyed, to prefix.rank<r>.<pid>.<n>.tsv (r: the rank in that
+// communicator; n counts the communicators of the process, so that the
+// files of splits and of ranks as threads differ). Times are
+// CLOCK_MONOTONIC nanoseconds, one clock for every process of a host, so
+// the ranks' files line up. Off, it costs one branch per wait that is not
+// met at once, and one per operation.
 //
-// bench/compare/trace_summary.py reads the files: what share of each
-// rank's time went to which wait, and a figure of a few operations.
+// tools/trace/trace_summary.py reads the files: what share of each rank's
+// time went to which wait, and a figure of a few operations.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace hora::core {
 
@@ -35,13 +37,15 @@ struct WaitCounts {
 
 class StepTrace {
  public:
-  // The trace of a communicator's rank `rank` of `nranks`, where HORA_TRACE
-  // is set; null otherwise.
-  static std::unique_ptr<StepTrace> fromEnvironment(int rank, int nranks);
+  // The trace of a communicator's rank `rank` of `nranks` into files named
+  // after `prefix` (HORA_TRACE), keeping at most `maxRecords`; null where
+  // the prefix is empty.
+  static std::unique_ptr<StepTrace> open(const std::string& prefix, std::size_t maxRecords, int rank,
+                                         int nranks);
 
   StepTrace(std::string path, int rank, int nranks, std::size_t maxRecords);
   // Writes the file. A file that cannot be written is a warning in the
-  // log, never an error of the communicator.
+  // log, never an error of the communicator; nothing escapes.
   ~StepTrace();
   StepTrace(const StepTrace&) = delete;
   StepTrace& operator=(const StepTrace&) = delete;
@@ -77,7 +81,9 @@ class StepTrace {
   std::string path_;
   int rank_, nranks_;
   std::size_t maxRecords_;
-  std::vector<Record> records_;
+  // In blocks that never move: a growing trace copies nothing in the
+  // middle of the operation it times.
+  std::deque<Record> records_;
   std::uint64_t dropped_ = 0;
   std::size_t openOp_ = SIZE_MAX;  // index of the operation under way
   std::uint64_t ops_ = 0;          // operations begun, the current one's number

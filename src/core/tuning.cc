@@ -33,6 +33,10 @@ Tuning Tuning::fromEnvironment() {
   const long long check = env::getInt({"HORA_CHECK_AGREEMENT"}, 1);
   HORA_CHECK_ARG(check == 0 || check == 1, "HORA_CHECK_AGREEMENT must be 0 or 1, got ", check);
   t.checkAgreement = check == 1;
+  t.tracePrefix = env::get({"HORA_TRACE"}).value_or("");
+  const long long records = env::getInt({"HORA_TRACE_RECORDS"}, static_cast<long long>(t.traceRecords));
+  HORA_CHECK_ARG(records > 0, "HORA_TRACE_RECORDS must be positive, got ", records);
+  t.traceRecords = static_cast<std::size_t>(records);
   return t;
 }
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 
 #include "core/wait_mode.h"
 
@@ -89,6 +90,11 @@ struct Tuning {
   // that disagree on it stop with an error (core/agreement.h); 0 leaves
   // collectives unchecked. It must be set alike on every rank.
   bool checkAgreement = true;
+  // HORA_TRACE (empty: off) and HORA_TRACE_RECORDS: the step trace
+  // (step_trace.h). Read here, with the rest, so that a bad bound fails
+  // init before the rank joins the others.
+  std::string tracePrefix;
+  std::size_t traceRecords = std::size_t{1} << 20;
 
   // The defaults above, overridden by the environment; malformed or
   // out-of-range values are InvalidArgument errors naming the variable.

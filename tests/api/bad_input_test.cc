@@ -411,6 +411,28 @@ TEST(BadInput, ASendToItselfWithoutItsReceiveLeavesTheCommunicatorUsable) {
   EXPECT_EQ(async, ncclSuccess);
 }
 
+// A group one thread makes for several ranks: the rank whose part breaks
+// the rule is refused before any rank's part starts, so no part is left
+// waiting for a part that never ran.
+TEST(BadInput, AnUnpairedSendToItselfInAGroupOfSeveralRanksRunsNothing) {
+  LocalComms comms(3);
+  std::vector<float> data(3 * 4, 1.0f);
+  const auto start = std::chrono::steady_clock::now();
+  ncclGroupStart();
+  for (int rank = 0; rank < 3; ++rank)
+    ncclAllReduce(&data[rank * 4], &data[rank * 4], 4, ncclFloat, ncclSum, comms[rank], nullptr);
+  ncclSend(&data[8], 1, ncclFloat, 2, comms[2], nullptr);
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()),
+              FailsWith(ncclInvalidUsage, Words{"rank 2", "1 send(s) to itself", "0 receive(s)"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_THAT(data, ::testing::Each(1.0f));  // nothing ran
+  ncclGroupStart();
+  for (int rank = 0; rank < 3; ++rank)
+    ncclAllReduce(&data[rank * 4], &data[rank * 4], 4, ncclFloat, ncclSum, comms[rank], nullptr);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_THAT(data, ::testing::Each(3.0f));
+}
+
 TEST(BadInput, AShrinkExcludesSomeone) {
   LocalComms comms(1);
   ncclComm_t shrunk = nullptr;

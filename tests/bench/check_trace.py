@@ -68,11 +68,12 @@ def check_refusals(summary_py, folder):
         "bad record": "# hora step trace: rank 0 of 2\n"
                       "start_ns\tduration_ns\trecord\twhat\top\tbytes\tpolls\tyields\tsleeps\n"
                       "1\t2\tstep\tAllReduce\t1\t8\t0\t0\t0\n",
+        "not text": b"\x89PNG\r\n\x1a\n\xff\xfe",
     }
     for name, text in cases.items():
         path = os.path.join(folder, name.replace(" ", "_") + ".tsv")
-        with open(path, "w") as f:
-            f.write(text)
+        with open(path, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode())
         result = summarize(summary_py, path)
         if result.returncode == 0:
             fail(f"{name}: accepted")
@@ -81,12 +82,24 @@ def check_refusals(summary_py, folder):
     print(f"{len(cases)} files that are not traces refused")
 
 
+def check_duplicate_rank(summary_py, folder):
+    rank0 = sorted(glob.glob(os.path.join(folder, "job.rank0.*.tsv")))[0]
+    copy = os.path.join(folder, "copy.tsv")
+    with open(rank0) as source, open(copy, "w") as target:
+        target.write(source.read())
+    result = summarize(summary_py, rank0, copy)
+    if result.returncode == 0 or "a second file of rank 0" not in result.stderr:
+        fail(f"two files of rank 0 were not refused:\n{result.stdout}{result.stderr}")
+    print("two files of one rank refused")
+
+
 def main():
     summary_py, hora_run, hora_perf = sys.argv[1:4]
     require_matplotlib()
     with tempfile.TemporaryDirectory() as folder:
         check_job(summary_py, hora_run, hora_perf, folder)
         check_refusals(summary_py, folder)
+        check_duplicate_rank(summary_py, folder)
 
 
 if __name__ == "__main__":

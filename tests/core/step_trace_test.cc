@@ -184,7 +184,9 @@ TEST(StepTrace, TwoRanksRecordEveryOperationAndTheWaitsInsideIt) {
       EXPECT_EQ(ops[i].op, i + 1);
       EXPECT_EQ(ops[i].bytes, bytes[i]);
       EXPECT_GE(ops[i].duration, 0);
-      if (i > 0) EXPECT_GE(ops[i].start, ops[i - 1].start + ops[i - 1].duration);
+      if (i > 0) {
+        EXPECT_GE(ops[i].start, ops[i - 1].start + ops[i - 1].duration);
+      }
     }
     for (const Row& row : file.rows) {
       if (row.record != "wait") continue;

@@ -9,11 +9,16 @@ from it when a wait began.
 
     trace_summary.py FILE... [--name NAME] [--bytes B] [--skip N]
                              [--figure OUT.png|OUT.svg] [--ops K] [--xmax MS]
+                             [--title TEXT]
 
-Operations are selected by name (AllReduce, AllGather, point-to-point, ...)
-and size per rank; by default, the largest size in the first file and,
+The files are those of one communicator, one per rank (a rank given twice
+is refused). Operations are selected by name (AllReduce, AllGather,
+point-to-point, ...) and size per rank; what is not given is taken from
+the first file: the largest size (of that name, where one is given) and,
 of the operations of that size, the name that took the most time there
-(a benchmark's own small calls, such as its barriers, are left out). --skip leaves out the first N selected operations of each
+(a benchmark's own small calls, such as its barriers, are left out). A
+file whose bound on records was reached says so, and the summary warns:
+its last operations lack waits. --skip leaves out the first N selected operations of each
 rank (warm-up). --figure draws K (3) consecutive selected operations of every
 rank on one time axis: operations as light bars, waits coloured by kind;
 --xmax fixes the axis (milliseconds), so that figures of several runs compare.
@@ -33,14 +38,21 @@ class Malformed(Exception):
 
 def read_trace(path):
     """(rank, ops, waits): ops as dicts by number, waits as a list."""
-    with open(path) as f:
-        lines = f.read().splitlines()
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except UnicodeDecodeError:
+        raise Malformed(f"{path}: not a hora step trace (not text)")
     if not lines or not lines[0].startswith("# hora step trace: rank "):
         raise Malformed(f"{path}:1: not a hora step trace (no '# hora step trace' line)")
     try:
         rank = int(lines[0].split("rank ", 1)[1].split(" ", 1)[0])
     except ValueError:
         raise Malformed(f"{path}:1: no rank in the first line")
+    dropped = lines[0].rsplit(", ", 1)[-1]
+    if dropped.endswith(" dropped") and dropped.split(" ", 1)[0] not in ("0", ""):
+        print(f"trace_summary.py: warning: {path} reached its bound on records ({dropped}): "
+              "its last operations lack waits (HORA_TRACE_RECORDS)", file=sys.stderr)
     if len(lines) < 2 or lines[1].split("\t") != HEADER:
         raise Malformed(f"{path}:2: the header must be {' '.join(HEADER)}")
     ops, waits = {}, []
@@ -74,10 +86,10 @@ def select(ops, name, size, skip):
     return chosen[skip:]
 
 
-def largest(ops):
+def largest(ops, name=None, size=None):
     total = {}
     for op in ops.values():
-        if op["duration"] >= 0:
+        if op["duration"] >= 0 and name in (None, op["what"]) and size in (None, op["bytes"]):
             key = (op["what"], op["bytes"])
             total[key] = total.get(key, 0) + op["duration"]
     return max(total, key=lambda key: (key[1], total[key])) if total else None
@@ -171,13 +183,14 @@ def main():
         traces = [read_trace(path) for path in args.files]
         name, size = args.name, args.bytes
         if name is None or size is None:
-            first = largest(traces[0][1])
+            first = largest(traces[0][1], name, size)
             if first is None:
-                raise Malformed(f"{args.files[0]}: no finished operation")
-            name = name if name is not None else first[0]
-            size = size if size is not None else first[1]
+                raise Malformed(f"{args.files[0]}: no finished operation of that name or size")
+            name, size = first
         ranks = {}
-        for rank, ops in traces:
+        for path, (rank, ops) in zip(args.files, traces):
+            if rank in ranks:
+                raise Malformed(f"{path}: a second file of rank {rank}: give the files of one communicator")
             ranks[rank] = select(ops, name, size, args.skip)
         rows = [summarize(rank, chosen) for rank, chosen in sorted(ranks.items()) if chosen]
         if not rows:
