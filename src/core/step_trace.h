@@ -13,8 +13,9 @@
 // communicator; n counts the communicators of the process, so that the
 // files of splits and of ranks as threads differ). Times are
 // CLOCK_MONOTONIC nanoseconds, one clock for every process of a host, so
-// the ranks' files line up. Off, it costs one branch per wait that is not
-// met at once, and one per operation.
+// the ranks' files line up. Off, it costs a branch per operation and per
+// wait that is not met at once (the loop that polls counts its polls,
+// yields and sleeps either way: a few increments where it waits anyway).
 //
 // tools/trace/trace_summary.py reads the files: what share of each rank's
 // time went to which wait, and a figure of a few operations.
