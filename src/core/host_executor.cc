@@ -184,17 +184,16 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
   if (trace_ != nullptr) [[unlikely]]
     for (const Op* op : ops) bytes += op->bytes;
   TracedOp traced(trace_.get(), "point-to-point", bytes);
-  // Messages to self are copies, matched in issue order.
+  // Messages to self are copies, matched in issue order. That they pair up
+  // was checked before the call ran (core/self_messages.h), so that a
+  // group breaking the rule fails alone.
   std::vector<const Op*> selfSends, selfRecvs;
   for (const Op* op : ops)
     if (op->peer == rank) (op->kind == OpKind::Send ? selfSends : selfRecvs).push_back(op);
-  if (selfSends.size() != selfRecvs.size())
-    fail(ErrorKind::InvalidUsage, "rank ", rank, ": ", selfSends.size(), " send(s) to self but ",
-         selfRecvs.size(), " receive(s) from self in one group");
+  HORA_ENFORCE(selfSends.size() == selfRecvs.size(), "rank ", rank, ": unpaired messages to itself reached the executor");
   for (std::size_t i = 0; i < selfSends.size(); ++i) {
-    if (selfSends[i]->bytes != selfRecvs[i]->bytes)
-      fail(ErrorKind::InvalidUsage, "rank ", rank, ": send to self of ", selfSends[i]->bytes,
-           " bytes is matched by a receive of ", selfRecvs[i]->bytes, " bytes");
+    HORA_ENFORCE(selfSends[i]->bytes == selfRecvs[i]->bytes, "rank ", rank,
+                 ": a message to itself of another size than its receive reached the executor");
     if (selfSends[i]->bytes > 0)
       std::memmove(selfRecvs[i]->recv, selfSends[i]->send, selfSends[i]->bytes);
   }

@@ -16,6 +16,7 @@
 #include "core/step_trace.h"
 #include "nccl.h"
 #include "support/rank_threads.h"
+#include "support/scoped_env.h"
 
 namespace hora::core {
 namespace {
@@ -69,19 +70,6 @@ struct Folder {
   }
 };
 
-// Environment variables set for one test.
-struct Setting {
-  std::vector<std::string> names;
-  Setting(std::initializer_list<std::pair<const char*, std::string>> values) {
-    for (const auto& [name, value] : values) {
-      ::setenv(name, value.c_str(), 1);
-      names.emplace_back(name);
-    }
-  }
-  ~Setting() {
-    for (const auto& name : names) ::unsetenv(name.c_str());
-  }
-};
 
 TEST(StepTrace, WritesItsRecordsInOrder) {
   Folder folder;
@@ -149,7 +137,8 @@ TEST(StepTrace, AnOperationStillOpenHasNoDuration) {
 // Two ranks as threads over shared memory, each with a trace file.
 TEST(StepTrace, TwoRanksRecordEveryOperationAndTheWaitsInsideIt) {
   Folder folder;
-  const Setting setting{{"HORA_TRACE", (folder.path / "job").string()}, {"HORA_TRANSPORT", "shm"}};
+  const test_support::ScopedEnv trace("HORA_TRACE", (folder.path / "job").string());
+  const test_support::ScopedEnv transport("HORA_TRANSPORT", "shm");
   constexpr int kRanks = 2;
   constexpr std::size_t kCount = 1 << 18;  // 1 MiB of floats: several slices
   std::vector<ncclComm_t> comms(kRanks, nullptr);
@@ -205,7 +194,7 @@ TEST(StepTrace, TwoRanksRecordEveryOperationAndTheWaitsInsideIt) {
 }
 
 TEST(StepTrace, AFileThatCannotBeWrittenIsOnlyAWarning) {
-  const Setting setting{{"HORA_TRACE", "/nonexistent-hora-folder/trace"}};
+  const test_support::ScopedEnv trace("HORA_TRACE", "/nonexistent-hora-folder/trace");
   std::vector<ncclComm_t> comms(2, nullptr);
   ASSERT_EQ(ncclCommInitAll(comms.data(), 2, nullptr), ncclSuccess);
   test_support::onEachRank(2, [&](int rank) {
@@ -217,7 +206,8 @@ TEST(StepTrace, AFileThatCannotBeWrittenIsOnlyAWarning) {
 }
 
 TEST(StepTrace, ABadRecordBoundIsRefusedAtInit) {
-  const Setting setting{{"HORA_TRACE", "/tmp/unused"}, {"HORA_TRACE_RECORDS", "0"}};
+  const test_support::ScopedEnv trace("HORA_TRACE", "/tmp/unused");
+  const test_support::ScopedEnv records("HORA_TRACE_RECORDS", "0");
   std::vector<ncclComm_t> comms(2, nullptr);
   EXPECT_EQ(ncclCommInitAll(comms.data(), 2, nullptr), ncclInvalidArgument);
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("HORA_TRACE_RECORDS"), std::string::npos)

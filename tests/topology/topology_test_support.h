@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/scoped_env.h"
 #include "topology/topology.h"
 
 namespace hora::topology::testing {
@@ -48,25 +49,7 @@ class TempFile {
   std::string path_;
 };
 
-// Sets (or unsets, with nullopt) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) previous_ = old;
-    if (value) setenv(name, value->c_str(), 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (previous_) setenv(name_.c_str(), previous_->c_str(), 1);
-    else unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> previous_;
-};
+using test_support::ScopedEnv;
 
 // Rank r on host hostOfRank[r] drives GPU gpuOfRank[r] of the system (-1: none).
 inline std::vector<RankPlacement> place(const System& system, const std::vector<int>& gpuOfRank,
