@@ -262,6 +262,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
       fail(ErrorKind::InvalidArgument, "the communicator of rank ", impl->rank(),
            " was finalized already (ncclCommDestroy frees it)");
     impl->finalize();
+    impl->closeToWork();
   });
 }
 

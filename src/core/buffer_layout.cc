@@ -1,6 +1,7 @@
 #include "core/buffer_layout.h"
 
 #include <cstddef>
+#include <cstdint>
 
 #include "base/error.h"
 
@@ -45,6 +46,27 @@ void checkBufferOverlap(const Op& op, int rank, int nranks) {
   if (layout.exists && recv - send == layout.recvMinusSend) return;
   fail(ErrorKind::InvalidArgument, "rank ", rank, ": the ", opKindName(op.kind),
        "'s send and receive buffers overlap, but not in place (", layout.text, ")");
+}
+
+// A buffer of elements starts at a multiple of the element size, as C and
+// CUDA require of a typed pointer (a GPU faults on a misaligned float).
+// hora's schedules slice buffers and reduce them element by element, so
+// it is refused where the call enters, before any rank moves a byte; a
+// rank's unused buffers (a reduce's output off the root) are not looked at.
+void checkBufferAlignment(const Op& op, int rank, int nranks) {
+  const std::size_t element = dataTypeSize(op.type);
+  OpBufferBytes bytes = opBufferBytes(op, rank, nranks);
+  if (op.kind == OpKind::Send) bytes = {op.bytes, 0};
+  if (op.kind == OpKind::Recv) bytes = {0, op.bytes};
+  const auto check = [&](const void* buffer, std::size_t used, const char* name) {
+    // Element sizes are powers of two: a mask, not a division.
+    if (used == 0 || (reinterpret_cast<std::uintptr_t>(buffer) & (element - 1)) == 0) return;
+    fail(ErrorKind::InvalidArgument, "rank ", rank, ": the ", opKindName(op.kind), "'s ", name, " buffer ", buffer,
+         " is not aligned to its ", element, "-byte ", dataTypeName(op.type),
+         " elements (a buffer must start at a multiple of its element size)");
+  };
+  check(op.send, bytes.send, "send");
+  check(op.recv, bytes.recv, "receive");
 }
 
 }  // namespace hora::core

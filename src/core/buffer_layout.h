@@ -13,4 +13,8 @@ namespace hora::core {
 // `op`'s send and receive buffers on `rank` overlap other than in place.
 void checkBufferOverlap(const Op& op, int rank, int nranks);
 
+// Throws InvalidArgument, naming the rank and the buffer, when a buffer
+// `op` uses on `rank` does not start at a multiple of its element size.
+void checkBufferAlignment(const Op& op, int rank, int nranks);
+
 }  // namespace hora::core

@@ -516,6 +516,9 @@ void Communicator::checkUsable() const {
     fail(ErrorKind::InvalidUsage, "rank ", rank_, ": the communicator was ",
          revocation_ != Revocation::None ? "revoked (ncclCommRevoke); it can only be shrunk or destroyed" : "aborted");
   }
+  if (closedToWork_.load(std::memory_order_acquire))
+    fail(ErrorKind::InvalidUsage, "rank ", rank_,
+         ": the communicator was finalized (ncclCommFinalize); only ncclCommDestroy may follow");
   checkNotBroken();
 }
 
@@ -592,7 +595,10 @@ int Communicator::brokenRank() const {
   return brokenRank_;
 }
 
-void Communicator::checkBuffers(const Op& op) const { checkBufferOverlap(op, rank_, nranks_); }
+void Communicator::checkBuffers(const Op& op) const {
+  checkBufferAlignment(op, rank_, nranks_);
+  checkBufferOverlap(op, rank_, nranks_);
+}
 
 void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
   checkUsable();

@@ -89,9 +89,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // checkBuffers, host and device buffers mixed, and what the CUDA executor
   // refuses.
   MemoryKind checkedMemoryOf(std::span<const Op> ops) const;
-  // Refuses send and receive buffers that overlap other than in place
-  // (InvalidArgument). checkedMemoryOf runs it; nccl.h runs it at a call
-  // inside a group, which is queued until ncclGroupEnd.
+  // Refuses buffers not aligned to their elements, and send and receive
+  // buffers that overlap other than in place (InvalidArgument).
+  // checkedMemoryOf runs it; nccl.h runs it at a call inside a group,
+  // which is queued until ncclGroupEnd.
   void checkBuffers(const Op& op) const;
   // Throws what makes this communicator refuse work: an abort, a
   // revocation, or an earlier failure.
@@ -138,8 +139,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Whether revoke() was called, and whether it has stopped everything yet.
   enum class Revocation { None, Stopping, Done };
   Revocation revocation() const;
-  // Waits for all submitted work (ncclCommFinalize).
+  // Waits for all submitted work (ncclCommFinalize, and before a split,
+  // a shrink or a window registration).
   void finalize();
+  // ncclCommFinalize's end: from now on new work is refused at once
+  // (InvalidUsage): the peers finalized too and would never pair with it.
+  void closeToWork() { closedToWork_.store(true, std::memory_order_release); }
   // Stops everything now: in-flight and later operations fail, peers see
   // this rank's connections close.
   void abort();
@@ -298,6 +303,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   mutable std::mutex stateMutex_;
   // Set once brokenReason_ is: lets checkUsable skip the mutex on every call.
   std::atomic<bool> broken_{false};
+  std::atomic<bool> closedToWork_{false};  // closeToWork()
   std::string brokenReason_;
   ErrorKind brokenKind_ = ErrorKind::Internal;
   int brokenRank_ = -1;

@@ -43,20 +43,13 @@ HostPrimitives::HostPrimitives(ProgressEngine& engine, transport::Connector& con
       stamp_(options.stamp),
       staging_(staging) {
   HORA_ENFORCE(staging.slotBytes() >= elemSize_, "staging slot smaller than an element");
-  // Every reduction below is checked here, once per operation: the spec, and
-  // the caller's buffers' alignment to the element (staging slots and FIFO
-  // data are aligned by construction, every slice advances by whole
-  // elements, and every call with partly overlapping buffers is refused
-  // where it enters, Communicator::checkedMemoryOf), so the
-  // loops call reduceHostUnchecked.
+  // Every reduction below is checked here, once per operation: the spec.
+  // The caller's buffers were checked where the call entered
+  // (Communicator::checkedMemoryOf: every buffer a rank uses starts on an
+  // element, and partly overlapping buffers are refused); staging slots and
+  // FIFO data are aligned by construction, and every slice advances by
+  // whole elements. So the loops call reduceHostUnchecked.
   kernels::checkReduceArguments("a collective's reduction", spec, nullptr, nullptr, nullptr, 0);
-  // Element sizes are powers of two: a misaligned buffer has a low bit set,
-  // and only then does the full check run, to word the error.
-  const auto lowBits = (reinterpret_cast<std::uintptr_t>(in) | reinterpret_cast<std::uintptr_t>(out)) & (elemSize_ - 1);
-  if (lowBits != 0) [[unlikely]]
-    for (const void* buffer : {in, static_cast<const void*>(out)})
-      if (buffer != nullptr)
-        kernels::checkReduceArguments("a collective's buffer", spec, buffer, buffer, nullptr, 1);
   links_.reset();
 }
 

@@ -188,11 +188,54 @@ TEST(BadInput, BuffersOverlappingOtherThanInPlaceAreRefused) {
   }
 }
 
-TEST_F(SingleRank, BuffersNotAlignedToTheirElementAreRefused) {
-  auto* misaligned = reinterpret_cast<float*>(reinterpret_cast<char*>(out_.data()) + 1);
-  EXPECT_THAT(outcomeOf(ncclAllReduce(in_.data(), misaligned, kCount - 1, ncclFloat, ncclSum,
-                                      comm(), nullptr)),
-              FailsWith(ncclInvalidArgument, Words{"not aligned", "4 bytes"}));
+// Refused where the call enters, on the rank whose buffer it is: its call
+// fails, alone or in a group, and both ranks' communicators stay usable.
+// A buffer a rank does not use (a reduce's output off the root) may be
+// anything.
+TEST(BadInput, BuffersNotAlignedToTheirElementAreRefusedAtTheCall) {
+  LocalComms comms(2);
+  std::vector<float> storage(4 * kCount + 1);
+  float* aligned = storage.data();
+  auto* misaligned = reinterpret_cast<float*>(reinterpret_cast<char*>(storage.data() + 2 * kCount) + 2);
+  struct MisalignedCase {
+    const char* name;
+    std::function<ncclResult_t(ncclComm_t)> call;
+    Words words;
+  };
+  const std::vector<MisalignedCase> cases = {
+      {"ncclAllReduce",
+       [&](ncclComm_t c) { return ncclAllReduce(aligned, misaligned, kCount, ncclFloat, ncclSum, c, nullptr); },
+       {"rank 1", "AllReduce", "receive buffer", "not aligned", "4-byte float"}},
+      {"ncclAllGather", [&](ncclComm_t c) { return ncclAllGather(misaligned, aligned, 1, ncclFloat, c, nullptr); },
+       {"rank 1", "AllGather", "send buffer", "not aligned"}},
+      {"ncclBroadcast",
+       [&](ncclComm_t c) { return ncclBroadcast(aligned, misaligned, kCount, ncclFloat, 0, c, nullptr); },
+       {"rank 1", "Broadcast", "receive buffer"}},
+      {"ncclRecv", [&](ncclComm_t c) { return ncclRecv(misaligned, kCount, ncclFloat, 0, c, nullptr); },
+       {"rank 1", "Recv", "receive buffer", "not aligned"}},
+  };
+  auto usable = [&] {
+    std::vector<float> in0(kCount, 1.0f), in1(kCount, 2.0f), out0(kCount), out1(kCount);
+    if (ncclGroupStart() != ncclSuccess) return false;
+    ncclAllReduce(in0.data(), out0.data(), kCount, ncclFloat, ncclSum, comms[0], nullptr);
+    ncclAllReduce(in1.data(), out1.data(), kCount, ncclFloat, ncclSum, comms[1], nullptr);
+    return ncclGroupEnd() == ncclSuccess && out0 == std::vector<float>(kCount, 3.0f) && out0 == out1;
+  };
+  for (const MisalignedCase& bad : cases) {
+    EXPECT_THAT(outcomeOf(bad.call(comms[1])), FailsWith(ncclInvalidArgument, bad.words)) << bad.name;
+    EXPECT_TRUE(usable()) << bad.name << ": " << ncclGetLastError(nullptr);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(bad.call(comms[1]), ncclInvalidArgument) << bad.name << " in a group";
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument) << bad.name << " in a group";
+    EXPECT_TRUE(usable()) << bad.name << " after a group: " << ncclGetLastError(nullptr);
+  }
+  // Off the root, a reduce's output is not used: a misaligned one is fine.
+  std::vector<float> in0(kCount, 1.0f), in1(kCount, 5.0f), out0(kCount);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ncclReduce(in0.data(), out0.data(), kCount, ncclFloat, ncclSum, 0, comms[0], nullptr);
+  ncclReduce(in1.data(), misaligned, kCount, ncclFloat, ncclSum, 0, comms[1], nullptr);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_THAT(out0, ::testing::Each(6.0f));
 }
 
 TEST(BadInput, CountTimesRanksThatOverflowsIsRefused) {
@@ -655,6 +698,31 @@ TEST(BadInput, FinalizeIsOnceAndNullIsNothing) {
   EXPECT_EQ(ncclCommFinalize(comms[0]), ncclSuccess);
   EXPECT_THAT(outcomeOf(ncclCommFinalize(comms[0])),
               FailsWith(ncclInvalidArgument, Words{"ncclCommFinalize", "rank 0", "finalized already"}));
+}
+
+// After ncclCommFinalize only ncclCommDestroy may follow: the peers
+// finalized too, so new work would wait for them until the deadline.
+// It is refused at once; queries still answer.
+TEST(BadInput, WorkAfterFinalizeIsRefusedAtOnce) {
+  LocalComms comms(2);
+  comms.onEachRank([&](int rank) { EXPECT_EQ(ncclCommFinalize(comms[rank]), ncclSuccess); });
+  std::vector<float> in(kCount, 1.0f), out(kCount);
+  const auto start = std::chrono::steady_clock::now();
+  const Words finalized{"rank 0", "finalized", "ncclCommDestroy"};
+  EXPECT_THAT(outcomeOf(ncclAllReduce(in.data(), out.data(), kCount, ncclFloat, ncclSum, comms[0], nullptr)),
+              FailsWith(ncclInvalidUsage, finalized));
+  EXPECT_THAT(outcomeOf(ncclSend(in.data(), kCount, ncclFloat, 1, comms[0], nullptr)),
+              FailsWith(ncclInvalidUsage, finalized));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ncclBroadcast(in.data(), out.data(), kCount, ncclFloat, 0, comms[0], nullptr);
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()), FailsWith(ncclInvalidUsage, finalized));
+  ncclComm_t child = nullptr;
+  EXPECT_THAT(outcomeOf(ncclCommSplit(comms[0], 0, 0, &child, nullptr)), FailsWith(ncclInvalidUsage, finalized));
+  EXPECT_EQ(child, nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  int count = 0;
+  EXPECT_EQ(ncclCommCount(comms[0], &count), ncclSuccess);
+  EXPECT_EQ(count, 2);
 }
 
 TEST(BadInput, MemoryArgumentsAreChecked) {
