@@ -432,9 +432,18 @@ void exchange(Socket& sender, const void* sendData, std::size_t sendBytes, const
     if (moved > 0 || (sendBytes == 0 && recvBytes == 0)) continue;
     if (abort != nullptr && abort->load(std::memory_order_relaxed))
       fail(ErrorKind::InvalidUsage, "communicator aborted while exchanging with ", recvPeer);
-    if (deadline.expired())
-      fail(ErrorKind::Remote, "timed out exchanging data with ", sendPeer, " and ", recvPeer,
-           " (HORA_TIMEOUT; a peer may be hung or dead)");
+    if (deadline.expired()) {
+      // Name what is still missing, and a peer once (in a ring of two the
+      // next and the previous rank are the same).
+      const std::string stuck = sendBytes > 0 && recvBytes > 0
+                                    ? (sendPeer == recvPeer ? strCat("sending to and receiving from ", sendPeer)
+                                                            : strCat("sending to ", sendPeer, " and receiving from ",
+                                                                     recvPeer))
+                                : sendBytes > 0 ? strCat("sending to ", sendPeer)
+                                                : strCat("receiving from ", recvPeer);
+      fail(ErrorKind::Remote, "timed out ", stuck,
+           " (HORA_TIMEOUT): the peer never made the matching call, or is hung or dead");
+    }
     pollfd entries[2];
     int count = 0;
     if (sendBytes > 0) entries[count++] = {sender.fd(), POLLOUT, 0};

@@ -113,9 +113,11 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   const std::string rootName = strCat("the bootstrap root at ", id.root.toString());
   RootReply reply;
   Socket root;
+  bool rootReached = false;
   try {
     bool rootWasDown = false;
     root = Socket::connect(id.root, deadline, abort, rootName, /*listenerWasUp=*/false, &rootWasDown);
+    rootReached = true;
     // The root answers by its own deadline at the latest: the table, or why
     // init failed (a rank that never came, named). A root that came up
     // after this rank started (NCCL_COMM_ID: rank 0 started later) has a
@@ -141,7 +143,16 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
   } catch (const Error& error) {
     // With NCCL_COMM_ID rank 0 hosts the root: a root that never listened,
     // closed or did not answer is rank 0 gone, stopped or not started.
-    if (error.kind() != ErrorKind::Remote || rank == 0 || !rootHostedByRankZero()) throw;
+    if (error.kind() != ErrorKind::Remote) throw;
+    if (rank == 0 || !rootHostedByRankZero()) {
+      if (rootReached) throw;
+      // The root of a ncclUniqueId listens from ncclGetUniqueId until the
+      // communicator is made: an id used a second time finds it gone.
+      throw Error(error.kind(),
+                  strCat("rank ", rank, ": ", error.what(), ". The root listens in the process that called ",
+                         "ncclGetUniqueId, until the communicator it was made for is ready: that process must ",
+                         "be running, and a ncclUniqueId serves one initialisation only"));
+    }
     throw Error(error.kind(),
                 strCat("rank ", rank, ": rank 0 failed first: the rendezvous root it hosts (NCCL_COMM_ID) ",
                        "was not reached or did not answer: ", error.what()),

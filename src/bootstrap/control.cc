@@ -127,7 +127,7 @@ UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, co
   ShrinkReply reply;
   socket.recvAll(&reply, sizeof(reply), deadline, nullptr, strCat(name, ", the first rank of the shrunk communicator"));
   reply.error[sizeof(reply.error) - 1] = '\0';
-  if (!reply.ok) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ncclCommShrink: ", reply.error);
+  if (!reply.ok) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", reply.error);
   return decode(reply.id);
 }
 
@@ -188,7 +188,7 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
       HORA_LOG(Warn, "rank ", rank_, ": could not answer ", describe(m), "'s shrink request: ", error.what());
     }
   }
-  if (!disagreement.empty()) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ncclCommShrink: ", disagreement);
+  if (!disagreement.empty()) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", disagreement);
 }
 
 }  // namespace hora::bootstrap

@@ -57,12 +57,12 @@ std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   std::vector<int> sorted = excluded;
   std::sort(sorted.begin(), sorted.end());
   for (int rank : sorted)
-    HORA_CHECK_ARG(rank >= 0 && rank < nranks_, "ncclCommShrink: excluded rank ", rank, " is outside [0, ",
+    HORA_CHECK_ARG(rank >= 0 && rank < nranks_, "rank ", rank_, ": excluded rank ", rank, " is outside [0, ",
                    nranks_, ")");
   HORA_CHECK_ARG(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
-                 "ncclCommShrink: excludeRanksList names a rank twice");
-  HORA_CHECK_ARG(!std::binary_search(sorted.begin(), sorted.end(), rank_), "ncclCommShrink: rank ", rank_,
-                 " is in excludeRanksList; excluded ranks do not call ncclCommShrink");
+                 "rank ", rank_, ": excludeRanksList names a rank twice");
+  HORA_CHECK_ARG(!std::binary_search(sorted.begin(), sorted.end(), rank_), "rank ", rank_,
+                 " is in excludeRanksList; excluded ranks do not take part in the shrink");
 
   // Default: operations already issued finish first (on a communicator
   // that failed, they fail at once). NCCL_SHRINK_ABORT stops them.

@@ -16,6 +16,7 @@
 
 #include "local_comms.h"
 #include "support/program_run.h"
+#include "support/scoped_env.h"
 #include "nccl_outcome.h"
 
 namespace hora_api_test {
@@ -723,6 +724,24 @@ TEST(BadInput, WorkAfterFinalizeIsRefusedAtOnce) {
   int count = 0;
   EXPECT_EQ(ncclCommCount(comms[0], &count), ncclSuccess);
   EXPECT_EQ(count, 2);
+}
+
+// A ncclUniqueId's root closes once its communicator is made: an id used
+// again is refused by the deadline with a text that says why.
+TEST(BadInput, AUniqueIdUsedTwiceSaysItServesOneInitialisation) {
+  hora::test_support::ScopedEnv shortTimeout("HORA_TIMEOUT", "1");
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclComm_t first[2] = {nullptr, nullptr}, second[2] = {nullptr, nullptr};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < 2; ++rank) ncclCommInitRank(&first[rank], 2, id, rank);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < 2; ++rank) ncclCommInitRank(&second[rank], 2, id, rank);
+  EXPECT_THAT(outcomeOf(ncclGroupEnd()),
+              FailsWith(ncclRemoteError, Words{"bootstrap root", "ncclGetUniqueId", "one initialisation only"}));
+  for (ncclComm_t comm : {first[0], first[1], second[0], second[1]})
+    if (comm != nullptr) ncclCommDestroy(comm);
 }
 
 TEST(BadInput, MemoryArgumentsAreChecked) {
