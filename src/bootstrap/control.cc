@@ -40,9 +40,7 @@ void Bootstrap::announce(const Error& error) {
   std::memcpy(message.data(), &header, sizeof(header));
   std::memcpy(message.data() + sizeof(header), text.data(), text.size());
   const Deadline all = Deadline::after(kAnnounceBudget);
-  for (int peer = 0; peer < nranks_; ++peer) {
-    // The rank that failed first is not told: it is gone or knows.
-    if (peer == rank_ || peer == error.failedRank() || all.expired()) continue;
+  auto tell = [&](int peer) {
     try {
       const Deadline deadline = Deadline::after(kAnnouncePerPeer);
       Socket socket = visit(peer, VisitKind::Notice, deadline);
@@ -51,7 +49,20 @@ void Bootstrap::announce(const Error& error) {
       HORA_LOG(Info, "rank ", rank_, ": could not tell ", describe(peer), " why the communicator stopped: ",
                failure.what());
     }
-  }
+  };
+  const int blamed = error.failedRank();
+  for (int peer = 0; peer < nranks_; ++peer)
+    if (peer != rank_ && peer != blamed && !all.expired()) tell(peer);
+  // The rank blamed, last: it is gone or knows, unless it was only late (a
+  // rank that waited for it gave up first). Told, such a rank learns why
+  // its peers stopped, instead of blaming the first of them to close. Only
+  // one of this host whose process still runs (not stopped by a signal):
+  // elsewhere its silence may be the network's, and the visit could use up
+  // the budget.
+  if (blamed >= 0 && blamed != rank_ && blamed < nranks_ && !all.expired() &&
+      peers_[blamed].hostHash == peers_[rank_].hostHash && !processGone(peers_[blamed].pid) &&
+      !processStopped(peers_[blamed].pid))
+    tell(blamed);
 }
 
 PeerNotice Bootstrap::readNotice(Socket& socket, int from) {

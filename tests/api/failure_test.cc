@@ -195,6 +195,42 @@ TEST(Failure, RankThatDiesDuringInitIsNamedAtOnce) {
   ranks[kLate]->signal(SIGKILL);
 }
 
+// Rank 1 comes to an all-reduce after rank 0 gave up waiting for it
+// (HORA_TIMEOUT): rank 0 blames rank 1, and tells it so. Rank 1's next
+// call then says that rank 0 stopped the communicator and why, instead of
+// blaming rank 0 for closing its connections.
+TEST(Failure, ALateRankLearnsWhyTheRankThatWaitedForItStopped) {
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < 2; ++rank)
+    ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
+      useRendezvous(port, "2");
+      ncclComm_t comm = joinCommunicator(reporter, 2, rank);
+      if (comm == nullptr) return 1;
+      if (rank == 1) std::this_thread::sleep_for(seconds(4));
+      std::vector<float> data(1024, 1.0f);
+      Outcome first = outcomeOf(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm, nullptr));
+      if (rank == 1) std::this_thread::sleep_for(milliseconds(200));  // rank 0's notice is on its way
+      Outcome second = outcomeOf(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm, nullptr));
+      reportOutcome(reporter, "first", first);
+      reportOutcome(reporter, "second", second);
+      if (rank == 0) reporter.report("done", "");
+      if (rank == 0) std::this_thread::sleep_for(seconds(4));  // alive while rank 1 runs its calls
+      ncclCommDestroy(comm);
+      return 0;
+    }));
+  for (int rank = 0; rank < 2; ++rank) {
+    ChildExit exit = ranks[rank]->waitExit(seconds(20));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << " " << exit.describe();
+  }
+  Outcome waited = reportedOutcome(*ranks[0], "first");
+  EXPECT_EQ(waited.result, ncclRemoteError) << waited;
+  EXPECT_THAT(waited.text, ContainsRegex(failedFirst(1))) << waited;
+  Outcome late = reportedOutcome(*ranks[1], "second");
+  EXPECT_EQ(late.result, ncclRemoteError) << late;
+  EXPECT_THAT(late.text, AllOf(HasSubstr("stopped by rank 0"), ContainsRegex(failedFirst(1)))) << late;
+}
+
 TEST(Failure, MissingRendezvousRootFailsInitNamingIt) {
   // Rank 1 of 2 starts; rank 0, which hosts the rendezvous, never does.
   const int port = freeLoopbackPort();
