@@ -1,5 +1,5 @@
 # Helpers shared by the comparison scripts of this folder (compare_tcp.sh,
-# compare_shm.sh, compare_builds.sh). Sourced, not run: each function takes
+# compare_shm.sh, compare_ofi.sh, compare_builds.sh). Sourced, not run: each function takes
 # what it works on as arguments, so the scripts keep their own settings and
 # result folders.
 # shellcheck shell=bash
@@ -101,9 +101,11 @@ column_of() {
 }
 
 # wrong_in <file>...: the wrong elements counted over the result tables
-# (#wrong columns 9 and 13), or n/a when no table had the column.
+# (#wrong columns 9 and 13), or n/a when no table had the column. A file
+# that is missing (a pattern that matched nothing) counts as no table, not
+# as a failure, so that `wrong=$(wrong_in ...)` never stops a set -e script.
 wrong_in() {
-  cat "$@" 2>/dev/null |
+  { cat "$@" 2>/dev/null || true; } |
     awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) { w += $f; n++ } }
          END { if (n) print w + 0; else print "n/a" }'
 }
@@ -243,4 +245,23 @@ finish_report() {
   fi
   echo "# summary for programs: $tsv"
   plot_summary "$tsv" "$results/figures" "$title"
+}
+
+# exit_with_verdict <wrong elements: a number or n/a> [failed run names...]
+# Ends a comparison script once its report is complete. A run that failed,
+# timed out or counted wrong elements makes the figures beside it
+# suspect, so the script then exits with 1 after one line saying how many;
+# whoever runs it (a person, a loop, CI) notices from the status alone.
+# n/a wrong elements (no table had the column) is not a failure by itself:
+# a run without a table is already among the failed.
+exit_with_verdict() {
+  local wrong=$1
+  shift
+  local failed=$#
+  [[ $wrong =~ ^[0-9]+$ ]] || wrong=0
+  if ((failed == 0 && wrong == 0)); then
+    exit 0
+  fi
+  echo "# FAILED: $failed run(s) failed or timed out, $wrong wrong element(s) reported"
+  exit 1
 }

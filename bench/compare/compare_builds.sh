@@ -17,6 +17,8 @@
 # MIN_BYTES and MAX_BYTES (16M, 64M), ITERS and WARMUP (10, 3), LAT_MAX_BYTES
 # (64K), LAT_ITERS and LAT_WARMUP (2000, 200), STEP_TIMEOUT (300 s). Results
 # stay in <after-builddir>/bench/compare/results-builds.
+# Exit status, once the whole report is printed: 1 when any run failed,
+# timed out or reported wrong elements (a last line says how many), else 0.
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -140,8 +142,10 @@ for place in ip oop; do
   table "$time" "${latency_collectives[@]/#/lat_}"
 done
 echo
-echo "# wrong elements over every table: $(wrong_in "$results"/*.txt)"
+wrong=$(wrong_in "$results"/*.txt)
+echo "# wrong elements over every table: $wrong"
 if ((${#failed[@]})); then
   echo "# FAILED or timed out (errors in $results/<name>.err): ${failed[*]}"
 fi
 echo "# total run time: $((SECONDS - started)) s"
+exit_with_verdict "$wrong" "${failed[@]}"

@@ -18,6 +18,8 @@
 # ITERS and WARMUP (default 5 and 2), REPEATS (default 5), STREAM_BYTES
 # (default 1073741824), STEP_TIMEOUT (seconds a run may take, default 600),
 # OFI_PROVIDER (default tcp). Results stay in <builddir>/bench/compare/results-ofi.
+# Exit status, once the whole report is printed: 1 when any run failed,
+# timed out or reported wrong elements (a last line says how many), else 0.
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -106,3 +108,4 @@ done
 tsv_row "$tsv" limit tcp-both-directions - - GBps "$stream_both"
 echo
 finish_report "$tsv" "$results" 1 "hora: ofi (libfabric $OFI_PROVIDER) against tcp, 2 ranks, loopback" "${failed[@]}"
+exit_with_verdict "$(wrong_in "$results"/*-r*.txt)" "${failed[@]}"

@@ -39,6 +39,8 @@
 # STREAM_BYTES (bytes per tcp_stream run, a plain number, default 268435456),
 # STEP_TIMEOUT (seconds any one run may take, default 600). Results stay in
 # <results> = <builddir>/bench/compare/results-shm.
+# Exit status, once the whole report is printed: 1 when any run failed,
+# timed out or reported wrong elements (a last line says how many), else 0.
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -357,3 +359,4 @@ echo "# wrong elements over every table: hora $(wrong_in "$results"/hora-*.txt),
 finish_report "$tsv" "$results" "$have_hora" \
   "Shared memory, 2 ranks, float; median and range of $REPEATS launches; $started_at" "${failed[@]}"
 echo "# total run time: $((SECONDS - started)) s"
+exit_with_verdict "$(wrong_in "$results"/hora-*.txt "$results"/horawin-*.txt "$results"/mpi-*.txt)" "${failed[@]}"

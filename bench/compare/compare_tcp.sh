@@ -33,6 +33,8 @@
 # (mem_bandwidth's buffer size, default 256M), STEP_TIMEOUT
 # (seconds any one run may take, default 600). Results stay in
 # <results> = <builddir>/bench/compare/results.
+# Exit status, once the whole report is printed: 1 when any run failed,
+# timed out or reported wrong elements (a last line says how many), else 0.
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -265,7 +267,9 @@ tsv_row "$tsv" limit tcp-one-direction - - GBps "$stream_one"
 tsv_row "$tsv" limit tcp-both-directions - - GBps "$stream_both"
 
 echo
-echo "# wrong elements over every table: $(wrong_in "$results"/*-big-r*.txt "$results"/*-lat-r*.txt)"
+wrong=$(wrong_in "$results"/*-big-r*.txt "$results"/*-lat-r*.txt)
+echo "# wrong elements over every table: $wrong"
 finish_report "$tsv" "$results" "$have_hora" \
   "TCP loopback, 2 ranks, float sum; median and range of $REPEATS launches; $started_at" "${failed[@]}"
 echo "# total run time: $((SECONDS - started)) s"
+exit_with_verdict "$wrong" "${failed[@]}"

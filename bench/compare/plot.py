@@ -27,9 +27,13 @@ tool        result: who ran it (hora, hora-win for hora on registered
             limit: the limit's name (memcpy-1-thread, memcpy-2-threads,
             add-2-threads, tcp-one-direction, tcp-both-directions,
             core-to-core-copy, core-to-core-latency, ...).
-collective  result: the collective (all_reduce, all_gather, ...); limit: -
+            No spaces, and no '$' (matplotlib would read math text).
+collective  result: the collective (all_reduce, all_gather, ...): letters,
+            digits, '_' and '-' only, as it names the figure's files;
+            limit: -
 size_bytes  result: the message size in bytes, as in the size column of
-            nccl-tests' tables (a whole integer > 0); limit: -
+            nccl-tests' tables (a whole integer from 1 to 2^63 - 1, written
+            in ASCII digits); limit: -
 metric      result: busbw_GBps (bus bandwidth, nccl-tests' definition, GB/s
             with 1 GB = 10^9 bytes) or time_us (the time of one operation in
             microseconds, for the latency sizes);
@@ -39,9 +43,10 @@ median, min, max
             over n separate launches: of a result, the figure of each launch
             of the tool at that size (the scripts use the in-place column:
             every library has one); of a limit, the figure of each run of
-            the program that measures it. Non-negative numbers with
-            min <= median <= max.
-n           how many launches or runs gave a figure (a whole integer >= 1).
+            the program that measures it. Non-negative numbers, at most
+            10^15, with min <= median <= max.
+n           how many launches or runs gave a figure (a whole integer from 1
+            to 2^63 - 1, in ASCII digits).
 
 A (kind, tool, collective, size_bytes, metric) appears at most once.
 """
@@ -50,11 +55,23 @@ import argparse
 import importlib.util
 import math
 import os
+import re
 import sys
 
 HEADER = ["kind", "tool", "collective", "size_bytes", "metric", "median", "min", "max", "n"]
 RESULT_METRICS = {"busbw_GBps", "time_us"}
 LIMIT_METRICS = {"GBps", "ns"}
+# Whole numbers fit a signed 64-bit integer, as every size and count a C
+# program of the comparisons prints does; beyond that matplotlib's axis
+# arithmetic fails deep inside instead of the file being refused.
+WHOLE_LIMIT = 2**63
+# Far above any bandwidth (GB/s) or time (us, ns) a run reports, and far
+# below where the axis limits (a margin above the highest figure) overflow.
+NUMBER_LIMIT = 1e15
+# A collective names its figures' files: a plain identifier, so that no
+# name (with '/' or '..') can reach outside OUTDIR.
+COLLECTIVE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+WHOLE_NUMBER = re.compile(r"[0-9]+")
 
 
 class Malformed(Exception):
@@ -81,14 +98,16 @@ def parse_number(text, what):
         value = float(text)
     except ValueError:
         raise Malformed(f"{what} '{text}' is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise Malformed(f"{what} '{text}' is not a finite non-negative number")
+    if not math.isfinite(value) or value < 0 or value > NUMBER_LIMIT:
+        raise Malformed(f"{what} '{text}' is not a number from 0 to {NUMBER_LIMIT:g}")
     return value
 
 
 def parse_whole(text, what, least):
-    if not text.isdigit() or int(text) < least:
-        raise Malformed(f"{what} '{text}' is not a whole number of at least {least}")
+    # fullmatch of ASCII digits: str.isdigit() also accepts digits such as
+    # '²', which int() then refuses.
+    if not WHOLE_NUMBER.fullmatch(text) or not least <= int(text) < WHOLE_LIMIT:
+        raise Malformed(f"{what} '{text}' is not a whole number from {least} to 2^63 - 1")
     return int(text)
 
 
@@ -98,9 +117,14 @@ def parse_row(fields):
     kind, tool, collective, size, metric = fields[:5]
     if not tool or tool == "-" or any(c.isspace() for c in tool):
         raise Malformed(f"tool '{tool}' is empty or has spaces")
+    if "$" in tool:
+        raise Malformed(f"tool '{tool}' has a '$', which would be drawn as math text")
     if kind == "result":
         if not collective or collective == "-":
             raise Malformed("a result row needs a collective")
+        if not COLLECTIVE_NAME.fullmatch(collective):
+            raise Malformed(f"collective '{collective}' is not a plain name (letters, digits, '_' and '-'): "
+                            "it names the figure files")
         size = parse_whole(size, "size_bytes", 1)
         if metric not in RESULT_METRICS:
             raise Malformed(f"metric '{metric}' of a result is not one of {sorted(RESULT_METRICS)}")
@@ -308,6 +332,12 @@ def main():
         plotter.draw_all()
     except OSError as error:
         print(f"plot.py: cannot write the figures into {args.outdir}: {error}", file=sys.stderr)
+        return 1
+    except ValueError as error:
+        # What matplotlib refuses while drawing, such as a --title whose
+        # $...$ is not valid math text; its messages can span lines.
+        reason = " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+        print(f"plot.py: cannot draw the figures of {args.summary}: {reason}", file=sys.stderr)
         return 1
     for path in plotter.written:
         print(path)

@@ -276,7 +276,7 @@ Operation:
   -r, --root R            root rank of broadcast and reduce, or all (or -1) (default 0)
 Measurement:
   -n, --iters N           timed iterations per size (default 20)
-  -w, --warmup_iters N    untimed iterations before them (default 5)
+  -w, --warmup_iters N    untimed iterations before them (default 1)
   -c, --check N           iterations whose results are checked, 0 for none
                           (default 1)
   -a, --average M         time reported across ranks: 0 rank 0, 1 mean,

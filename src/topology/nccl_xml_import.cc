@@ -15,6 +15,12 @@ namespace hora::topology {
 
 namespace {
 
+// The most links one <nvlink> element may count. No NVLink generation has
+// given a GPU more than 18 links in all (NVLink 4 and 5), so a count far
+// above that can only come from a broken file; 64 leaves room for the next
+// generations and still stops a count that would read as an absurd bandwidth.
+constexpr long kMaxNvLinkCount = 64;
+
 // An <nvlink> to resolve once every GPU of the file is known.
 struct PendingNvLink {
   int gpu;
@@ -78,8 +84,27 @@ class NcclXmlImporter {
     return *canonical;
   }
 
+  // Each NUMA node has one <cpu>: a second one would merge into the first,
+  // its CPUs replacing the first's.
+  void claimNumaNode(const xml::Element& e, int numa) {
+    auto [first, isNew] = numaLines_.emplace(numa, e.line);
+    if (!isNew)
+      error(e, "a second <cpu> of NUMA node ", numa, " (the first is at line ", first->second,
+            "): each <cpu> needs a numaid of its own");
+  }
+
+  // A bus id addresses one PCI function: two elements with the same one
+  // would list one device twice.
+  void claimBusId(const xml::Element& e, const std::string& id) {
+    auto [first, isNew] = busIdLines_.emplace(id, e.line);
+    if (!isNew)
+      error(e, "<", e.name, "> busid=\"", id, "\" appears twice (the first at line ", first->second,
+            "): bus ids must be unique");
+  }
+
   void cpu(const xml::Element& e) {
     int numa = static_cast<int>(integer(e, "numaid", builder_.cpuSummary().numaNodes));
+    claimNumaNode(e, numa);
     int node = builder_.cpuNode(numa);
     CpuSummary& summary = builder_.cpuSummary();
     if (auto arch = e.attribute("arch"); arch && summary.architecture.empty()) summary.architecture = *arch;
@@ -103,6 +128,7 @@ class NcclXmlImporter {
 
   void pci(const xml::Element& e, int parentNode, int cpuNode) {
     std::string id = busId(e, required(e, "busid"));
+    claimBusId(e, id);
     unsigned long cls = static_cast<unsigned long>(integer(e, "class", 0));
     long vendor = integer(e, "vendor", -1);
     double link = pcieLinkGBps(number(e, "link_speed"), static_cast<int>(integer(e, "link_width", 0)));
@@ -180,7 +206,9 @@ class NcclXmlImporter {
     for (const auto& link : gpu.children) {
       if (link->name != "nvlink") continue;
       long count = integer(*link, "count", 1);
-      if (count <= 0) continue;
+      if (count < 1 || count > kMaxNvLinkCount)
+        error(*link, "<nvlink> count=\"", link->attribute("count").value_or(""), "\" must be between 1 and ",
+              kMaxNvLinkCount, " links");
       pending_.push_back(PendingNvLink{gpuId, cpuNode, required(*link, "target"),
                                        static_cast<unsigned long>(integer(*link, "tclass", 0)),
                                        static_cast<double>(count) * nvlinkGBpsPerLink(sm), link->line});
@@ -227,6 +255,8 @@ class NcclXmlImporter {
   const std::string& source_;
   SystemBuilder& builder_;
   std::vector<PendingNvLink> pending_;
+  std::map<int, int> numaLines_;           // NUMA node -> line of its <cpu>
+  std::map<std::string, int> busIdLines_;  // bus id -> line of its <pci>
 };
 
 }  // namespace

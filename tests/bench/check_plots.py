@@ -106,6 +106,16 @@ def broken_variants(lines):
         ("a size that is no whole number", text(header, with_field(result, 3, "16M"))),
         ("an unknown result metric", text(header, with_field(result, 4, "algbw_GBps"))),
         ("n of 0", text(header, with_field(result, 8, "0"))),
+        ("n of a superscript two", text(header, with_field(result, 8, "\u00b2"))),
+        ("a size in full-width digits", text(header, with_field(result, 3, "\uff11\uff16"))),
+        ("a size of 10^400", text(header, with_field(result, 3, "1" + "0" * 400))),
+        ("a size of 2^63", text(header, with_field(result, 3, str(2**63)))),
+        ("an n of 2^63", text(header, with_field(result, 8, str(2**63)))),
+        ("a median of 10^300", text(header, with_field(result, 5, "1e300"))),
+        ("a collective with a slash", text(header, with_field(result, 2, "../escape"))),
+        ("a collective of '..'", text(header, with_field(result, 2, ".."))),
+        ("a collective with a space", text(header, with_field(result, 2, "all reduce"))),
+        ("a tool with math text", text(header, with_field(result, 1, "$\\frac{$"))),
         ("a limit with a collective", text(header, result, with_field(limit, 2, "all_reduce"))),
         ("an unknown limit metric", text(header, result, with_field(limit, 4, "busbw_GBps"))),
         ("a row twice", text(header, result, result)),
@@ -130,7 +140,25 @@ def check_malformed(plot_py, summary):
                 fail(f"plot.py's message for a file with {what} is not a clear one:\n{result.stderr}")
             if os.path.exists(outdir) and os.listdir(outdir):
                 fail(f"plot.py drew figures from a file with {what}")
+        # Nothing beside the summaries and their (empty) figure folders: a
+        # collective such as '../escape' wrote no file outside OUTDIR.
+        strays = [name for name in os.listdir(folder)
+                  if not (name.startswith("broken-") or name.startswith("figures-"))]
+        if strays:
+            fail(f"plot.py wrote outside its OUTDIR: {' '.join(sorted(strays))}")
         print(f"{len(variants)} malformed files refused")
+
+
+def check_bad_title(plot_py, summary):
+    """A title matplotlib cannot draw (bad math text) fails with one line, no traceback."""
+    with tempfile.TemporaryDirectory() as outdir:
+        result = subprocess.run([sys.executable, plot_py, summary, outdir, "--title", "$\\frac{$"],
+                                capture_output=True, text=True, timeout=60)
+        lines = result.stderr.strip().splitlines()
+        if result.returncode != 1 or "Traceback" in result.stderr or len(lines) != 1:
+            fail(f"a title of bad math text: exit status {result.returncode}, 1 and one line expected:\n"
+                 f"{result.stderr}")
+    print("a title matplotlib cannot draw refused")
 
 
 def main():
@@ -144,6 +172,7 @@ def main():
         check_figures(plot_py, summary, names)
     else:
         check_malformed(plot_py, summary)
+        check_bad_title(plot_py, summary)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Checks the step trace end to end: two ranks started by hora-run, each a
 process running hora-perf with HORA_TRACE set, write one trace file each;
 tools/trace/trace_summary.py reads them, picks the largest all-reduce (not
-hora-perf's small barrier calls), and draws a figure; files that are not traces are refused.
+hora-perf's small barrier calls), and draws a figure; files that are not traces are refused,
+and so are numbers out of range and figure formats it cannot write.
 
     check_trace.py SUMMARY_PY HORA_RUN HORA_PERF
 
@@ -93,6 +94,43 @@ def check_duplicate_rank(summary_py, folder):
     print("two files of one rank refused")
 
 
+def check_bad_arguments(summary_py, folder):
+    """Numbers out of range and figure formats matplotlib cannot write are
+    refused up front (exit status 2, naming the flag, before any table),
+    never a traceback; a title matplotlib cannot draw fails cleanly."""
+    rank0 = sorted(glob.glob(os.path.join(folder, "job.rank0.*.tsv")))[0]
+    figure = os.path.join(folder, "refused.png")
+    cases = [
+        (["--ops", "0", "--figure", figure], "--ops"),
+        (["--ops", "-2"], "--ops"),
+        (["--skip", "-1"], "--skip"),
+        (["--bytes", "-8"], "--bytes"),
+        (["--xmax", "0", "--figure", figure], "--xmax"),
+        (["--xmax", "-1.5", "--figure", figure], "--xmax"),
+        (["--xmax", "nan", "--figure", figure], "--xmax"),
+        (["--xmax", "inf", "--figure", figure], "--xmax"),
+        (["--figure", os.path.join(folder, "f.xyz")], "f.xyz"),
+        (["--figure", os.path.join(folder, "timeline")], "must end in .png, .svg or .pdf"),
+    ]
+    for arguments, named in cases:
+        result = summarize(summary_py, rank0, *arguments)
+        what = " ".join(arguments)
+        if result.returncode != 2:
+            fail(f"{what}: exit status {result.returncode}, 2 expected:\n{result.stdout}{result.stderr}")
+        if "Traceback" in result.stderr or named not in result.stderr:
+            fail(f"{what}: the refusal does not name {named}, or is a traceback:\n{result.stderr}")
+        if result.stdout:
+            fail(f"{what}: a summary was printed before the refusal:\n{result.stdout}")
+        if os.path.exists(figure):
+            fail(f"{what}: a figure was drawn")
+    title = summarize(summary_py, rank0, "--figure", figure, "--title", "$\\frac{$")
+    lines = title.stderr.strip().splitlines()
+    if title.returncode != 1 or "Traceback" in title.stderr or len(lines) != 1 or figure not in lines[0]:
+        fail(f"a title matplotlib cannot draw: exit status {title.returncode}, 1 and one line naming the "
+             f"figure expected:\n{title.stderr}")
+    print(f"{len(cases) + 1} bad command lines refused")
+
+
 def main():
     summary_py, hora_run, hora_perf = sys.argv[1:4]
     require_matplotlib()
@@ -100,6 +138,7 @@ def main():
         check_job(summary_py, hora_run, hora_perf, folder)
         check_refusals(summary_py, folder)
         check_duplicate_rank(summary_py, folder)
+        check_bad_arguments(summary_py, folder)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,17 @@ INSTANTIATE_TEST_SUITE_P(CommandLines, HoraRunBadArgumentsTest,
                                            std::vector<std::string>{"--bind-to", "socket", "true"},
                                            std::vector<std::string>{"--no-such-flag", "true"}));
 
+// A rank count the user may not run is refused before any rank starts:
+// forking until fork fails would fill the machine's process table. The limit
+// is lowered for hora-run alone, so a launcher that forked anyway starts
+// only a few shells (or fails to fork at all) instead of a flood.
+TEST(HoraRunTest, RefusesMoreRanksThanTheUserMayRunBeforeStartingAny) {
+  LauncherResult result = run_launcher_with_process_limit({"-n", "9", "sh", "-c", "echo started"}, 8);
+  EXPECT_EQ(result.exit_code(), 2) << result.err;
+  EXPECT_THAT(result.err, AllOf(StartsWith("hora-run: "), HasSubstr("RLIMIT_NPROC"), HasSubstr("got 9")));
+  EXPECT_THAT(result.out, Not(HasSubstr("started")));
+}
+
 TEST(HoraRunTest, SetsTheRankEnvironmentOnOneNode) {
   // "sh" without a path: hora-run searches PATH.
   LauncherResult result = run_launcher({"-n", "3", "--tag-output", "sh", "-c", kPrintEnvironment});

@@ -6,6 +6,7 @@
 namespace hora::launcher {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -144,6 +145,54 @@ TEST(LaunchOptionsTest, UsageTextNamesEveryOption) {
   for (const char* option : {"--nproc-per-node", "--nnodes", "--node-rank", "--master-addr", "--master-port",
                              "--tag-output", "--prefix", "--timeout", "--kill-timeout", "--help"}) {
     EXPECT_THAT(text, HasSubstr(option));
+  }
+}
+
+// The message check_rank_count_fits() throws for `ranks` local ranks under
+// `limits`, or "" if they fit.
+std::string rank_count_error_of(int ranks, const ProcessLimits& limits) {
+  try {
+    check_rank_count_fits(parse({"-n", std::to_string(ranks), "p"}), limits);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(LaunchOptionsTest, RankCountAboveTheUserProcessLimitIsRefused) {
+  EXPECT_THAT(rank_count_error_of(101, {100, std::nullopt}),
+              AllOf(HasSubstr("between 1 and 100"), HasSubstr("RLIMIT_NPROC"), HasSubstr("got 101")));
+  EXPECT_EQ(rank_count_error_of(100, {100, std::nullopt}), "");
+}
+
+TEST(LaunchOptionsTest, RankCountAbovePidMaxIsRefused) {
+  EXPECT_THAT(rank_count_error_of(1000000, {std::nullopt, 32768}),
+              AllOf(HasSubstr("between 1 and 32768"), HasSubstr("pid_max"), HasSubstr("got 1000000")));
+  EXPECT_EQ(rank_count_error_of(32768, {std::nullopt, 32768}), "");
+}
+
+TEST(LaunchOptionsTest, UnknownLimitsRefuseNothing) {
+  EXPECT_EQ(rank_count_error_of(1000000, {}), "");
+}
+
+TEST(LaunchOptionsTest, ReadsThisProcessLimits) {
+  ProcessLimits limits = read_process_limits();
+  if (limits.user_processes) {
+    EXPECT_GE(*limits.user_processes, 0);
+  }
+  // Linux always has /proc/sys/kernel/pid_max; its absence means the
+  // reading broke.
+  ASSERT_TRUE(limits.pid_max.has_value());
+  EXPECT_GT(*limits.pid_max, 1);
+}
+
+// Scripts branch on hora-run's own exit codes: the help must list each one
+// the launcher can return, 126 (found but not runnable) as well as 127.
+TEST(LaunchOptionsTest, UsageTextListsEveryExitCode) {
+  std::string text = usage_text();
+  for (const char* code : {"2 bad arguments", "124 --timeout", "127 program not found", "126 program found but not",
+                           "1 other failures"}) {
+    EXPECT_THAT(text, HasSubstr(code));
   }
 }
 

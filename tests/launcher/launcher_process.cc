@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
@@ -31,6 +33,15 @@ std::size_t count_occurrences(const std::string& text, const std::string& needle
   return count;
 }
 
+// In the child, before exec: only lowers the soft limit, which any process
+// may do, so the hard limit (and root's exemption) stay as they were.
+void lower_soft_process_limit(unsigned long soft_limit) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NPROC, &limit) != 0) ::_exit(125);
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? soft_limit : std::min<rlim_t>(soft_limit, limit.rlim_max);
+  if (::setrlimit(RLIMIT_NPROC, &limit) != 0) ::_exit(125);
+}
+
 }  // namespace
 
 std::string hora_run_path() {
@@ -45,7 +56,8 @@ int LauncherResult::exit_code() const { return WIFEXITED(wait_status) ? WEXITSTA
 std::vector<std::string> LauncherResult::out_lines() const { return split_lines(out); }
 std::vector<std::string> LauncherResult::err_lines() const { return split_lines(err); }
 
-LauncherProcess::LauncherProcess(const std::vector<std::string>& arguments) {
+LauncherProcess::LauncherProcess(const std::vector<std::string>& arguments,
+                                 std::optional<unsigned long> soft_process_limit) {
   std::string program = hora_run_path();
   std::vector<std::string> argv_strings{program};
   argv_strings.insert(argv_strings.end(), arguments.begin(), arguments.end());
@@ -63,6 +75,7 @@ LauncherProcess::LauncherProcess(const std::vector<std::string>& arguments) {
     ::dup2(null_input, STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
+    if (soft_process_limit) lower_soft_process_limit(*soft_process_limit);
     ::execv(argv[0], argv.data());
     ::_exit(126);
   }
@@ -151,6 +164,12 @@ LauncherResult LauncherProcess::finish(std::chrono::milliseconds timeout) {
 
 LauncherResult run_launcher(const std::vector<std::string>& arguments) {
   LauncherProcess launcher(arguments);
+  return launcher.finish(std::chrono::seconds(30));
+}
+
+LauncherResult run_launcher_with_process_limit(const std::vector<std::string>& arguments,
+                                               unsigned long soft_process_limit) {
+  LauncherProcess launcher(arguments, soft_process_limit);
   return launcher.finish(std::chrono::seconds(30));
 }
 

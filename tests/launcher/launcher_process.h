@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,11 @@ struct LauncherResult {
 
 class LauncherProcess {
  public:
-  // Starts hora-run with these arguments, stdin from /dev/null.
-  explicit LauncherProcess(const std::vector<std::string>& arguments);
+  // Starts hora-run with these arguments, stdin from /dev/null. A
+  // soft_process_limit lowers hora-run's soft RLIMIT_NPROC (never above its
+  // hard limit), as `ulimit -S -u` would.
+  explicit LauncherProcess(const std::vector<std::string>& arguments,
+                           std::optional<unsigned long> soft_process_limit = std::nullopt);
   ~LauncherProcess();  // kills hora-run if finish() was not reached
   LauncherProcess(const LauncherProcess&) = delete;
   LauncherProcess& operator=(const LauncherProcess&) = delete;
@@ -65,5 +69,9 @@ class LauncherProcess {
 
 // Starts hora-run and waits (at most 30 s) for it to finish.
 LauncherResult run_launcher(const std::vector<std::string>& arguments);
+
+// The same, with hora-run's soft RLIMIT_NPROC lowered to `soft_process_limit`.
+LauncherResult run_launcher_with_process_limit(const std::vector<std::string>& arguments,
+                                               unsigned long soft_process_limit);
 
 }  // namespace hora::launcher::testing

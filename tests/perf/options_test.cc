@@ -205,5 +205,25 @@ TEST(Options, UsageTextListsEveryFlag) {
   }
 }
 
+// The line of the usage text that describes `flag`.
+std::string usageLineOf(const std::string& flag) {
+  const std::string text = usageText();
+  const size_t at = text.find(flag);
+  if (at == std::string::npos) return "";
+  const size_t begin = text.rfind('\n', at) + 1;
+  return text.substr(begin, text.find('\n', at) - begin);
+}
+
+// The help is what users read to know what a run without flags measures:
+// a default printed there must be the one parsing applies.
+TEST(Options, UsageTextStatesTheRealDefaults) {
+  const Options defaults = parse({"all_reduce"});
+  EXPECT_THAT(usageLineOf("--iters N"), HasSubstr("(default " + std::to_string(defaults.iters) + ")"));
+  EXPECT_THAT(usageLineOf("--warmup_iters N"),
+              HasSubstr("(default " + std::to_string(defaults.warmupIters) + ")"));
+  EXPECT_THAT(usageLineOf("--nthreads N"), HasSubstr("(default " + std::to_string(defaults.threads) + ")"));
+  EXPECT_THAT(usageLineOf("--ngpus N"), HasSubstr("(default " + std::to_string(defaults.ranksPerThread) + ")"));
+}
+
 }  // namespace
 }  // namespace hora::perf

@@ -54,6 +54,26 @@ TEST(HoraTopoOptionsTest, RejectsBadLayouts) {
   EXPECT_THAT(errorOf("a:x"), HasSubstr("not a non-negative number"));
   EXPECT_THAT(errorOf(":0"), HasSubstr("empty host name"));
   EXPECT_THAT(errorOf("a:0,,1"), HasSubstr("empty rank"));
+  EXPECT_THAT(errorOf("a:-1"), HasSubstr("not a non-negative number"));
+  EXPECT_THAT(errorOf("a:0-99999999999"), HasSubstr("'99999999999' is too large: at most 4095"));
+  EXPECT_THAT(errorOf("a:0-99999999999999999999"), HasSubstr("is too large"));
+  EXPECT_THAT(errorOf("a:0-4096"), HasSubstr("'4096' is too large"));
+}
+
+TEST(HoraTopoOptionsTest, LayoutsUpToTheMaximumRankCountAreAccepted) {
+  EXPECT_EQ(parseLayout("a:0-" + std::to_string(kMaxRanks - 1)).size(), static_cast<std::size_t>(kMaxRanks));
+}
+
+// The report has a line per pair of ranks: a rank count is bounded, and 0
+// ranks (a report with no ranks, silently) is refused.
+TEST(HoraTopoOptionsTest, RankCountIsBetweenOneAndTheMaximum) {
+  EXPECT_EQ(parseOptions({"--ranks", "1"}).rankCount, 1);
+  EXPECT_EQ(parseOptions({"--ranks", "4096"}).rankCount, 4096);
+  EXPECT_THAT(usageErrorOf({"--ranks", "0"}), HasSubstr("--ranks must be between 1 and 4096, got 0"));
+  EXPECT_THAT(usageErrorOf({"--ranks", "4097"}), HasSubstr("'4097' is too large: at most 4096"));
+  EXPECT_THAT(usageErrorOf({"--ranks=100000"}), HasSubstr("line per pair of ranks"));
+  EXPECT_THAT(usageErrorOf({"--ranks", "two"}), HasSubstr("not a non-negative number"));
+  EXPECT_THAT(usageErrorOf({"--ranks", ""}), HasSubstr("not a non-negative number"));
 }
 
 TEST(HoraTopoOptionsTest, ParsesFlags) {
@@ -154,6 +174,15 @@ TEST_F(HoraTopoToolTest, ReportsErrorsAndUsage) {
   auto [usageStatus, usage] = runTool("--bogus");
   EXPECT_EQ(usageStatus, 2);
   EXPECT_THAT(usage, HasSubstr("usage: hora-topo"));
+}
+
+// Refused before the machine is read: no report of 10^10 lines is started.
+TEST_F(HoraTopoToolTest, RefusesRankCountsOutOfRange) {
+  for (const char* arguments : {"--ranks 100000", "--ranks 0", "--layout a:0-99999999999"}) {
+    auto [status, output] = runTool(arguments);
+    EXPECT_EQ(status, 2) << arguments << ": " << output;
+    EXPECT_THAT(output, HasSubstr("usage: hora-topo")) << arguments;
+  }
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 #include "launch_options.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <fstream>
 #include <string_view>
 #include <system_error>
 
@@ -180,6 +183,30 @@ LaunchOptions parse_launch_options(const std::vector<std::string>& arguments) {
   return options;
 }
 
+ProcessLimits read_process_limits() {
+  ProcessLimits limits;
+  rlimit user_processes{};
+  if (::getrlimit(RLIMIT_NPROC, &user_processes) == 0 && user_processes.rlim_cur != RLIM_INFINITY) {
+    limits.user_processes = static_cast<long long>(user_processes.rlim_cur);
+  }
+  std::ifstream pid_max_file("/proc/sys/kernel/pid_max");
+  long long pid_max = 0;
+  if (pid_max_file >> pid_max && pid_max > 0) limits.pid_max = pid_max;
+  return limits;
+}
+
+void check_rank_count_fits(const LaunchOptions& options, const ProcessLimits& limits) {
+  const long long ranks = options.nproc_per_node;
+  if (limits.user_processes && ranks > *limits.user_processes) {
+    throw UsageError("--nproc-per-node must be between 1 and " + std::to_string(*limits.user_processes) +
+                     ", the processes this user may run (RLIMIT_NPROC, ulimit -u), got " + std::to_string(ranks));
+  }
+  if (limits.pid_max && ranks > *limits.pid_max) {
+    throw UsageError("--nproc-per-node must be between 1 and " + std::to_string(*limits.pid_max) +
+                     ", the process ids of this system (/proc/sys/kernel/pid_max), got " + std::to_string(ranks));
+  }
+}
+
 std::string usage_text() {
   return R"(Usage: hora-run [options] [--] program [arguments...]
 
@@ -188,7 +215,9 @@ environment torch.distributed's env:// initialisation (and hora's) reads.
 
 Options (long options accept "--name value" and "--name=value"; dashes and
 underscores in names are interchangeable):
-  -n, --nproc-per-node N   ranks to start on this node (default 1)
+  -n, --nproc-per-node N   ranks to start on this node (default 1); at most
+                           the processes this user may run (ulimit -u) and
+                           the system's process ids (kernel.pid_max)
       --nnodes M           nodes in the job (default 1)
       --node-rank K        this node's index, 0 <= K < M (default 0)
       --master-addr ADDR   address of rank 0's node (default 127.0.0.1)
@@ -215,7 +244,9 @@ _MAX_RESTARTS, _RUN_ID; and OMP_NUM_THREADS=1 with several ranks, unless
 set. When a rank fails the others are
 stopped, and hora-run exits with the failing rank's exit code (128+signal for a
 rank killed by a signal). Exit codes of hora-run itself: 2 bad arguments,
-124 --timeout expired, 127 program could not be started, 1 other failures.
+124 --timeout expired, 127 program not found, 126 program found but not
+runnable (not executable, a bad binary, or its CPUs could not be bound),
+1 other failures.
 )";
 }
 

@@ -53,6 +53,25 @@ struct LaunchOptions {
 // everything from there on is the command. Throws UsageError.
 LaunchOptions parse_launch_options(const std::vector<std::string>& arguments);
 
+// How many processes this node lets hora-run start. Each rank is a process,
+// so a rank count above either bound cannot be started: hora-run would fork
+// until fork fails, filling the process table for everyone on the machine.
+struct ProcessLimits {
+  // The soft RLIMIT_NPROC (ulimit -u); unset when unlimited.
+  std::optional<long long> user_processes;
+  // /proc/sys/kernel/pid_max, the most process ids the system hands out;
+  // unset when it cannot be read.
+  std::optional<long long> pid_max;
+};
+
+// The limits of the running process and system.
+ProcessLimits read_process_limits();
+
+// Throws UsageError, naming the limit, when the ranks of this node cannot all
+// be processes under `limits`. Kept apart from parsing, which must stay free
+// of side effects; main() calls it before starting anything.
+void check_rank_count_fits(const LaunchOptions& options, const ProcessLimits& limits);
+
 // The text -h/--help prints.
 std::string usage_text();
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   LaunchOptions options;
   try {
     options = parse_launch_options(std::vector<std::string>(argv + 1, argv + argc));
+    if (!options.show_help) check_rank_count_fits(options, read_process_limits());
   } catch (const UsageError& error) {
     write_all(STDERR_FILENO, std::string("hora-run: ") + error.what() + "\nTry 'hora-run --help' for usage.\n");
     return kExitUsage;

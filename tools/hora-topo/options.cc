@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <set>
 
@@ -20,17 +21,38 @@ const char* const kUsage =
     "  --layout SPEC   ranks on simulated hosts of this machine's shape, e.g.\n"
     "                  host0:0-3,host1:4-7 or a:0,2,4,6,b:1,3,5,7; a host's k-th rank\n"
     "                  drives its GPU k\n"
+    "                  Either gives 1 to 4096 ranks: the report has a line per pair\n"
+    "                  of ranks, so its size and time grow with the square of N.\n"
     "  --reasons       explain each rank pair's transport\n"
     "  --json          machine-readable output\n";
 
 namespace {
 
-int parseCount(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || value < 0 || value > 1 << 20)
-    throw UsageError(what + ": '" + text + "' is not a non-negative number");
+// A whole number from 0 to `maximum`. Anything else is refused, saying
+// whether it was no number at all or one out of range, and what the range is.
+int parseCount(const std::string& text, const std::string& what, long maximum, const std::string& whyMaximum) {
+  const bool digitsOnly =
+      !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digitsOnly) throw UsageError(what + ": '" + text + "' is not a non-negative number");
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || value > maximum)
+    throw UsageError(what + ": '" + text + "' is too large: at most " + std::to_string(maximum) + " (" + whyMaximum +
+                     ")");
   return static_cast<int>(value);
+}
+
+const std::string kWhyMaxRanks = "the report has a line per pair of ranks";
+
+int parseRankCount(const std::string& text) {
+  const int count = parseCount(text, "--ranks", kMaxRanks, kWhyMaxRanks);
+  if (count == 0) throw UsageError("--ranks must be between 1 and " + std::to_string(kMaxRanks) + ", got 0");
+  return count;
+}
+
+int parseLayoutRank(const std::string& text) {
+  return parseCount(text, "--layout rank", kMaxRanks - 1, "ranks are 0.." + std::to_string(kMaxRanks - 1) + ": " +
+                                                               kWhyMaxRanks);
 }
 
 }  // namespace
@@ -51,8 +73,8 @@ std::vector<SimulatedRank> parseLayout(const std::string& text) {
     if (host.empty()) throw UsageError("--layout: '" + item + "' comes before any 'host:'");
     if (item.empty()) throw UsageError("--layout: host '" + host + "' lists an empty rank");
     auto dash = item.find('-');
-    int first = parseCount(item.substr(0, dash), "--layout");
-    int last = dash == std::string::npos ? first : parseCount(item.substr(dash + 1), "--layout");
+    int first = parseLayoutRank(item.substr(0, dash));
+    int last = dash == std::string::npos ? first : parseLayoutRank(item.substr(dash + 1));
     if (last < first) throw UsageError("--layout: range '" + item + "' runs backwards");
     for (int r = first; r <= last; ++r) ranks.push_back(SimulatedRank{r, host});
   }
@@ -84,7 +106,7 @@ Options parseOptions(const std::vector<std::string>& arguments) {
       if (inlineValue) throw UsageError(argument + " takes no value");
     };
     if (argument == "--topo") options.topologyFile = value();
-    else if (argument == "--ranks") options.rankCount = parseCount(value(), "--ranks");
+    else if (argument == "--ranks") options.rankCount = parseRankCount(value());
     else if (argument == "--layout") options.layout = parseLayout(value());
     else if (argument == "--nvswitch") noValue(), options.assumeNvSwitch = true;
     else if (argument == "--json") noValue(), options.json = true;

@@ -14,6 +14,12 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The most ranks --ranks or --layout may simulate. The report has a line per
+// pair of ranks (and a transport is chosen for each pair), so its size and
+// time grow with the square of the count: 4096 ranks (512 hosts of 8 GPUs)
+// already make some 16 million pairs, more than anyone reads.
+inline constexpr int kMaxRanks = 4096;
+
 // One simulated rank: its number and the name of its host.
 struct SimulatedRank {
   int rank = 0;

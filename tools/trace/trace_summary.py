@@ -8,8 +8,8 @@ data, for room in a peer's FIFO, for its sends to leave), how it waited
 from it when a wait began.
 
     trace_summary.py FILE... [--name NAME] [--bytes B] [--skip N]
-                             [--figure OUT.png|OUT.svg] [--ops K] [--xmax MS]
-                             [--title TEXT]
+                             [--figure OUT.png|OUT.svg|OUT.pdf] [--ops K]
+                             [--xmax MS] [--title TEXT]
 
 The files are those of one communicator, one per rank (a rank given twice
 is refused). Operations are selected by name (AllReduce, AllGather,
@@ -23,11 +23,21 @@ rank (warm-up). --figure draws K (3) consecutive selected operations of every
 rank on one time axis: operations as light bars, waits coloured by kind;
 --xmax fixes the axis (milliseconds), so that figures of several runs compare.
 A file that is not a step trace is refused, naming the line.
+
+B and N are whole numbers from 0, K one from 1, MS a number above 0; the
+figure's format follows its extension (.png, .svg or .pdf). A command line
+outside these is refused with exit status 2 before any file is read; a file
+that is not a trace exits with 1.
 """
 
 import argparse
+import math
+import os
 import statistics
 import sys
+
+# The figure formats: each one matplotlib writes without extra packages.
+FIGURE_EXTENSIONS = (".png", ".svg", ".pdf")
 
 HEADER = ["start_ns", "duration_ns", "record", "what", "op", "bytes", "polls", "yields", "sleeps"]
 
@@ -168,6 +178,20 @@ def draw(path, ranks, count, title, xmax=None):
     fig.savefig(path)
 
 
+def check_arguments(parser, args):
+    """Refuses, through parser.error (exit status 2), a number out of its
+    range or a figure format matplotlib would only reject after the summary
+    is printed: a negative --skip would silently keep only the last
+    operations, a wrong result rather than an error."""
+    for flag, value, least in (("--skip", args.skip, 0), ("--ops", args.ops, 1), ("--bytes", args.bytes, 0)):
+        if value is not None and value < least:
+            parser.error(f"{flag} must be a whole number of at least {least}, got {value}")
+    if args.xmax is not None and not (math.isfinite(args.xmax) and args.xmax > 0):
+        parser.error(f"--xmax must be a number of milliseconds above 0, got {args.xmax}")
+    if args.figure is not None and os.path.splitext(args.figure)[1].lower() not in FIGURE_EXTENSIONS:
+        parser.error(f"--figure {args.figure}: the file name must end in .png, .svg or .pdf")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+")
@@ -179,6 +203,7 @@ def main():
     parser.add_argument("--xmax", type=float)
     parser.add_argument("--title")
     args = parser.parse_args()
+    check_arguments(parser, args)
     try:
         traces = [read_trace(path) for path in args.files]
         name, size = args.name, args.bytes
@@ -198,7 +223,15 @@ def main():
         print_table(rows, name, size)
         if args.figure:
             title = args.title or f"{name}, {size} bytes per rank: {args.ops} operations"
-            draw(args.figure, ranks, args.ops, title, args.xmax)
+            try:
+                draw(args.figure, ranks, args.ops, title, args.xmax)
+            except ValueError as error:
+                # What matplotlib refuses while drawing, such as a --title
+                # whose $...$ is not valid math text.
+                # Its messages can span lines (math text points at the bad
+                # character): kept to one.
+                reason = " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+                raise Malformed(f"{args.figure}: the figure could not be drawn: {reason}")
     except (Malformed, OSError) as error:
         print(f"trace_summary.py: {error}", file=sys.stderr)
         return 1
