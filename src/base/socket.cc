@@ -435,12 +435,13 @@ void exchange(Socket& sender, const void* sendData, std::size_t sendBytes, const
     if (deadline.expired()) {
       // Name what is still missing, and a peer once (in a ring of two the
       // next and the previous rank are the same).
-      const std::string stuck = sendBytes > 0 && recvBytes > 0
-                                    ? (sendPeer == recvPeer ? strCat("sending to and receiving from ", sendPeer)
-                                                            : strCat("sending to ", sendPeer, " and receiving from ",
-                                                                     recvPeer))
-                                : sendBytes > 0 ? strCat("sending to ", sendPeer)
-                                                : strCat("receiving from ", recvPeer);
+      std::string stuck;
+      if (sendBytes > 0 && recvBytes > 0 && sendPeer == recvPeer)
+        stuck = strCat("sending to and receiving from ", sendPeer);
+      else if (sendBytes > 0 && recvBytes > 0)
+        stuck = strCat("sending to ", sendPeer, " and receiving from ", recvPeer);
+      else
+        stuck = sendBytes > 0 ? strCat("sending to ", sendPeer) : strCat("receiving from ", recvPeer);
       fail(ErrorKind::Remote, "timed out ", stuck,
            " (HORA_TIMEOUT): the peer never made the matching call, or is hung or dead");
     }

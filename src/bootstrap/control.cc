@@ -60,8 +60,7 @@ void Bootstrap::announce(const Error& error) {
   // elsewhere its silence may be the network's, and the visit could use up
   // the budget.
   if (blamed >= 0 && blamed != rank_ && blamed < nranks_ && !all.expired() &&
-      peers_[blamed].hostHash == peers_[rank_].hostHash && !processGone(peers_[blamed].pid) &&
-      !processStopped(peers_[blamed].pid))
+      peers_[blamed].hostHash == peers_[rank_].hostHash && !peerGone(blamed) && !peerStopped(blamed))
     tell(blamed);
 }
 

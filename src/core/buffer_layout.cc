@@ -55,9 +55,7 @@ void checkBufferOverlap(const Op& op, int rank, int nranks) {
 // rank's unused buffers (a reduce's output off the root) are not looked at.
 void checkBufferAlignment(const Op& op, int rank, int nranks) {
   const std::size_t element = dataTypeSize(op.type);
-  OpBufferBytes bytes = opBufferBytes(op, rank, nranks);
-  if (op.kind == OpKind::Send) bytes = {op.bytes, 0};
-  if (op.kind == OpKind::Recv) bytes = {0, op.bytes};
+  const OpBufferBytes bytes = opBufferBytes(op, rank, nranks);
   const auto check = [&](const void* buffer, std::size_t used, const char* name) {
     // Element sizes are powers of two: a mask, not a division.
     if (used == 0 || (reinterpret_cast<std::uintptr_t>(buffer) & (element - 1)) == 0) return;

@@ -303,10 +303,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   mutable std::mutex stateMutex_;
   // Set once brokenReason_ is: lets checkUsable skip the mutex on every call.
   std::atomic<bool> broken_{false};
-  std::atomic<bool> closedToWork_{false};  // closeToWork()
   std::string brokenReason_;
   ErrorKind brokenKind_ = ErrorKind::Internal;
   int brokenRank_ = -1;
+  std::atomic<bool> closedToWork_{false};  // closeToWork()
   std::map<int, kernels::ReduceSpec> customOps_;
   static constexpr int kFirstCustomOp = 5;  // ncclNumOps
 };

@@ -68,9 +68,9 @@ struct Op {
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };
 
-// Bytes of `rank`'s send and receive buffers in a collective `op`; 0 where
-// the collective does not use that buffer on that rank (a broadcast's send
-// buffer off the root, a reduce's receive buffer off the root).
+// Bytes of `rank`'s send and receive buffers in `op`; 0 where the operation
+// does not use that buffer on that rank (a broadcast's send buffer off the
+// root, a reduce's receive buffer off the root, a send's receive buffer).
 struct OpBufferBytes {
   std::size_t send;
   std::size_t recv;
@@ -88,6 +88,8 @@ inline OpBufferBytes opBufferBytes(const Op& op, int rank, int nranks) {
     case OpKind::AllToAll: return {all, all};
     case OpKind::Gather: return {block, rank == op.root ? all : 0};
     case OpKind::Scatter: return {rank == op.root ? all : 0, block};
+    case OpKind::Send: return {block, 0};
+    case OpKind::Recv: return {0, block};
     default: return {0, 0};
   }
 }
