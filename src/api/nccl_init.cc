@@ -1,4 +1,5 @@
 // Communicator lifecycle and queries of the nccl.h API.
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -136,16 +137,22 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
 }
 
 // NCCL spreads the rendezvous of very large jobs over several roots, one
-// per id. hora's rendezvous has one root: every rank meets at the first id
-// (the others' roots, if any were started, see no rank and time out
-// unused). torch passes one id up to 128 ranks per root by default.
+// per id. hora's rendezvous has one root: every rank meets at the id whose
+// bytes sort first (the others' roots, if any were started, see no rank and
+// time out unused). Not simply the first id: ranks that were handed the same
+// ids in a different order still meet, instead of waiting at different roots
+// until the deadline. torch passes one id up to 128 ranks per root by default.
 HORA_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
               int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
   const ncclResult_t result = api::guardedInGroup("ncclCommInitRankScalable", [&] {
     HORA_CHECK_ARG(nId >= 1, "nId must be at least 1, got ", nId);
     HORA_CHECK_ARG(commIds != nullptr, "commIds is NULL");
     for (int k = 0; k < nId; ++k) (void)bootstrap::decode(commIds[k].internal);  // every id must be valid
-    initRank(newcomm, nranks, commIds[0], myrank, config);
+    const ncclUniqueId* meetingPlace = std::min_element(
+        commIds, commIds + nId, [](const ncclUniqueId& a, const ncclUniqueId& b) {
+          return std::memcmp(a.internal, b.internal, sizeof(a.internal)) < 0;
+        });
+    initRank(newcomm, nranks, *meetingPlace, myrank, config);
   });
   return initResult(result, result == ncclSuccess ? *newcomm : nullptr, config);
 }

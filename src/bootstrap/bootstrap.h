@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,6 +84,11 @@ class Bootstrap {
  private:
   // The message a rank's text is told as to the rank who reads it.
   PeerNotice readNotice(Socket& socket, int from);
+  // Answers the shrink requests waiting here (ones this rank does not
+  // serve) with `why`; notices that arrive meanwhile are kept for
+  // noticeWithin. The caller holds controlMutex_.
+  void refuseShrinkRequests(const std::function<std::string(int from)>& why);
+  void refuseShrinkRequest(Socket& socket, int from, const std::string& why);
   // Connects to `rank`'s listener and introduces this rank as `kind`.
   Socket visit(int rank, VisitKind kind, const Deadline& deadline);
 
@@ -90,6 +96,7 @@ class Bootstrap {
   std::mutex controlMutex_;  // control_ is used by one thread at a time
   Gatekeeper control_;       // the bootstrap listener, after the ring is made
   std::deque<Gatekeeper::Guest> shrinkRequests_;  // arrived before shrink()
+  std::deque<Gatekeeper::Guest> heldNotices_;     // arrived during shrink()
 
   int rank_;
   int nranks_;

@@ -1,8 +1,12 @@
 // The control plane of bootstrap.h: notices, probes and shrink requests
 // through each rank's bootstrap listener (control.h).
+#include <poll.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "base/error.h"
@@ -83,7 +87,13 @@ std::optional<PeerNotice> Bootstrap::noticeWithin(std::chrono::milliseconds grac
   std::lock_guard<std::mutex> lock(controlMutex_);
   const Deadline deadline = Deadline::after(grace);
   for (;;) {
-    std::optional<Gatekeeper::Guest> guest = control_.tryAdmit();
+    std::optional<Gatekeeper::Guest> guest;
+    if (!heldNotices_.empty()) {
+      guest = std::move(heldNotices_.front());
+      heldNotices_.pop_front();
+    } else {
+      guest = control_.tryAdmit();
+    }
     if (!guest) {
       if (deadline.expired()) return std::nullopt;
       try {
@@ -134,6 +144,23 @@ UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, co
   // The greeting announces only the Visit; the request follows it.
   sendGreeting(socket, magic_, Purpose::RingHello, &visit, sizeof(visit), deadline, nullptr, name);
   socket.sendAll(&request, sizeof(request), deadline, nullptr, name);
+  // Until the leader answers, a request that reaches this rank comes from a
+  // rank whose list makes this one the first remaining rank, which by this
+  // rank's own list it is not: answered at once, its sender fails now
+  // instead of at the deadline.
+  const auto notLeader = [&](int) {
+    return strCat(describe(rank_), " is not the first remaining rank by its own excludeRanksList (rank ", leader,
+                  " is): every remaining rank must pass the same excludeRanksList");
+  };
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(controlMutex_);
+      refuseShrinkRequests(notLeader);
+    }
+    pollfd entry{socket.fd(), POLLIN, 0};
+    const int ready = ::poll(&entry, 1, deadline.pollTimeoutMs(Socket::kPollSliceMs));
+    if (ready > 0 || deadline.expired()) break;
+  }
   ShrinkReply reply;
   socket.recvAll(&reply, sizeof(reply), deadline, nullptr, strCat(name, ", the first rank of the shrunk communicator"));
   reply.error[sizeof(reply.error) - 1] = '\0';
@@ -141,9 +168,49 @@ UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, co
   return decode(reply.id);
 }
 
+void Bootstrap::refuseShrinkRequests(const std::function<std::string(int from)>& why) {
+  for (;;) {
+    std::optional<Gatekeeper::Guest> guest;
+    if (!shrinkRequests_.empty()) {
+      guest = std::move(shrinkRequests_.front());
+      shrinkRequests_.pop_front();
+    } else {
+      guest = control_.tryAdmit();
+      if (!guest) return;
+    }
+    Visit visit;
+    std::memcpy(&visit, guest->body.data(), sizeof(visit));
+    if (visit.kind == VisitKind::ShrinkRequest && visit.rank >= 0 && visit.rank < nranks_) {
+      refuseShrinkRequest(guest->socket, visit.rank, why(visit.rank));
+    } else if (visit.kind == VisitKind::Notice) {
+      heldNotices_.push_back(std::move(*guest));  // for noticeWithin
+    }
+  }
+}
+
+void Bootstrap::refuseShrinkRequest(Socket& socket, int from, const std::string& why) {
+  const std::string name = describe(from);
+  HORA_LOG(Warn, "rank ", rank_, ": refusing a shrink request from ", name, ": ", why);
+  try {
+    const Deadline deadline = Deadline::after(kGreetingPatience);
+    ShrinkRequest theirs;
+    socket.recvAll(&theirs, sizeof(theirs), deadline, nullptr, name);
+    ShrinkReply reply;
+    std::snprintf(reply.error, sizeof(reply.error), "%s", why.c_str());
+    socket.sendAll(&reply, sizeof(reply), deadline, nullptr, name);
+  } catch (const Error& error) {
+    HORA_LOG(Info, "rank ", rank_, ": could not answer ", name, "'s shrink request: ", error.what());
+  }
+}
+
 void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const ShrinkRequest& request,
                                    const UniqueId& id, const Deadline& deadline) {
   std::lock_guard<std::mutex> lock(controlMutex_);
+  const auto leftOut = [&](int asker) {
+    return strCat("rank ", asker, " asked ", describe(rank_), " for the shrunk communicator, but rank ", rank_,
+                  "'s excludeRanksList leaves rank ", asker, " out: every remaining rank must pass the same "
+                  "excludeRanksList");
+  };
   std::vector<bool> isMember(nranks_, false);
   for (int m : members) isMember[m] = m != rank_;
   // Every member's request first, then one answer for all: members must not
@@ -160,14 +227,18 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
       std::string missing;
       for (int m : members)
         if (isMember[m] && !asked[m].valid()) missing += strCat(missing.empty() ? "" : ", ", m);
-      guest = control_.admit(deadline, nullptr, strCat("waiting for rank(s) ", missing, " to ask for the shrunk communicator"));
+      guest = control_.admit(deadline, nullptr,
+                             strCat("waiting for rank(s) ", missing,
+                                    " to ask for the shrunk communicator (a rank whose excludeRanksList differs "
+                                    "may have asked another rank, or not be running)"));
     }
     Visit visit;
     std::memcpy(&visit, guest.body.data(), sizeof(visit));
     if (visit.kind != VisitKind::ShrinkRequest) continue;  // stale notices, probes
-    if (visit.rank < 0 || visit.rank >= nranks_ || !isMember[visit.rank] || asked[visit.rank].valid()) {
-      HORA_LOG(Warn, "rank ", rank_, ": ignoring a shrink request from rank ", visit.rank,
-               ", which is not a member of the shrunk communicator by this rank's list");
+    if (visit.rank < 0 || visit.rank >= nranks_) continue;
+    if (!isMember[visit.rank] || asked[visit.rank].valid()) {
+      // A rank this list leaves out (or one asking twice): told so at once.
+      refuseShrinkRequest(guest.socket, visit.rank, leftOut(visit.rank));
       continue;
     }
     ShrinkRequest theirs;
@@ -198,6 +269,10 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
       HORA_LOG(Warn, "rank ", rank_, ": could not answer ", describe(m), "'s shrink request: ", error.what());
     }
   }
+  // Ranks this list leaves out that asked too (their request may have
+  // waited behind the members'): told now, not by a reset when this
+  // communicator closes.
+  refuseShrinkRequests(leftOut);
   if (!disagreement.empty()) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", disagreement);
 }
 

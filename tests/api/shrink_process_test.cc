@@ -171,6 +171,64 @@ TEST(ShrinkMisuse, MembersThatDisagreeOnTheExcludedRanksAllFail) {
   EXPECT_THAT(leader.text, HasSubstr("excludeRanksList")) << leader;
 }
 
+// Ranks 0, 1 and 2 leave out rank 3, and shrink. Rank 3, alive, shrinks
+// too, with a list of its own: by it, the first remaining rank is rank 0
+// (it leaves out rank 2) or rank 1 (it leaves out rank 0), which both do
+// not serve it. Rank 3 must fail at once with ncclInvalidUsage saying the
+// lists differ, not wait for HORA_TIMEOUT; the three others must shrink
+// and go on.
+class ShrinkByAnExcludedRank : public ::testing::TestWithParam<int> {};
+
+INSTANTIATE_TEST_SUITE_P(Lists, ShrinkByAnExcludedRank, ::testing::Values(2, 0),
+                         [](const auto& info) { return "ItLeavesOutRank" + std::to_string(info.param); });
+
+TEST_P(ShrinkByAnExcludedRank, FailsAtOnceAndTheOthersGoOn) {
+  constexpr int kAll = 4;
+  const int itsChoice = GetParam();
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < kAll; ++rank)
+    ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
+      useRendezvous(port, "20");
+      ncclComm_t comm = joinCommunicator(reporter, kAll, rank);
+      if (comm == nullptr) return 1;
+      int excluded = rank == 3 ? itsChoice : 3;
+      // Rank 3 asks while ranks 1 and 2 wait for rank 0, the last to start.
+      if (rank == 3) std::this_thread::sleep_for(milliseconds(500));
+      if (rank == 0) std::this_thread::sleep_for(milliseconds(1500));
+      ncclComm_t shrunk = nullptr;
+      const auto start = std::chrono::steady_clock::now();
+      reportOutcome(reporter, "shrink",
+                    outcomeOf(ncclCommShrink(comm, &excluded, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT)));
+      reporter.report("shrink_ms", std::to_string(std::chrono::duration_cast<milliseconds>(
+                                                      std::chrono::steady_clock::now() - start)
+                                                      .count()));
+      if (shrunk != nullptr) {
+        long long value = rank + 1;
+        reportOutcome(reporter, "after",
+                      outcomeOf(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, shrunk, nullptr)));
+        reporter.report("sum", std::to_string(value));
+        ncclCommDestroy(shrunk);
+      }
+      ncclCommDestroy(comm);
+      return 0;
+    }));
+  for (int rank = 0; rank < kAll; ++rank) {
+    ChildExit exit = ranks[rank]->waitExit(seconds(30));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << ": " << exit.describe();
+  }
+  Outcome stranger = reportedOutcome(*ranks[3], "shrink");
+  EXPECT_EQ(stranger.result, ncclInvalidUsage) << stranger;
+  EXPECT_THAT(stranger.text, HasSubstr("same excludeRanksList")) << stranger;
+  EXPECT_LT(std::stoi(ranks[3]->value("shrink_ms")), 5000) << stranger;
+  for (int rank : {0, 1, 2}) {
+    EXPECT_EQ(reportedOutcome(*ranks[rank], "shrink").result, ncclSuccess)
+        << "rank " << rank << ": " << reportedOutcome(*ranks[rank], "shrink");
+    EXPECT_EQ(reportedOutcome(*ranks[rank], "after").result, ncclSuccess) << "rank " << rank;
+    EXPECT_EQ(ranks[rank]->value("sum"), "6") << "rank " << rank;  // 1 + 2 + 3
+  }
+}
+
 // Arguments checked before anything is exchanged.
 TEST(ShrinkMisuse, BadArgumentsAreRefused) {
   const int port = freeLoopbackPort();
