@@ -74,6 +74,10 @@ class Bootstrap {
   // move): the cause of a wait that timed out, rather than the neighbour
   // that waits on it too.
   bool peerStopped(int rank) const;
+  // Whether `rank`'s process is on this host and still runs (neither gone
+  // nor stopped): a peer that timed out then is late, blocked or in another
+  // call, not dead.
+  bool peerRunning(int rank) const;
   // Shrink: a member asks `leader` for the new communicator's id, or the
   // leader serves `members` - 1 such requests with `id` (each must give the
   // same `request`); both fail, naming the rank, if the ranks disagree.

@@ -137,6 +137,12 @@ bool Bootstrap::peerStopped(int rank) const {
   return peers_[rank].hostHash == peers_[rank_].hostHash && processStopped(peers_[rank].pid);
 }
 
+bool Bootstrap::peerRunning(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(peers_.size()) || rank == rank_) return false;
+  return peers_[rank].hostHash == peers_[rank_].hostHash && !processGone(peers_[rank].pid) &&
+         !processStopped(peers_[rank].pid);
+}
+
 UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, const Deadline& deadline) {
   const std::string name = describe(leader);
   Socket socket = Socket::connect(peers_[leader].listenAddress(), deadline, nullptr, name, /*listenerWasUp=*/true);

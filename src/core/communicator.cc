@@ -491,9 +491,17 @@ Error Communicator::firstCause(const Error& failure) {
     bootstrap_->announce(Error(failure.kind(), withoutRankPrefix(failure.what(), rank_), rank_));
     return failure;
   }
-  const Error finding(ErrorKind::Remote,
-                      strCat(bootstrap_->describe(culprit), " failed first: ", withoutRankPrefix(failure.what(), rank_)),
-                      culprit);
+  // Blamed for silence, yet alive: say so, or its user looks for a crash
+  // that never happened (the rank was late, blocked, or in another call).
+  const std::string alive =
+      !sure && bootstrap_->peerRunning(culprit)
+          ? strCat("; rank ", culprit, "'s process is still running, so it was late, blocked or in another call, "
+                   "not dead")
+          : "";
+  const Error finding(
+      ErrorKind::Remote,
+      strCat(bootstrap_->describe(culprit), " failed first: ", withoutRankPrefix(failure.what(), rank_), alive),
+      culprit);
   bootstrap_->announce(finding);
   return Error(ErrorKind::Remote, strCat("rank ", rank_, ": ", finding.what()), culprit);
 }

@@ -225,7 +225,7 @@ TEST(Failure, ALateRankLearnsWhyTheRankThatWaitedForItStopped) {
   }
   Outcome waited = reportedOutcome(*ranks[0], "first");
   EXPECT_EQ(waited.result, ncclRemoteError) << waited;
-  EXPECT_THAT(waited.text, ContainsRegex(failedFirst(1))) << waited;
+  EXPECT_THAT(waited.text, AllOf(ContainsRegex(failedFirst(1)), HasSubstr("still running"))) << waited;
   Outcome late = reportedOutcome(*ranks[1], "second");
   EXPECT_EQ(late.result, ncclRemoteError) << late;
   EXPECT_THAT(late.text, AllOf(HasSubstr("stopped by rank 0"), ContainsRegex(failedFirst(1)))) << late;
