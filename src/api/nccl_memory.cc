@@ -71,6 +71,12 @@ void forget(const Handle* handle, ncclComm_t comm, const char* what) {
 HORA_NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
   return api::guarded("ncclMemAlloc", [&] {
     HORA_CHECK_ARG(ptr != nullptr, "ptr is NULL");
+    // As NVIDIA's (whose zero-byte request ends in cudaMalloc's): success,
+    // and no memory.
+    if (size == 0) {
+      *ptr = nullptr;
+      return;
+    }
 #if HORA_HAVE_CUDA
     if (device::currentDevice() >= 0) {
       *ptr = device::allocateDeviceMemory(size);
