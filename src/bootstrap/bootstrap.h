@@ -88,6 +88,10 @@ class Bootstrap {
  private:
   // The message a rank's text is told as to the rank who reads it.
   PeerNotice readNotice(Socket& socket, int from);
+  // The first of `held` (visits kept for later), else one that has arrived
+  // on the control listener, if any; does not wait. The caller holds
+  // controlMutex_.
+  std::optional<Gatekeeper::Guest> heldOrArrived(std::deque<Gatekeeper::Guest>& held);
   // Answers the shrink requests waiting here (ones this rank does not
   // serve) with `why`; notices that arrive meanwhile are kept for
   // noticeWithin. The caller holds controlMutex_.

@@ -83,17 +83,18 @@ PeerNotice Bootstrap::readNotice(Socket& socket, int from) {
                     header.failedRank >= 0 ? header.failedRank : from);
 }
 
+std::optional<Gatekeeper::Guest> Bootstrap::heldOrArrived(std::deque<Gatekeeper::Guest>& held) {
+  if (held.empty()) return control_.tryAdmit();
+  Gatekeeper::Guest guest = std::move(held.front());
+  held.pop_front();
+  return guest;
+}
+
 std::optional<PeerNotice> Bootstrap::noticeWithin(std::chrono::milliseconds grace) {
   std::lock_guard<std::mutex> lock(controlMutex_);
   const Deadline deadline = Deadline::after(grace);
   for (;;) {
-    std::optional<Gatekeeper::Guest> guest;
-    if (!heldNotices_.empty()) {
-      guest = std::move(heldNotices_.front());
-      heldNotices_.pop_front();
-    } else {
-      guest = control_.tryAdmit();
-    }
+    std::optional<Gatekeeper::Guest> guest = heldOrArrived(heldNotices_);
     if (!guest) {
       if (deadline.expired()) return std::nullopt;
       try {
@@ -176,14 +177,8 @@ UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, co
 
 void Bootstrap::refuseShrinkRequests(const std::function<std::string(int from)>& why) {
   for (;;) {
-    std::optional<Gatekeeper::Guest> guest;
-    if (!shrinkRequests_.empty()) {
-      guest = std::move(shrinkRequests_.front());
-      shrinkRequests_.pop_front();
-    } else {
-      guest = control_.tryAdmit();
-      if (!guest) return;
-    }
+    std::optional<Gatekeeper::Guest> guest = heldOrArrived(shrinkRequests_);
+    if (!guest) return;
     Visit visit;
     std::memcpy(&visit, guest->body.data(), sizeof(visit));
     if (visit.kind == VisitKind::ShrinkRequest && visit.rank >= 0 && visit.rank < nranks_) {
@@ -226,9 +221,8 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
   std::string disagreement;
   while (left > 0) {
     Gatekeeper::Guest guest;
-    if (!shrinkRequests_.empty()) {
-      guest = std::move(shrinkRequests_.front());
-      shrinkRequests_.pop_front();
+    if (std::optional<Gatekeeper::Guest> ready = heldOrArrived(shrinkRequests_)) {
+      guest = std::move(*ready);
     } else {
       std::string missing;
       for (int m : members)
