@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 
+#include "byte_size.h"
 #include "data_types.h"
 
 namespace hora::perf {
@@ -72,6 +73,16 @@ std::vector<ncclDataType_t> parseTypes(std::string_view text, const std::string&
   throw UsageError(flag + " takes a type name (" + known + "or all), got '" + std::string(text) + "'");
 }
 
+// A flag of nccl-tests that hora-perf knows but does not implement: only
+// `offValue` (null: none, the flag always asks for something) is taken.
+Flag inertFlag(char shortName, std::string_view longName, const char* offValue, const char* what) {
+  return {shortName, longName, true, [offValue, what](Options&, std::string_view value, const std::string& shown) {
+            if (offValue != nullptr && value == offValue) return;
+            throw UsageError(shown + ": nccl-tests' " + what + " is not supported by hora-perf" +
+                             (offValue != nullptr ? std::string("; only ") + offValue + " is accepted" : ""));
+          }};
+}
+
 const std::vector<Flag>& flags() {
   static const std::vector<Flag> kFlags = {
       {'b', "minbytes", true,
@@ -117,9 +128,27 @@ const std::vector<Flag>& flags() {
        }},
       {'m', "agg_iters", true,
        [](Options& o, std::string_view v, const std::string& f) { o.aggIters = parseInt(v, f, 1, 1024); }},
-      {'K', "sweeps", true,
+      {'s', "sweeps", true,
        [](Options& o, std::string_view v, const std::string& f) { o.sweeps = parseInt(v, f, 1, 1000); }},
       {'h', "help", false, [](Options& o, std::string_view, const std::string&) { o.showHelp = true; }},
+      // nccl-tests' flags for what hora-perf does not do: their "off"
+      // value is accepted (scripts often pass defaults explicitly), any
+      // other refused, so that no run silently measures something else.
+      inertFlag('N', "run_cycles", "1", "printing each sweep again (run cycles)"),
+      inertFlag('p', "parallel_init", "0", "initialising communicators from parallel threads"),
+      inertFlag('y', "stream_null", "0", "launching on the default stream"),
+      inertFlag('T', "timeout", "0", "a watchdog time limit (hora's is HORA_TIMEOUT)"),
+      inertFlag('G', "cudagraph", "0", "CUDA-graph launches"),
+      inertFlag('C', "report_cputime", "0", "CPU-time reports"),
+      inertFlag('S', "report_timestamps", "0", "timestamps in the report"),
+      inertFlag('J', "output_file", nullptr, "JSON output files"),
+      inertFlag('x', "cta_policy", "-1", "CTA policies"),
+      inertFlag('D', "device_implementation", "0", "NCCL's device-API implementations"),
+      inertFlag('V', "device_cta_count", "16", "the device API's CTA count"),
+      inertFlag('M', "memory", "0", "memory-usage reports"),
+      inertFlag('u', "unalign", "0", "misaligned buffers"),
+      inertFlag('I', "per_iter_timing", "0", "per-iteration timing"),
+      inertFlag('K', "per_iter_skip", "0", "per-iteration timing (the samples it skips)"),
   };
   return kFlags;
 }
@@ -131,11 +160,20 @@ const Flag* findShort(char name) {
   return nullptr;
 }
 
+// The flag named `name` or, as getopt_long (nccl-tests' parser) allows, by
+// a prefix that only one long name starts with; null when none.
 const Flag* findLong(std::string_view name) {
+  const Flag* found = nullptr;
+  std::string candidates;
   for (const Flag& flag : flags()) {
     if (flag.longName == name) return &flag;
+    if (!flag.longName.starts_with(name)) continue;
+    found = &flag;
+    candidates += (candidates.empty() ? "--" : ", --") + std::string(flag.longName);
   }
-  return nullptr;
+  if (found != nullptr && candidates.find(',') != std::string::npos)
+    throw UsageError("option '--" + std::string(name) + "' is ambiguous: it could be " + candidates);
+  return found;
 }
 
 std::string_view baseName(std::string_view path) {
@@ -153,35 +191,6 @@ std::string collectiveList() {
 }
 
 }  // namespace
-
-std::size_t parseByteSize(std::string_view text, std::string_view flag) {
-  const std::string shown(flag);
-  std::string_view digits = text;
-  unsigned shift = 0;
-  if (!digits.empty()) {
-    switch (digits.back()) {
-      case 'K':
-      case 'k': shift = 10; break;
-      case 'M':
-      case 'm': shift = 20; break;
-      case 'G':
-      case 'g': shift = 30; break;
-      default: break;
-    }
-    if (shift != 0) digits.remove_suffix(1);
-  }
-  std::uint64_t value = 0;
-  const char* end = digits.data() + digits.size();
-  const auto [last, error] = std::from_chars(digits.data(), end, value);
-  if (digits.empty() || error != std::errc() || last != end) {
-    throw UsageError(shown + " takes a size in bytes with an optional K, M or G suffix, got '" +
-                     std::string(text) + "'");
-  }
-  if (value > (std::numeric_limits<std::size_t>::max() >> shift)) {
-    throw UsageError(shown + " size '" + std::string(text) + "' is too large");
-  }
-  return static_cast<std::size_t>(value) << shift;
-}
 
 Options parseOptions(const std::vector<std::string>& arguments, std::string_view programName) {
   Options options;
@@ -265,7 +274,8 @@ Ranks:
                           Under hora-run, each process is one rank and -t/-g
                           must stay 1.
 Sizes:
-  -b, --minbytes SIZE     smallest size (default 32M; K, M, G = 2^10, 2^20, 2^30)
+  -b, --minbytes SIZE     smallest size (default 32M; K, M, G = 2^10, 2^20, 2^30;
+                          1.5K, 1MB and 64KiB are read as nccl-tests reads them)
   -e, --maxbytes SIZE     largest size (default 32M)
   -f, --stepfactor F      multiply the size by F each step (default: off)
   -i, --stepbytes SIZE    add SIZE each step when -f is off (default 1M)
@@ -290,11 +300,16 @@ Buffers:
                           and ncclCommRegister; 2: ncclMemAlloc and
                           ncclCommWindowRegister (symmetric windows: ranks
                           of one host then work in each other's buffers)
-  -K, --sweeps K          run the whole sweep K times; each row then shows
+  -s, --sweeps K          run the whole sweep K times; each row then shows
                           the sweep with the median time, and four more
                           columns: the least and greatest time of each
                           place over the K sweeps (default 1)
   -h, --help              print this text
+
+Long options may be shortened to any prefix only one of them starts with.
+nccl-tests' -N -p -y -T -G -C -S -x -D -V -M -u -I -K are known but not
+supported: each takes only its "off" value (-N 1, -V 16, -x -1, 0 for the
+others), so scripts that pass defaults run; -J is refused.
 
 Environment:
   HORA_PERF_MEMORY=host|device  host buffers even with a GPU, or insist on

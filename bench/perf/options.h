@@ -42,7 +42,7 @@ struct Options {
   int threads = 1;
   int ranksPerThread = 1;  // -g: ranks one thread drives in a group
   AverageMode average = AverageMode::Mean;
-  // -K/--sweeps (hora's own): run the whole sweep this many times and
+  // -s/--sweeps (hora's own): run the whole sweep this many times and
   // print, per size, the median sweep's columns and the spread.
   int sweeps = 1;
   // -m/--agg_iters: calls of the collective per rank in one group, per
@@ -60,10 +60,6 @@ struct Options {
 // nccl-tests binary name ("all_reduce_perf"), the collective may be left
 // out. Throws UsageError.
 Options parseOptions(const std::vector<std::string>& arguments, std::string_view programName = "hora-perf");
-
-// "8", "1K", "32M", "2G" (powers of 1024, as nccl-tests). Throws UsageError
-// naming `flag` when the text is not a size.
-std::size_t parseByteSize(std::string_view text, std::string_view flag);
 
 // NCCL_TESTS_MIN_BW's value (null: unset). Throws UsageError when it is not
 // a number of GB/s.

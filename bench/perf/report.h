@@ -46,7 +46,7 @@ struct PlaceResult {
 // time, algbw, busbw and #wrong of one result.
 std::string placeColumns(const PlaceResult& result);
 
-// The least and greatest time of each place over the sweeps (-K).
+// The least and greatest time of each place over the sweeps (-s).
 struct PlaceSpread {
   bool ran = false;
   double minSeconds = 0;

@@ -190,14 +190,14 @@ TEST(HoraPerf, EveryRootInTurn) {
   EXPECT_EQ(rows[2][4], "2");
 }
 
-// -K: whole sweeps repeated; each row holds the median sweep's nccl-tests
+// -s: whole sweeps repeated; each row holds the median sweep's nccl-tests
 // columns, then the least and greatest time of each place, which bracket
 // the median.
 TEST(HoraPerf, SweepsPrintTheSpreadAroundTheMedian) {
   for (const char* collective : {"all_reduce", "alltoall"}) {
     SCOPED_TRACE(collective);
     const ProgramResult result =
-        runPerf({collective, "-t", "2", "-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "-K", "3"});
+        runPerf({collective, "-t", "2", "-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "-s", "3"});
     EXPECT_EQ(result.exitCode, 0) << result.err;
     EXPECT_THAT(result.out, HasSubstr("time over 3 sweeps"));
     const auto rows = tableRows(result);
@@ -240,13 +240,13 @@ TEST(HoraPerf, HelpExitsZero) {
 
 TEST(HoraPerf, BadCommandLinesExitTwo) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{"all_reduce", "-b", "lots"}, "-b/--minbytes takes a size"},
+      {{"all_reduce", "-b", "lots"}, "-b/--minbytes size 'lots' is not a size"},
       {{"all_reduce", "--nope"}, "unknown option '--nope'"},
       {{"allreduce"}, "unknown collective 'allreduce'"},
       {{}, "no collective given"},
       {{"broadcast", "-t", "2", "-r", "2"}, "-r/--root 2 is not a rank: there are 2 ranks"},
       {{"all_reduce", "-b", "1M", "-e", "1K"}, "larger than maximum"},
-      {{"all_reduce", "-K", "0"}, "-K/--sweeps"},
+      {{"all_reduce", "-s", "0"}, "-s/--sweeps"},
       {{"all_reduce", "-m", "0"}, "-m/--agg_iters"},
   };
   for (const auto& [arguments, message] : cases) {

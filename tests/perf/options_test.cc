@@ -1,3 +1,4 @@
+#include "byte_size.h"
 #include "options.h"
 
 #include <gmock/gmock.h>
@@ -6,7 +7,9 @@
 namespace hora::perf {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Options parse(std::vector<std::string> arguments, std::string_view program = "hora-perf") {
   return parseOptions(arguments, program);
@@ -151,13 +154,36 @@ TEST(Options, SizeSuffixesArePowersOf1024) {
   EXPECT_EQ(parseByteSize("2g", "-b"), std::size_t{2} << 30);
 }
 
+// nccl-tests reads a decimal number and the unit's first letter: scripts
+// write fractions, exponents and "MB"; the bytes are rounded down.
+TEST(Options, SizesAreSpeltAsNcclTestsReadsThem) {
+  EXPECT_EQ(parseByteSize("1.5K", "-b"), 1536u);
+  EXPECT_EQ(parseByteSize("0.5M", "-b"), 524288u);
+  EXPECT_EQ(parseByteSize("0.3K", "-b"), 307u);  // 307.2
+  EXPECT_EQ(parseByteSize("1e3", "-b"), 1000u);
+  EXPECT_EQ(parseByteSize("1MB", "-b"), 1048576u);
+  EXPECT_EQ(parseByteSize("64KiB", "-b"), 65536u);
+  EXPECT_EQ(parseByteSize("8B", "-b"), 8u);
+  EXPECT_EQ(parseByteSize("2 G", "-b"), std::size_t{2} << 30);
+  EXPECT_EQ(parseByteSize(" 16", "-b"), 16u);
+  EXPECT_EQ(parseByteSize("15.99", "-b"), 15u);
+}
+
 TEST(Options, BadSizesNameTheFlag) {
   EXPECT_THAT(usageErrorOf({"all_reduce", "-b", "8X"}), HasSubstr("-b/--minbytes"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", ""}), HasSubstr("-e/--maxbytes"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "-5"}), HasSubstr("size in bytes"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1.5M"}), HasSubstr("'1.5M'"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "-5"}), HasSubstr("'-5' is negative"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "-1K"}), HasSubstr("is negative"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "+5"}), HasSubstr("is not a size"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "K"}), HasSubstr("is not a size"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "nan"}), HasSubstr("is not a number"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "inf"}), HasSubstr("too large"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1Mfoo"}), HasSubstr("has 'foo' after its number"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1 T"}), HasSubstr("has 'T' after its number"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "0x10"}), HasSubstr("after its number"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "99999999999999999999"}), HasSubstr("-e/--maxbytes"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "17179869184G"}), HasSubstr("too large"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1e300"}), HasSubstr("too large"));
 }
 
 TEST(Options, BadNumbersSayTheRange) {
@@ -180,11 +206,42 @@ TEST(Options, BadNamesListTheChoices) {
 }
 
 TEST(Options, UnknownAndMalformedFlags) {
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-x"}), HasSubstr("unknown option '-x'"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-q"}), HasSubstr("unknown option '-q'"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "--frobnicate=1"}), HasSubstr("unknown option '--frobnicate'"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-b"}), HasSubstr("-b/--minbytes needs a value"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "--help=yes"}), HasSubstr("takes no value"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "broadcast"}), HasSubstr("the collective was already given"));
+}
+
+// getopt_long, nccl-tests' parser, takes any prefix of a long option that
+// only one option starts with.
+TEST(Options, LongOptionsMayBeShortenedToAUniquePrefix) {
+  const Options options = parse({"all_reduce", "--minb", "8", "--maxb=1K", "--iter=5", "--warm", "2", "--sw", "3"});
+  EXPECT_EQ(options.sizes.minBytes, 8u);
+  EXPECT_EQ(options.sizes.maxBytes, 1024u);
+  EXPECT_EQ(options.iters, 5);
+  EXPECT_EQ(options.warmupIters, 2);
+  EXPECT_EQ(options.sweeps, 3);
+  EXPECT_THAT(usageErrorOf({"all_reduce", "--st", "2"}),
+              AllOf(HasSubstr("'--st' is ambiguous"), HasSubstr("--stepfactor"), HasSubstr("--stepbytes"),
+                    HasSubstr("--stream_null")));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "--minbytesx=1"}), HasSubstr("unknown option '--minbytesx'"));
+}
+
+// nccl-tests' flags for what hora-perf does not do: their "off" value runs,
+// any other is refused naming the flag; -K is nccl-tests' per_iter_skip,
+// not hora-perf's sweeps (-s).
+TEST(Options, NcclTestsFlagsHoraPerfDoesNotImplementTakeOnlyTheirOffValue) {
+  const Options options = parse({"all_reduce", "-G", "0", "-N", "1", "-p", "0", "-x", "-1", "-V", "16", "-u", "0",
+                                 "-K", "0", "--memory=0", "-C0"});
+  EXPECT_EQ(options.sweeps, 1);
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-G", "1"}),
+              AllOf(HasSubstr("-G/--cudagraph"), HasSubstr("not supported"), HasSubstr("only 0 is accepted")));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-N", "3"}), AllOf(HasSubstr("-N/--run_cycles"), HasSubstr("only 1")));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-K", "2"}), HasSubstr("-K/--per_iter_skip"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-V", "8"}), HasSubstr("only 16"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-J", "out.json"}),
+              AllOf(HasSubstr("-J/--output_file"), Not(HasSubstr("only"))));
 }
 
 TEST(Options, MissingCollective) { EXPECT_THAT(usageErrorOf({"-b", "8"}), HasSubstr("no collective given")); }
@@ -200,7 +257,8 @@ TEST(Options, UsageTextListsEveryFlag) {
   const std::string text = usageText();
   for (const char* flag :
        {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters", "--warmup_iters", "--check",
-        "--op", "--datatype", "--root", "--blocking", "--nthreads", "--ngpus", "--average", "--local_register", "--help"}) {
+        "--op", "--datatype", "--root", "--blocking", "--nthreads", "--ngpus", "--average", "--local_register",
+        "--sweeps", "--help"}) {
     EXPECT_THAT(text, HasSubstr(flag));
   }
 }
