@@ -58,9 +58,12 @@ double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool 
   return thread.sync->combineSeconds(thread.participant, elapsed.count() / calls, options.average);
 }
 
-// Bytes of either buffer a step uses, in place offsets included: nccl-tests'
-// size, the larger buffer's.
-std::size_t stepBytes(const StepPlan& plan) { return plan.sizing.bytes(dataTypeInfo(plan.type).size); }
+// Bytes of either buffer a step uses from its start, in place offsets and
+// -u's included: what device mirrors copy.
+std::size_t stepBytes(const StepPlan& plan) {
+  const std::size_t typeSize = dataTypeInfo(plan.type).size;
+  return plan.sizing.bytes(typeSize) + plan.unalignElements * typeSize;
+}
 
 // Writes every driven rank's inputs for repetition `rep` into its buffers,
 // then waits for every rank to have done so. Without that wait, a rank's
@@ -142,7 +145,8 @@ std::vector<StepPlan> planSteps(const Options& options, int nranks) {
                         op,
                         root,
                         nranks,
-                        sizeCollective(options.collective, size, typeSize, nranks)};
+                        sizeCollective(options.collective, size, typeSize, nranks),
+                        static_cast<std::size_t>(options.unalign)};
           steps.push_back(plan);
         }
       }

@@ -30,7 +30,13 @@ long long countMismatches(const StepPlan& plan, const ValueModel& values, const 
 
 }  // namespace
 
-CallPointers callPointers(const StepPlan& plan, int rank, bool inPlace, const RankBuffers& buffers) {
+RankBuffers unalignedBuffers(const StepPlan& plan, const RankBuffers& allocated) {
+  return {offsetBytes(allocated.send, plan.unalignElements, plan),
+          offsetBytes(allocated.recv, plan.unalignElements, plan)};
+}
+
+CallPointers callPointers(const StepPlan& plan, int rank, bool inPlace, const RankBuffers& allocated) {
+  const RankBuffers buffers = unalignedBuffers(plan, allocated);
   if (!inPlace) return {buffers.send, buffers.recv};
   const auto r = static_cast<std::size_t>(rank);
   switch (plan.collective) {
@@ -54,7 +60,7 @@ void prepareInputs(const StepPlan& plan, const ValueModel& values, int rank, boo
   // Poison the whole receive area first: an element the collective fails to
   // write then reads back as "wrong". In place, the inputs then overwrite
   // their part of it.
-  poisonBuffer(buffers.recv, sizing.recvCount * bytes);
+  poisonBuffer(unalignedBuffers(plan, buffers).recv, sizing.recvCount * bytes);
   const bool broadcastNonRoot = plan.collective == Collective::Broadcast && rank != plan.root;
   if (broadcastNonRoot && inPlace) return;  // its buffer only receives
   // The send area is this rank's own memory; NCCL only reads it.

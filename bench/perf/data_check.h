@@ -19,6 +19,9 @@ struct StepPlan {
   int root = -1;                  // -1 unless the collective is rooted
   int nranks = 1;
   CollectiveSizing sizing;
+  // -u (nccl-tests' unalign): both buffers start this many elements past
+  // the rank's allocation, so they are aligned to the element only.
+  std::size_t unalignElements = 0;
 };
 
 // One rank's two buffers, each large enough for the largest measurement.
@@ -36,7 +39,10 @@ struct CallPointers {
   void* recv = nullptr;
 };
 
-CallPointers callPointers(const StepPlan& plan, int rank, bool inPlace, const RankBuffers& buffers);
+// `allocated`: the rank's buffers as allocated; the pointers are
+// plan.unalignElements past them (unalignedBuffers).
+CallPointers callPointers(const StepPlan& plan, int rank, bool inPlace, const RankBuffers& allocated);
+RankBuffers unalignedBuffers(const StepPlan& plan, const RankBuffers& allocated);
 
 // Whether the result of this form of the collective is checked.
 bool resultChecked(const StepPlan& plan, bool inPlace);

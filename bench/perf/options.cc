@@ -128,6 +128,10 @@ const std::vector<Flag>& flags() {
        }},
       {'m', "agg_iters", true,
        [](Options& o, std::string_view v, const std::string& f) { o.aggIters = parseInt(v, f, 1, 1024); }},
+      {'u', "unalign", true,
+       [](Options& o, std::string_view v, const std::string& f) {
+         o.unalign = parseInt(v, f, 0, kMaxUnalignElements);
+       }},
       {'s', "sweeps", true,
        [](Options& o, std::string_view v, const std::string& f) { o.sweeps = parseInt(v, f, 1, 1000); }},
       {'h', "help", false, [](Options& o, std::string_view, const std::string&) { o.showHelp = true; }},
@@ -146,7 +150,6 @@ const std::vector<Flag>& flags() {
       inertFlag('D', "device_implementation", "0", "NCCL's device-API implementations"),
       inertFlag('V', "device_cta_count", "16", "the device API's CTA count"),
       inertFlag('M', "memory", "0", "memory-usage reports"),
-      inertFlag('u', "unalign", "0", "misaligned buffers"),
       inertFlag('I', "per_iter_timing", "0", "per-iteration timing"),
       inertFlag('K', "per_iter_skip", "0", "per-iteration timing (the samples it skips)"),
   };
@@ -300,6 +303,8 @@ Buffers:
                           and ncclCommRegister; 2: ncclMemAlloc and
                           ncclCommWindowRegister (symmetric windows: ranks
                           of one host then work in each other's buffers)
+  -u, --unalign N         both buffers start N elements past their allocation,
+                          aligned to the element only (0-1024, default 0)
   -s, --sweeps K          run the whole sweep K times; each row then shows
                           the sweep with the median time, and four more
                           columns: the least and greatest time of each
@@ -307,7 +312,7 @@ Buffers:
   -h, --help              print this text
 
 Long options may be shortened to any prefix only one of them starts with.
-nccl-tests' -N -p -y -T -G -C -S -x -D -V -M -u -I -K are known but not
+nccl-tests' -N -p -y -T -G -C -S -x -D -V -M -I -K are known but not
 supported: each takes only its "off" value (-N 1, -V 16, -x -1, 0 for the
 others), so scripts that pass defaults run; -J is refused.
 

@@ -28,6 +28,10 @@ enum class AverageMode { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
 // How the buffers are allocated and registered (-R, nccl-tests' values).
 enum class Registration { None = 0, Local = 1, Window = 2 };
 
+// -u's bound: buffers are allocated this many of the largest elements
+// (8 bytes) larger.
+inline constexpr int kMaxUnalignElements = 1024;
+
 struct Options {
   Collective collective = Collective::AllReduce;
   SizeRange sizes{32u << 20, 32u << 20, 1, 1u << 20};  // nccl-tests: 32M, 32M, +1M
@@ -45,6 +49,9 @@ struct Options {
   // -s/--sweeps (hora's own): run the whole sweep this many times and
   // print, per size, the median sweep's columns and the spread.
   int sweeps = 1;
+  // -u/--unalign (nccl-tests'): buffers start this many elements past
+  // their allocation.
+  int unalign = 0;
   // -m/--agg_iters: calls of the collective per rank in one group, per
   // iteration (nccl-tests' aggregation); times are per call.
   int aggIters = 1;

@@ -51,11 +51,13 @@ std::string rankLineOf(int rank, std::optional<int> device) {
   return rankLine(rank, static_cast<long>(getpid()), hostName(), *device, device::describe(*device));
 }
 
-// Both buffers of every rank hold the largest measurement: no effective
-// size exceeds the largest requested one.
+// Both buffers of every rank hold the largest measurement (no effective
+// size exceeds the largest requested one) after -u's offset.
 NcclRank allocateRank(std::vector<std::unique_ptr<RankMemory>>& owner, const Options& options, int rank,
                       ncclComm_t comm, std::optional<int> device) {
-  owner.push_back(std::make_unique<RankMemory>(options.sizes.maxBytes, options.registration, rank, device));
+  const std::size_t unalignRoom = static_cast<std::size_t>(options.unalign) * 8;  // the largest element
+  owner.push_back(
+      std::make_unique<RankMemory>(options.sizes.maxBytes + unalignRoom, options.registration, rank, device));
   return {rank, comm, owner.back()->buffers(), owner.back()->stream()};
 }
 

@@ -134,6 +134,22 @@ TEST(DataCheck, InPlacePointersFollowNcclTests) {
   EXPECT_EQ(callPointers(allReduce, 1, false, buffers).recv, recv);
 }
 
+// -u: every pointer moves by that many elements of the step's type, in
+// place offsets added to it.
+TEST(DataCheck, UnalignMovesEveryPointerByWholeElements) {
+  unsigned char send[128];
+  unsigned char recv[128];
+  const RankBuffers buffers{send, recv};
+  StepPlan gather = makePlan(Collective::AllGather, ncclFloat64, std::nullopt, 2, 64);  // 4 doubles per rank
+  gather.unalignElements = 3;
+  EXPECT_EQ(callPointers(gather, 1, false, buffers).send, send + 3 * 8);
+  EXPECT_EQ(callPointers(gather, 1, false, buffers).recv, recv + 3 * 8);
+  EXPECT_EQ(callPointers(gather, 1, true, buffers).send, recv + 3 * 8 + 4 * 8);
+  StepPlan allReduce = makePlan(Collective::AllReduce, ncclInt8, ncclSum, 2, 16);
+  allReduce.unalignElements = 5;
+  EXPECT_EQ(callPointers(allReduce, 0, true, buffers).send, recv + 5);
+}
+
 TEST(DataCheck, InPlaceAlltoallAndSendrecvAreNotChecked) {
   const StepPlan alltoall = makePlan(Collective::AlltoAll, ncclFloat32, std::nullopt, 2, 64);
   EXPECT_FALSE(resultChecked(alltoall, true));

@@ -190,6 +190,15 @@ TEST(HoraPerf, EveryRootInTurn) {
   EXPECT_EQ(rows[2][4], "2");
 }
 
+// -u: buffers aligned to their element only, every type, in and out of
+// place, threads and processes alike; results checked.
+TEST_P(EveryCollective, UnalignedBuffersCheckClean) {
+  const ProgramResult result =
+      runPerf({GetParam(), "-t", "3", "-b", "8", "-e", "32K", "-f", "8", "-u", "3", "-d", "all", "-n", "2"});
+  // 5 sizes for each of the 12 types.
+  expectCleanTable(result, 60);
+}
+
 // -s: whole sweeps repeated; each row holds the median sweep's nccl-tests
 // columns, then the least and greatest time of each place, which bracket
 // the median.

@@ -232,7 +232,7 @@ TEST(Options, LongOptionsMayBeShortenedToAUniquePrefix) {
 // any other is refused naming the flag; -K is nccl-tests' per_iter_skip,
 // not hora-perf's sweeps (-s).
 TEST(Options, NcclTestsFlagsHoraPerfDoesNotImplementTakeOnlyTheirOffValue) {
-  const Options options = parse({"all_reduce", "-G", "0", "-N", "1", "-p", "0", "-x", "-1", "-V", "16", "-u", "0",
+  const Options options = parse({"all_reduce", "-G", "0", "-N", "1", "-p", "0", "-x", "-1", "-V", "16",
                                  "-K", "0", "--memory=0", "-C0"});
   EXPECT_EQ(options.sweeps, 1);
   EXPECT_THAT(usageErrorOf({"all_reduce", "-G", "1"}),
@@ -242,6 +242,12 @@ TEST(Options, NcclTestsFlagsHoraPerfDoesNotImplementTakeOnlyTheirOffValue) {
   EXPECT_THAT(usageErrorOf({"all_reduce", "-V", "8"}), HasSubstr("only 16"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-J", "out.json"}),
               AllOf(HasSubstr("-J/--output_file"), Not(HasSubstr("only"))));
+}
+
+TEST(Options, UnalignIsBounded) {
+  EXPECT_EQ(parse({"all_reduce", "-u", "3"}).unalign, 3);
+  EXPECT_EQ(parse({"all_reduce"}).unalign, 0);
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-u", "1025"}), HasSubstr("-u/--unalign must be between 0 and 1024"));
 }
 
 TEST(Options, MissingCollective) { EXPECT_THAT(usageErrorOf({"-b", "8"}), HasSubstr("no collective given")); }
@@ -258,7 +264,7 @@ TEST(Options, UsageTextListsEveryFlag) {
   for (const char* flag :
        {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters", "--warmup_iters", "--check",
         "--op", "--datatype", "--root", "--blocking", "--nthreads", "--ngpus", "--average", "--local_register",
-        "--sweeps", "--help"}) {
+        "--sweeps", "--unalign", "--help"}) {
     EXPECT_THAT(text, HasSubstr(flag));
   }
 }
