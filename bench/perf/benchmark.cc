@@ -139,15 +139,12 @@ std::vector<StepPlan> planSteps(const Options& options, int nranks) {
     const std::size_t typeSize = dataTypeInfo(type).size;
     for (const auto& op : ops) {
       for (int root : roots) {
-        for (std::size_t size : sizes) {
-          StepPlan plan{options.collective,
-                        type,
-                        op,
-                        root,
-                        nranks,
-                        sizeCollective(options.collective, size, typeSize, nranks),
-                        static_cast<std::size_t>(options.unalign)};
-          steps.push_back(plan);
+        for (int cycle = 0; cycle < options.runCycles; ++cycle) {
+          for (std::size_t size : sizes) {
+            steps.push_back(StepPlan{options.collective, type, op, root, nranks,
+                                     sizeCollective(options.collective, size, typeSize, nranks),
+                                     static_cast<std::size_t>(options.unalign)});
+          }
         }
       }
     }

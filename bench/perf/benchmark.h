@@ -14,8 +14,9 @@
 namespace hora::perf {
 
 // Every measurement of a run, in the order they are made: types, then ops,
-// then roots, then sizes. A size whose element counts round down to zero is
-// measured as a call of count 0, and printed, as nccl-tests does.
+// then roots, then -N cycles, then sizes. A size whose element counts round
+// down to zero is measured as a call of count 0, and printed, as nccl-tests
+// does.
 std::vector<StepPlan> planSteps(const Options& options, int nranks);
 
 struct LocalRank {

@@ -128,6 +128,11 @@ const std::vector<Flag>& flags() {
        }},
       {'m', "agg_iters", true,
        [](Options& o, std::string_view v, const std::string& f) { o.aggIters = parseInt(v, f, 1, 1024); }},
+      {'N', "run_cycles", true,
+       [](Options& o, std::string_view v, const std::string& f) {
+         if (v == "0") throw UsageError(f + " 0 (run until interrupted) is not supported; give a count of cycles");
+         o.runCycles = parseInt(v, f, 1, 1000000);
+       }},
       {'u', "unalign", true,
        [](Options& o, std::string_view v, const std::string& f) {
          o.unalign = parseInt(v, f, 0, kMaxUnalignElements);
@@ -138,7 +143,6 @@ const std::vector<Flag>& flags() {
       // nccl-tests' flags for what hora-perf does not do: their "off"
       // value is accepted (scripts often pass defaults explicitly), any
       // other refused, so that no run silently measures something else.
-      inertFlag('N', "run_cycles", "1", "printing each sweep again (run cycles)"),
       inertFlag('p', "parallel_init", "0", "initialising communicators from parallel threads"),
       inertFlag('y', "stream_null", "0", "launching on the default stream"),
       inertFlag('T', "timeout", "0", "a watchdog time limit (hora's is HORA_TIMEOUT)"),
@@ -303,6 +307,8 @@ Buffers:
                           and ncclCommRegister; 2: ncclMemAlloc and
                           ncclCommWindowRegister (symmetric windows: ranks
                           of one host then work in each other's buffers)
+  -N, --run_cycles N      run each type's, op's and root's sizes N times over,
+                          printing every row (default 1)
   -u, --unalign N         both buffers start N elements past their allocation,
                           aligned to the element only (0-1024, default 0)
   -s, --sweeps K          run the whole sweep K times; each row then shows
@@ -312,8 +318,8 @@ Buffers:
   -h, --help              print this text
 
 Long options may be shortened to any prefix only one of them starts with.
-nccl-tests' -N -p -y -T -G -C -S -x -D -V -M -I -K are known but not
-supported: each takes only its "off" value (-N 1, -V 16, -x -1, 0 for the
+nccl-tests' -p -y -T -G -C -S -x -D -V -M -I -K are known but not
+supported: each takes only its "off" value (-V 16, -x -1, 0 for the
 others), so scripts that pass defaults run; -J is refused.
 
 Environment:

@@ -49,6 +49,9 @@ struct Options {
   // -s/--sweeps (hora's own): run the whole sweep this many times and
   // print, per size, the median sweep's columns and the spread.
   int sweeps = 1;
+  // -N/--run_cycles (nccl-tests'): each type, op and root runs its sizes
+  // this many times over, a row each time.
+  int runCycles = 1;
   // -u/--unalign (nccl-tests'): buffers start this many elements past
   // their allocation.
   int unalign = 0;

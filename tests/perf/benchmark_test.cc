@@ -100,6 +100,21 @@ TEST(PlanSteps, SizesTypesOpsAndRoots) {
   EXPECT_EQ(steps[0].root, -1);
 }
 
+// -N: each type's (and op's, root's) sizes run over again before the next.
+TEST(PlanSteps, RunCyclesRepeatTheSizesOfEachTypeOpAndRoot) {
+  Options options = smallRun(Collective::AllReduce);
+  options.types = {ncclFloat32, ncclInt8};
+  options.runCycles = 2;
+  const std::vector<StepPlan> steps = planSteps(options, 2);
+  ASSERT_EQ(steps.size(), 16u);  // 4 sizes, twice, for 2 types
+  for (std::size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(steps[i].type, ncclFloat32) << i;
+    EXPECT_EQ(steps[i].sizing.paramCount, steps[i % 4].sizing.paramCount) << i;
+    EXPECT_EQ(steps[8 + i].type, ncclInt8) << i;
+  }
+  EXPECT_EQ(steps[4].sizing.paramCount, 2u);  // 8 bytes again
+}
+
 TEST(PlanSteps, RootAllVisitsEveryRank) {
   Options options = smallRun(Collective::Broadcast);
   options.root.reset();

@@ -232,16 +232,22 @@ TEST(Options, LongOptionsMayBeShortenedToAUniquePrefix) {
 // any other is refused naming the flag; -K is nccl-tests' per_iter_skip,
 // not hora-perf's sweeps (-s).
 TEST(Options, NcclTestsFlagsHoraPerfDoesNotImplementTakeOnlyTheirOffValue) {
-  const Options options = parse({"all_reduce", "-G", "0", "-N", "1", "-p", "0", "-x", "-1", "-V", "16",
+  const Options options = parse({"all_reduce", "-G", "0", "-p", "0", "-x", "-1", "-V", "16",
                                  "-K", "0", "--memory=0", "-C0"});
   EXPECT_EQ(options.sweeps, 1);
   EXPECT_THAT(usageErrorOf({"all_reduce", "-G", "1"}),
               AllOf(HasSubstr("-G/--cudagraph"), HasSubstr("not supported"), HasSubstr("only 0 is accepted")));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-N", "3"}), AllOf(HasSubstr("-N/--run_cycles"), HasSubstr("only 1")));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-y", "1"}), AllOf(HasSubstr("-y/--stream_null"), HasSubstr("only 0")));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-K", "2"}), HasSubstr("-K/--per_iter_skip"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-V", "8"}), HasSubstr("only 16"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-J", "out.json"}),
               AllOf(HasSubstr("-J/--output_file"), Not(HasSubstr("only"))));
+}
+
+TEST(Options, RunCyclesCountsAndRefusesForever) {
+  EXPECT_EQ(parse({"all_reduce", "-N", "3"}).runCycles, 3);
+  EXPECT_EQ(parse({"all_reduce"}).runCycles, 1);
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-N", "0"}), HasSubstr("-N/--run_cycles 0 (run until interrupted)"));
 }
 
 TEST(Options, UnalignIsBounded) {
@@ -264,7 +270,7 @@ TEST(Options, UsageTextListsEveryFlag) {
   for (const char* flag :
        {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters", "--warmup_iters", "--check",
         "--op", "--datatype", "--root", "--blocking", "--nthreads", "--ngpus", "--average", "--local_register",
-        "--sweeps", "--unalign", "--help"}) {
+        "--sweeps", "--unalign", "--run_cycles", "--help"}) {
     EXPECT_THAT(text, HasSubstr(flag));
   }
 }
