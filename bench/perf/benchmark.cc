@@ -116,7 +116,7 @@ PlaceResult measure(const BenchmarkThread& thread, const StepPlan& plan, bool in
 
 }  // namespace
 
-std::vector<StepPlan> planSteps(const Options& options, int nranks) {
+std::vector<StepSeries> planSeries(const Options& options, int nranks) {
   const CollectiveInfo& info = collectiveInfo(options.collective);
   std::vector<std::optional<ncclRedOp_t>> ops;
   if (info.reduces) {
@@ -134,20 +134,28 @@ std::vector<StepPlan> planSteps(const Options& options, int nranks) {
   }
   const std::vector<std::size_t> sizes = sizeSequence(options.sizes);
 
-  std::vector<StepPlan> steps;
+  std::vector<StepSeries> series;
   for (ncclDataType_t type : options.types) {
     const std::size_t typeSize = dataTypeInfo(type).size;
     for (const auto& op : ops) {
       for (int root : roots) {
-        for (int cycle = 0; cycle < options.runCycles; ++cycle) {
-          for (std::size_t size : sizes) {
-            steps.push_back(StepPlan{options.collective, type, op, root, nranks,
-                                     sizeCollective(options.collective, size, typeSize, nranks),
-                                     static_cast<std::size_t>(options.unalign)});
-          }
+        StepSeries& steps = series.emplace_back();
+        for (std::size_t size : sizes) {
+          steps.push_back(StepPlan{options.collective, type, op, root, nranks,
+                                   sizeCollective(options.collective, size, typeSize, nranks),
+                                   static_cast<std::size_t>(options.unalign)});
         }
       }
     }
+  }
+  return series;
+}
+
+std::vector<StepPlan> planSteps(const Options& options, int nranks) {
+  const int cycles = std::max(options.runCycles, 1);
+  std::vector<StepPlan> steps;
+  for (const StepSeries& series : planSeries(options, nranks)) {
+    for (int cycle = 0; cycle < cycles; ++cycle) steps.insert(steps.end(), series.begin(), series.end());
   }
   return steps;
 }
@@ -158,6 +166,21 @@ namespace {
 using StepResults = std::array<std::vector<PlaceResult>, 2>;
 
 bool runsInPlace(const StepPlan& plan) { return collectiveInfo(plan.collective).inPlace != InPlaceForm::Refused; }
+
+void account(BenchmarkTotals& totals, const PlaceResult& result) {
+  totals.wrongElements += result.wrong.value_or(0);
+  totals.busbwSum += result.busbw;
+  ++totals.results;
+}
+
+// One table row: nccl-tests' columns, then `more` (the spread of -s).
+void printRow(const BenchmarkThread& thread, const StepPlan& plan, const PlaceResult& outOfPlace,
+              const PlaceResult& inPlace, const std::string& more = "") {
+  const DataTypeInfo& type = dataTypeInfo(plan.type);
+  print(thread.out,
+        rowPrefix(plan.sizing.bytes(type.size), plan.sizing.paramCount, type.name, opName(plan.op), plan.root) +
+            placeColumns(outOfPlace) + placeColumns(inPlace) + more + "\n");
+}
 
 // The result of median time among the sweeps, its wrong count replaced by
 // the total over every sweep (no wrong element is hidden by the choice).
@@ -184,42 +207,37 @@ PlaceSpread spreadOf(const std::vector<PlaceResult>& sweeps) {
   return spread;
 }
 
-}  // namespace
+// nccl-tests' loop: each series (type, op, root) runs its sizes -N times
+// over, or with -N 0 until the process is interrupted, and every row is
+// printed as soon as it is measured, so an endless run shows its rows.
+BenchmarkTotals runCycles(const BenchmarkThread& thread) {
+  BenchmarkTotals totals;
+  const int cycles = thread.options->runCycles;
+  for (const StepSeries& series : planSeries(*thread.options, thread.nranks)) {
+    for (int cycle = 0; cycles == 0 || cycle < cycles; ++cycle) {
+      for (const StepPlan& plan : series) {
+        const PlaceResult outOfPlace = measure(thread, plan, false);
+        account(totals, outOfPlace);
+        PlaceResult inPlace = PlaceResult::notRun();
+        if (runsInPlace(plan)) {
+          inPlace = measure(thread, plan, true);
+          account(totals, inPlace);
+        }
+        printRow(thread, plan, outOfPlace, inPlace);
+      }
+    }
+  }
+  return totals;
+}
 
-BenchmarkTotals runBenchmark(const BenchmarkThread& thread) {
+// -s: whole sweeps one after the other, so that a slow spell of the
+// machine shows as one slow sweep rather than as one slow size; rows are
+// printed once every sweep has run. (-N is then 1: options refuse both.)
+BenchmarkTotals runSweeps(const BenchmarkThread& thread) {
   BenchmarkTotals totals;
   const std::vector<StepPlan> steps = planSteps(*thread.options, thread.nranks);
-  const int sweeps = thread.options->sweeps;
-  auto account = [&totals](const PlaceResult& result) {
-    totals.wrongElements += result.wrong.value_or(0);
-    totals.busbwSum += result.busbw;
-    ++totals.results;
-  };
-  auto printRow = [&](const StepPlan& plan, const PlaceResult& outOfPlace, const PlaceResult& inPlace) {
-    const DataTypeInfo& type = dataTypeInfo(plan.type);
-    print(thread.out, rowPrefix(plan.sizing.bytes(type.size), plan.sizing.paramCount, type.name,
-                                opName(plan.op), plan.root) +
-                          placeColumns(outOfPlace) + placeColumns(inPlace));
-  };
-  if (sweeps == 1) {
-    // Rows are printed as they are measured.
-    for (const StepPlan& plan : steps) {
-      const PlaceResult outOfPlace = measure(thread, plan, false);
-      account(outOfPlace);
-      PlaceResult inPlace = PlaceResult::notRun();
-      if (runsInPlace(plan)) {
-        inPlace = measure(thread, plan, true);
-        account(inPlace);
-      }
-      printRow(plan, outOfPlace, inPlace);
-      print(thread.out, "\n");
-    }
-    return totals;
-  }
-  // Whole sweeps one after the other, so that a slow spell of the machine
-  // shows as one slow sweep rather than as one slow size.
   std::vector<StepResults> results(steps.size());
-  for (int sweep = 0; sweep < sweeps; ++sweep) {
+  for (int sweep = 0; sweep < thread.options->sweeps; ++sweep) {
     for (std::size_t i = 0; i < steps.size(); ++i) {
       results[i][0].push_back(measure(thread, steps[i], false));
       if (runsInPlace(steps[i])) results[i][1].push_back(measure(thread, steps[i], true));
@@ -227,16 +245,22 @@ BenchmarkTotals runBenchmark(const BenchmarkThread& thread) {
   }
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const PlaceResult outOfPlace = medianResult(results[i][0]);
-    account(outOfPlace);
+    account(totals, outOfPlace);
     PlaceResult inPlace = PlaceResult::notRun();
     if (!results[i][1].empty()) {
       inPlace = medianResult(results[i][1]);
-      account(inPlace);
+      account(totals, inPlace);
     }
-    printRow(steps[i], outOfPlace, inPlace);
-    print(thread.out, spreadColumns(spreadOf(results[i][0]), spreadOf(results[i][1])) + "\n");
+    printRow(thread, steps[i], outOfPlace, inPlace,
+             spreadColumns(spreadOf(results[i][0]), spreadOf(results[i][1])));
   }
   return totals;
+}
+
+}  // namespace
+
+BenchmarkTotals runBenchmark(const BenchmarkThread& thread) {
+  return thread.options->sweeps > 1 ? runSweeps(thread) : runCycles(thread);
 }
 
 }  // namespace hora::perf

@@ -13,10 +13,17 @@
 
 namespace hora::perf {
 
-// Every measurement of a run, in the order they are made: types, then ops,
-// then roots, then -N cycles, then sizes. A size whose element counts round
-// down to zero is measured as a call of count 0, and printed, as nccl-tests
-// does.
+// The sizes of one type, op and root, in order: what -N repeats.
+using StepSeries = std::vector<StepPlan>;
+
+// The series of a run in the table's order: types, then ops, then roots.
+// A size whose element counts round down to zero is measured as a call of
+// count 0, and printed, as nccl-tests does.
+std::vector<StepSeries> planSeries(const Options& options, int nranks);
+
+// Every measurement of a run, in the order they are made: each series
+// options.runCycles times over (once for 0, which runBenchmark repeats
+// until the process is interrupted).
 std::vector<StepPlan> planSteps(const Options& options, int nranks);
 
 struct LocalRank {

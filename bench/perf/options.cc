@@ -73,13 +73,22 @@ std::vector<ncclDataType_t> parseTypes(std::string_view text, const std::string&
   throw UsageError(flag + " takes a type name (" + known + "or all), got '" + std::string(text) + "'");
 }
 
-// A flag of nccl-tests that hora-perf knows but does not implement: only
-// `offValue` (null: none, the flag always asks for something) is taken.
-Flag inertFlag(char shortName, std::string_view longName, const char* offValue, const char* what) {
-  return {shortName, longName, true, [offValue, what](Options&, std::string_view value, const std::string& shown) {
-            if (offValue != nullptr && value == offValue) return;
-            throw UsageError(shown + ": nccl-tests' " + what + " is not supported by hora-perf" +
-                             (offValue != nullptr ? std::string("; only ") + offValue + " is accepted" : ""));
+// A flag of nccl-tests that hora-perf knows but does not implement. Scripts
+// often pass nccl-tests' defaults explicitly, so its "off" value `off`
+// (compared as a number: "00" is 0, as nccl-tests' strtol reads it) is
+// taken and does nothing; any other value is refused rather than ignored,
+// so that no run silently measures something other than what was asked.
+// Without `off` (-J, whose value is a file name) the flag is always refused.
+Flag inertFlag(char shortName, std::string_view longName, std::optional<long long> off, const char* what) {
+  return {shortName, longName, true,
+          [shortName, off, what](Options&, std::string_view value, const std::string& shown) {
+            long long number = 0;
+            const char* end = value.data() + value.size();
+            const auto [last, error] = std::from_chars(value.data(), end, number);
+            if (off && !value.empty() && error == std::errc() && last == end && number == *off) return;
+            std::string message = shown + ": hora-perf does not support nccl-tests' " + what;
+            if (off) message += std::string("; only -") + shortName + " " + std::to_string(*off) + " is accepted";
+            throw UsageError(message);
           }};
 }
 
@@ -128,11 +137,8 @@ const std::vector<Flag>& flags() {
        }},
       {'m', "agg_iters", true,
        [](Options& o, std::string_view v, const std::string& f) { o.aggIters = parseInt(v, f, 1, 1024); }},
-      {'N', "run_cycles", true,
-       [](Options& o, std::string_view v, const std::string& f) {
-         if (v == "0") throw UsageError(f + " 0 (run until interrupted) is not supported; give a count of cycles");
-         o.runCycles = parseInt(v, f, 1, 1000000);
-       }},
+      {'N', "run_cycles", true,  // 0: until the process is interrupted, as in nccl-tests
+       [](Options& o, std::string_view v, const std::string& f) { o.runCycles = parseInt(v, f, 0); }},
       {'u', "unalign", true,
        [](Options& o, std::string_view v, const std::string& f) {
          o.unalign = parseInt(v, f, 0, kMaxUnalignElements);
@@ -140,22 +146,20 @@ const std::vector<Flag>& flags() {
       {'s', "sweeps", true,
        [](Options& o, std::string_view v, const std::string& f) { o.sweeps = parseInt(v, f, 1, 1000); }},
       {'h', "help", false, [](Options& o, std::string_view, const std::string&) { o.showHelp = true; }},
-      // nccl-tests' flags for what hora-perf does not do: their "off"
-      // value is accepted (scripts often pass defaults explicitly), any
-      // other refused, so that no run silently measures something else.
-      inertFlag('p', "parallel_init", "0", "initialising communicators from parallel threads"),
-      inertFlag('y', "stream_null", "0", "launching on the default stream"),
-      inertFlag('T', "timeout", "0", "a watchdog time limit (hora's is HORA_TIMEOUT)"),
-      inertFlag('G', "cudagraph", "0", "CUDA-graph launches"),
-      inertFlag('C', "report_cputime", "0", "CPU-time reports"),
-      inertFlag('S', "report_timestamps", "0", "timestamps in the report"),
-      inertFlag('J', "output_file", nullptr, "JSON output files"),
-      inertFlag('x', "cta_policy", "-1", "CTA policies"),
-      inertFlag('D', "device_implementation", "0", "NCCL's device-API implementations"),
-      inertFlag('V', "device_cta_count", "16", "the device API's CTA count"),
-      inertFlag('M', "memory", "0", "memory-usage reports"),
-      inertFlag('I', "per_iter_timing", "0", "per-iteration timing"),
-      inertFlag('K', "per_iter_skip", "0", "per-iteration timing (the samples it skips)"),
+      // nccl-tests' flags for what hora-perf does not do (see inertFlag).
+      inertFlag('p', "parallel_init", 0, "communicators made from parallel threads"),
+      inertFlag('y', "stream_null", 0, "launches on the default stream"),
+      inertFlag('T', "timeout", 0, "watchdog time limit (hora's own is HORA_TIMEOUT)"),
+      inertFlag('G', "cudagraph", 0, "CUDA-graph launches"),
+      inertFlag('C', "report_cputime", 0, "CPU-time reports"),
+      inertFlag('S', "report_timestamps", 0, "timestamps in the report"),
+      inertFlag('J', "output_file", std::nullopt, "JSON output file (the table goes to stdout)"),
+      inertFlag('x', "cta_policy", -1, "CTA policies"),
+      inertFlag('D', "device_implementation", 0, "device-API implementations"),
+      inertFlag('V', "device_cta_count", 16, "device-API CTA counts"),
+      inertFlag('M', "memory", 0, "memory-usage report"),
+      inertFlag('I', "per_iter_timing", 0, "per-iteration timing"),
+      inertFlag('K', "per_iter_skip", 0, "per-iteration timing, whose first samples -K skips"),
   };
   return kFlags;
 }
@@ -170,6 +174,7 @@ const Flag* findShort(char name) {
 // The flag named `name` or, as getopt_long (nccl-tests' parser) allows, by
 // a prefix that only one long name starts with; null when none.
 const Flag* findLong(std::string_view name) {
+  if (name.empty()) return nullptr;  // "--=8": every name would match
   const Flag* found = nullptr;
   std::string candidates;
   for (const Flag& flag : flags()) {
@@ -195,6 +200,17 @@ std::string collectiveList() {
     list += info.name;
   }
   return list;
+}
+
+// -s prints one row per size, summarising K whole sweeps; -N prints a row
+// for every cycle, and with 0 never ends. Each answers "how steady is this
+// figure" its own way, and a row cannot be both, so they are not combined.
+void refuseSweepsWithRunCycles(const Options& options) {
+  if (options.sweeps == 1 || options.runCycles == 1) return;
+  throw UsageError("-s/--sweeps " + std::to_string(options.sweeps) + " and -N/--run_cycles " +
+                   std::to_string(options.runCycles) +
+                   " do not combine: -s prints one row per size over whole sweeps, -N a row per cycle; "
+                   "give one of them");
 }
 
 }  // namespace
@@ -247,6 +263,7 @@ Options parseOptions(const std::vector<std::string>& arguments, std::string_view
 
   if (options.showHelp) return options;
   if (!collective) throw UsageError("no collective given; choose one of " + collectiveList());
+  refuseSweepsWithRunCycles(options);
   options.collective = *collective;
   try {
     sizeSequence(options.sizes);
@@ -281,11 +298,15 @@ Ranks:
                           Under hora-run, each process is one rank and -t/-g
                           must stay 1.
 Sizes:
-  -b, --minbytes SIZE     smallest size (default 32M; K, M, G = 2^10, 2^20, 2^30;
-                          1.5K, 1MB and 64KiB are read as nccl-tests reads them)
+  -b, --minbytes SIZE     smallest size (default 32M)
   -e, --maxbytes SIZE     largest size (default 32M)
   -f, --stepfactor F      multiply the size by F each step (default: off)
   -i, --stepbytes SIZE    add SIZE each step when -f is off (default 1M)
+  SIZE is bytes as nccl-tests reads them: a number, which may have a fraction
+  or an exponent, then optionally K, M or G (2^10, 2^20, 2^30, either case),
+  which may be followed by B or iB: 8, 1.5K (1536), 1e3, 1MB, 64KiB, 8B.
+  Fractions of a byte are dropped (0.3K is 307). Anything else after the
+  number is refused.
 Operation:
   -o, --op OP             sum, prod, min, max, avg or all (default sum)
   -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half float double
@@ -302,25 +323,37 @@ Measurement:
                           (host collectives always return complete)
   -m, --agg_iters N       calls per iteration, in one group; times are per
                           call (default 1)
+  -N, --run_cycles N      run each type's, op's and root's sizes N times over,
+                          a row each time; 0: over and over until the process
+                          is interrupted (default 1)
+  -s, --sweeps K          hora-perf's own: run the whole sweep K times; each
+                          row then shows the sweep with the median time, and
+                          four more columns: the least and greatest time of
+                          each place over the K sweeps (default 1; 1 to 1000;
+                          not with -N other than 1)
 Buffers:
   -R, --local_register R  0: plain memory (default); 1: ncclMemAlloc
                           and ncclCommRegister; 2: ncclMemAlloc and
                           ncclCommWindowRegister (symmetric windows: ranks
                           of one host then work in each other's buffers)
-  -N, --run_cycles N      run each type's, op's and root's sizes N times over,
-                          printing every row (default 1)
   -u, --unalign N         both buffers start N elements past their allocation,
-                          aligned to the element only (0-1024, default 0)
-  -s, --sweeps K          run the whole sweep K times; each row then shows
-                          the sweep with the median time, and four more
-                          columns: the least and greatest time of each
-                          place over the K sweeps (default 1)
+                          so they are aligned to the element only; results
+                          are checked there too (0 to 1024, default 0)
   -h, --help              print this text
 
-Long options may be shortened to any prefix only one of them starts with.
-nccl-tests' -p -y -T -G -C -S -x -D -V -M -I -K are known but not
-supported: each takes only its "off" value (-V 16, -x -1, 0 for the
-others), so scripts that pass defaults run; -J is refused.
+Long options take their value after a space or '=', and may be shortened to
+any prefix only one of them starts with (--minb 8, --iter=5).
+
+nccl-tests' other flags are known, but hora-perf does not do what they ask:
+each takes only its "off" value below, and then does nothing, so that
+scripts that pass the defaults run; any other value is refused.
+  -p, --parallel_init 0        -y, --stream_null 0
+  -T, --timeout 0              -G, --cudagraph 0
+  -C, --report_cputime 0       -S, --report_timestamps 0
+  -x, --cta_policy -1          -D, --device_implementation 0
+  -V, --device_cta_count 16    -M, --memory 0
+  -I, --per_iter_timing 0      -K, --per_iter_skip 0
+  -J, --output_file: always refused (the table goes to stdout)
 
 Environment:
   HORA_PERF_MEMORY=host|device  host buffers even with a GPU, or insist on

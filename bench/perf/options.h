@@ -50,7 +50,8 @@ struct Options {
   // print, per size, the median sweep's columns and the spread.
   int sweeps = 1;
   // -N/--run_cycles (nccl-tests'): each type, op and root runs its sizes
-  // this many times over, a row each time.
+  // this many times over, a row each time; 0: until the process is
+  // interrupted. Only 1 together with sweeps > 1.
   int runCycles = 1;
   // -u/--unalign (nccl-tests'): buffers start this many elements past
   // their allocation.

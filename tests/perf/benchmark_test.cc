@@ -115,6 +115,30 @@ TEST(PlanSteps, RunCyclesRepeatTheSizesOfEachTypeOpAndRoot) {
   EXPECT_EQ(steps[4].sizing.paramCount, 2u);  // 8 bytes again
 }
 
+// planSeries is what runBenchmark repeats: one series per type, op and
+// root, each listing the sizes once whatever -N says.
+TEST(PlanSteps, SeriesAreTypesOpsAndRootsEachWithEverySizeOnce) {
+  Options options = smallRun(Collective::Reduce);
+  options.types = {ncclFloat32, ncclInt8};
+  options.ops = {ncclSum, ncclMin};
+  options.root.reset();
+  options.runCycles = 3;
+  const std::vector<StepSeries> series = planSeries(options, 2);
+  ASSERT_EQ(series.size(), 8u);  // 2 types x 2 ops x 2 roots
+  for (const StepSeries& steps : series) {
+    ASSERT_EQ(steps.size(), 4u);
+    for (const StepPlan& step : steps) {
+      EXPECT_EQ(step.type, steps[0].type);
+      EXPECT_EQ(step.op, steps[0].op);
+      EXPECT_EQ(step.root, steps[0].root);
+    }
+  }
+  EXPECT_EQ(series[1].front().root, 1);
+  EXPECT_EQ(series[2].front().op, ncclMin);
+  EXPECT_EQ(series[4].front().type, ncclInt8);
+  EXPECT_EQ(planSteps(options, 2).size(), 8u * 4u * 3u);
+}
+
 TEST(PlanSteps, RootAllVisitsEveryRank) {
   Options options = smallRun(Collective::Broadcast);
   options.root.reset();
@@ -247,6 +271,71 @@ TEST(Benchmark, AggregatedIterationsAskForSeveralCallsPerLaunch) {
   const int places = 2 * static_cast<int>(planSteps(options, 2).size());
   EXPECT_EQ(grouped, places * (options.warmupIters + options.iters));
   EXPECT_EQ(single, places * (1 + options.checkIters));
+}
+
+// The size column of every row of `text`.
+std::vector<std::string> sizeColumn(const std::string& text) {
+  std::vector<std::string> sizes;
+  for (const std::string& row : rows(text)) {
+    std::istringstream fields(row);
+    std::string size;
+    fields >> size;
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+// -N 2: each type's sizes are measured, checked and printed twice before
+// the next type's; a broken result is caught in every cycle.
+TEST(Benchmark, RunCyclesPrintAndCheckEveryCycle) {
+  Options options = smallRun(Collective::AllReduce);
+  options.types = {ncclFloat32, ncclInt32};
+  options.runCycles = 2;
+  Capture capture;
+  const BenchmarkTotals totals = runSingleThread(options, 3, capture.file, true);
+  const std::vector<std::string> once = {"8", "32", "128", "512"};
+  std::vector<std::string> expected;
+  for (int copy = 0; copy < 4; ++copy) expected.insert(expected.end(), once.begin(), once.end());
+  EXPECT_EQ(sizeColumn(capture.text()), expected) << capture.text();
+  const std::vector<std::string> table = rows(capture.text());
+  EXPECT_THAT(table[7], HasSubstr(" float "));
+  EXPECT_THAT(table[8], HasSubstr(" int32 "));
+  // One wrong element per checked iteration and place, in every row.
+  EXPECT_EQ(totals.results, 16 * 2);
+  EXPECT_EQ(totals.wrongElements, 16 * 2 * options.checkIters);
+}
+
+// -N 0 runs until the process is interrupted: here the launch throws once
+// three cycles and a bit have run, and the rows of all three were printed
+// as they were measured.
+TEST(Benchmark, RunCyclesZeroRepeatsUntilInterrupted) {
+  Options options = smallRun(Collective::AllReduce);
+  options.types = {ncclFloat32, ncclInt8};
+  options.runCycles = 0;
+  TwoRanksOnOneThread two(options);
+  Capture capture;
+  two.thread.out = capture.file;
+  struct Interrupted {};
+  // Launches per size: both places, each warm-up, the untimed call, the
+  // timed loop and the checks.
+  const int perSize = 2 * (options.warmupIters + 1 + options.iters + options.checkIters);
+  const int interruptAt = 3 * 4 * perSize + 1;
+  int launches = 0;
+  two.thread.launch = [&](const StepPlan& plan, bool inPlace, int) {
+    if (++launches == interruptAt) throw Interrupted{};
+    runOnHost(plan, inPlace, two.job.buffers);
+  };
+  EXPECT_THROW(runBenchmark(two.thread), Interrupted);
+  const std::vector<std::string> table = rows(capture.text());
+  ASSERT_EQ(table.size(), 12u) << capture.text();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    EXPECT_THAT(table[i], HasSubstr(" float ")) << "the second type never comes";
+    EXPECT_EQ(sizeColumn(capture.text())[i], (std::vector<std::string>{"8", "32", "128", "512"})[i % 4]);
+    std::istringstream fields(table[i]);
+    std::string field;
+    for (int column = 0; column < 9; ++column) fields >> field;
+    EXPECT_EQ(field, "0") << table[i];  // out-of-place #wrong: checked, right
+  }
 }
 
 TEST(Benchmark, NoCheckMeansNA) {

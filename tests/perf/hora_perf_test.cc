@@ -199,6 +199,86 @@ TEST_P(EveryCollective, UnalignedBuffersCheckClean) {
   expectCleanTable(result, 60);
 }
 
+// -u under hora-run and on registered buffers (ncclMemAlloc, one element
+// type's offset past the registered start): still every result right.
+TEST(HoraPerf, UnalignedBuffersUnderHoraRunAndRegistered) {
+  ProgramRun run;
+  run.arguments = {programFromEnvironment("HORA_RUN"), "-n", "2", programFromEnvironment("HORA_PERF"),
+                   "all_gather", "-b", "64", "-e", "64K", "-f", "32", "-n", "2", "-u", "5", "-d", "all"};
+  run.unset = kLauncherVariables;
+  expectCleanTable(runProgram(run), 3 * 12);
+  expectCleanTable(runPerf({"reduce_scatter", "-t", "2", "-b", "1K", "-e", "1K", "-u", "1024", "-R", "1", "-d",
+                            "double", "-o", "all"}),
+                   5);
+}
+
+// The size column of every row.
+std::vector<std::string> sizeColumn(const ProgramResult& result) {
+  std::vector<std::string> sizes;
+  for (const auto& row : tableRows(result)) sizes.push_back(row.empty() ? "" : row[0]);
+  return sizes;
+}
+
+// -N 2: as nccl-tests, each root's (type's, op's) sizes run twice over, a
+// checked row each time, before the next root's.
+TEST(HoraPerf, RunCyclesPrintEveryCycle) {
+  const ProgramResult twice =
+      runPerf({"all_reduce", "-t", "2", "-b", "1K", "-e", "64K", "-f", "8", "-n", "2", "-N", "2", "-c", "1"});
+  expectCleanTable(twice, 6);
+  EXPECT_EQ(sizeColumn(twice), (std::vector<std::string>{"1024", "8192", "65536", "1024", "8192", "65536"}));
+
+  const ProgramResult roots = runPerf({"broadcast", "-t", "2", "-r", "all", "-b", "1K", "-e", "2K", "-f", "2",
+                                       "-n", "2", "--run_c=3", "-d", "int8"});
+  expectCleanTable(roots, 2 * 3 * 2);
+  const auto rows = tableRows(roots);
+  for (std::size_t i = 0; i < rows.size() && rows[i].size() > 4; ++i) {
+    EXPECT_EQ(rows[i][0], i % 2 == 0 ? "1024" : "2048") << roots.out;
+    EXPECT_EQ(rows[i][4], i < 6 ? "0" : "1") << roots.out;  // root 0's cycles, then root 1's
+  }
+
+  ProgramRun run;
+  run.arguments = {programFromEnvironment("HORA_RUN"), "-n", "2", programFromEnvironment("HORA_PERF"),
+                   "alltoall", "-b", "1K", "-e", "4K", "-f", "4", "-n", "2", "-N", "2"};
+  run.unset = kLauncherVariables;
+  const ProgramResult processes = runProgram(run);
+  expectCleanTable(processes, 4);
+  EXPECT_EQ(sizeColumn(processes), (std::vector<std::string>{"1024", "4096", "1024", "4096"}));
+}
+
+// -N 0 repeats until the process is interrupted, printing (and checking)
+// every row as it goes; here `timeout` interrupts it.
+TEST(HoraPerf, RunCyclesZeroRunsUntilInterrupted) {
+  const char* timeoutProgram = "/usr/bin/timeout";
+  if (::access(timeoutProgram, X_OK) != 0) GTEST_SKIP() << "no " << timeoutProgram;
+  ProgramRun run;
+  run.arguments = {timeoutProgram, "4", programFromEnvironment("HORA_PERF"), "all_reduce", "-t", "2",
+                   "-b", "1K", "-e", "2K", "-f", "2", "-n", "1", "-N", "0"};
+  run.unset = kLauncherVariables;
+  const ProgramResult result = runProgram(run);
+  EXPECT_EQ(result.exitCode, 124) << "timeout's status: it had to stop hora-perf\n" << result.err;
+  EXPECT_THAT(result.out, Not(HasSubstr("# Out of bounds values")));
+  const auto rows = tableRows(result);
+  EXPECT_GE(rows.size(), 6u) << "at least three cycles in 4 s\n" << result.out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 13u) << result.out;
+    EXPECT_EQ(rows[i][0], i % 2 == 0 ? "1024" : "2048");
+    EXPECT_EQ(rows[i][8], "0");
+    EXPECT_EQ(rows[i][12], "0");
+  }
+}
+
+// A command line written for nccl-tests that passes its defaults explicitly
+// runs, long options shortened as getopt_long allows.
+TEST(HoraPerf, NcclTestsDefaultsPassedExplicitlyRun) {
+  const ProgramResult result =
+      runPerf({"all_reduce", "-t", "2", "--minb", "1.5K", "--maxb=0.5MB", "-f", "2", "-n", "2", "-p", "0", "-y",
+               "0", "-T", "0", "-G", "0", "-C", "0", "-S", "0", "-x", "-1", "-D", "0", "-V", "16", "-M", "0", "-I",
+               "0", "-K", "0", "-u", "0", "-N", "1"});
+  // 1536 B doubled up to 512 KiB: 1536 .. 393216 is 9 sizes.
+  expectCleanTable(result, 9);
+  EXPECT_THAT(result.out, HasSubstr("minBytes 1536 maxBytes 524288"));
+}
+
 // -s: whole sweeps repeated; each row holds the median sweep's nccl-tests
 // columns, then the least and greatest time of each place, which bracket
 // the median.
@@ -256,6 +336,13 @@ TEST(HoraPerf, BadCommandLinesExitTwo) {
       {{"broadcast", "-t", "2", "-r", "2"}, "-r/--root 2 is not a rank: there are 2 ranks"},
       {{"all_reduce", "-b", "1M", "-e", "1K"}, "larger than maximum"},
       {{"all_reduce", "-s", "0"}, "-s/--sweeps"},
+      {{"all_reduce", "-s", "3", "-N", "2"}, "-s/--sweeps 3 and -N/--run_cycles 2 do not combine"},
+      {{"all_reduce", "-e", "1Mfoo"}, "-e/--maxbytes size '1Mfoo' has 'foo' after its number"},
+      {{"all_reduce", "-b", "-1K"}, "-b/--minbytes size '-1K' is negative"},
+      {{"all_reduce", "--st", "2"}, "option '--st' is ambiguous"},
+      {{"all_reduce", "-G", "1"}, "-G/--cudagraph: hora-perf does not support"},
+      {{"all_reduce", "-J", "out.json"}, "-J/--output_file: hora-perf does not support"},
+      {{"all_reduce", "-u", "1025"}, "-u/--unalign must be between 0 and 1024"},
       {{"all_reduce", "-m", "0"}, "-m/--agg_iters"},
   };
   for (const auto& [arguments, message] : cases) {

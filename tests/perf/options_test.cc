@@ -169,20 +169,43 @@ TEST(Options, SizesAreSpeltAsNcclTestsReadsThem) {
   EXPECT_EQ(parseByteSize("15.99", "-b"), 15u);
 }
 
+TEST(Options, SizesMayEndInBOrIBAfterTheUnit) {
+  EXPECT_EQ(parseByteSize("1KB", "-b"), 1024u);
+  EXPECT_EQ(parseByteSize("1kB", "-b"), 1024u);
+  EXPECT_EQ(parseByteSize("3MiB", "-b"), 3u << 20);
+  EXPECT_EQ(parseByteSize("1GB", "-b"), std::size_t{1} << 30);
+  EXPECT_EQ(parseByteSize("0.25GiB", "-b"), std::size_t{1} << 28);
+  EXPECT_EQ(parseByteSize("1.5 KiB", "-b"), 1536u);
+  EXPECT_EQ(parseByteSize("0B", "-b"), 0u);
+  EXPECT_EQ(parseByteSize("2.5e2K", "-b"), 256000u);
+  EXPECT_EQ(parseByteSize(".5K", "-b"), 512u);
+  EXPECT_EQ(parseByteSize("1e-3", "-b"), 0u);  // 0.001 bytes, rounded down
+}
+
+// Every refusal names the flag as the user can find it, and the text.
 TEST(Options, BadSizesNameTheFlag) {
+  EXPECT_EQ(usageErrorOf({"all_reduce", "-e", "1Mfoo"}),
+            "-e/--maxbytes size '1Mfoo' has 'foo' after its number; units are K, M, G (KB, KiB too)");
+  EXPECT_EQ(usageErrorOf({"all_reduce", "-b", "-1K"}), "-b/--minbytes size '-1K' is negative");
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-i", "lots"}), HasSubstr("-i/--stepbytes size 'lots' is not a size"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "--minbytes=8X"}), HasSubstr("-b/--minbytes size '8X'"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-b", "8X"}), HasSubstr("-b/--minbytes"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", ""}), HasSubstr("-e/--maxbytes"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "   "}), HasSubstr("is not a size"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "-5"}), HasSubstr("'-5' is negative"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "-1K"}), HasSubstr("is negative"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "+5"}), HasSubstr("is not a size"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "K"}), HasSubstr("is not a size"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "nan"}), HasSubstr("is not a number"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "inf"}), HasSubstr("too large"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1Mfoo"}), HasSubstr("has 'foo' after its number"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1 T"}), HasSubstr("has 'T' after its number"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "0x10"}), HasSubstr("after its number"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "99999999999999999999"}), HasSubstr("-e/--maxbytes"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "17179869184G"}), HasSubstr("too large"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1kb"}), HasSubstr("has 'b' after its number"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1KBx"}), HasSubstr("has 'Bx' after its number"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "8iB"}), HasSubstr("has 'iB' after its number"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1M B"}), HasSubstr("has ' B' after its number"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "99999999999999999999"}),
+              AllOf(HasSubstr("-e/--maxbytes"), HasSubstr("too large")));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "17179869184G"}), HasSubstr("too large"));  // 2^64
   EXPECT_THAT(usageErrorOf({"all_reduce", "-e", "1e300"}), HasSubstr("too large"));
 }
 
@@ -216,38 +239,83 @@ TEST(Options, UnknownAndMalformedFlags) {
 // getopt_long, nccl-tests' parser, takes any prefix of a long option that
 // only one option starts with.
 TEST(Options, LongOptionsMayBeShortenedToAUniquePrefix) {
-  const Options options = parse({"all_reduce", "--minb", "8", "--maxb=1K", "--iter=5", "--warm", "2", "--sw", "3"});
+  const Options options = parse({"all_reduce", "--minb", "8", "--maxb=1K", "--iter=5", "--warm", "2", "--sw", "3",
+                                 "--dat", "half", "--per_iter_s", "0", "--he"});
   EXPECT_EQ(options.sizes.minBytes, 8u);
   EXPECT_EQ(options.sizes.maxBytes, 1024u);
   EXPECT_EQ(options.iters, 5);
   EXPECT_EQ(options.warmupIters, 2);
   EXPECT_EQ(options.sweeps, 3);
-  EXPECT_THAT(usageErrorOf({"all_reduce", "--st", "2"}),
-              AllOf(HasSubstr("'--st' is ambiguous"), HasSubstr("--stepfactor"), HasSubstr("--stepbytes"),
-                    HasSubstr("--stream_null")));
+  EXPECT_EQ(options.types, std::vector<ncclDataType_t>{ncclFloat16});
+  EXPECT_TRUE(options.showHelp);
+  EXPECT_EQ(usageErrorOf({"all_reduce", "--st", "2"}),
+            "option '--st' is ambiguous: it could be --stepfactor, --stepbytes, --stream_null");
+  EXPECT_THAT(usageErrorOf({"all_reduce", "--per=0"}),
+              AllOf(HasSubstr("'--per' is ambiguous"), HasSubstr("--per_iter_timing, --per_iter_skip")));
   EXPECT_THAT(usageErrorOf({"all_reduce", "--minbytesx=1"}), HasSubstr("unknown option '--minbytesx'"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "--=8"}), HasSubstr("unknown option '--'"));
 }
 
-// nccl-tests' flags for what hora-perf does not do: their "off" value runs,
-// any other is refused naming the flag; -K is nccl-tests' per_iter_skip,
-// not hora-perf's sweeps (-s).
+// nccl-tests' flags for what hora-perf does not do: their "off" value runs
+// and does nothing, any other is refused naming the flag; -K is nccl-tests'
+// per_iter_skip, not hora-perf's sweeps (-s).
 TEST(Options, NcclTestsFlagsHoraPerfDoesNotImplementTakeOnlyTheirOffValue) {
-  const Options options = parse({"all_reduce", "-G", "0", "-p", "0", "-x", "-1", "-V", "16",
-                                 "-K", "0", "--memory=0", "-C0"});
-  EXPECT_EQ(options.sweeps, 1);
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-G", "1"}),
-              AllOf(HasSubstr("-G/--cudagraph"), HasSubstr("not supported"), HasSubstr("only 0 is accepted")));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-y", "1"}), AllOf(HasSubstr("-y/--stream_null"), HasSubstr("only 0")));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-K", "2"}), HasSubstr("-K/--per_iter_skip"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-V", "8"}), HasSubstr("only 16"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-J", "out.json"}),
-              AllOf(HasSubstr("-J/--output_file"), Not(HasSubstr("only"))));
+  struct Inert {
+    const char* shortName;
+    const char* longName;
+    const char* off;
+    const char* other;
+  };
+  const Inert inert[] = {
+      {"-p", "parallel_init", "0", "1"},       {"-y", "stream_null", "0", "1"},
+      {"-T", "timeout", "0", "30"},            {"-G", "cudagraph", "0", "1"},
+      {"-C", "report_cputime", "0", "1"},      {"-S", "report_timestamps", "0", "1"},
+      {"-x", "cta_policy", "-1", "0"},         {"-D", "device_implementation", "0", "1"},
+      {"-V", "device_cta_count", "16", "8"},   {"-M", "memory", "0", "1"},
+      {"-I", "per_iter_timing", "0", "1"},     {"-K", "per_iter_skip", "0", "2"},
+  };
+  for (const Inert& flag : inert) {
+    SCOPED_TRACE(flag.longName);
+    const Options byShort = parse({"all_reduce", flag.shortName, flag.off});
+    EXPECT_EQ(byShort.sweeps, 1);
+    EXPECT_EQ(byShort.runCycles, 1);
+    parse({"all_reduce", std::string("--") + flag.longName + "=" + flag.off});
+    const std::string shown = std::string(flag.shortName) + "/--" + flag.longName;
+    EXPECT_THAT(usageErrorOf({"all_reduce", flag.shortName, flag.other}),
+                ::testing::StartsWith(shown + ": hora-perf does not support nccl-tests' "));
+    EXPECT_THAT(usageErrorOf({"all_reduce", std::string("--") + flag.longName, flag.other}),
+                HasSubstr(std::string("; only ") + flag.shortName + " " + flag.off + " is accepted"));
+    EXPECT_THAT(usageErrorOf({"all_reduce", flag.shortName, "off"}), HasSubstr(shown));
+  }
+  EXPECT_EQ(usageErrorOf({"all_reduce", "-G", "1"}),
+            "-G/--cudagraph: hora-perf does not support nccl-tests' CUDA-graph launches; only -G 0 is accepted");
+  parse({"all_reduce", "-G00", "-T", "-0"});  // numbers, as nccl-tests reads them
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-J", "x"}),
+              AllOf(HasSubstr("-J/--output_file: hora-perf does not support"), Not(HasSubstr("only"))));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-J", "0"}), HasSubstr("-J/--output_file"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-J"}), HasSubstr("-J/--output_file needs a value"));
 }
 
-TEST(Options, RunCyclesCountsAndRefusesForever) {
+TEST(Options, RunCyclesCountAndZeroMeansUntilInterrupted) {
   EXPECT_EQ(parse({"all_reduce", "-N", "3"}).runCycles, 3);
+  EXPECT_EQ(parse({"all_reduce", "--run_cycles=0"}).runCycles, 0);
   EXPECT_EQ(parse({"all_reduce"}).runCycles, 1);
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-N", "0"}), HasSubstr("-N/--run_cycles 0 (run until interrupted)"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-N", "-1"}), HasSubstr("-N/--run_cycles must be between 0"));
+}
+
+// -s summarises whole sweeps in one row per size, -N prints a row per
+// cycle: a row cannot be both, whichever order they come in.
+TEST(Options, SweepsAndRunCyclesDoNotCombine) {
+  EXPECT_EQ(parse({"all_reduce", "-s", "3"}).sweeps, 3);
+  EXPECT_EQ(parse({"all_reduce", "-s", "3", "-N", "1"}).sweeps, 3);
+  EXPECT_EQ(parse({"all_reduce", "-s", "1", "-N", "2"}).runCycles, 2);
+  const std::string message =
+      "-s/--sweeps 3 and -N/--run_cycles 2 do not combine: -s prints one row per size over whole sweeps, -N a row "
+      "per cycle; give one of them";
+  EXPECT_EQ(usageErrorOf({"all_reduce", "-s", "3", "-N", "2"}), message);
+  EXPECT_EQ(usageErrorOf({"all_reduce", "-N", "2", "-s", "3"}), message);
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-N", "0", "-s", "2"}), HasSubstr("-N/--run_cycles 0 do not combine"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-s", "0"}), HasSubstr("-s/--sweeps must be between 1 and 1000"));
 }
 
 TEST(Options, UnalignIsBounded) {
@@ -270,7 +338,9 @@ TEST(Options, UsageTextListsEveryFlag) {
   for (const char* flag :
        {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters", "--warmup_iters", "--check",
         "--op", "--datatype", "--root", "--blocking", "--nthreads", "--ngpus", "--average", "--local_register",
-        "--sweeps", "--unalign", "--run_cycles", "--help"}) {
+        "--sweeps", "--unalign", "--run_cycles", "--agg_iters", "--help", "--parallel_init", "--stream_null",
+        "--timeout", "--cudagraph", "--report_cputime", "--report_timestamps", "--output_file", "--cta_policy",
+        "--device_implementation", "--device_cta_count", "--memory", "--per_iter_timing", "--per_iter_skip"}) {
     EXPECT_THAT(text, HasSubstr(flag));
   }
 }
