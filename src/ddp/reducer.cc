@@ -170,7 +170,7 @@ struct Reducer::State {
     const LayoutSummary mine{layoutFingerprint(shapes, buckets), parameters.size(), elements,
                              buckets.size()};
     std::vector<LayoutSummary> all(static_cast<std::size_t>(group->size()));
-    group->allGather(&mine, all.data(), kSummaryWords, DataType::Uint64)->wait();
+    waitFor(group->allGather(&mine, all.data(), kSummaryWords, DataType::Uint64), "allGather");
 
     bool allAgree = true;
     for (const auto& summary : all) allAgree = allAgree && summary == all[0];
@@ -206,11 +206,20 @@ struct Reducer::State {
       storage[b].memory().zero(storage[b].data(), storage[b].bytes());
   }
 
+  // A ProcessGroup is the user's to implement: one whose collective gives
+  // no Work is refused by name, not dereferenced.
+  void waitFor(const WorkPtr& work, const char* collective) {
+    if (!work)
+      fail(ErrorKind::InvalidArgument, std::string("the process group's ") + collective +
+                                           " returned no Work (a null WorkPtr)");
+    work->wait();
+  }
+
   void waitAll(const std::vector<WorkPtr>& pending, const std::string& what) {
     std::exception_ptr first;
     for (const auto& work : pending) {
       try {
-        work->wait();
+        waitFor(work, "broadcast");
       } catch (...) {
         if (!first) first = std::current_exception();
       }
@@ -220,6 +229,10 @@ struct Reducer::State {
       std::rethrow_exception(first);
     } catch (const Error& error) {
       fail(error.kind(), what + " failed: " + error.what());
+    } catch (const std::exception& error) {
+      fail(ErrorKind::InvalidUsage, what + " failed in the process group: " + error.what());
+    } catch (...) {
+      fail(ErrorKind::InvalidUsage, what + " failed in the process group: an exception that is not a std::exception");
     }
   }
 
@@ -254,6 +267,11 @@ struct Reducer::State {
       while (last > b && buckets[last].count == 0) --last;
       const GradBucket view{b, b == last, storage[b].data(), bucket.count, bucket.type, bucket.memory};
       works[b] = hook->run(*group, view);
+      // A null Work would be skipped by finish(), leaving this rank's own
+      // gradients where the mean belongs: a failure, reported there.
+      if (!works[b])
+        throw Error(ErrorKind::InvalidUsage, "the communication hook '" + hook->name() +
+                                                 "' returned no Work (a null WorkPtr) for this bucket");
     } catch (...) {
       // Reported by finish(), where the caller expects collective failures.
       works[b] = std::make_shared<FailedWork>(std::current_exception());
@@ -294,7 +312,12 @@ struct Reducer::State {
       reason = error.what();
       failedRank = error.failedRank();
     } catch (const std::exception& error) {
+      // Thrown by a hook or process group of the program's, not by hora.
+      kind = ErrorKind::InvalidUsage;
       reason = error.what();
+    } catch (...) {
+      kind = ErrorKind::InvalidUsage;
+      reason = "an exception that is not a std::exception (thrown by the communication hook or the process group)";
     }
     failure = "reduction of " + describeBucket(failedBucket) + " failed: " + reason;
     throw Error(kind, prefix() + failure, failedRank);
@@ -411,9 +434,16 @@ void Reducer::markReady(std::size_t index) {
   s.checkUsable();
   s.checkIndex(index, "markReady()");
   if (!s.stepActive) s.beginStep();
-  if (s.marked[index])
+  if (s.marked[index]) {
+    // Every gradient marked: the step waits for finish(); the program has
+    // most likely gone on to the next step without calling it.
+    if (std::all_of(s.marked.begin(), s.marked.end(), [](bool marked) { return marked; }))
+      s.fail(ErrorKind::InvalidUsage, "the gradient of " + s.describeParameter(index) +
+                                          " was marked ready again, but every gradient of this step is marked "
+                                          "already: call finish() to end a step before the next one");
     s.fail(ErrorKind::InvalidUsage, "the gradient of " + s.describeParameter(index) +
                                         " was marked ready twice in one step");
+  }
   s.marked[index] = true;
   --s.unmarked[s.locations[index].bucket];
   if (s.stepSynced) s.launchReadyBuckets();
@@ -427,6 +457,9 @@ void Reducer::finish() {
   std::size_t firstMissing = 0;
   for (std::size_t i = 0; i < s.parameters.size(); ++i)
     if (!(s.stepActive && s.marked[i]) && missing++ == 0) firstMissing = i;
+  if (missing == s.parameters.size() && !s.stepActive)
+    s.fail(ErrorKind::InvalidUsage, "finish() called with no step in progress (no gradient marked ready since the "
+                                    "last finish())");
   if (missing != 0)
     s.fail(ErrorKind::InvalidUsage,
            "finish() called while " + std::to_string(missing) + " of " +

@@ -1,6 +1,9 @@
 #include "hora/ddp/sampler.h"
 
 #include <algorithm>
+#include <limits>
+#include <new>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <utility>
@@ -29,8 +32,8 @@ namespace {
 
 std::size_t samplesPerReplica(std::size_t datasetSize, std::size_t replicas, bool dropLast) {
   // Dropping the tail leaves floor(n / R) per rank; padding gives ceil(n / R).
-  // (They agree when R divides n.)
-  return dropLast ? datasetSize / replicas : (datasetSize + replicas - 1) / replicas;
+  // (They agree when R divides n.) Written so that no sum can wrap.
+  return datasetSize / replicas + (!dropLast && datasetSize % replicas != 0 ? 1 : 0);
 }
 
 }  // namespace
@@ -46,11 +49,26 @@ DistributedSampler::DistributedSampler(std::size_t datasetSize,
     throw Error(ErrorKind::InvalidArgument,
                 "DistributedSampler: rank " + std::to_string(options.rank) +
                     " is outside [0, " + std::to_string(options.numReplicas - 1) + "]");
-  numSamples_ = samplesPerReplica(datasetSize, static_cast<std::size_t>(options.numReplicas),
-                                  options.dropLast);
+  const auto replicas = static_cast<std::size_t>(options.numReplicas);
+  numSamples_ = samplesPerReplica(datasetSize, replicas, options.dropLast);
+  // The padded total, numSamples() x numReplicas, must be a size.
+  if (numSamples_ > std::numeric_limits<std::size_t>::max() / replicas)
+    throw Error(ErrorKind::InvalidArgument, "DistributedSampler: a dataset of " + std::to_string(datasetSize) +
+                                                " samples cannot be padded to a multiple of " +
+                                                std::to_string(replicas) + " replicas");
 }
 
 std::vector<std::size_t> DistributedSampler::indices() const {
+  try {
+    return paddedShare();
+  } catch (const std::length_error&) {
+  } catch (const std::bad_alloc&) {
+  }
+  throw Error(ErrorKind::System, "DistributedSampler: the " + std::to_string(totalSize()) +
+                                     " padded indices of the dataset do not fit in memory");
+}
+
+std::vector<std::size_t> DistributedSampler::paddedShare() const {
   std::vector<std::size_t> all;
   if (options_.shuffle) {
     all = torchRandperm(datasetSize_, options_.seed + epoch_);

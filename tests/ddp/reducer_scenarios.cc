@@ -308,8 +308,7 @@ void expectUsageErrors(const GroupPtr& group) {
   const std::size_t last = reducer.numParameters() - 1;
 
   // finish() before anything was marked.
-  expectError([&] { reducer.finish(); }, ErrorKind::InvalidUsage,
-              {rankText, "not marked ready", "'p0'"});
+  expectError([&] { reducer.finish(); }, ErrorKind::InvalidUsage, {rankText, "no step in progress"});
 
   reducer.markReady(last);
   expectError([&] { reducer.markReady(last); }, ErrorKind::InvalidUsage,
@@ -327,6 +326,13 @@ void expectUsageErrors(const GroupPtr& group) {
   // The step can still complete normally.
   reducer.markReady(0);
   reducer.finish();
+
+  // A step whose gradients are all marked waits for finish(): marking one
+  // again (the next step begun without it) says so, and the step still ends.
+  for (std::size_t i = 0; i <= last; ++i) reducer.markReady(i);
+  expectError([&] { reducer.markReady(0); }, ErrorKind::InvalidUsage, {rankText, "'p0'", "call finish()"});
+  reducer.finish();
+  expectError([&] { reducer.finish(); }, ErrorKind::InvalidUsage, {rankText, "no step in progress"});
 
   std::vector<int> integers(3);
   expectError(

@@ -254,6 +254,62 @@ TEST(Reducer, TheLastBucketAHookSeesIsMarkedLastWhenEmptyBucketsFollow) {
   });
 }
 
+// A hook of the program's that gives no Work, or throws something that is
+// not a std::exception: finish() fails with InvalidUsage naming the hook and
+// the bucket, never leaves this rank's own gradients as the mean, and the
+// reducer stops.
+TEST(Reducer, AHookThatGivesNoWorkOrThrowsAnythingFailsTheStep) {
+  struct NullHook final : CommHook {
+    std::string name() const override { return "gives-nothing"; }
+    WorkPtr run(ProcessGroup&, const GradBucket&) override { return nullptr; }
+  };
+  struct IntHook final : CommHook {
+    std::string name() const override { return "throws-int"; }
+    WorkPtr run(ProcessGroup&, const GradBucket&) override { throw 42; }
+  };
+  auto world = InProcessWorld::create(1);
+  const std::vector<std::pair<std::shared_ptr<CommHook>, std::string>> cases = {
+      {std::make_shared<NullHook>(), "returned no Work"}, {std::make_shared<IntHook>(), "not a std::exception"}};
+  for (const auto& [hook, words] : cases) {
+    SCOPED_TRACE(hook->name());
+    std::vector<std::vector<float>> storage(2, std::vector<float>(8, 1.0f));
+    Reducer reducer(world->group(0), floatParameters(storage), {.caps = {}, .hook = hook});
+    reducer.markReady(1);
+    reducer.markReady(0);
+    try {
+      reducer.finish();
+      FAIL() << "finish() hid the hook's failure";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::InvalidUsage);
+      const std::string text = error.what();
+      EXPECT_NE(text.find(words), std::string::npos) << text;
+      EXPECT_NE(text.find(hook->name()), std::string::npos) << text;
+      EXPECT_NE(text.find("gradient bucket 0"), std::string::npos) << text;
+    }
+    EXPECT_THROW(reducer.markReady(0), Error);
+  }
+}
+
+// A ProcessGroup is the program's to implement: one whose collective gives
+// no Work is refused by name at construction, not dereferenced.
+TEST(Reducer, AProcessGroupThatGivesNoWorkIsRefused) {
+  struct NoWorkGroup final : ProcessGroup {
+    int rank() const override { return 0; }
+    int size() const override { return 2; }
+    WorkPtr allReduce(void*, std::size_t, DataType, RedOp) override { return nullptr; }
+    WorkPtr broadcast(void*, std::size_t, DataType, int) override { return nullptr; }
+    WorkPtr allGather(const void*, void*, std::size_t, DataType) override { return nullptr; }
+  };
+  std::vector<std::vector<float>> storage(1, std::vector<float>(4));
+  try {
+    Reducer reducer(std::make_shared<NoWorkGroup>(), floatParameters(storage));
+    FAIL() << "a group that gives no Work was used";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(error.what()).find("allGather returned no Work"), std::string::npos) << error.what();
+  }
+}
+
 TEST(Reducer, FailedCollectiveSurfacesFromFinishAndStopsTheReducer) {
   auto world = InProcessWorld::create(2);
   onEachRank(2, [&](int rank) {

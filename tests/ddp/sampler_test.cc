@@ -165,6 +165,29 @@ TEST(DistributedSampler, RejectsBadRankAndReplicaCount) {
   }
 }
 
+// ceil(n / R) as PyTorch computes it, with no sum that wraps; a padded
+// total beyond size_t, or beyond memory, is a hora::Error.
+TEST(DistributedSampler, HugeDatasetsCountRightOrAreRefused) {
+  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+  EXPECT_EQ(DistributedSampler(kMax - 1, {.numReplicas = 3, .rank = 0}).numSamples(), 6148914691236517205u);
+  EXPECT_EQ(DistributedSampler(kMax, {.numReplicas = 2, .rank = 1, .dropLast = true}).numSamples(), kMax / 2);
+  try {
+    DistributedSampler(kMax, {.numReplicas = 2, .rank = 0});  // ceil: 2^63, padded to 2^64
+    FAIL() << "a padded total beyond size_t was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(error.what()).find("cannot be padded"), std::string::npos) << error.what();
+  }
+  DistributedSampler enormous(kMax / 4, {.numReplicas = 2, .rank = 0});
+  try {
+    (void)enormous.indices();
+    FAIL() << "indices of 2^62 samples were made";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::System);
+    EXPECT_NE(std::string(error.what()).find("do not fit in memory"), std::string::npos) << error.what();
+  }
+}
+
 TEST(DistributedSampler, EpochChangesOrderButNotTheSetOfSamples) {
   DistributedSampler rank0(10, {.numReplicas = 2, .rank = 0, .seed = 3});
   DistributedSampler rank1(10, {.numReplicas = 2, .rank = 1, .seed = 3});

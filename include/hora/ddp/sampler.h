@@ -50,6 +50,7 @@ class DistributedSampler {
   // This rank's dataset indices for the current epoch, in training order:
   // positions rank, rank + numReplicas, rank + 2*numReplicas, ... of the
   // (shuffled, padded or truncated) sequence of all indices.
+  // A total too large for memory is a hora::Error (System).
   std::vector<std::size_t> indices() const;
 
   // How many indices each rank gets per epoch (len(sampler) in PyTorch).
@@ -60,6 +61,8 @@ class DistributedSampler {
   const DistributedSamplerOptions& options() const { return options_; }
 
  private:
+  std::vector<std::size_t> paddedShare() const;  // indices(), unchecked
+
   std::size_t datasetSize_;
   DistributedSamplerOptions options_;
   std::size_t numSamples_;
