@@ -76,11 +76,13 @@ PeerNotice Bootstrap::readNotice(Socket& socket, int from) {
   std::string text(std::min(header.textBytes, kMaxNoticeBytes), '\0');
   socket.recvAll(text.data(), text.size(), deadline, nullptr, name);
   const auto kind = static_cast<ErrorKind>(header.errorKind);
-  // A misuse stays a misuse on every rank; anything else is, to the rank
-  // told, a peer's failure.
-  return PeerNotice(kind == ErrorKind::InvalidUsage ? kind : ErrorKind::Remote,
+  // A misuse stays a misuse on every rank, and blames no rank (no rank is
+  // to be shrunk past: every rank reports failedRank -1 alike); anything
+  // else is, to the rank told, a peer's failure.
+  const bool misuse = kind == ErrorKind::InvalidUsage;
+  return PeerNotice(misuse ? kind : ErrorKind::Remote,
                     strCat("rank ", rank_, ": the communicator was stopped by rank ", from, ", which found: ", text),
-                    header.failedRank >= 0 ? header.failedRank : from);
+                    misuse || header.failedRank >= 0 ? header.failedRank : from);
 }
 
 std::optional<Gatekeeper::Guest> Bootstrap::heldOrArrived(std::deque<Gatekeeper::Guest>& held) {

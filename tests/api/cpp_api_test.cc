@@ -257,6 +257,31 @@ TEST(CppApi, BlockingFormsReturnWithTheResult) {
   });
 }
 
+// Ranks that disagree on a call fail alike: InvalidUsage, and no rank
+// blamed as failed (failedRank -1), whether a rank found the mismatch or was
+// told by the rank that did, so that no rank tries to shrink past a peer.
+TEST(CppApi, AMismatchBlamesNoRankOnAnyRank) {
+  constexpr int kRanks = 3;
+  World world = makeWorld(freeTcpInitMethod(), kRanks);
+  std::vector<int> kinds(kRanks, -2), failed(kRanks, -2);
+  onEachRank(kRanks, [&](int rank) {
+    // Past the direct schedule's sizes: a ring, where rank 0 hears only
+    // from rank 2, which agrees with it, and learns of the mismatch by notice.
+    std::vector<float> data(1 << 16, 1.0f);
+    const std::size_t count = rank == 1 ? data.size() : data.size() / 2;  // rank 1 disagrees
+    try {
+      world[rank]->allReduce(data.data(), data.data(), count, DataType::Float32, RedOp::Sum);
+    } catch (const hora::Error& error) {
+      kinds[rank] = static_cast<int>(error.kind());
+      failed[rank] = error.failedRank();
+    }
+  });
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(kinds[rank], static_cast<int>(ErrorKind::InvalidUsage)) << "rank " << rank;
+    EXPECT_EQ(failed[rank], -1) << "rank " << rank;
+  }
+}
+
 TEST(CppApi, BarrierReturnsOnlyWhenEveryRankArrived) {
   constexpr int kRanks = 3;
   constexpr milliseconds kLate{300};
