@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -63,9 +62,7 @@ void Bootstrap::announce(const Error& error) {
   // one of this host whose process still runs (not stopped by a signal):
   // elsewhere its silence may be the network's, and the visit could use up
   // the budget.
-  if (blamed >= 0 && blamed != rank_ && blamed < nranks_ && !all.expired() &&
-      peers_[blamed].hostHash == peers_[rank_].hostHash && !peerGone(blamed) && !peerStopped(blamed))
-    tell(blamed);
+  if (!all.expired() && peerRunning(blamed)) tell(blamed);
 }
 
 PeerNotice Bootstrap::readNotice(Socket& socket, int from) {

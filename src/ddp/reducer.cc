@@ -13,6 +13,22 @@ namespace hora::ddp {
 
 namespace {
 
+// What a failed Work threw, as hora reports it: a hora::Error as it is;
+// anything else came from a hook or process group of the program's, not
+// from hora, and is a misuse.
+Error asHoraError(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const Error& error) {
+    return error;
+  } catch (const std::exception& error) {
+    return Error(ErrorKind::InvalidUsage, error.what());
+  } catch (...) {
+    return Error(ErrorKind::InvalidUsage,
+                 "an exception that is not a std::exception (thrown by the communication hook or the process group)");
+  }
+}
+
 bool isGradientType(DataType type) {
   return type == DataType::Float32 || type == DataType::Float64 || type == DataType::Float16 ||
          type == DataType::Bfloat16;
@@ -225,15 +241,8 @@ struct Reducer::State {
       }
     }
     if (!first) return;
-    try {
-      std::rethrow_exception(first);
-    } catch (const Error& error) {
-      fail(error.kind(), what + " failed: " + error.what());
-    } catch (const std::exception& error) {
-      fail(ErrorKind::InvalidUsage, what + " failed in the process group: " + error.what());
-    } catch (...) {
-      fail(ErrorKind::InvalidUsage, what + " failed in the process group: an exception that is not a std::exception");
-    }
+    const Error error = asHoraError(first);
+    fail(error.kind(), what + " failed: " + error.what());
   }
 
   void beginStep() {
@@ -302,25 +311,10 @@ struct Reducer::State {
       works[b] = nullptr;
     }
     if (!firstError) return;
-    ErrorKind kind = ErrorKind::Internal;
-    std::string reason;
-    int failedRank = -1;  // kept: the caller may shrink past it
-    try {
-      std::rethrow_exception(firstError);
-    } catch (const Error& error) {
-      kind = error.kind();
-      reason = error.what();
-      failedRank = error.failedRank();
-    } catch (const std::exception& error) {
-      // Thrown by a hook or process group of the program's, not by hora.
-      kind = ErrorKind::InvalidUsage;
-      reason = error.what();
-    } catch (...) {
-      kind = ErrorKind::InvalidUsage;
-      reason = "an exception that is not a std::exception (thrown by the communication hook or the process group)";
-    }
-    failure = "reduction of " + describeBucket(failedBucket) + " failed: " + reason;
-    throw Error(kind, prefix() + failure, failedRank);
+    const Error error = asHoraError(firstError);
+    failure = "reduction of " + describeBucket(failedBucket) + " failed: " + error.what();
+    // The failed rank is kept: the caller may shrink past it.
+    throw Error(error.kind(), prefix() + failure, error.failedRank());
   }
 };
 
