@@ -209,7 +209,7 @@ void Bootstrap::connectRing(const Deadline& deadline) {
     std::memcpy(&visit, guest.body.data(), sizeof(visit));
     if (visit.kind == VisitKind::Notice && visit.rank >= 0 && visit.rank < nranks)
       throw readNotice(guest.socket, visit.rank);
-    if (visit.kind == VisitKind::ShrinkRequest) {
+    if (isShrinkVisit(visit.kind)) {
       shrinkRequests_.push_back(std::move(guest));
       continue;
     }

@@ -81,9 +81,14 @@ class Bootstrap {
   // Shrink: a member asks `leader` for the new communicator's id, or the
   // leader serves `members` - 1 such requests with `id` (each must give the
   // same `request`); both fail, naming the rank, if the ranks disagree.
-  UniqueId askShrinkLeader(int leader, const ShrinkRequest& request, const Deadline& deadline);
+  // `members` (sorted) are the ranks this rank's list keeps; the first leads.
+  UniqueId askShrinkLeader(const std::vector<int>& members, const ShrinkRequest& request, const Deadline& deadline);
   void serveShrinkMembers(const std::vector<int>& members, const ShrinkRequest& request,
                           const UniqueId& id, const Deadline& deadline);
+  // After a shrink this rank led: tells each rank of `excluded` whose
+  // process runs on this host that the others went on without it (best
+  // effort, bounded; a dead or distant rank is not visited).
+  void tellLeftOut(const std::vector<int>& excluded);
 
  private:
   // The message a rank's text is told as to the rank who reads it.
@@ -95,7 +100,15 @@ class Bootstrap {
   // Answers the shrink requests waiting here (ones this rank does not
   // serve) with `why`; notices that arrive meanwhile are kept for
   // noticeWithin. The caller holds controlMutex_.
-  void refuseShrinkRequests(const std::function<std::string(int from)>& why);
+  // Throws InvalidUsage when among them is a ShrinkLeftOut visit from a rank
+  // `awaited` says this rank still counts on.
+  void refuseShrinkRequests(const std::function<std::string(int from)>& why,
+                            const std::function<bool(int rank)>& awaited);
+  // The InvalidUsage error of a rank that `leader` left out of its shrink.
+  Error leftOutError(int leader) const;
+  static bool isShrinkVisit(VisitKind kind) {
+    return kind == VisitKind::ShrinkRequest || kind == VisitKind::ShrinkLeftOut;
+  }
   void refuseShrinkRequest(Socket& socket, int from, const std::string& why);
   // Connects to `rank`'s listener and introduces this rank as `kind`.
   Socket visit(int rank, VisitKind kind, const Deadline& deadline);
@@ -103,7 +116,7 @@ class Bootstrap {
   std::uint64_t magic_;
   std::mutex controlMutex_;  // control_ is used by one thread at a time
   Gatekeeper control_;       // the bootstrap listener, after the ring is made
-  std::deque<Gatekeeper::Guest> shrinkRequests_;  // arrived before shrink()
+  std::deque<Gatekeeper::Guest> shrinkRequests_;  // shrink visits, arrived before shrink()
   std::deque<Gatekeeper::Guest> heldNotices_;     // arrived during shrink()
 
   int rank_;

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -105,7 +106,7 @@ std::optional<PeerNotice> Bootstrap::noticeWithin(std::chrono::milliseconds grac
     Visit visit;
     std::memcpy(&visit, guest->body.data(), sizeof(visit));
     if (visit.rank < 0 || visit.rank >= nranks_ || visit.rank == rank_) continue;
-    if (visit.kind == VisitKind::ShrinkRequest) {
+    if (isShrinkVisit(visit.kind)) {
       shrinkRequests_.push_back(std::move(*guest));
       continue;
     }
@@ -143,7 +144,9 @@ bool Bootstrap::peerRunning(int rank) const {
          !processStopped(peers_[rank].pid);
 }
 
-UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, const Deadline& deadline) {
+UniqueId Bootstrap::askShrinkLeader(const std::vector<int>& members, const ShrinkRequest& request,
+                                    const Deadline& deadline) {
+  const int leader = members.front();
   const std::string name = describe(leader);
   Socket socket = Socket::connect(peers_[leader].listenAddress(), deadline, nullptr, name, /*listenerWasUp=*/true);
   const Visit visit{rank_, VisitKind::ShrinkRequest};
@@ -161,7 +164,10 @@ UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, co
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(controlMutex_);
-      refuseShrinkRequests(notLeader);
+      // A rank this list keeps that led a shrink without this rank will not
+      // join the one asked for here.
+      refuseShrinkRequests(notLeader,
+                           [&](int rank) { return std::binary_search(members.begin(), members.end(), rank); });
     }
     pollfd entry{socket.fd(), POLLIN, 0};
     const int ready = ::poll(&entry, 1, deadline.pollTimeoutMs(Socket::kPollSliceMs));
@@ -174,7 +180,8 @@ UniqueId Bootstrap::askShrinkLeader(int leader, const ShrinkRequest& request, co
   return decode(reply.id);
 }
 
-void Bootstrap::refuseShrinkRequests(const std::function<std::string(int from)>& why) {
+void Bootstrap::refuseShrinkRequests(const std::function<std::string(int from)>& why,
+                                     const std::function<bool(int rank)>& awaited) {
   for (;;) {
     std::optional<Gatekeeper::Guest> guest = heldOrArrived(shrinkRequests_);
     if (!guest) return;
@@ -182,8 +189,30 @@ void Bootstrap::refuseShrinkRequests(const std::function<std::string(int from)>&
     std::memcpy(&visit, guest->body.data(), sizeof(visit));
     if (visit.kind == VisitKind::ShrinkRequest && visit.rank >= 0 && visit.rank < nranks_) {
       refuseShrinkRequest(guest->socket, visit.rank, why(visit.rank));
+    } else if (visit.kind == VisitKind::ShrinkLeftOut && visit.rank >= 0 && visit.rank < nranks_ &&
+               awaited(visit.rank)) {
+      throw leftOutError(visit.rank);
     } else if (visit.kind == VisitKind::Notice) {
       heldNotices_.push_back(std::move(*guest));  // for noticeWithin
+    }
+  }
+}
+
+Error Bootstrap::leftOutError(int leader) const {
+  return Error(ErrorKind::InvalidUsage,
+               strCat("rank ", rank_, ": ", describe(leader), " has shrunk the communicator without this rank (its "
+                      "excludeRanksList names rank ", rank_, ", and the ranks it kept have joined it): every "
+                      "remaining rank must pass the same excludeRanksList"));
+}
+
+void Bootstrap::tellLeftOut(const std::vector<int>& excluded) {
+  for (int rank : excluded) {
+    if (!peerRunning(rank)) continue;
+    try {
+      visit(rank, VisitKind::ShrinkLeftOut, Deadline::after(kAnnouncePerPeer));
+    } catch (const Error& failure) {
+      HORA_LOG(Info, "rank ", rank_, ": could not tell ", describe(rank), " that the shrink left it out: ",
+               failure.what());
     }
   }
 }
@@ -216,6 +245,13 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
   // Every member's request first, then one answer for all: members must not
   // go on to a communicator that one of them will not join.
   std::vector<Socket> asked(nranks_);
+  const auto answer = [&](int member, const ShrinkReply& reply) {
+    try {
+      asked[member].sendAll(&reply, sizeof(reply), deadline, nullptr, describe(member));
+    } catch (const Error& error) {
+      HORA_LOG(Warn, "rank ", rank_, ": could not answer ", describe(member), "'s shrink request: ", error.what());
+    }
+  };
   std::size_t left = members.size() - 1;
   std::string disagreement;
   while (left > 0) {
@@ -233,6 +269,18 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
     }
     Visit visit;
     std::memcpy(&visit, guest.body.data(), sizeof(visit));
+    if (visit.kind == VisitKind::ShrinkLeftOut && visit.rank >= 0 && visit.rank < nranks_ &&
+        isMember[visit.rank]) {
+      // A rank this list keeps led a shrink that leaves this rank out: the
+      // ranks it kept will not ask here. Whoever did ask is told, and this
+      // rank fails now.
+      const Error error = leftOutError(visit.rank);
+      ShrinkReply refusal;
+      std::snprintf(refusal.error, sizeof(refusal.error), "%s", error.what());
+      for (int m : members)
+        if (isMember[m] && asked[m].valid()) answer(m, refusal);
+      throw error;
+    }
     if (visit.kind != VisitKind::ShrinkRequest) continue;  // stale notices, probes
     if (visit.rank < 0 || visit.rank >= nranks_) continue;
     if (!isMember[visit.rank] || asked[visit.rank].valid()) {
@@ -260,18 +308,12 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
   } else {
     std::snprintf(reply.error, sizeof(reply.error), "%s", disagreement.c_str());
   }
-  for (int m : members) {
-    if (!isMember[m]) continue;
-    try {
-      asked[m].sendAll(&reply, sizeof(reply), deadline, nullptr, describe(m));
-    } catch (const Error& error) {
-      HORA_LOG(Warn, "rank ", rank_, ": could not answer ", describe(m), "'s shrink request: ", error.what());
-    }
-  }
+  for (int m : members)
+    if (isMember[m]) answer(m, reply);
   // Ranks this list leaves out that asked too (their request may have
   // waited behind the members'): told now, not by a reset when this
-  // communicator closes.
-  refuseShrinkRequests(leftOut);
+  // communicator closes. Every member has joined: no rank is awaited.
+  refuseShrinkRequests(leftOut, [](int) { return false; });
   if (!disagreement.empty()) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", disagreement);
 }
 

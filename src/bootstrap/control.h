@@ -11,6 +11,10 @@
 //   the peer's process is gone.
 // - Shrink requests. The ranks that go on after a failure ask the first of
 //   them for the unique id of their new communicator (Communicator::shrink).
+//   Once it has answered them, that first rank tells each rank it left out
+//   whose process still runs on its host: such a rank, shrinking with a
+//   list of its own, fails at once instead of waiting for ranks that asked
+//   elsewhere.
 //
 // Every connection starts with the greeting (greeting.h) and a Visit.
 #pragma once
@@ -27,6 +31,7 @@ enum class VisitKind : std::int32_t {
   Notice = 1,         // NoticeHeader and its text follow
   Probe = 2,          // nothing follows: "are you there?"
   ShrinkRequest = 3,  // a ShrinkRequest follows; a ShrinkReply answers it
+  ShrinkLeftOut = 4,  // nothing follows: "we shrank without you"
 };
 
 struct Visit {

@@ -87,8 +87,9 @@ std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
     here.setPort(0);
     id = bootstrap::createUniqueIdAt(here);
     if (members.size() > 1) bootstrap_->serveShrinkMembers(members, request, id, deadline);
+    bootstrap_->tellLeftOut(sorted);
   } else {
-    id = bootstrap_->askShrinkLeader(members.front(), request, deadline);
+    id = bootstrap_->askShrinkLeader(members, request, deadline);
   }
   HORA_LOG(Info, "rank ", rank_, ": shrinking to ", members.size(), " of ", nranks_, " ranks, as rank ", newRank);
   CommunicatorConfig config;

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <regex>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -171,20 +172,38 @@ TEST(ShrinkMisuse, MembersThatDisagreeOnTheExcludedRanksAllFail) {
   EXPECT_THAT(leader.text, HasSubstr("excludeRanksList")) << leader;
 }
 
-// Ranks 0, 1 and 2 leave out rank 3, and shrink. Rank 3, alive, shrinks
-// too, with a list of its own: by it, the first remaining rank is rank 0
-// (it leaves out rank 2) or rank 1 (it leaves out rank 0), which both do
-// not serve it. Rank 3 must fail at once with ncclInvalidUsage saying the
-// lists differ, not wait for HORA_TIMEOUT; the three others must shrink
-// and go on.
-class ShrinkByAnExcludedRank : public ::testing::TestWithParam<int> {};
+// Three ranks leave out the fourth, the stranger, and shrink. The stranger,
+// alive, shrinks too, with a list of its own:
+// - rank 3 leaving out rank 2: by its list rank 0 leads, which does not
+//   serve it; leaving out rank 0: rank 1 leads, which waits for its own
+//   leader;
+// - rank 0 leaving out rank 3: by its list it leads itself, and waits for
+//   ranks 1 and 2, which ask rank 1 instead; it learns from rank 1 that the
+//   others went on without it, before it begins (it starts late) or while
+//   it waits (it starts first).
+// The stranger must fail at once with ncclInvalidUsage saying the lists
+// differ, not wait for HORA_TIMEOUT; the three others must shrink and go on.
+struct Stranger {
+  int rank;
+  int excludes;
+  int startsAfterMs;        // the stranger's delay before its shrink
+  int othersStartAfterMs;   // the others' delay (rank 0, when not the stranger, waits 1.5 s more)
+  std::string name;
+  friend void PrintTo(const Stranger& stranger, std::ostream* out) { *out << stranger.name; }
+};
 
-INSTANTIATE_TEST_SUITE_P(Lists, ShrinkByAnExcludedRank, ::testing::Values(2, 0),
-                         [](const auto& info) { return "ItLeavesOutRank" + std::to_string(info.param); });
+class ShrinkByAnExcludedRank : public ::testing::TestWithParam<Stranger> {};
+
+INSTANTIATE_TEST_SUITE_P(Lists, ShrinkByAnExcludedRank,
+                         ::testing::Values(Stranger{3, 2, 500, 0, "Rank3LeavesOutRank2"},
+                                           Stranger{3, 0, 500, 0, "Rank3LeavesOutRank0"},
+                                           Stranger{0, 3, 1500, 0, "Rank0LeavesOutRank3AndStartsLate"},
+                                           Stranger{0, 3, 0, 1000, "Rank0LeavesOutRank3AndStartsFirst"}),
+                         [](const auto& info) { return info.param.name; });
 
 TEST_P(ShrinkByAnExcludedRank, FailsAtOnceAndTheOthersGoOn) {
   constexpr int kAll = 4;
-  const int itsChoice = GetParam();
+  const Stranger stranger = GetParam();
   const int port = freeLoopbackPort();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int rank = 0; rank < kAll; ++rank)
@@ -192,10 +211,11 @@ TEST_P(ShrinkByAnExcludedRank, FailsAtOnceAndTheOthersGoOn) {
       useRendezvous(port, "20");
       ncclComm_t comm = joinCommunicator(reporter, kAll, rank);
       if (comm == nullptr) return 1;
-      int excluded = rank == 3 ? itsChoice : 3;
+      int excluded = rank == stranger.rank ? stranger.excludes : stranger.rank;
+      int delayMs = rank == stranger.rank ? stranger.startsAfterMs : stranger.othersStartAfterMs;
       // Rank 3 asks while ranks 1 and 2 wait for rank 0, the last to start.
-      if (rank == 3) std::this_thread::sleep_for(milliseconds(500));
-      if (rank == 0) std::this_thread::sleep_for(milliseconds(1500));
+      if (rank == 0 && rank != stranger.rank) delayMs += 1500;
+      std::this_thread::sleep_for(milliseconds(delayMs));
       ncclComm_t shrunk = nullptr;
       const auto start = std::chrono::steady_clock::now();
       reportOutcome(reporter, "shrink",
@@ -217,15 +237,19 @@ TEST_P(ShrinkByAnExcludedRank, FailsAtOnceAndTheOthersGoOn) {
     ChildExit exit = ranks[rank]->waitExit(seconds(30));
     ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << ": " << exit.describe();
   }
-  Outcome stranger = reportedOutcome(*ranks[3], "shrink");
-  EXPECT_EQ(stranger.result, ncclInvalidUsage) << stranger;
-  EXPECT_THAT(stranger.text, HasSubstr("same excludeRanksList")) << stranger;
-  EXPECT_LT(std::stoi(ranks[3]->value("shrink_ms")), 5000) << stranger;
-  for (int rank : {0, 1, 2}) {
+  Outcome refused = reportedOutcome(*ranks[stranger.rank], "shrink");
+  EXPECT_EQ(refused.result, ncclInvalidUsage) << refused;
+  EXPECT_THAT(refused.text, HasSubstr("same excludeRanksList")) << refused;
+  EXPECT_LT(std::stoi(ranks[stranger.rank]->value("shrink_ms")), 5000) << refused;
+  int expectedSum = 0;
+  for (int rank = 0; rank < kAll; ++rank)
+    if (rank != stranger.rank) expectedSum += rank + 1;
+  for (int rank = 0; rank < kAll; ++rank) {
+    if (rank == stranger.rank) continue;
     EXPECT_EQ(reportedOutcome(*ranks[rank], "shrink").result, ncclSuccess)
         << "rank " << rank << ": " << reportedOutcome(*ranks[rank], "shrink");
     EXPECT_EQ(reportedOutcome(*ranks[rank], "after").result, ncclSuccess) << "rank " << rank;
-    EXPECT_EQ(ranks[rank]->value("sum"), "6") << "rank " << rank;  // 1 + 2 + 3
+    EXPECT_EQ(ranks[rank]->value("sum"), std::to_string(expectedSum)) << "rank " << rank;
   }
 }
 
