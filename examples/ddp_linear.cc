@@ -100,8 +100,7 @@ int run(const std::string& checkpointPath) {
   std::printf("rank %d: initial weight %.9g bias %.9g\n", rank, static_cast<double>(model.weight),
               static_cast<double>(model.bias));
 
-  hora::ddp::DistributedSampler sampler(
-      inputs.size(), {.numReplicas = communicator->size(), .rank = rank, .shuffle = true, .seed = 0});
+  hora::ddp::DistributedSampler sampler(inputs.size(), *communicator, {.shuffle = true, .seed = 0});
   const hora::ddp::BatchSampler batcher(kBatchSize);
 
   for (int epoch = 0; epoch < kEpochs; ++epoch) {

@@ -13,10 +13,13 @@
 // Rank 0 prints the mean training loss of every epoch (over all ranks), and
 // at the end every rank checks that its parameters equal rank 0's bit for bit.
 // --out FILE: rank 0 writes the final parameters there, one hex float a line.
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -40,23 +43,37 @@ struct Options {
   std::string out;
 };
 
+// The whole of `value` as a number of type T, at least `least` (and finite):
+// "--epochs -1", "--lr 0.5x" or "--points 0" stop the program with a message
+// instead of training on something the user did not ask for.
+template <typename T>
+T parseNumber(const std::string& name, const std::string& value, T least) {
+  T parsed{};
+  const char* end = value.data() + value.size();
+  const auto [stop, error] = std::from_chars(value.data(), end, parsed);
+  const bool finite = !std::is_floating_point_v<T> || std::isfinite(static_cast<double>(parsed));
+  if (value.empty() || error != std::errc() || stop != end || !finite || !(parsed >= least))
+    throw std::invalid_argument(name + " needs a " +
+                                (std::is_floating_point_v<T> ? "finite number" : "whole number") +
+                                (least > T{} ? " above 0" : " of at least 0") + ", not '" + value + "'");
+  return parsed;
+}
+
 Options parseOptions(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string name = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument("option " + name + " needs a value");
     const std::string value = argv[++i];
-    if (name == "--epochs") options.epochs = std::stoi(value);
-    else if (name == "--batch") options.batch = std::stoul(value);
-    else if (name == "--accumulate") options.accumulate = std::stoul(value);
-    else if (name == "--lr") options.learningRate = std::stof(value);
-    else if (name == "--points") options.points = std::stoul(value);
-    else if (name == "--hidden") options.hidden = std::stoul(value);
+    if (name == "--epochs") options.epochs = parseNumber(name, value, 1);
+    else if (name == "--batch") options.batch = parseNumber<std::size_t>(name, value, 1);
+    else if (name == "--accumulate") options.accumulate = parseNumber<std::size_t>(name, value, 1);
+    else if (name == "--lr") options.learningRate = parseNumber(name, value, std::numeric_limits<float>::min());
+    else if (name == "--points") options.points = parseNumber<std::size_t>(name, value, 1);
+    else if (name == "--hidden") options.hidden = parseNumber<std::size_t>(name, value, 1);
     else if (name == "--out") options.out = value;
     else throw std::invalid_argument("unknown option " + name);
   }
-  if (options.batch == 0 || options.accumulate == 0)
-    throw std::invalid_argument("--batch and --accumulate must be at least 1");
   return options;
 }
 
@@ -75,8 +92,7 @@ int run(const Options& options) {
     parameters.emplace_back(names[t], model.tensor(static_cast<Mlp::Tensor>(t)));
   hora::ddp::Reducer reducer(*communicator, parameters);
 
-  hora::ddp::DistributedSampler sampler(
-      data.size(), {.numReplicas = communicator->size(), .rank = rank, .shuffle = true, .seed = 0});
+  hora::ddp::DistributedSampler sampler(data.size(), *communicator, {.shuffle = true, .seed = 0});
   const hora::ddp::BatchSampler batcher(options.batch);
   auto gradient = [&](Mlp::Tensor t) { return reducer.gradientAs<float>(t); };
   auto markReady = [&](Mlp::Tensor t) { reducer.markReady(t); };

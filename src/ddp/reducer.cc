@@ -54,19 +54,24 @@ struct LayoutSummary {
 constexpr std::size_t kSummaryWords = 4;
 static_assert(sizeof(LayoutSummary) == kSummaryWords * sizeof(std::uint64_t));
 
-}  // namespace
-
-void GradientView::checkElementType(std::size_t elementSize, bool isFloating) const {
+// Why a C++ element type of `elementSize` bytes (floating or not) cannot
+// view a gradient of `type`; empty when it can.
+std::string elementTypeMismatch(DataType type, std::size_t elementSize, bool isFloating) {
   const bool matches = isFloating ? elementSize == dataTypeSize(type) &&
                                         (type == DataType::Float32 || type == DataType::Float64)
                                   : elementSize == 2 && (type == DataType::Float16 ||
                                                          type == DataType::Bfloat16);
-  if (!matches)
-    throw Error(ErrorKind::InvalidArgument,
-                std::string("gradient of type ") + dataTypeName(type) +
-                    " viewed as a C++ type of " + std::to_string(elementSize) + " bytes" +
-                    (isFloating ? "" : " (not floating point)") +
-                    "; use float, double, or std::uint16_t for half and bfloat16");
+  if (matches) return {};
+  return std::string("gradient of type ") + dataTypeName(type) + " viewed as a C++ type of " +
+         std::to_string(elementSize) + " bytes" + (isFloating ? "" : " (not floating point)") +
+         "; use float, double, or std::uint16_t for half and bfloat16";
+}
+
+}  // namespace
+
+void GradientView::checkElementType(std::size_t elementSize, bool isFloating) const {
+  const std::string mismatch = elementTypeMismatch(type, elementSize, isFloating);
+  if (!mismatch.empty()) throw Error(ErrorKind::InvalidArgument, mismatch);
 }
 
 struct Reducer::State {
@@ -122,7 +127,15 @@ struct Reducer::State {
     if (parameter.count != 0 && parameter.data == nullptr)
       fail(ErrorKind::InvalidArgument,
            what + " has " + std::to_string(parameter.count) + " elements but no data");
-    bucketMemoryFor(parameter.memory);  // throws for memory this build cannot handle
+    if (parameter.memory != MemoryKind::Host && parameter.memory != MemoryKind::Device)
+      fail(ErrorKind::InvalidArgument, what + " has memory kind " +
+                                           std::to_string(static_cast<int>(parameter.memory)) +
+                                           ", which is neither MemoryKind::Host nor MemoryKind::Device");
+    try {
+      bucketMemoryFor(parameter.memory);  // throws for memory this build or process cannot use
+    } catch (const Error& error) {
+      fail(error.kind(), what + ": " + error.what());
+    }
   }
 
   void checkUsable() const {
@@ -407,6 +420,13 @@ const Parameter& Reducer::parameter(std::size_t index) const {
 const std::vector<Bucket>& Reducer::buckets() const { return state_->buckets; }
 int Reducer::rank() const { return state_->group->rank(); }
 int Reducer::worldSize() const { return state_->group->size(); }
+
+void Reducer::checkGradientElement(std::size_t index, std::size_t elementSize, bool isFloating) const {
+  const State& s = *state_;
+  const std::string mismatch = elementTypeMismatch(s.parameters[index].type, elementSize, isFloating);
+  if (!mismatch.empty())
+    s.fail(ErrorKind::InvalidArgument, "gradientAs(): " + s.describeParameter(index) + ": " + mismatch);
+}
 
 GradientView Reducer::gradient(std::size_t index) const {
   const State& s = *state_;

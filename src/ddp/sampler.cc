@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "hora/communicator.h"
 #include "hora/error.h"
 
 namespace hora::ddp {
@@ -36,7 +37,29 @@ std::size_t samplesPerReplica(std::size_t datasetSize, std::size_t replicas, boo
   return datasetSize / replicas + (!dropLast && datasetSize % replicas != 0 ? 1 : 0);
 }
 
+// `options` with this process's place in `communicator`. A replica count or
+// rank given that is neither the default nor the communicator's is refused:
+// the caller meant something the communicator contradicts.
+DistributedSamplerOptions placedBy(const Communicator& communicator, DistributedSamplerOptions options) {
+  const DistributedSamplerOptions defaults;
+  const int size = communicator.size(), rank = communicator.rank();
+  if ((options.numReplicas != defaults.numReplicas && options.numReplicas != size) ||
+      (options.rank != defaults.rank && options.rank != rank))
+    throw Error(ErrorKind::InvalidArgument,
+                "DistributedSampler: numReplicas " + std::to_string(options.numReplicas) + " and rank " +
+                    std::to_string(options.rank) + " were given with a communicator of " + std::to_string(size) +
+                    " ranks in which this process is rank " + std::to_string(rank) +
+                    "; leave them out (the communicator decides) or build the sampler without it");
+  options.numReplicas = size;
+  options.rank = rank;
+  return options;
+}
+
 }  // namespace
+
+DistributedSampler::DistributedSampler(std::size_t datasetSize, const Communicator& communicator,
+                                       const DistributedSamplerOptions& options)
+    : DistributedSampler(datasetSize, placedBy(communicator, options)) {}
 
 DistributedSampler::DistributedSampler(std::size_t datasetSize,
                                        const DistributedSamplerOptions& options)

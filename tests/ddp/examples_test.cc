@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -133,6 +134,26 @@ TEST(DdpMlp, LossGoesDown) {
   const double initial = std::stod(first[1]);
   const double final = std::stod(last[1]);
   EXPECT_LT(final, 0.25 * initial) << output;
+}
+
+// Options the program cannot train with stop it before it starts, naming the
+// option and the value, instead of training on something else.
+TEST(DdpMlp, RefusesOptionsItCannotTrainWith) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"--epochs -1", "--epochs needs a whole number above 0, not '-1'"},
+      {"--epochs 0", "--epochs needs a whole number above 0, not '0'"},
+      {"--points 0", "--points needs a whole number above 0, not '0'"},
+      {"--batch 8x", "--batch needs a whole number above 0, not '8x'"},
+      {"--lr fast", "--lr needs a finite number above 0, not 'fast'"},
+      {"--lr nan", "--lr needs a finite number above 0, not 'nan'"},
+      {"--lr -0.5", "--lr needs a finite number above 0, not '-0.5'"},
+      {"--hidden", "option --hidden needs a value"},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    const Result result = runUnderHoraRun(1, pathFromEnv("DDP_MLP"), arguments);
+    EXPECT_NE(result.exitCode, 0) << arguments << ":\n" << result.output;
+    EXPECT_TRUE(contains(result.output, "ddp_mlp: " + expected)) << arguments << ":\n" << result.output;
+  }
 }
 
 }  // namespace

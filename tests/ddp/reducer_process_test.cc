@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <memory>
 
@@ -47,6 +48,17 @@ TEST(ReducerInProcessesLeaving, RankLeaves) {
   if (world->communicator->size() < 2) GTEST_SKIP() << "needs two ranks";
   expectFailureWhenARankLeaves(
       group(), [] { std::_Exit(0); }, std::chrono::seconds(30));
+}
+
+// Run alone (--gtest_filter=*Survivors*) under hora-run --keep-going: the
+// last rank is killed (SIGKILL) right after constructing its Reducer; the
+// others shrink past it and go on averaging over themselves for 3 s, longer
+// than hora-run's grace before it stops the survivors of a failure without
+// --keep-going. hora-run then exits with 137, the killed rank's status.
+TEST(ReducerInProcessesSurvivors, ShrinkAndGoOnAfterARankIsKilled) {
+  if (world->communicator->size() < 2) GTEST_SKIP() << "needs two ranks";
+  expectSurvivorsGoOnWhenARankLeaves(
+      *world->communicator, [] { ::raise(SIGKILL); }, std::chrono::seconds(3));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "float_formats.h"
@@ -36,7 +37,7 @@ class TestModel {
       // 8 bytes per element whatever the type, so both fit.
       values_.emplace_back(specs[i].count);
       Parameter parameter;
-      parameter.name = "p" + std::to_string(i);
+      parameter.name = std::string("p").append(std::to_string(i));
       parameter.data = values_.back().data();
       parameter.count = specs[i].count;
       parameter.type = specs[i].type;
@@ -378,13 +379,14 @@ void expectFailureWhenARankLeaves(const GroupPtr& group, const std::function<voi
 // The last rank leaves mid-run; the others learn which rank failed first
 // from the step's error, shrink the communicator past it, and go on: the
 // next steps average over the remaining ranks only.
-void expectSurvivorsGoOnWhenARankLeaves(Communicator& communicator) {
+void expectSurvivorsGoOnWhenARankLeaves(Communicator& communicator, const std::function<void()>& leave,
+                                        std::chrono::milliseconds goOnFor) {
   const int rank = communicator.rank();
   const int leaving = communicator.size() - 1;
   TestModel model(kMixedModel, rank);
   Reducer reducer(communicator, model.parameters(), {.caps = kSmallCaps});
   if (rank == leaving) {
-    communicator.abort();
+    leave();
     return;
   }
   addToGradients(reducer, [](std::size_t, std::size_t) { return 1.0; });
@@ -402,7 +404,14 @@ void expectSurvivorsGoOnWhenARankLeaves(Communicator& communicator) {
   std::unique_ptr<Communicator> remaining = communicator.shrink({failed});
   ASSERT_EQ(remaining->size(), communicator.size() - 1);
   reducer.continueWith(*remaining);
-  for (int step = 0; step < 2; ++step) {
+  // Every survivor decides alike whether to go on (the first rank's clock):
+  // they must all make the same number of steps.
+  const auto until = std::chrono::steady_clock::now() + goOnFor;
+  for (int step = 0;; ++step) {
+    std::int64_t more = step < 2 || std::chrono::steady_clock::now() < until ? 1 : 0;
+    remaining->broadcast(&more, &more, 1, DataType::Int64, 0);
+    if (more == 0) break;
+    if (goOnFor.count() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // "compute"
     reducer.zeroGradients();
     addToGradients(reducer, [&](std::size_t i, std::size_t j) { return (rank + 1.0) * (i + 1.0) + 0.25 * j; });
     for (std::size_t i : reverseOrder(reducer.numParameters())) reducer.markReady(i);

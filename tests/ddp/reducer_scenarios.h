@@ -41,9 +41,15 @@ void expectLayoutMismatchDetected(const GroupPtr& group);
 // The last rank calls `leave` (its communication ends) instead of the step;
 // the others' finish() throws hora::Error(Remote) naming the rank and the
 // bucket, within `limit`. Needs at least 2 ranks.
-// Communicator::shrink past a rank that left, then Reducer::continueWith.
-void expectSurvivorsGoOnWhenARankLeaves(Communicator& communicator);
 void expectFailureWhenARankLeaves(const GroupPtr& group, const std::function<void()>& leave,
                                   std::chrono::seconds limit);
+
+// The last rank calls `leave` after constructing its Reducer; the others'
+// step fails naming it, they shrink the communicator past it
+// (Communicator::shrink), hand the result to Reducer::continueWith, and
+// average correctly over themselves for at least two more steps, and for
+// at least `goOnFor` (a job that goes on training). Needs at least 2 ranks.
+void expectSurvivorsGoOnWhenARankLeaves(Communicator& communicator, const std::function<void()>& leave,
+                                        std::chrono::milliseconds goOnFor = std::chrono::milliseconds(0));
 
 }  // namespace hora::ddp::testing

@@ -70,8 +70,26 @@ TEST(Reducer, DeviceParametersWithoutADeviceAreRefused) {
     FAIL() << "a Reducer with device parameters was built without a CUDA device";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::InvalidUsage);
-    EXPECT_NE(std::string(error.what()).find("gradient buckets in device memory"), std::string::npos)
-        << error.what();
+    const std::string text = error.what();
+    EXPECT_EQ(text.rfind("rank 0: parameter 'w': gradient buckets in device memory", 0), 0u) << text;
+  }
+}
+
+// A memory kind outside the enumeration is the caller's mistake, not a
+// limit of the build.
+TEST(Reducer, AMemoryKindThatIsNeitherHostNorDeviceIsRefused) {
+  auto world = InProcessWorld::create(1);
+  std::vector<float> values(4);
+  std::vector<Parameter> parameters{
+      Parameter("w", values.data(), values.size(), DataType::Float32, static_cast<MemoryKind>(7))};
+  try {
+    Reducer reducer(world->group(0), parameters);
+    FAIL() << "a Reducer took memory kind 7";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    const std::string text = error.what();
+    EXPECT_EQ(text, "rank 0: parameter 'w' has memory kind 7, which is neither MemoryKind::Host nor "
+                    "MemoryKind::Device") << text;
   }
 }
 
@@ -90,7 +108,16 @@ TEST(Reducer, GradientsAreViewsIntoBuckets) {
   EXPECT_EQ(reducer.gradient(0).count, 3u);
   EXPECT_EQ(reducer.gradientAs<float>(2).size(), 100u);
   EXPECT_NE(reducer.gradient(2).data, reducer.gradient(0).data);
-  EXPECT_THROW(reducer.gradientAs<double>(0), Error);
+  try {
+    reducer.gradientAs<double>(0);
+    FAIL() << "a float gradient was viewed as double";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+    EXPECT_EQ(std::string(error.what()).rfind("rank 0: gradientAs(): parameter 'w0' (index 0): gradient of "
+                                              "type float viewed as a C++ type of 8 bytes", 0), 0u)
+        << error.what();
+  }
+  EXPECT_THROW(reducer.gradient(0).as<std::uint16_t>(), Error);
 }
 
 TEST(Reducer, BucketsStartInOrderAsSoonAsTheyAndTheirPredecessorsAreReady) {

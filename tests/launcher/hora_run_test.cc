@@ -201,6 +201,22 @@ TEST(HoraRunTest, FailingRankStopsTheOthersQuickly) {
   EXPECT_LT(result.elapsed, 10s) << "the sleeping ranks were not stopped";
 }
 
+// --keep-going: the others run to their end (here they write a line after
+// rank 2 has failed), every failure is reported, and the job's exit code is
+// the first failure's.
+TEST(HoraRunTest, KeepGoingLetsTheOthersFinishAndKeepsTheFirstFailuresCode) {
+  LauncherResult result = run_launcher(
+      {"-n", "4", "--keep-going", "/bin/sh", "-c",
+       "case $RANK in 2) kill -9 $$;; 3) sleep 0.5; exit 5;; esac; sleep 1; echo \"rank $RANK finished\""});
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 128 + 9) << result.err;
+  EXPECT_THAT(result.out, AllOf(HasSubstr("rank 0 finished"), HasSubstr("rank 1 finished"))) << result.err;
+  EXPECT_THAT(result.err, AllOf(HasSubstr("rank 2 (pid "), HasSubstr("was killed by signal 9"),
+                                HasSubstr("the other ranks go on (--keep-going)"), HasSubstr("rank 3 (pid "),
+                                HasSubstr("exited with status 5")));
+  EXPECT_THAT(result.err, Not(HasSubstr("stopping"))) << result.err;
+}
+
 TEST(HoraRunTest, ReportsARankKilledByASignal) {
   LauncherResult result = run_launcher(
       {"-n", "2", "/bin/sh", "-c", "if [ \"$RANK\" = 1 ]; then kill -9 $$; fi; sleep 60"});

@@ -30,6 +30,7 @@ TEST(LaunchOptionsTest, DefaultsFollowTorchrun) {
   EXPECT_EQ(options.master_addr, "127.0.0.1");
   EXPECT_FALSE(options.master_port.has_value());
   EXPECT_FALSE(options.tag_output);
+  EXPECT_FALSE(options.keep_going);
   EXPECT_DOUBLE_EQ(options.kill_timeout_seconds, 5.0);
   EXPECT_FALSE(options.timeout_seconds.has_value());
   EXPECT_FALSE(options.show_help);
@@ -71,6 +72,12 @@ TEST(LaunchOptionsTest, ValuedOptionsInBothForms) {
 }
 
 TEST(LaunchOptionsTest, PrefixIsTagOutput) { EXPECT_TRUE(parse({"--prefix", "prog"}).tag_output); }
+
+TEST(LaunchOptionsTest, KeepGoingInBothSpellings) {
+  EXPECT_TRUE(parse({"--keep-going", "prog"}).keep_going);
+  EXPECT_TRUE(parse({"--keep_going", "prog"}).keep_going);
+  EXPECT_FALSE(parse({"prog", "--keep-going"}).keep_going) << "an argument of the program";
+}
 
 TEST(LaunchOptionsTest, ArgumentsAfterTheProgramBelongToIt) {
   LaunchOptions options = parse({"-n", "2", "prog", "-n", "3", "--help", "--", "x"});

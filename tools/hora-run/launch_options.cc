@@ -112,6 +112,8 @@ bool apply_flag(LaunchOptions& options, const std::string& name) {
     options.tag_output = true;
   } else if (name == "--report-bindings") {
     options.report_bindings = true;
+  } else if (name == "--keep-going") {
+    options.keep_going = true;
   } else {
     return false;
   }
@@ -235,6 +237,11 @@ underscores in names are interchangeable):
                            are more ranks than cores), one NUMA node, or
                            unchanged. Never more than hora-run's own CPUs.
       --report-bindings    print each rank's CPUs to stderr
+      --keep-going         when a rank fails, let the others run on (to
+                           shrink the communicator past it and continue)
+                           instead of stopping them; hora-run still waits
+                           for every rank and exits with the first failing
+                           rank's exit code
   -h, --help               print this text
 
 Each rank gets torchrun's variables: RANK, LOCAL_RANK, WORLD_SIZE,
@@ -242,7 +249,7 @@ LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
 ROLE_NAME, ROLE_RANK, ROLE_WORLD_SIZE and TORCHELASTIC_RESTART_COUNT,
 _MAX_RESTARTS, _RUN_ID; and OMP_NUM_THREADS=1 with several ranks, unless
 set. When a rank fails the others are
-stopped, and hora-run exits with the failing rank's exit code (128+signal for a
+stopped (unless --keep-going), and hora-run exits with the failing rank's exit code (128+signal for a
 rank killed by a signal). Exit codes of hora-run itself: 2 bad arguments,
 124 --timeout expired, 127 program not found, 126 program found but not
 runnable (not executable, a bad binary, or its CPUs could not be bound),

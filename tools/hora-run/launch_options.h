@@ -39,6 +39,9 @@ struct LaunchOptions {
   BindTo bind_to = BindTo::Core;
   // Print each rank's CPUs to stderr before starting it.
   bool report_bindings = false;
+  // When a rank fails, the others go on (they may shrink the communicator
+  // past it); the job's exit code is still the first failure's.
+  bool keep_going = false;
   // -h/--help was given: print the usage text and start nothing.
   bool show_help = false;
   // The program and its arguments, passed to every rank unchanged.

@@ -301,14 +301,22 @@ void Supervisor::release_exited_ranks() {
 }
 
 void Supervisor::on_rank_exit(const Rank& rank) {
-  if (!is_success(rank.wait_status) && !stopping_ && !exit_code_) {
-    // The first failure decides the job's exit code; what the others do
-    // while being stopped is a consequence, not news.
-    exit_code_ = exit_code_for(rank.wait_status);
-    report(rank_name(rank.global_rank, rank.pid) + " " +
-           (rank.lost.empty() ? describe_wait_status(rank.wait_status) : rank.lost) +
-           (live_rank_count() > 0 ? "; stopping the other ranks" : ""));
-    stop_all_after(kFailureGrace);
+  // Once the job is being stopped, what the ranks do is a consequence of
+  // the first failure, not news.
+  if (!is_success(rank.wait_status) && !stopping_) {
+    const std::string what = rank_name(rank.global_rank, rank.pid) + " " +
+                             (rank.lost.empty() ? describe_wait_status(rank.wait_status) : rank.lost);
+    if (!exit_code_) {
+      // The first failure decides the job's exit code.
+      exit_code_ = exit_code_for(rank.wait_status);
+      const char* others = live_rank_count() == 0   ? ""
+                           : options_.keep_going ? "; the other ranks go on (--keep-going)"
+                                                 : "; stopping the other ranks";
+      report(what + others);
+      if (!options_.keep_going) stop_all_after(kFailureGrace);
+    } else {
+      report(what);  // only under --keep-going is the job still going
+    }
   }
   if (live_rank_count() == 0) on_last_rank_gone();
 }

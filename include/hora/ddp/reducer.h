@@ -131,9 +131,13 @@ class Reducer {
   int worldSize() const;
 
   GradientView gradient(std::size_t index) const;
+  // Throws hora::Error(InvalidArgument), naming the rank and parameter, when
+  // T is not the gradient's element type (as GradientView::as).
   template <typename T>
   std::span<T> gradientAs(std::size_t index) const {
-    return gradient(index).as<T>();
+    const GradientView view = gradient(index);
+    checkGradientElement(index, sizeof(T), std::is_floating_point_v<T>);
+    return {static_cast<T*>(view.data), view.count};
   }
 
   // Sets every gradient to zero (between steps).
@@ -184,6 +188,8 @@ class Reducer {
   void setCommHook(std::shared_ptr<CommHook> hook);
 
  private:
+  void checkGradientElement(std::size_t index, std::size_t elementSize, bool isFloating) const;
+
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -2,8 +2,7 @@
 // PyTorch's torch.utils.data.DistributedSampler and BatchSampler, element for
 // element, so a job moved between PyTorch and hora sees the same data order.
 //
-//   hora::ddp::DistributedSampler sampler(dataset.size(), {.numReplicas = comm->size(),
-//                                                          .rank = comm->rank()});
+//   hora::ddp::DistributedSampler sampler(dataset.size(), *comm);  // comm->size() ranks share it
 //   for (std::uint64_t epoch = 0; epoch < epochs; ++epoch) {
 //     sampler.setEpoch(epoch);  // a new shuffle per epoch, the same on every rank
 //     for (const auto& batch : hora::ddp::BatchSampler(32).batches(sampler.indices())) ...
@@ -14,6 +13,10 @@
 #include <cstdint>
 #include <span>
 #include <vector>
+
+namespace hora {
+class Communicator;
+}
 
 namespace hora::ddp {
 
@@ -41,6 +44,13 @@ class DistributedSampler {
   // Throws hora::Error(InvalidArgument) for numReplicas < 1 or a rank outside
   // [0, numReplicas).
   DistributedSampler(std::size_t datasetSize, const DistributedSamplerOptions& options);
+  // The ranks of `communicator` share the dataset, this process being its
+  // rank() of size(), as PyTorch's sampler takes both from the process group
+  // when they are not given. options.numReplicas and options.rank may be left
+  // as they are; a value that differs from the communicator's (other than
+  // the defaults 1 and 0) throws hora::Error(InvalidArgument).
+  DistributedSampler(std::size_t datasetSize, const Communicator& communicator,
+                     const DistributedSamplerOptions& options = {});
 
   // Selects the permutation of the next indices() calls. Call it at the start
   // of every epoch, with the same value on every rank.
