@@ -63,6 +63,9 @@ class Bootstrap {
   // Tells every other rank, best effort and within about a second in all,
   // the error that makes this rank stop the communicator.
   void announce(const Error& error);
+  // Passes a notice this rank was told on to its ring neighbours (not the
+  // teller, not the rank blamed), best effort, before this rank closes.
+  void passOn(const PeerNotice& notice);
   // A notice another rank announced, if one is here or comes within
   // `grace` (zero: only what has arrived already): the PeerNotice this rank
   // fails with.
@@ -93,6 +96,10 @@ class Bootstrap {
  private:
   // The message a rank's text is told as to the rank who reads it.
   PeerNotice readNotice(Socket& socket, int from);
+  // A notice's bytes: its header and `error`'s text; and one visit that
+  // delivers them (bounded, failures logged).
+  static std::vector<char> noticeMessage(const Error& error);
+  void tell(int peer, const std::vector<char>& message);
   // The first of `held` (visits kept for later), else one that has arrived
   // on the control listener, if any; does not wait. The caller holds
   // controlMutex_.

@@ -34,8 +34,7 @@ Socket Bootstrap::visit(int rank, VisitKind kind, const Deadline& deadline) {
   return socket;
 }
 
-void Bootstrap::announce(const Error& error) {
-  if (peers_.empty()) return;  // before the root answered: nobody to tell
+std::vector<char> Bootstrap::noticeMessage(const Error& error) {
   std::string text = error.what();
   if (text.size() > kMaxNoticeBytes) text.resize(kMaxNoticeBytes);
   const NoticeHeader header{static_cast<std::int32_t>(error.kind()), error.failedRank(),
@@ -43,27 +42,45 @@ void Bootstrap::announce(const Error& error) {
   std::vector<char> message(sizeof(header) + text.size());
   std::memcpy(message.data(), &header, sizeof(header));
   std::memcpy(message.data() + sizeof(header), text.data(), text.size());
+  return message;
+}
+
+void Bootstrap::tell(int peer, const std::vector<char>& message) {
+  try {
+    const Deadline deadline = Deadline::after(kAnnouncePerPeer);
+    Socket socket = visit(peer, VisitKind::Notice, deadline);
+    socket.sendAll(message.data(), message.size(), deadline, nullptr, describe(peer));
+  } catch (const Error& failure) {
+    HORA_LOG(Info, "rank ", rank_, ": could not tell ", describe(peer), " why the communicator stopped: ",
+             failure.what());
+  }
+}
+
+void Bootstrap::announce(const Error& error) {
+  if (peers_.empty()) return;  // before the root answered: nobody to tell
+  const std::vector<char> message = noticeMessage(error);
   const Deadline all = Deadline::after(kAnnounceBudget);
-  auto tell = [&](int peer) {
-    try {
-      const Deadline deadline = Deadline::after(kAnnouncePerPeer);
-      Socket socket = visit(peer, VisitKind::Notice, deadline);
-      socket.sendAll(message.data(), message.size(), deadline, nullptr, describe(peer));
-    } catch (const Error& failure) {
-      HORA_LOG(Info, "rank ", rank_, ": could not tell ", describe(peer), " why the communicator stopped: ",
-               failure.what());
-    }
-  };
   const int blamed = error.failedRank();
   for (int peer = 0; peer < nranks_; ++peer)
-    if (peer != rank_ && peer != blamed && !all.expired()) tell(peer);
+    if (peer != rank_ && peer != blamed && !all.expired()) tell(peer, message);
   // The rank blamed, last: it is gone or knows, unless it was only late (a
   // rank that waited for it gave up first). Told, such a rank learns why
   // its peers stopped, instead of blaming the first of them to close. Only
   // one of this host whose process still runs (not stopped by a signal):
   // elsewhere its silence may be the network's, and the visit could use up
   // the budget.
-  if (!all.expired() && peerRunning(blamed)) tell(blamed);
+  if (!all.expired() && peerRunning(blamed)) tell(blamed, message);
+}
+
+void Bootstrap::passOn(const PeerNotice& notice) {
+  if (peers_.empty() || nranks_ < 3) return;  // with 2 ranks the other is the teller
+  // The teller tells every rank, but a rank it told may close before the
+  // teller's visit reaches this rank's neighbours, which then see this
+  // rank close first, find its process gone, and would blame it. So this
+  // rank tells them too, before it closes.
+  const std::vector<char> message = noticeMessage(notice);
+  for (int neighbour : {(rank_ + 1) % nranks_, (rank_ + nranks_ - 1) % nranks_})
+    if (neighbour != notice.teller() && neighbour != notice.failedRank()) tell(neighbour, message);
 }
 
 PeerNotice Bootstrap::readNotice(Socket& socket, int from) {
@@ -80,7 +97,7 @@ PeerNotice Bootstrap::readNotice(Socket& socket, int from) {
   const bool misuse = kind == ErrorKind::InvalidUsage;
   return PeerNotice(misuse ? kind : ErrorKind::Remote,
                     strCat("rank ", rank_, ": the communicator was stopped by rank ", from, ", which found: ", text),
-                    misuse || header.failedRank >= 0 ? header.failedRank : from);
+                    misuse || header.failedRank >= 0 ? header.failedRank : from, from);
 }
 
 std::optional<Gatekeeper::Guest> Bootstrap::heldOrArrived(std::deque<Gatekeeper::Guest>& held) {

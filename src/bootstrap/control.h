@@ -60,10 +60,17 @@ struct ShrinkReply {
 };
 
 // The error of a rank that learnt from another rank's notice why the
-// communicator stopped (it is not told on again).
+// communicator stopped. It is not told to every rank again, only passed on
+// to this rank's ring neighbours (Bootstrap::passOn): they may see this
+// rank close before the teller's own notice reaches them.
 class PeerNotice : public Error {
  public:
-  using Error::Error;
+  PeerNotice(ErrorKind kind, const std::string& message, int failedRank, int teller)
+      : Error(kind, message, failedRank), teller_(teller) {}
+  int teller() const { return teller_; }
+
+ private:
+  int teller_;
 };
 
 }  // namespace hora::bootstrap

@@ -444,7 +444,14 @@ std::string withoutRankPrefix(const std::string& text, int rank) {
 }  // namespace
 
 Error Communicator::firstCause(const Error& failure) {
-  if (nranks_ == 1 || dynamic_cast<const bootstrap::PeerNotice*>(&failure) != nullptr) return failure;
+  if (nranks_ == 1) return failure;
+  // Told why by another rank: passed on to this rank's ring neighbours,
+  // which may see this rank close before the teller's notice reaches them.
+  const auto told = [&](const bootstrap::PeerNotice& notice) -> Error {
+    bootstrap_->passOn(notice);
+    return notice;
+  };
+  if (const auto* notice = dynamic_cast<const bootstrap::PeerNotice*>(&failure)) return told(*notice);
   if (failure.kind() == ErrorKind::InvalidUsage) {
     // The program misused the communicator (ranks that disagree on a call,
     // core/agreement.h): every rank must stop, and should say why.
@@ -461,7 +468,7 @@ Error Communicator::firstCause(const Error& failure) {
   }
   // A peer closed, vanished or went silent. If another rank has stopped
   // already, its notice (sent before it closed) says why.
-  if (auto notice = bootstrap_->noticeWithin(std::chrono::milliseconds(0))) return *notice;
+  if (auto notice = bootstrap_->noticeWithin(std::chrono::milliseconds(0))) return told(*notice);
   int culprit = failure.failedRank();
   // Sure: the peer blamed is gone, or some peer is gone or stopped (ranks
   // that time out together each blame the one they wait on; a stopped
@@ -476,7 +483,7 @@ Error Communicator::firstCause(const Error& failure) {
   // A peer that is alive closed because it stopped: its notice is on its
   // way. One that is gone says nothing more.
   if (!sure) {
-    if (auto notice = bootstrap_->noticeWithin(kNoticeGrace)) return *notice;
+    if (auto notice = bootstrap_->noticeWithin(kNoticeGrace)) return told(*notice);
     // A process that was killed closes its sockets a moment before it is
     // seen gone: look again, at the peer this rank's failure names first.
     const bool namedIsGone = culprit >= 0 && culprit != rank_ && bootstrap_->peerGone(culprit);
@@ -484,7 +491,7 @@ Error Communicator::firstCause(const Error& failure) {
     // Another survivor that waited as long may have exited since, and be
     // the one found gone; but it told this rank why before it exited, so
     // its notice is here by now, and names the first cause.
-    if (auto notice = bootstrap_->noticeWithin(std::chrono::milliseconds(0))) return *notice;
+    if (auto notice = bootstrap_->noticeWithin(std::chrono::milliseconds(0))) return told(*notice);
     if (found >= 0) culprit = found;
   }
   if (culprit < 0) {
