@@ -393,7 +393,15 @@ TEST_P(HoraRunSignalTest, ForwardsTheSignalToEveryRank) {
   // until that wait ends.
   std::string script = "trap 'echo \"rank $RANK got " + trap_name + "\"; exit 0' " + trap_name +
                        "; echo ready; while :; do sleep 0.1; done";
+  // A signal ignored when the shells start stays ignored (POSIX: a
+  // non-interactive shell cannot trap it), as SIGHUP is under nohup. The
+  // ranks inherit this test's disposition through hora-run: the default.
+  struct sigaction inherited {};
+  struct sigaction by_default {};
+  by_default.sa_handler = SIG_DFL;
+  ASSERT_EQ(::sigaction(signal_number, &by_default, &inherited), 0);
   LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c", script});
+  ::sigaction(signal_number, &inherited, nullptr);
   ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s)) << "the ranks never became ready";
   ASSERT_EQ(::kill(launcher.pid(), signal_number), 0);
   LauncherResult result = launcher.finish(10s);
