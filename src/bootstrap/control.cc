@@ -204,10 +204,10 @@ void Bootstrap::refuseShrinkRequests(const std::function<std::string(int from)>&
     if (!guest) return;
     Visit visit;
     std::memcpy(&visit, guest->body.data(), sizeof(visit));
-    if (visit.kind == VisitKind::ShrinkRequest && visit.rank >= 0 && visit.rank < nranks_) {
+    if (visit.rank < 0 || visit.rank >= nranks_) continue;  // not one of ours
+    if (visit.kind == VisitKind::ShrinkRequest) {
       refuseShrinkRequest(guest->socket, visit.rank, why(visit.rank));
-    } else if (visit.kind == VisitKind::ShrinkLeftOut && visit.rank >= 0 && visit.rank < nranks_ &&
-               awaited(visit.rank)) {
+    } else if (visit.kind == VisitKind::ShrinkLeftOut && awaited(visit.rank)) {
       throw leftOutError(visit.rank);
     } else if (visit.kind == VisitKind::Notice) {
       heldNotices_.push_back(std::move(*guest));  // for noticeWithin
@@ -286,8 +286,8 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
     }
     Visit visit;
     std::memcpy(&visit, guest.body.data(), sizeof(visit));
-    if (visit.kind == VisitKind::ShrinkLeftOut && visit.rank >= 0 && visit.rank < nranks_ &&
-        isMember[visit.rank]) {
+    if (visit.rank < 0 || visit.rank >= nranks_) continue;
+    if (visit.kind == VisitKind::ShrinkLeftOut && isMember[visit.rank]) {
       // A rank this list keeps led a shrink that leaves this rank out: the
       // ranks it kept will not ask here. Whoever did ask is told, and this
       // rank fails now.
@@ -299,7 +299,6 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
       throw error;
     }
     if (visit.kind != VisitKind::ShrinkRequest) continue;  // stale notices, probes
-    if (visit.rank < 0 || visit.rank >= nranks_) continue;
     if (!isMember[visit.rank] || asked[visit.rank].valid()) {
       // A rank this list leaves out (or one asking twice): told so at once.
       refuseShrinkRequest(guest.socket, visit.rank, leftOut(visit.rank));

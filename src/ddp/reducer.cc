@@ -226,7 +226,7 @@ struct Reducer::State {
     for (std::size_t b = 0; b < buckets.size(); ++b)
       if (buckets[b].count != 0)
         pending.push_back(group->broadcast(storage[b].data(), buckets[b].count, buckets[b].type, 0));
-    waitAll(pending, "broadcast of the parameters from rank 0");
+    waitForBroadcasts(pending, "broadcast of the parameters from rank 0");
     for (std::size_t i = 0; i < parameters.size(); ++i)
       storage[locations[i].bucket].memory().copy(parameters[i].data, gradientAddress(i),
                                                  parameters[i].count *
@@ -244,7 +244,7 @@ struct Reducer::State {
     work->wait();
   }
 
-  void waitAll(const std::vector<WorkPtr>& pending, const std::string& what) {
+  void waitForBroadcasts(const std::vector<WorkPtr>& pending, const std::string& what) {
     std::exception_ptr first;
     for (const auto& work : pending) {
       try {
@@ -405,7 +405,7 @@ std::size_t Reducer::registerParameter(const Parameter& parameter) {
     throw;
   }
   if (s.group->size() > 1 && parameter.count != 0)
-    s.waitAll({s.group->broadcast(parameter.data, parameter.count, parameter.type, 0)},
+    s.waitForBroadcasts({s.group->broadcast(parameter.data, parameter.count, parameter.type, 0)},
               "broadcast of " + s.describeParameter(index) + " from rank 0");
   return index;
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <new>
-#include <stdexcept>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
