@@ -90,6 +90,26 @@ TEST(ChaosJudge, ExpectedOutputsFollowTheCollectivesDefinitions) {
   EXPECT_TRUE(expectedOutput(call, 5, 0, 3).empty()) << "a reduce defines no output off the root";
 }
 
+// A skip between two calls of the same shape is invisible to any check (the
+// calls pair off by position), so the plan never draws one: trial 176 of
+// seed 20261130 did, and its two ranks' results were judged wrong.
+TEST(ChaosJudge, ASkippedCallIsFollowedByACallOfAnotherShape) {
+  int skips = 0;
+  for (int index = 0; index < 3000; ++index) {
+    const TrialPlan plan = planTrial(20261130, index);
+    if (plan.category != Category::Mismatch || plan.mismatchField != MismatchField::SkipCall) continue;
+    ++skips;
+    EXPECT_FALSE(sameShape(plan.calls[plan.mismatchCall], plan.calls[plan.mismatchCall + 1])) << plan.describe();
+  }
+  EXPECT_GT(skips, 20);
+  Call a, b;
+  a.kind = b.kind = CallKind::AllGather;
+  a.op = ncclMax;
+  EXPECT_TRUE(sameShape(a, b)) << "an all-gather has no operation";
+  b.type = ncclFloat32;
+  EXPECT_FALSE(sameShape(a, b));
+}
+
 TEST(ChaosJudge, TrialsReplayFromTheirSeed) {
   const TrialPlan a = planTrial(7, 3), b = planTrial(7, 3), c = planTrial(7, 4);
   EXPECT_EQ(a.describe(), b.describe());

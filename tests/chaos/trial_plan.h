@@ -63,6 +63,11 @@ struct TrialPlan {
 
 TrialPlan planTrial(std::uint64_t seed, int index);
 
+// Whether the agreement check sees calls `a` and `b` as the same: their
+// kind, count and type, and their operation and root where the kind uses
+// them, agree.
+bool sameShape(const Call& a, const Call& b);
+
 // The call `call` as rank `rank` issues it in this trial (the mismatch
 // trial's odd rank changes one call).
 Call callOnRank(const TrialPlan& plan, std::size_t call, int rank);
