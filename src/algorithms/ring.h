@@ -138,15 +138,31 @@ HORA_HOST_DEVICE void ringReduce(P& p, const Ring& ring, Channel channel, int ro
 // (the host executor per operation, a CUDA kernel per launch).
 enum class RingCollective : std::uint32_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
 
-template <typename P>
-HORA_HOST_DEVICE void runRing(P& p, RingCollective collective, const Ring& ring, Channel channel, int root,
+// All-gather and broadcast only copy: they move bytes whatever the element
+// type, so an executor may run them all with one byte-typed schedule.
+HORA_HOST_DEVICE constexpr bool isCopying(RingCollective collective) {
+  return collective == RingCollective::AllGather || collective == RingCollective::Broadcast;
+}
+
+// kCopies false leaves the copying collectives' schedules out, for a CUDA
+// kernel that never runs them (device/ring_kernel.cuh): each kernel is
+// compiled per element type and reduction, and those schedules were a third
+// of their compile time. A caller that passes a copying collective then
+// runs nothing, so it must not (isCopying). Inlined into each kernel,
+// whose primitives then stay in registers.
+template <bool kCopies = true, typename P>
+HORA_HOST_DEVICE HORA_DEVICE_INLINE void runRing(P& p, RingCollective collective, const Ring& ring, Channel channel, int root,
                               std::size_t count, std::size_t chunk, std::size_t align) {
   switch (collective) {
     case RingCollective::AllReduce: return ringAllReduce(p, ring, channel, count, chunk, align);
     case RingCollective::ReduceScatter: return ringReduceScatter(p, ring, channel, count, chunk, align);
-    case RingCollective::AllGather: return ringAllGather(p, ring, channel, count, chunk, align);
-    case RingCollective::Broadcast: return ringBroadcast(p, ring, channel, root, count, chunk, align);
     case RingCollective::Reduce: return ringReduce(p, ring, channel, root, count, chunk, align);
+    case RingCollective::AllGather:
+      if constexpr (kCopies) ringAllGather(p, ring, channel, count, chunk, align);
+      return;
+    case RingCollective::Broadcast:
+      if constexpr (kCopies) ringBroadcast(p, ring, channel, root, count, chunk, align);
+      return;
   }
 }
 

@@ -971,6 +971,9 @@ void CudaExecutor::launchNext() {
   for (std::size_t k = 0; k < size; ++k) {
     const DeviceLaunchPlan& plan = calls.plans[first + k];
     const core::Op& op = *calls.ops[first + k];
+    if (!ringKernelRuns(calls.plans[first].spec, plan.collective))
+      fail(ErrorKind::Internal, "a ring kernel launch put ", core::opKindName(op.kind),
+           " in a kernel that does not run it (its element type or reduction is not the copying one)");
     DeviceCollective& c = launch.collectives[k];
     c.protocol = plan.protocol;
     c.collective = plan.collective;

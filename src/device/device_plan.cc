@@ -19,11 +19,8 @@ DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape) 
          "all-gather, broadcast and reduce)");
   plan.collective = *collective;
   plan.copyOnly = shape.nranks == 1 && op.reduce.kind != kernels::ReduceKind::PreMulSum;
-  const bool copies =
-      *collective == algorithms::RingCollective::AllGather || *collective == algorithms::RingCollective::Broadcast;
-  if (copies) {
-    // Moving bytes does not depend on the element type: one kernel serves all.
-    plan.spec = kernels::ReduceSpec{DataType::Uint8, kernels::ReduceKind::Sum, 0};
+  if (algorithms::isCopying(*collective)) {
+    plan.spec = kCopyingSpec;
     plan.count = op.bytes;
   }
   const std::size_t elementBytes = dataTypeSize(plan.spec.type);
@@ -44,6 +41,10 @@ DeviceLaunchPlan planDeviceLaunch(const core::Op& op, const DeviceShape& shape) 
   plan.channels = static_cast<int>(std::clamp<std::size_t>(wanted, static_cast<std::size_t>(shape.minChannels),
                                                            static_cast<std::size_t>(shape.maxChannels)));
   return plan;
+}
+
+bool ringKernelRuns(const kernels::ReduceSpec& spec, algorithms::RingCollective collective) {
+  return !algorithms::isCopying(collective) || (spec.type == kCopyingSpec.type && spec.kind == kCopyingSpec.kind);
 }
 
 bool sameRingKernel(const kernels::ReduceSpec& first, const kernels::ReduceSpec& next) {

@@ -38,10 +38,19 @@ struct DeviceShape {
 };
 
 
+// The spec of the copying collectives (all-gather, broadcast): they move
+// bytes, so whatever their element type, one kernel runs them all.
+inline constexpr kernels::ReduceSpec kCopyingSpec{DataType::Uint8, kernels::ReduceKind::Sum, 0};
+
+// Whether a ring kernel of `spec` runs `collective`: every kernel runs the
+// reducing collectives, only kCopyingSpec's the copying ones (the others
+// are compiled without them: device/ring_kernel.cuh).
+bool ringKernelRuns(const kernels::ReduceSpec& spec, algorithms::RingCollective collective);
+
 struct DeviceLaunchPlan {
   algorithms::RingCollective collective = algorithms::RingCollective::AllReduce;
   DeviceProtocol protocol = DeviceProtocol::Simple;
-  kernels::ReduceSpec spec;  // the copying schedules move bytes: Uint8, Sum
+  kernels::ReduceSpec spec;  // kCopyingSpec for the copying schedules
   std::size_t count = 0;     // elements of spec.type per rank block
   std::size_t chunk = 1;     // elements per ring step and channel
   std::size_t align = 1;     // elements

@@ -15,6 +15,15 @@
 
 namespace hora::device {
 
+// Only the byte-typed summing kernel runs all-gather and broadcast: they
+// move bytes whatever their element type (device_plan.h, kCopyingSpec, and
+// the executor checks each launch against it); the other kernels leave those
+// schedules out.
+template <typename T, typename Math>
+inline constexpr bool kRunsCopies =
+    std::is_same_v<Math, ElementMath<std::uint8_t, kernels::FuncSum<std::uint8_t>, kernels::FuncIdentity<std::uint8_t>,
+                                     kernels::FuncIdentity<std::uint8_t>>>;
+
 // Every block runs the launch's collectives in order, each on the FIFOs of
 // its channel (a block beyond a collective's channels skips it). A FIFO's
 // counters live in its memory, so a collective picks its streams up where
@@ -45,12 +54,14 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceRingLaunch laun
     }
     const DeviceWork work = launch.work(i);
     const algorithms::Channel channel{static_cast<int>(blockIdx.x), c.channels};
+    constexpr bool kCopies = kRunsCopies<T, Math>;
+    if (!kCopies && algorithms::isCopying(c.collective)) __trap();  // the executor's check makes this unreachable
     if (c.protocol == DeviceProtocol::LL) {
       LLRingPrimitives<T, Math> p(work, ll, &shared, m, deadline, &simple.recv);
-      algorithms::runRing(p, c.collective, order, channel, c.root, c.count, c.chunk, c.align);
+      algorithms::runRing<kCopies>(p, c.collective, order, channel, c.root, c.count, c.chunk, c.align);
     } else {
       SimpleRingPrimitives<T, Math> p(work, simple, &shared, m, deadline, &ll.recv);
-      algorithms::runRing(p, c.collective, order, channel, c.root, c.count, c.chunk, c.align);
+      algorithms::runRing<kCopies>(p, c.collective, order, channel, c.root, c.count, c.chunk, c.align);
     }
   }
   // Both protocols' FIFOs: a neighbour whose call chose the other one waits there.

@@ -108,6 +108,27 @@ TEST(DevicePlan, CopyingCollectivesMoveBytes) {
   EXPECT_EQ(planDeviceLaunch(opOf(core::OpKind::Reduce, 1, DataType::Int8), s).collective, algorithms::RingCollective::Reduce);
 }
 
+// The ring kernels other than the copying one are compiled without the
+// copying schedules, so every copying plan must name that kernel.
+TEST(DevicePlan, OnlyTheCopyingKernelRunsTheCopyingCollectives) {
+  const DeviceShape s = shape(2, 1, 8);
+  for (core::OpKind kind : {core::OpKind::AllGather, core::OpKind::Broadcast})
+    for (DataType type : {DataType::Int8, DataType::Uint8, DataType::Float16, DataType::Float64, DataType::Float8e5m2}) {
+      const DeviceLaunchPlan plan = planDeviceLaunch(opOf(kind, 100, type), s);
+      EXPECT_TRUE(ringKernelRuns(plan.spec, plan.collective)) << core::opKindName(kind);
+    }
+  using algorithms::RingCollective;
+  const kernels::ReduceSpec floatSum{DataType::Float32, kernels::ReduceKind::Sum, 0};
+  const kernels::ReduceSpec byteMax{DataType::Uint8, kernels::ReduceKind::Max, 0};
+  EXPECT_FALSE(ringKernelRuns(floatSum, RingCollective::AllGather));
+  EXPECT_FALSE(ringKernelRuns(byteMax, RingCollective::Broadcast));
+  EXPECT_TRUE(ringKernelRuns(kCopyingSpec, RingCollective::Broadcast));
+  for (RingCollective reducing : {RingCollective::AllReduce, RingCollective::ReduceScatter, RingCollective::Reduce}) {
+    EXPECT_TRUE(ringKernelRuns(floatSum, reducing));
+    EXPECT_TRUE(ringKernelRuns(byteMax, reducing));
+  }
+}
+
 TEST(DevicePlan, OneRankCopiesUnlessItPreMultiplies) {
   for (core::OpKind kind : {core::OpKind::AllReduce, core::OpKind::ReduceScatter, core::OpKind::AllGather,
                             core::OpKind::Broadcast, core::OpKind::Reduce}) {
