@@ -19,7 +19,7 @@ namespace hora::device {
 // move bytes whatever their element type (device_plan.h, kCopyingSpec, and
 // the executor checks each launch against it); the other kernels leave those
 // schedules out.
-template <typename T, typename Math>
+template <typename Math>
 inline constexpr bool kRunsCopies =
     std::is_same_v<Math, ElementMath<std::uint8_t, kernels::FuncSum<std::uint8_t>, kernels::FuncIdentity<std::uint8_t>,
                                      kernels::FuncIdentity<std::uint8_t>>>;
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceRingLaunch laun
     }
     const DeviceWork work = launch.work(i);
     const algorithms::Channel channel{static_cast<int>(blockIdx.x), c.channels};
-    constexpr bool kCopies = kRunsCopies<T, Math>;
+    constexpr bool kCopies = kRunsCopies<Math>;
     if (!kCopies && algorithms::isCopying(c.collective)) __trap();  // the executor's check makes this unreachable
     if (c.protocol == DeviceProtocol::LL) {
       LLRingPrimitives<T, Math> p(work, ll, &shared, m, deadline, &simple.recv);

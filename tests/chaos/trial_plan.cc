@@ -68,6 +68,11 @@ Category drawCategory(std::mt19937_64& random) {
   return Category::Kill;
 }
 
+// The fields a call's kind uses besides kind, count and type: NCCL ignores
+// the operation of a copying call and the root of an unrooted one.
+bool usesOp(CallKind kind) { return kind != CallKind::AllGather && kind != CallKind::Broadcast; }
+bool usesRoot(CallKind kind) { return kind == CallKind::Broadcast || kind == CallKind::Reduce; }
+
 Call drawCall(std::mt19937_64& random, int nranks) {
   static const std::size_t kCounts[] = {0, 1, 7, 1000, 4099, 65537, 1 << 18};
   // Integers, and floats holding small integers: sums, maxima and minima
@@ -113,9 +118,8 @@ TrialPlan planTrial(std::uint64_t seed, int index) {
   // root of an all-reduce and the operation of a broadcast. Where the
   // drawn field means nothing for the call, the count differs instead.
   Call& odd = plan.calls[plan.mismatchCall];
-  const bool reduces = odd.kind != CallKind::AllGather && odd.kind != CallKind::Broadcast;
-  const bool rooted = odd.kind == CallKind::Broadcast || odd.kind == CallKind::Reduce;
-  if ((plan.mismatchField == MismatchField::Op && !reduces) || (plan.mismatchField == MismatchField::Root && !rooted))
+  if ((plan.mismatchField == MismatchField::Op && !usesOp(odd.kind)) ||
+      (plan.mismatchField == MismatchField::Root && !usesRoot(odd.kind)))
     plan.mismatchField = MismatchField::Count;
   if (plan.mismatchField == MismatchField::Count && odd.count == 0) odd.count = 5;
   // A skipped call shows where the odd rank's next call meets the others'
@@ -136,10 +140,8 @@ TrialPlan planTrial(std::uint64_t seed, int index) {
 }
 
 bool sameShape(const Call& a, const Call& b) {
-  const bool reduces = a.kind != CallKind::AllGather && a.kind != CallKind::Broadcast;
-  const bool rooted = a.kind == CallKind::Broadcast || a.kind == CallKind::Reduce;
-  return a.kind == b.kind && a.count == b.count && a.type == b.type && (!reduces || a.op == b.op) &&
-         (!rooted || a.root == b.root);
+  return a.kind == b.kind && a.count == b.count && a.type == b.type && (!usesOp(a.kind) || a.op == b.op) &&
+         (!usesRoot(a.kind) || a.root == b.root);
 }
 
 Call callOnRank(const TrialPlan& plan, std::size_t index, int rank) {
