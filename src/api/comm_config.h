@@ -13,5 +13,7 @@ namespace hora::api {
 // The config in effect for `config` (NULL: the defaults). Throws
 // InvalidArgument, naming the field and its value, for one NCCL refuses.
 ncclConfig_t effectiveConfig(const ncclConfig_t* config);
+// Whether effectiveConfig(config) says blocking = 0.
+inline bool nonBlockingConfig(const ncclConfig_t* config) { return effectiveConfig(config).blocking == 0; }
 
 }  // namespace hora::api

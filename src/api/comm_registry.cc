@@ -22,6 +22,26 @@ void registerComm(ncclComm* comm) {
   registry().insert(comm);
 }
 
+ncclComm* wrapComm(CommPtr impl, bool nonBlocking) {
+  auto* comm = new ncclComm{};
+  comm->magic = kCommMagic;
+  comm->impl = std::move(impl);
+  comm->nonBlocking = nonBlocking;
+  registerComm(comm);
+  return comm;
+}
+
+ncclComm* wrapPending(std::shared_future<CommPtr> making, bool nonBlocking,
+                      std::shared_ptr<std::atomic<bool>> initAbort) {
+  auto* comm = new ncclComm{};
+  comm->magic = kCommMagic;
+  comm->pending = std::move(making);
+  comm->initAbort = std::move(initAbort);
+  comm->nonBlocking = nonBlocking;
+  registerComm(comm);
+  return comm;
+}
+
 namespace {
 void checkLive(ncclComm_t comm) {
   HORA_CHECK_ARG(comm != nullptr, "the communicator is NULL");
@@ -29,10 +49,27 @@ void checkLive(ncclComm_t comm) {
     fail(ErrorKind::InvalidArgument, "the communicator ", static_cast<const void*>(comm),
          " is not a live communicator (already destroyed, or never created)");
 }
+
+bool running(const std::shared_future<void>& work) {
+  return work.valid() && work.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+}
 }  // namespace
+
+void setChildExchange(ncclComm_t comm, std::shared_future<void> exchange) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  checkLive(comm);
+  comm->childExchange = std::move(exchange);
+}
+
+bool isNonBlocking(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  checkLive(comm);
+  return comm->nonBlocking;
+}
 
 CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
   std::shared_future<CommPtr> pending;
+  std::shared_future<void> exchange;
   CommPtr impl;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
@@ -40,10 +77,15 @@ CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
     registry().erase(comm);
     impl = std::move(comm->impl);
     pending = std::move(comm->pending);
+    exchange = std::move(comm->childExchange);
     if (stopInit && comm->initAbort) comm->initAbort->store(true);
     comm->magic = 0;
     delete comm;
   }
+  // A split's exchange still running uses the communicator with the other
+  // ranks: destroy lets it end first (its outcome was the split's to
+  // report); abort ends it by aborting the communicator.
+  if (!stopInit && exchange.valid()) exchange.wait();
   // Destroying a communicator whose init still runs waits for the init;
   // aborting it first stops the init's waits, which then fail at once. A
   // failed init leaves nothing.
@@ -59,13 +101,18 @@ CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
 
 CommPtr checkComm(ncclComm_t comm) {
   std::shared_future<CommPtr> pending;
+  std::shared_future<void> exchange;
+  CommPtr impl;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
     checkLive(comm);
-    if (comm->impl || !comm->pending.valid()) return comm->impl;
-    pending = comm->pending;
+    impl = comm->impl;
+    if (!impl) pending = comm->pending;
+    exchange = comm->childExchange;
   }
-  return pending.get();  // outside the lock: the init may take a while
+  // Outside the lock: the init or the exchange may take a while.
+  if (exchange.valid()) exchange.get();
+  return impl || !pending.valid() ? impl : pending.get();
 }
 
 CommPtr checkCommNotBroken(ncclComm_t comm) {
@@ -74,15 +121,17 @@ CommPtr checkCommNotBroken(ncclComm_t comm) {
   return impl;
 }
 
-bool initInProgress(ncclComm_t comm) {
+bool inProgress(ncclComm_t comm) {
   std::shared_future<CommPtr> pending;
+  std::shared_future<void> exchange;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
     checkLive(comm);
-    if (comm->impl || !comm->pending.valid()) return false;
-    pending = comm->pending;
+    if (!comm->impl) pending = comm->pending;
+    exchange = comm->childExchange;
   }
-  return pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+  const bool initRuns = pending.valid() && pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+  return initRuns || running(exchange);
 }
 
 ncclResult_t resultOf(ErrorKind kind) {

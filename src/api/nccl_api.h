@@ -30,6 +30,16 @@ struct ncclComm {
   std::shared_ptr<std::atomic<bool>> initAbort;
   // ncclCommFinalize was called: as NCCL's, a second call is refused.
   std::atomic<bool> finalizeCalled{false};
+  // Its config said blocking = 0 (a split's or shrink's without a config
+  // of its own: its parent's did). A split or shrink of it then returns at
+  // once, as NCCL's, and goes on on a thread of its own.
+  bool nonBlocking = false;
+  // Such a split's or shrink's exchange over this communicator (the ranks
+  // agreeing who joins which new one), while it may still run: calls on
+  // this communicator wait for it, ncclCommGetAsyncError says ncclInProgress
+  // until it is done, and its failure is this communicator's error from
+  // then on, as in NCCL.
+  std::shared_future<void> childExchange;
 };
 
 namespace hora::api {
@@ -45,22 +55,36 @@ using CommPtr = std::shared_ptr<core::Communicator>;
 // Live communicators; a handle not registered here (NULL, destroyed, garbage)
 // is refused with a clear error instead of being dereferenced.
 void registerComm(ncclComm* comm);
+// A new registered handle for `impl`, or for a communicator that `making`
+// is still making (stopped through `initAbort`, where given).
+ncclComm* wrapComm(CommPtr impl, bool nonBlocking);
+ncclComm* wrapPending(std::shared_future<CommPtr> making, bool nonBlocking,
+                      std::shared_ptr<std::atomic<bool>> initAbort = nullptr);
+// Records the exchange of a non-blocking split or shrink of `comm`
+// (ncclComm::childExchange).
+void setChildExchange(ncclComm_t comm, std::shared_future<void> exchange);
+bool isNonBlocking(ncclComm_t comm);
 // Removes the handle and returns its communicator (for destroy and abort),
 // after its non-blocking init, if one still runs: stopped first (stopInit,
-// abort), or awaited (destroy).
+// abort), or awaited (destroy). Destroy also waits for a non-blocking
+// split's or shrink's exchange over it; abort does not (the caller's
+// abort of the communicator ends it).
 CommPtr unregisterComm(ncclComm_t comm, bool stopInit = false);
 // The communicator behind a live handle. Entry points hold the returned
 // pointer for the whole call, so a concurrent ncclCommAbort or Destroy
 // cannot free it underneath them. A handle whose non-blocking init is
-// still running is waited for (its init's error, if it failed, is thrown).
+// still running is waited for (its init's error, if it failed, is thrown),
+// and so is a non-blocking split's or shrink's exchange over it (its
+// error, likewise).
 CommPtr checkComm(ncclComm_t comm);
 // checkComm for calls that NCCL refuses on a communicator with an
 // asynchronous error (its queries, ncclRedOpCreatePreMulSum,
 // ncclCommFinalize): a communicator broken by an earlier error throws that
 // error. An aborted or revoked one is still answered, as NCCL's is.
 CommPtr checkCommNotBroken(ncclComm_t comm);
-// For ncclCommGetAsyncError: true while the handle's non-blocking init runs.
-bool initInProgress(ncclComm_t comm);
+// For ncclCommGetAsyncError: true while the handle's non-blocking init
+// runs, or a non-blocking split's or shrink's exchange over it.
+bool inProgress(ncclComm_t comm);
 
 ncclResult_t resultOf(ErrorKind kind);
 // Records the text ncclGetLastError returns on this thread.

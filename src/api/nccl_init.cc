@@ -18,61 +18,25 @@ using namespace hora;
 
 namespace {
 
-ncclComm* wrapComm(std::shared_ptr<core::Communicator> impl) {
-  auto* comm = new ncclComm{api::kCommMagic, std::move(impl), {}, {}};
-  api::registerComm(comm);
-  return comm;
-}
-
-// A handle whose communicator is still being made on a thread of its own
-// (`initAbort` stops that, where the making can be stopped).
-ncclComm* wrapPending(std::shared_future<api::CommPtr> making,
-                      std::shared_ptr<std::atomic<bool>> initAbort = nullptr) {
-  auto* comm = new ncclComm{api::kCommMagic, nullptr, std::move(making), std::move(initAbort)};
-  api::registerComm(comm);
-  return comm;
-}
-
 // `device`: the CUDA device to bind (NCCL's current device of the caller).
 ncclComm* makeComm(int nranks, const bootstrap::UniqueId& id, int rank, bool hostRoot,
                    const ncclConfig_t* config, int device = core::CommunicatorConfig::kCallingThreadDevice) {
-  (void)config;
   core::CommunicatorConfig settings;
   settings.hostRoot = hostRoot;
   settings.device = device;
-  return wrapComm(std::make_shared<core::Communicator>(id, nranks, rank, settings));
+  return api::wrapComm(std::make_shared<core::Communicator>(id, nranks, rank, settings),
+                       api::nonBlockingConfig(config));
 }
 
 void checkConfig(const ncclConfig_t* config) { (void)api::effectiveConfig(config); }
 
-bool nonBlocking(const ncclConfig_t* config) { return api::effectiveConfig(config).blocking == 0; }
-
-// A communicator that `make` makes from `parent` (a split or a shrink) at
-// the outermost ncclGroupEnd; its handle now, pending until then (null
-// where `handle` is false: a split this rank takes no part in). If the
-// group fails, the handle reports why.
-ncclComm_t makeAtGroupEnd(ncclComm_t parent, std::function<api::CommPtr()> make, bool handle) {
-  auto promise = std::make_shared<std::promise<api::CommPtr>>();
-  std::shared_future<api::CommPtr> made = promise->get_future().share();
-  api::deferToGroupEnd(
-      parent,
-      [promise, make] {
-        try {
-          promise->set_value(make());
-        } catch (...) {
-          promise->set_exception(std::current_exception());
-          throw;
-        }
-      },
-      [promise](std::exception_ptr why) { promise->set_exception(why); });
-  return handle ? wrapPending(std::move(made)) : nullptr;
-}
+bool nonBlocking(const ncclConfig_t* config) { return api::nonBlockingConfig(config); }
 
 // As NCCL: a non-blocking init returns the communicator's state: in
 // progress, or, when it has finished already, its outcome.
 ncclResult_t initResult(ncclResult_t result, ncclComm_t comm, const ncclConfig_t* config) {
   if (result != ncclSuccess || !nonBlocking(config)) return result;
-  if (api::initInProgress(comm)) return ncclInProgress;
+  if (api::inProgress(comm)) return ncclInProgress;
   ncclResult_t state = ncclSuccess;
   if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
   return state;
@@ -104,7 +68,7 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
   auto making = std::async(std::launch::async, [id, nranks, rank, settings] {
                   return std::make_shared<core::Communicator>(id, nranks, rank, settings);
                 }).share();
-  *out = wrapPending(making, settings.abortFlag);
+  *out = api::wrapPending(making, nonBlocking(config), settings.abortFlag);
   if (inGroup && !nonBlocking(config)) api::finishInGroupEnd(making, settings.abortFlag);
 }
 
@@ -155,54 +119,6 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int n
     initRank(newcomm, nranks, *meetingPlace, myrank, config);
   });
   return initResult(result, result == ncclSuccess ? *newcomm : nullptr, config);
-}
-
-HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-              ncclConfig_t* config) {
-  return api::guardedInGroup("ncclCommSplit", [&] {
-    HORA_CHECK_ARG(newcomm != nullptr, "the output communicator pointer is NULL");
-    *newcomm = nullptr;
-    // As NCCL: a rank that takes no part makes no communicator, so its
-    // config is not read.
-    if (color != NCCL_SPLIT_NOCOLOR) checkConfig(config);
-    auto parent = api::checkComm(comm);
-    if (!api::inGroup()) {
-      if (auto child = parent->split(color, key)) *newcomm = wrapComm(std::move(child));
-      return;
-    }
-    // Inside a group (one thread may split every rank's communicator): the
-    // outermost ncclGroupEnd makes the split, unless the group failed; the
-    // handle exists at once (none for NCCL_SPLIT_NOCOLOR).
-    *newcomm = makeAtGroupEnd(comm, [parent, color, key] { return parent->split(color, key); },
-                              color != NCCL_SPLIT_NOCOLOR);
-  });
-}
-
-HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  return api::guardedInGroup("ncclCommShrink", [&] {
-    HORA_CHECK_ARG(newcomm != nullptr, "the output communicator pointer is NULL");
-    *newcomm = nullptr;
-    // As NCCL: a shrink leaves out at least one rank (a copy of the whole
-    // communicator is ncclCommSplit's).
-    HORA_CHECK_ARG(excludeRanksCount > 0, "excludeRanksCount must be at least 1, got ", excludeRanksCount);
-    HORA_CHECK_ARG(excludeRanksList != nullptr, "excludeRanksList is NULL with excludeRanksCount ",
-                   excludeRanksCount);
-    HORA_CHECK_ARG(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT,
-                   "shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT, got ", shrinkFlags);
-    checkConfig(config);
-    auto parent = api::checkComm(comm);
-    std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
-    const bool abortFirst = shrinkFlags == NCCL_SHRINK_ABORT;
-    if (!api::inGroup()) {
-      *newcomm = wrapComm(parent->shrink(excluded, abortFirst));
-      return;
-    }
-    // Inside a group, as a split: made by the outermost ncclGroupEnd, so
-    // that one thread may shrink every rank's.
-    *newcomm = makeAtGroupEnd(comm, [parent, excluded, abortFirst] { return parent->shrink(excluded, abortFirst); },
-                              true);
-  });
 }
 
 HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
@@ -317,17 +233,18 @@ HORA_NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device
 HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   return api::guarded("ncclCommGetAsyncError", [&] {
     HORA_CHECK_ARG(asyncError != nullptr, "asyncError is NULL");
-    if (api::initInProgress(comm)) {
+    if (api::inProgress(comm)) {
       *asyncError = ncclInProgress;
       return;
     }
     api::CommPtr held;
     try {
       held = api::checkComm(comm);
-    } catch (const Error& failedInit) {
-      // The non-blocking init failed: that is the communicator's error.
-      api::setLastError(strCat("ncclCommGetAsyncError: ", failedInit.what()));
-      *asyncError = api::resultOf(failedInit.kind());
+    } catch (const Error& failed) {
+      // Its non-blocking init failed, or a non-blocking split's or shrink's
+      // exchange over it: that is the communicator's error.
+      api::setLastError(strCat("ncclCommGetAsyncError: ", failed.what()));
+      *asyncError = api::resultOf(failed.kind());
       return;
     }
     auto& impl = *held;

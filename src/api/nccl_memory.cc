@@ -145,7 +145,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff,
     // buffer, as nccl-tests does) the outermost ncclGroupEnd makes it, after
     // the group's inits, and fills *win then, as NCCL says it may. A
     // communicator still being made is checked then, not waited for.
-    if (!api::initInProgress(comm)) api::checkComm(comm)->checkUsable();  // also refuses a stranger
+    if (!api::inProgress(comm)) api::checkComm(comm)->checkUsable();  // also refuses a stranger
     *win = nullptr;
     api::deferToGroupEnd(comm, std::move(registration));
   });

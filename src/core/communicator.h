@@ -48,6 +48,14 @@ struct CommunicatorConfig {
   std::shared_ptr<std::atomic<bool>> abortFlag;
 };
 
+// What a split or a shrink agreed for this rank: the new communicator's
+// rendezvous, its size and this rank's place in it.
+struct ChildPlan {
+  bootstrap::UniqueId id;
+  int nranks;
+  int rank;
+};
+
 class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
   // Collective over all ranks: joins the rendezvous and connects the ring.
@@ -125,6 +133,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // has its own rendezvous and connections: it does not depend on this one
   // afterwards. (core/split.cc)
   std::shared_ptr<Communicator> split(int color, int key);
+  // A split in its two parts: the exchange over this communicator (ranks
+  // agree who joins which new one; nullopt for NCCL_SPLIT_NOCOLOR), then
+  // the new communicator's init, which needs this one no more. A
+  // non-blocking split (nccl.h) reports each part's end separately.
+  std::optional<ChildPlan> planSplit(int color, int key);
+  // Joins the communicator `plan` describes, with this one's timeout and
+  // CUDA device; `abortFlag` as CommunicatorConfig's.
+  std::shared_ptr<Communicator> makeChild(const ChildPlan& plan,
+                                          std::shared_ptr<std::atomic<bool>> abortFlag = nullptr) const;
   // ncclCommShrink: collective over the ranks not in `excluded` (they must
   // all give the same list), which form a new communicator, ranked in their
   // order here. Works on a communicator broken by a rank's failure: it
@@ -132,6 +149,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // `abortFirst` (NCCL_SHRINK_ABORT) stops this rank's operations in flight
   // first; otherwise they finish (or fail) first. (core/shrink.cc)
   std::shared_ptr<Communicator> shrink(const std::vector<int>& excluded, bool abortFirst);
+  // The shrink's first part (the remaining ranks meet and agree), as planSplit.
+  ChildPlan planShrink(const std::vector<int>& excluded, bool abortFirst);
+  // The list sorted, or InvalidArgument for a rank outside the
+  // communicator, one named twice, or this rank itself.
+  std::vector<int> checkExclusion(const std::vector<int>& excluded) const;
   // ncclCommRevoke: stops every operation in flight and refuses new ones,
   // telling the other ranks (as abort() does); the communicator can still be
   // shrunk.

@@ -53,7 +53,7 @@ Communicator::Revocation Communicator::revocation() const {
   return revocation_;
 }
 
-std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded, bool abortFirst) {
+std::vector<int> Communicator::checkExclusion(const std::vector<int>& excluded) const {
   std::vector<int> sorted = excluded;
   std::sort(sorted.begin(), sorted.end());
   for (int rank : sorted)
@@ -63,6 +63,11 @@ std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
                  "rank ", rank_, ": excludeRanksList names a rank twice");
   HORA_CHECK_ARG(!std::binary_search(sorted.begin(), sorted.end(), rank_), "rank ", rank_,
                  " is in excludeRanksList; excluded ranks do not take part in the shrink");
+  return sorted;
+}
+
+ChildPlan Communicator::planShrink(const std::vector<int>& excluded, bool abortFirst) {
+  const std::vector<int> sorted = checkExclusion(excluded);
 
   // Default: operations already issued finish first (on a communicator
   // that failed, they fail at once). NCCL_SHRINK_ABORT stops them.
@@ -92,10 +97,11 @@ std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
     id = bootstrap_->askShrinkLeader(members, request, deadline);
   }
   HORA_LOG(Info, "rank ", rank_, ": shrinking to ", members.size(), " of ", nranks_, " ranks, as rank ", newRank);
-  CommunicatorConfig config;
-  config.timeout = timeout_;
-  config.device = device_;  // the parent's CUDA device, as in NCCL
-  return std::make_shared<Communicator>(id, static_cast<int>(members.size()), newRank, config);
+  return ChildPlan{id, static_cast<int>(members.size()), newRank};
+}
+
+std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded, bool abortFirst) {
+  return makeChild(planShrink(excluded, abortFirst));
 }
 
 }  // namespace hora::core

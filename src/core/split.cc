@@ -22,7 +22,7 @@ struct SplitRecord {
 };
 }  // namespace
 
-std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+std::optional<ChildPlan> Communicator::planSplit(int color, int key) {
   checkUsable();
   finalize();  // after everything submitted before
   auto lock = claimExecution("a communicator split came");
@@ -59,14 +59,24 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     bootstrap::encode(bootstrap::createUniqueIdAt(here), idOf(rank_));
   }
   exchange(ids.data(), bootstrap::kUniqueIdBytes);
-  if (group.empty()) return nullptr;
+  if (group.empty()) return std::nullopt;
 
   const int newRank = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
+  return ChildPlan{bootstrap::decode(idOf(group.front())), static_cast<int>(group.size()), newRank};
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  const std::optional<ChildPlan> plan = planSplit(color, key);
+  return plan ? makeChild(*plan) : nullptr;
+}
+
+std::shared_ptr<Communicator> Communicator::makeChild(const ChildPlan& plan,
+                                                      std::shared_ptr<std::atomic<bool>> abortFlag) const {
   CommunicatorConfig config;
   config.timeout = timeout_;
   config.device = device_;  // the parent's CUDA device, as in NCCL
-  return std::make_shared<Communicator>(bootstrap::decode(idOf(group.front())), static_cast<int>(group.size()),
-                                        newRank, config);
+  config.abortFlag = std::move(abortFlag);
+  return std::make_shared<Communicator>(plan.id, plan.nranks, plan.rank, config);
 }
 
 }  // namespace hora::core

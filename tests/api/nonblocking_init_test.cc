@@ -4,7 +4,6 @@
 // waits for it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,51 +15,12 @@
 
 #include "nccl.h"
 #include "nccl_outcome.h"
+#include "nonblocking_support.h"
 
 namespace hora_api_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-ncclConfig_t nonBlockingConfig() {
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  return config;
-}
-
-// Polls until the state is no longer ncclInProgress (at most `limit`).
-ncclResult_t settle(ncclComm_t comm, std::chrono::seconds limit) {
-  const auto deadline = Clock::now() + limit;
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress && Clock::now() < deadline) {
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return state;
-}
-
-// HORA_TIMEOUT set to `seconds` for the communicators made while it lives
-// (they read it at init), then what it was before.
-class ScopedTimeout {
- public:
-  explicit ScopedTimeout(const char* seconds) {
-    const char* saved = std::getenv("HORA_TIMEOUT");
-    hadValue_ = saved != nullptr;
-    if (hadValue_) previous_ = saved;
-    ::setenv("HORA_TIMEOUT", seconds, 1);
-  }
-  ~ScopedTimeout() { restore(); }
-  void restore() {
-    if (hadValue_) ::setenv("HORA_TIMEOUT", previous_.c_str(), 1);
-    else ::unsetenv("HORA_TIMEOUT");
-  }
-  ScopedTimeout(const ScopedTimeout&) = delete;
-  ScopedTimeout& operator=(const ScopedTimeout&) = delete;
-
- private:
-  bool hadValue_ = false;
-  std::string previous_;
-};
 
 // A non-blocking init of rank 0 of 2 whose rank 1 never comes; null if
 // the call did not return ncclInProgress.

@@ -1,6 +1,8 @@
 #include "rank_process.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace hora_api_test {
 
@@ -15,11 +17,14 @@ void reportOutcome(Reporter& reporter, const std::string& name, const Outcome& o
   reporter.report(name + "_text", outcome.text);
 }
 
-ncclComm_t joinCommunicator(Reporter& reporter, int nranks, int rank) {
+ncclComm_t joinCommunicator(Reporter& reporter, int nranks, int rank, ncclConfig_t* config) {
   ncclUniqueId id;
   ncclComm_t comm = nullptr;
   ncclResult_t result = ncclGetUniqueId(&id);
-  if (result == ncclSuccess) result = ncclCommInitRank(&comm, nranks, id, rank);
+  if (result == ncclSuccess) result = ncclCommInitRankConfig(&comm, nranks, id, rank, config);
+  // A non-blocking init: its outcome when it is done.
+  while (result == ncclInProgress && ncclCommGetAsyncError(comm, &result) == ncclSuccess && result == ncclInProgress)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (result != ncclSuccess) {
     reportOutcome(reporter, "init", outcomeOf(result));
     return nullptr;

@@ -17,9 +17,10 @@ void useRendezvous(int port, const std::string& timeoutSeconds);
 // Reports `outcome` as "<name>_result" (the code) and "<name>_text".
 void reportOutcome(Reporter& reporter, const std::string& name, const Outcome& outcome);
 
-// Joins an nranks communicator as `rank`; reports "init" and returns NULL
-// on failure, reports "ready" on success.
-ncclComm_t joinCommunicator(Reporter& reporter, int nranks, int rank);
+// Joins an nranks communicator as `rank` (with `config`, which may be
+// non-blocking: the init is then waited for); reports "init" and returns
+// NULL on failure, reports "ready" on success.
+ncclComm_t joinCommunicator(Reporter& reporter, int nranks, int rank, ncclConfig_t* config = nullptr);
 
 // Milliseconds since `start`.
 long long millisecondsSince(std::chrono::steady_clock::time_point start);

@@ -3,7 +3,8 @@
 // first from their error, shrink the communicator past it
 // (ncclCommShrink, with and without NCCL_SHRINK_ABORT, after ncclCommRevoke
 // or not) and complete further all-reduces with exact results, over shared
-// memory and TCP. Also: ranks that disagree on whom to leave out fail on
+// memory and TCP, and on non-blocking communicators (the shrink returns at
+// once and the survivors poll, as PyTorch does). Also: ranks that disagree on whom to leave out fail on
 // every member instead of forming a communicator.
 #include <signal.h>
 
@@ -41,6 +42,7 @@ struct Variant {
   const char* transport;
   bool revokeFirst;  // ncclCommRevoke, then ncclCommShrink
   int shrinkFlags;
+  bool nonBlocking = false;  // config.blocking = 0
 };
 
 class Shrink : public ::testing::TestWithParam<Variant> {};
@@ -48,17 +50,32 @@ class Shrink : public ::testing::TestWithParam<Variant> {};
 INSTANTIATE_TEST_SUITE_P(
     Transports, Shrink,
     ::testing::Values(Variant{"shm", false, NCCL_SHRINK_DEFAULT}, Variant{"tcp", false, NCCL_SHRINK_DEFAULT},
-                      Variant{"shm", true, NCCL_SHRINK_DEFAULT}, Variant{"tcp", false, NCCL_SHRINK_ABORT}),
+                      Variant{"shm", true, NCCL_SHRINK_DEFAULT}, Variant{"tcp", false, NCCL_SHRINK_ABORT},
+                      Variant{"shm", false, NCCL_SHRINK_ABORT, true}),
     [](const auto& info) {
       return std::string(info.param.transport) + (info.param.revokeFirst ? "_Revoked" : "") +
-             (info.param.shrinkFlags == NCCL_SHRINK_ABORT ? "_Abort" : "_Default");
+             (info.param.shrinkFlags == NCCL_SHRINK_ABORT ? "_Abort" : "_Default") +
+             (info.param.nonBlocking ? "_NonBlocking" : "");
     });
+
+// Polls a non-blocking communicator until its state is no longer
+// ncclInProgress, as PyTorch's watchdog does.
+ncclResult_t settle(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return state;
+}
 
 // A rank: all-reduces until one fails, then shrinks past the rank its error
 // names, and all-reduces on the new communicator. Every value is an integer
 // small enough that float sums are exact in any order.
 int runUntilFailureThenShrink(Reporter& reporter, int rank, const Variant& variant) {
-  ncclComm_t comm = joinCommunicator(reporter, kRanks, rank);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = variant.nonBlocking ? 0 : 1;
+  ncclComm_t comm = joinCommunicator(reporter, kRanks, rank, &config);
   if (comm == nullptr) return 1;
   std::vector<float> data(kCount);
   ncclResult_t result = ncclSuccess;
@@ -78,6 +95,10 @@ int runUntilFailureThenShrink(Reporter& reporter, int rank, const Variant& varia
   }
   ncclComm_t shrunk = nullptr;
   result = ncclCommShrink(comm, &failed, 1, &shrunk, nullptr, variant.shrinkFlags);
+  // Non-blocking: the survivors meet after the call returned; then the new
+  // communicator is made.
+  if (variant.nonBlocking && result == ncclSuccess) result = settle(comm);
+  if (variant.nonBlocking && result == ncclSuccess) result = settle(shrunk);
   reportOutcome(reporter, "shrink", outcomeOf(result));
   if (result != ncclSuccess) return 1;
   int newRank = -1, newCount = -1;

@@ -1,0 +1,247 @@
+// ncclCommSplit and ncclCommShrink of non-blocking communicators
+// (config.blocking = 0), ranks as threads. As NCCL's, such a call returns
+// at once; the parent's ncclCommGetAsyncError says ncclInProgress until the
+// ranks have agreed, the new communicator's until it is made. So one thread
+// can split every rank's communicator without a group, which a blocking
+// split cannot (its first call would wait for the other ranks' calls until
+// the deadline): that is what most of these tests do.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "nccl_outcome.h"
+#include "nonblocking_support.h"
+
+namespace hora_api_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kSettle = std::chrono::seconds(20);
+
+// `n` non-blocking communicators, every rank's made by this thread (each
+// init returns at once), ready.
+std::vector<ncclComm_t> makeNonBlocking(int n) {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(n, nullptr);
+  for (int rank = 0; rank < n; ++rank) {
+    ncclConfig_t config = nonBlockingConfig();
+    EXPECT_THAT(ncclCommInitRankConfig(&comms[rank], n, id, rank, &config),
+                ::testing::AnyOf(ncclInProgress, ncclSuccess));
+  }
+  for (ncclComm_t comm : comms) EXPECT_EQ(settle(comm, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  return comms;
+}
+
+// An int64 sum of values[rank] over `ranks` of `comms`, one thread issuing
+// every rank's call in one group.
+void sumInAGroup(const std::vector<ncclComm_t>& comms, std::vector<long long>& values, const std::vector<int>& ranks) {
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank : ranks)
+    ASSERT_EQ(ncclAllReduce(&values[rank], &values[rank], 1, ncclInt64, ncclSum, comms[rank], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+}
+
+void destroyAll(const std::vector<ncclComm_t>& comms) {
+  for (ncclComm_t comm : comms) {
+    if (comm != nullptr) {
+      EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    }
+  }
+}
+
+TEST(NonBlockingSplit, OneThreadSplitsEveryRankWithoutAGroup) {
+  constexpr int kRanks = 3;
+  ScopedTimeout timeout("10");  // a split that waited inside its call would fail by then
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
+  timeout.restore();
+  // Ranks 0 and 2 in one communicator (rank 2 first, by key), rank 1 in none.
+  const int colors[kRanks] = {4, NCCL_SPLIT_NOCOLOR, 4};
+  const int keys[kRanks] = {9, 0, 1};
+  std::vector<ncclComm_t> halves(kRanks, nullptr);
+  const auto start = Clock::now();
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclCommSplit(comms[rank], colors[rank], keys[rank], &halves[rank], nullptr), ncclSuccess)
+        << ncclGetLastError(nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(halves[1], nullptr);
+  ASSERT_NE(halves[0], nullptr);  // the handle exists at once, pending
+  ASSERT_NE(halves[2], nullptr);
+  // NCCL's way to wait: the parent's state; then the new communicator's.
+  for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(settle(comms[rank], kSettle), ncclSuccess) << "rank " << rank;
+  for (int rank : {0, 2}) EXPECT_EQ(settle(halves[rank], kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  int count = 0, newRank = -1;
+  ASSERT_EQ(ncclCommCount(halves[0], &count), ncclSuccess);
+  ASSERT_EQ(ncclCommUserRank(halves[0], &newRank), ncclSuccess);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(newRank, 1);
+  std::vector<long long> values = {10, 0, 20};
+  sumInAGroup(halves, values, {0, 2});
+  EXPECT_EQ(values[0], 30);
+  EXPECT_EQ(values[2], 30);
+
+  // Without a config of its own a new communicator is non-blocking as its
+  // parent: split again, from this thread, without polling first (a call on
+  // a communicator whose split is still going waits for it).
+  std::vector<ncclComm_t> quarters(kRanks, nullptr);
+  for (int rank : {0, 2})
+    ASSERT_EQ(ncclCommSplit(halves[rank], 0, 0, &quarters[rank], nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  values = {1, 0, 2};
+  sumInAGroup(quarters, values, {0, 2});
+  EXPECT_EQ(values[0], 3);
+  EXPECT_EQ(values[2], 3);
+  // The parents still work.
+  values = {1, 2, 3};
+  sumInAGroup(comms, values, {0, 1, 2});
+  EXPECT_THAT(values, ::testing::Each(6));
+  destroyAll(quarters);
+  destroyAll(halves);
+  destroyAll(comms);
+}
+
+// A blocking config for the new communicator makes it blocking: its own
+// split then waits inside the call (so all its ranks must call at once).
+TEST(NonBlockingSplit, AConfigOfItsOwnDecidesTheNewCommunicatorsMode) {
+  constexpr int kRanks = 2;
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
+  ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+  blocking.blocking = 1;
+  std::vector<ncclComm_t> children(kRanks, nullptr);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclCommSplit(comms[rank], 0, rank, &children[rank], &blocking), ncclSuccess);
+  for (ncclComm_t child : children) ASSERT_EQ(settle(child, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  // Blocking now: one thread's split of rank 0 alone waits for rank 1 and
+  // fails at the deadline, so both ranks split at once, in a group.
+  std::vector<ncclComm_t> grandchildren(kRanks, nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclCommSplit(children[rank], 0, rank, &grandchildren[rank], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<long long> values = {5, 6};
+  sumInAGroup(grandchildren, values, {0, 1});
+  EXPECT_THAT(values, ::testing::Each(11));
+  destroyAll(grandchildren);
+  destroyAll(children);
+  destroyAll(comms);
+}
+
+// As NCCL: a failed non-blocking split is the parent's error from then on
+// (ncclCommGetAsyncError reports it, with its text, and the parent's calls
+// fail with it), on every rank, the rank that takes no part too; the new
+// handles report it as well.
+TEST(NonBlockingSplit, ABadColourIsEveryParentsError) {
+  constexpr int kRanks = 3;
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
+  const int colors[kRanks] = {0, -5, NCCL_SPLIT_NOCOLOR};
+  std::vector<ncclComm_t> children(kRanks, nullptr);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclCommSplit(comms[rank], colors[rank], 0, &children[rank], nullptr), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(settle(comms[rank], kSettle), ncclInvalidArgument) << "rank " << rank;
+    EXPECT_THAT(std::string(ncclGetLastError(nullptr)), ::testing::HasSubstr("rank 1 gave colour -5"));
+    long long value = 1;
+    EXPECT_THAT(outcomeOf(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comms[rank], nullptr)),
+                FailsWith(ncclInvalidArgument, Words{"colour -5"}));
+  }
+  for (int rank : {0, 1}) {
+    ASSERT_NE(children[rank], nullptr);
+    EXPECT_EQ(settle(children[rank], kSettle), ncclInvalidArgument);
+    EXPECT_EQ(ncclCommDestroy(children[rank]), ncclSuccess);
+  }
+  EXPECT_EQ(children[2], nullptr);
+  destroyAll(comms);
+}
+
+// ncclCommAbort of a parent whose split waits for a rank that never splits
+// ends the split at once (not at the deadline); the new handle then reports
+// the failure.
+TEST(NonBlockingSplit, AbortEndsASplitThatWaitsForAPeer) {
+  ScopedTimeout timeout("60");
+  std::vector<ncclComm_t> comms = makeNonBlocking(2);
+  timeout.restore();
+  ncclComm_t child = nullptr;
+  ASSERT_EQ(ncclCommSplit(comms[0], 0, 0, &child, nullptr), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // waiting for rank 1 by now
+  ncclResult_t state = ncclInternalError;
+  ASSERT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress);
+  const auto start = Clock::now();
+  EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+  const ncclResult_t childState = settle(child, kSettle);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_NE(childState, ncclSuccess);
+  EXPECT_NE(childState, ncclInProgress);
+  EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+}
+
+// Parents destroyed right after their split: each destroy lets its
+// exchange end first (the other rank's needs it), so the new communicators
+// are made and work.
+TEST(NonBlockingSplit, ParentsDestroyedAtOnceLetTheSplitFinish) {
+  constexpr int kRanks = 2;
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
+  std::vector<ncclComm_t> children(kRanks, nullptr);
+  for (int rank = 0; rank < kRanks; ++rank)
+    ASSERT_EQ(ncclCommSplit(comms[rank], 0, rank, &children[rank], nullptr), ncclSuccess);
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  for (ncclComm_t child : children) EXPECT_EQ(settle(child, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  std::vector<long long> values = {2, 3};
+  sumInAGroup(children, values, {0, 1});
+  EXPECT_THAT(values, ::testing::Each(5));
+  destroyAll(children);
+}
+
+TEST(NonBlockingShrink, OneThreadShrinksEveryRemainingRankWithoutAGroup) {
+  constexpr int kRanks = 3;
+  ScopedTimeout timeout("10");
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
+  timeout.restore();
+  int excluded[] = {1};
+  std::vector<ncclComm_t> shrunk(kRanks, nullptr);
+  const auto start = Clock::now();
+  for (int rank : {0, 2})
+    ASSERT_EQ(ncclCommShrink(comms[rank], excluded, 1, &shrunk[rank], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(nullptr);
+  for (int rank : {0, 2}) {
+    EXPECT_EQ(settle(comms[rank], kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_EQ(settle(shrunk[rank], kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  std::vector<long long> values = {5, 0, 7};
+  sumInAGroup(shrunk, values, {0, 2});
+  EXPECT_EQ(values[0], 12);
+  EXPECT_EQ(values[2], 12);
+  destroyAll(shrunk);
+  destroyAll(comms);
+}
+
+// A bad list is refused by the call itself, as on a blocking communicator:
+// nothing starts and the communicator stays usable.
+TEST(NonBlockingShrink, ABadListIsRefusedAtOnceAndLeavesTheCommunicatorUsable) {
+  constexpr int kRanks = 2;
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
+  ncclComm_t shrunk = nullptr;
+  int itself[] = {0};
+  EXPECT_THAT(outcomeOf(ncclCommShrink(comms[0], itself, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT)),
+              FailsWith(ncclInvalidArgument, Words{"rank 0 is in excludeRanksList"}));
+  int outside[] = {2};
+  EXPECT_THAT(outcomeOf(ncclCommShrink(comms[0], outside, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT)),
+              FailsWith(ncclInvalidArgument, Words{"excluded rank 2 is outside [0, 2)"}));
+  EXPECT_EQ(shrunk, nullptr);
+  ncclResult_t state = ncclInternalError;
+  ASSERT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
+  EXPECT_EQ(state, ncclSuccess);
+  std::vector<long long> values = {1, 1};
+  sumInAGroup(comms, values, {0, 1});
+  EXPECT_THAT(values, ::testing::Each(2));
+  destroyAll(comms);
+}
+
+}  // namespace
+}  // namespace hora_api_test

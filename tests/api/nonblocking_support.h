@@ -1,0 +1,59 @@
+// Helpers for tests of non-blocking communicators (config.blocking = 0):
+// the config, polling a communicator's state until it settles, and a
+// HORA_TIMEOUT for the communicators a test makes.
+#pragma once
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+
+namespace hora_api_test {
+
+inline ncclConfig_t nonBlockingConfig() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+// Polls ncclCommGetAsyncError until the state is no longer ncclInProgress
+// (at most `limit`); ncclInternalError if the query itself failed.
+inline ncclResult_t settle(ncclComm_t comm, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress && std::chrono::steady_clock::now() < deadline) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return state;
+}
+
+// HORA_TIMEOUT set to `seconds` for the communicators made while it lives
+// (they read it at init), then what it was before.
+class ScopedTimeout {
+ public:
+  explicit ScopedTimeout(const char* seconds) {
+    const char* saved = std::getenv("HORA_TIMEOUT");
+    hadValue_ = saved != nullptr;
+    if (hadValue_) previous_ = saved;
+    ::setenv("HORA_TIMEOUT", seconds, 1);
+  }
+  ~ScopedTimeout() { restore(); }
+  void restore() {
+    if (hadValue_) ::setenv("HORA_TIMEOUT", previous_.c_str(), 1);
+    else ::unsetenv("HORA_TIMEOUT");
+  }
+  ScopedTimeout(const ScopedTimeout&) = delete;
+  ScopedTimeout& operator=(const ScopedTimeout&) = delete;
+
+ private:
+  bool hadValue_ = false;
+  std::string previous_;
+};
+
+}  // namespace hora_api_test
