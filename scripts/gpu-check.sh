@@ -244,11 +244,12 @@ PY
   # where python3 imports torch: the collectives and a DDP step
   # (tests/gpu/torch_smoke.py), then, separately so that a failure there
   # leaves the first verdict standing, the point-to-point calls
-  # (tests/gpu/torch_p2p.py).
-  torchCheck() {  # torchCheck SCRIPT LABEL
-    local log="$out/${1%.py}.txt"
-    if LD_PRELOAD="$build/src/libnccl.so.2" timeout 180 python3 -m torch.distributed.run --nproc_per_node=2 \
-        "$repo/tests/gpu/$1" >"$log" 2>&1; then
+  # (tests/gpu/torch_p2p.py) and subgroups made by ncclCommSplit, blocking
+  # and non-blocking (tests/gpu/torch_groups.py).
+  torchCheck() {  # torchCheck SCRIPT LABEL [NONBLOCKING]
+    local log="$out/${1%.py}${3:+-nonblocking}.txt"
+    if LD_PRELOAD="$build/src/libnccl.so.2" TORCH_NCCL_USE_COMM_NONBLOCKING="${3:-0}" timeout 180 \
+        python3 -m torch.distributed.run --nproc_per_node=2 "$repo/tests/gpu/$1" >"$log" 2>&1; then
       summary+=("PyTorch $2 on hora, 2 processes on one GPU: ok")
     else
       status=1
@@ -259,6 +260,8 @@ PY
   if python3 -c "import torch, torch.distributed" 2>/dev/null; then
     torchCheck torch_smoke.py "(nccl backend: collectives and a DDP step)"
     torchCheck torch_p2p.py "point-to-point (send/recv, all_to_all, gather, scatter)"
+    torchCheck torch_groups.py "subgroups (ncclCommSplit)"
+    torchCheck torch_groups.py "subgroups of non-blocking communicators" 1
   else
     summary+=("PyTorch: skipped, python3 cannot import torch")
   fi
