@@ -1,10 +1,14 @@
 // ncclCommSplit with ranks as separate processes, as torch's new_group
 // calls it: each group's rendezvous root runs in the process of its first
-// rank, and the children carry collectives of their own.
+// rank, and the children carry collectives of their own. Blocking, and on
+// non-blocking communicators (the split returns at once; each rank waits
+// as NCCL's programs do, polling the parent, then uses the child).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "rank_process.h"
@@ -14,18 +18,29 @@ namespace {
 
 using std::chrono::seconds;
 
-TEST(CommSplitProcesses, FourRanksSplitInTwoByParity) {
+class CommSplitProcesses : public ::testing::TestWithParam<bool> {};
+
+INSTANTIATE_TEST_SUITE_P(Modes, CommSplitProcesses, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "NonBlocking" : "Blocking"; });
+
+TEST_P(CommSplitProcesses, FourRanksSplitInTwoByParity) {
   constexpr int kRanks = 4;
+  const bool nonBlocking = GetParam();
   const int port = freeLoopbackPort();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int rank = 0; rank < kRanks; ++rank)
     ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
       useRendezvous(port, "20");
-      ncclComm_t comm = joinCommunicator(reporter, kRanks, rank);
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = nonBlocking ? 0 : 1;
+      ncclComm_t comm = joinCommunicator(reporter, kRanks, rank, &config);
       if (comm == nullptr) return 1;
       ncclComm_t child = nullptr;
       // Colour by parity, key reversing the order inside each group.
-      reportOutcome(reporter, "split", outcomeOf(ncclCommSplit(comm, rank % 2, -rank, &child, nullptr)));
+      ncclResult_t result = ncclCommSplit(comm, rank % 2, -rank, &child, nullptr);
+      while (result == ncclSuccess && ncclCommGetAsyncError(comm, &result) == ncclSuccess && result == ncclInProgress)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      reportOutcome(reporter, "split", outcomeOf(result));
       if (child == nullptr) return 1;
       int childRank = -1, childCount = -1;
       ncclCommUserRank(child, &childRank);
