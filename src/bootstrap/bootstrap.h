@@ -88,9 +88,10 @@ class Bootstrap {
   UniqueId askShrinkLeader(const std::vector<int>& members, const ShrinkRequest& request, const Deadline& deadline);
   void serveShrinkMembers(const std::vector<int>& members, const ShrinkRequest& request,
                           const UniqueId& id, const Deadline& deadline);
-  // After a shrink this rank led: tells each rank of `excluded` whose
-  // process runs on this host that the others went on without it (best
-  // effort, bounded; a dead or distant rank is not visited).
+  // After a shrink this rank led: tells each rank of `excluded` that the
+  // others went on without it (best effort, bounded; a rank of this host
+  // whose process is gone or stopped is not visited, ranks of other hosts
+  // are visited at once).
   void tellLeftOut(const std::vector<int>& excluded);
 
  private:

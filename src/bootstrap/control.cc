@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -223,15 +224,25 @@ Error Bootstrap::leftOutError(int leader) const {
 }
 
 void Bootstrap::tellLeftOut(const std::vector<int>& excluded) {
-  for (int rank : excluded) {
-    if (!peerRunning(rank)) continue;
+  // A rank of this host is visited only if its process still runs. Whether
+  // one of another host runs cannot be seen from here, so each is visited,
+  // all at once, each visit bounded: a shrink past a whole dead host costs
+  // at most one visit's bound, however many ranks that host had.
+  const auto tell = [this](int rank) {
     try {
       visit(rank, VisitKind::ShrinkLeftOut, Deadline::after(kAnnouncePerPeer));
     } catch (const Error& failure) {
       HORA_LOG(Info, "rank ", rank_, ": could not tell ", describe(rank), " that the shrink left it out: ",
                failure.what());
     }
+  };
+  std::vector<std::thread> distant;
+  for (int rank : excluded) {
+    if (rank < 0 || rank >= static_cast<int>(peers_.size()) || rank == rank_) continue;
+    if (peers_[rank].hostHash != peers_[rank_].hostHash) distant.emplace_back(tell, rank);
+    else if (peerRunning(rank)) tell(rank);
   }
+  for (std::thread& visitor : distant) visitor.join();
 }
 
 void Bootstrap::refuseShrinkRequest(Socket& socket, int from, const std::string& why) {

@@ -201,7 +201,8 @@ TEST(ShrinkMisuse, MembersThatDisagreeOnTheExcludedRanksAllFail) {
 // - rank 0 leaving out rank 3: by its list it leads itself, and waits for
 //   ranks 1 and 2, which ask rank 1 instead; it learns from rank 1 that the
 //   others went on without it, before it begins (it starts late) or while
-//   it waits (it starts first).
+//   it waits (it starts first), also where it runs on another host (a
+//   host simulated with HORA_HOSTID, where its process cannot be seen).
 // The stranger must fail at once with ncclInvalidUsage saying the lists
 // differ, not wait for HORA_TIMEOUT; the three others must shrink and go on.
 struct Stranger {
@@ -210,6 +211,7 @@ struct Stranger {
   int startsAfterMs;        // the stranger's delay before its shrink
   int othersStartAfterMs;   // the others' delay (rank 0, when not the stranger, waits 1.5 s more)
   std::string name;
+  bool onAnotherHost = false;  // the stranger's HORA_HOSTID differs from the others'
   friend void PrintTo(const Stranger& stranger, std::ostream* out) { *out << stranger.name; }
 };
 
@@ -219,7 +221,8 @@ INSTANTIATE_TEST_SUITE_P(Lists, ShrinkByAnExcludedRank,
                          ::testing::Values(Stranger{3, 2, 500, 0, "Rank3LeavesOutRank2"},
                                            Stranger{3, 0, 500, 0, "Rank3LeavesOutRank0"},
                                            Stranger{0, 3, 1500, 0, "Rank0LeavesOutRank3AndStartsLate"},
-                                           Stranger{0, 3, 0, 1000, "Rank0LeavesOutRank3AndStartsFirst"}),
+                                           Stranger{0, 3, 0, 1000, "Rank0LeavesOutRank3AndStartsFirst"},
+                                           Stranger{0, 3, 0, 1000, "Rank0OnAnotherHostLeavesOutRank3", true}),
                          [](const auto& info) { return info.param.name; });
 
 TEST_P(ShrinkByAnExcludedRank, FailsAtOnceAndTheOthersGoOn) {
@@ -230,6 +233,7 @@ TEST_P(ShrinkByAnExcludedRank, FailsAtOnceAndTheOthersGoOn) {
   for (int rank = 0; rank < kAll; ++rank)
     ranks.push_back(std::make_unique<ChildProcess>([=](Reporter& reporter) {
       useRendezvous(port, "20");
+      if (stranger.onAnotherHost) setEnvironment("HORA_HOSTID", rank == stranger.rank ? "host-b" : "host-a");
       ncclComm_t comm = joinCommunicator(reporter, kAll, rank);
       if (comm == nullptr) return 1;
       int excluded = rank == stranger.rank ? stranger.excludes : stranger.rank;
