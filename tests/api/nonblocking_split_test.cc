@@ -104,29 +104,26 @@ TEST(NonBlockingSplit, OneThreadSplitsEveryRankWithoutAGroup) {
   destroyAll(comms);
 }
 
-// A blocking config for the new communicator makes it blocking: its own
-// split then waits inside the call (so all its ranks must call at once).
+// A blocking config for the new communicator makes it blocking: a split
+// of it then waits inside the call for the other ranks (here, rank 0's
+// alone, until its deadline), where a non-blocking one returns at once.
 TEST(NonBlockingSplit, AConfigOfItsOwnDecidesTheNewCommunicatorsMode) {
   constexpr int kRanks = 2;
+  ScopedTimeout timeout("2");  // the new communicators inherit it
   std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
+  timeout.restore();
   ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
   blocking.blocking = 1;
   std::vector<ncclComm_t> children(kRanks, nullptr);
   for (int rank = 0; rank < kRanks; ++rank)
     ASSERT_EQ(ncclCommSplit(comms[rank], 0, rank, &children[rank], &blocking), ncclSuccess);
   for (ncclComm_t child : children) ASSERT_EQ(settle(child, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
-  // Blocking now: one thread's split of rank 0 alone waits for rank 1 and
-  // fails at the deadline, so both ranks split at once, in a group.
-  std::vector<ncclComm_t> grandchildren(kRanks, nullptr);
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int rank = 0; rank < kRanks; ++rank)
-    ASSERT_EQ(ncclCommSplit(children[rank], 0, rank, &grandchildren[rank], nullptr), ncclSuccess);
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
-  std::vector<long long> values = {5, 6};
-  sumInAGroup(grandchildren, values, {0, 1});
-  EXPECT_THAT(values, ::testing::Each(11));
-  destroyAll(grandchildren);
-  destroyAll(children);
+  ncclComm_t grandchild = nullptr;
+  const auto start = Clock::now();
+  EXPECT_NE(ncclCommSplit(children[0], 0, 0, &grandchild, nullptr), ncclSuccess);
+  EXPECT_GE(Clock::now() - start, std::chrono::seconds(1)) << "the split did not wait inside the call";
+  EXPECT_EQ(grandchild, nullptr);
+  for (ncclComm_t child : children) EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
   destroyAll(comms);
 }
 
