@@ -55,10 +55,11 @@ bool running(const std::shared_future<void>& work) {
 }
 }  // namespace
 
-void setChildExchange(ncclComm_t comm, std::shared_future<void> exchange) {
+void setChildJob(ncclComm_t comm, std::shared_future<void> job, std::shared_ptr<std::atomic<bool>> childAbort) {
   std::lock_guard<std::mutex> lock(registryMutex);
   checkLive(comm);
-  comm->childExchange = std::move(exchange);
+  comm->childJob = std::move(job);
+  comm->childAbort = std::move(childAbort);
 }
 
 bool isNonBlocking(ncclComm_t comm) {
@@ -69,7 +70,7 @@ bool isNonBlocking(ncclComm_t comm) {
 
 CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
   std::shared_future<CommPtr> pending;
-  std::shared_future<void> exchange;
+  std::shared_future<void> job;
   CommPtr impl;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
@@ -77,41 +78,51 @@ CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
     registry().erase(comm);
     impl = std::move(comm->impl);
     pending = std::move(comm->pending);
-    exchange = std::move(comm->childExchange);
+    job = std::move(comm->childJob);
     if (stopInit && comm->initAbort) comm->initAbort->store(true);
+    if (stopInit && comm->childAbort && running(job)) comm->childAbort->store(true);
     comm->magic = 0;
     delete comm;
   }
-  // A split's exchange still running uses the communicator with the other
-  // ranks: destroy lets it end first (its outcome was the split's to
-  // report); abort ends it by aborting the communicator.
-  if (!stopInit && exchange.valid()) exchange.wait();
-  // Destroying a communicator whose init still runs waits for the init;
-  // aborting it first stops the init's waits, which then fail at once. A
-  // failed init leaves nothing.
+  // A split or shrink of it still running uses it with the other ranks:
+  // destroy lets it end (its outcome was the split's to report), abort
+  // ends it by aborting the communicator (again, later, for the caller:
+  // abort is idempotent). Either way the thread that ran it holds the
+  // communicator no more once this returns.
+  if (job.valid()) {
+    if (stopInit && impl) impl->abort();
+    job.wait();
+  }
+  // Destroying a communicator whose init still runs waits for the init.
+  // Aborting it stops the init (initAbort) and does not wait: what the init
+  // made, if anything, is freed when it ends. A failed init leaves nothing.
   if (!impl && pending.valid()) {
+    if (stopInit && pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
     try {
       impl = pending.get();
-    } catch (const Error&) {
+    } catch (...) {
       return nullptr;
     }
   }
   return impl;
 }
 
-CommPtr checkComm(ncclComm_t comm) {
+CommPtr checkComm(ncclComm_t comm, JobFailure jobFailure) {
   std::shared_future<CommPtr> pending;
-  std::shared_future<void> exchange;
+  std::shared_future<void> job;
   CommPtr impl;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
     checkLive(comm);
     impl = comm->impl;
     if (!impl) pending = comm->pending;
-    exchange = comm->childExchange;
+    job = comm->childJob;
   }
-  // Outside the lock: the init or the exchange may take a while.
-  if (exchange.valid()) exchange.get();
+  // Outside the lock: the init or the job may take a while.
+  if (job.valid()) {
+    if (jobFailure == JobFailure::Throw) job.get();
+    else job.wait();
+  }
   return impl || !pending.valid() ? impl : pending.get();
 }
 
@@ -123,15 +134,15 @@ CommPtr checkCommNotBroken(ncclComm_t comm) {
 
 bool inProgress(ncclComm_t comm) {
   std::shared_future<CommPtr> pending;
-  std::shared_future<void> exchange;
+  std::shared_future<void> job;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
     checkLive(comm);
     if (!comm->impl) pending = comm->pending;
-    exchange = comm->childExchange;
+    job = comm->childJob;
   }
   const bool initRuns = pending.valid() && pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
-  return initRuns || running(exchange);
+  return initRuns || running(job);
 }
 
 ncclResult_t resultOf(ErrorKind kind) {

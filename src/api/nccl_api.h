@@ -34,12 +34,15 @@ struct ncclComm {
   // of its own: its parent's did). A split or shrink of it then returns at
   // once, as NCCL's, and goes on on a thread of its own.
   bool nonBlocking = false;
-  // Such a split's or shrink's exchange over this communicator (the ranks
-  // agreeing who joins which new one), while it may still run: calls on
-  // this communicator wait for it, ncclCommGetAsyncError says ncclInProgress
-  // until it is done, and its failure is this communicator's error from
-  // then on, as in NCCL.
-  std::shared_future<void> childExchange;
+  // Such a split or shrink of this communicator, while it may still run
+  // (from the exchange over this communicator to the new one's init): as
+  // in NCCL, calls on this communicator wait for it, ncclCommGetAsyncError
+  // says ncclInProgress until it is done, and its failure is this
+  // communicator's error from then on.
+  std::shared_future<void> childJob;
+  // That job's new communicator's init stops when this flag is set: by
+  // ncclCommAbort of it, or of this communicator while the job runs.
+  std::shared_ptr<std::atomic<bool>> childAbort;
 };
 
 namespace hora::api {
@@ -60,30 +63,33 @@ void registerComm(ncclComm* comm);
 ncclComm* wrapComm(CommPtr impl, bool nonBlocking);
 ncclComm* wrapPending(std::shared_future<CommPtr> making, bool nonBlocking,
                       std::shared_ptr<std::atomic<bool>> initAbort = nullptr);
-// Records the exchange of a non-blocking split or shrink of `comm`
-// (ncclComm::childExchange).
-void setChildExchange(ncclComm_t comm, std::shared_future<void> exchange);
+// Records a non-blocking split or shrink of `comm` (ncclComm::childJob,
+// childAbort).
+void setChildJob(ncclComm_t comm, std::shared_future<void> job, std::shared_ptr<std::atomic<bool>> childAbort);
 bool isNonBlocking(ncclComm_t comm);
 // Removes the handle and returns its communicator (for destroy and abort),
 // after its non-blocking init, if one still runs: stopped first (stopInit,
-// abort), or awaited (destroy). Destroy also waits for a non-blocking
-// split's or shrink's exchange over it; abort does not (the caller's
-// abort of the communicator ends it).
+// abort: not waited for, it ends by itself), or awaited (destroy). Both
+// wait for a non-blocking split or shrink of it (abort first aborts the
+// communicator and stops the new one's init, which ends it at once), so
+// that the thread running it holds the communicator no more.
 CommPtr unregisterComm(ncclComm_t comm, bool stopInit = false);
 // The communicator behind a live handle. Entry points hold the returned
 // pointer for the whole call, so a concurrent ncclCommAbort or Destroy
 // cannot free it underneath them. A handle whose non-blocking init is
 // still running is waited for (its init's error, if it failed, is thrown),
-// and so is a non-blocking split's or shrink's exchange over it (its
-// error, likewise).
-CommPtr checkComm(ncclComm_t comm);
+// and so is a non-blocking split or shrink of it (its error, likewise,
+// unless `jobFailure` says to ignore it: revoke and shrink, the way out
+// of a failure, still work).
+enum class JobFailure { Throw, Ignore };
+CommPtr checkComm(ncclComm_t comm, JobFailure jobFailure = JobFailure::Throw);
 // checkComm for calls that NCCL refuses on a communicator with an
 // asynchronous error (its queries, ncclRedOpCreatePreMulSum,
 // ncclCommFinalize): a communicator broken by an earlier error throws that
 // error. An aborted or revoked one is still answered, as NCCL's is.
 CommPtr checkCommNotBroken(ncclComm_t comm);
 // For ncclCommGetAsyncError: true while the handle's non-blocking init
-// runs, or a non-blocking split's or shrink's exchange over it.
+// runs, or a non-blocking split or shrink of it.
 bool inProgress(ncclComm_t comm);
 
 ncclResult_t resultOf(ErrorKind kind);

@@ -128,7 +128,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
                    revokeFlags);
     // Inside a group too (NCCL runs it at the group's end; here at once: it
     // stops operations, it issues none).
-    api::checkComm(comm)->revoke();
+    api::checkComm(comm, api::JobFailure::Ignore)->revoke();
   });
 }
 
@@ -241,10 +241,14 @@ HORA_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t
     try {
       held = api::checkComm(comm);
     } catch (const Error& failed) {
-      // Its non-blocking init failed, or a non-blocking split's or shrink's
-      // exchange over it: that is the communicator's error.
+      // Its non-blocking init failed, or a non-blocking split or shrink of
+      // it: that is the communicator's error.
       api::setLastError(strCat("ncclCommGetAsyncError: ", failed.what()));
       *asyncError = api::resultOf(failed.kind());
+      return;
+    } catch (const std::exception& failed) {
+      api::setLastError(strCat("ncclCommGetAsyncError: internal error: ", failed.what()));
+      *asyncError = ncclInternalError;
       return;
     }
     auto& impl = *held;

@@ -17,6 +17,7 @@
 #include "api/comm_config.h"
 #include "api/group.h"
 #include "api/nccl_api.h"
+#include "base/error.h"
 
 using namespace hora;
 
@@ -53,35 +54,45 @@ using Exchange = std::function<std::optional<core::ChildPlan>(core::Communicator
 
 // A split or shrink of a non-blocking communicator: `exchange` over
 // `parent`, then the new communicator's init, on a thread of their own.
-// The parent's handle reports the exchange (ncclInProgress until the ranks
-// have agreed; calls on it wait for that; a failure is its error from then
-// on, as in NCCL). The new handle, returned at once (none where `handle` is
-// false), reports the init, as a non-blocking init's does, and
-// ncclCommAbort of it stops the init.
+// The parent's handle reports the whole job, as NCCL's does (ncclInProgress
+// until the new communicator is made; calls on it wait for that; a failure
+// is its error from then on). The new handle, returned at once (none where
+// `handle` is false), reports the init as a non-blocking init's does;
+// ncclCommAbort of it returns at once, and the init does not start or is
+// stopped (that is no failure of the parent's). ncclCommAbort of the
+// parent while the job runs ends the exchange and the init alike.
 ncclComm_t startOnItsOwnThread(ncclComm_t parentHandle, api::CommPtr parent, Exchange exchange, bool handle,
                                bool nonBlocking) {
-  auto exchanged = std::make_shared<std::promise<void>>();
+  auto finished = std::make_shared<std::promise<void>>();
   auto made = std::make_shared<std::promise<api::CommPtr>>();
   auto initAbort = std::make_shared<std::atomic<bool>>(false);
-  std::shared_future<void> exchangeDone = exchanged->get_future().share();
+  std::shared_future<void> job = finished->get_future().share();
   std::shared_future<api::CommPtr> making = made->get_future().share();
-  std::thread([parent = std::move(parent), exchange = std::move(exchange), exchanged, made, initAbort] {
+  std::thread([parent = std::move(parent), exchange = std::move(exchange), finished, made, initAbort]() mutable {
+    const int rank = parent->rank();
     std::optional<core::ChildPlan> plan;
     try {
       plan = exchange(*parent);
     } catch (...) {
-      exchanged->set_exception(std::current_exception());
+      parent.reset();  // before the job ends: then no call waits for a thread that holds the parent
       made->set_exception(std::current_exception());
+      finished->set_exception(std::current_exception());
       return;
     }
-    exchanged->set_value();
+    parent.reset();
     try {
-      made->set_value(plan ? parent->makeChild(*plan, initAbort) : nullptr);
+      if (plan && initAbort->load())
+        fail(ErrorKind::InvalidUsage, "rank ", rank,
+             ": the new communicator was aborted (ncclCommAbort) before its init began");
+      made->set_value(plan ? core::Communicator::makeChild(*plan, initAbort) : nullptr);
+      finished->set_value();
     } catch (...) {
       made->set_exception(std::current_exception());
+      if (initAbort->load()) finished->set_value();  // the program gave up on it
+      else finished->set_exception(std::current_exception());
     }
   }).detach();
-  api::setChildExchange(parentHandle, std::move(exchangeDone));
+  api::setChildJob(parentHandle, std::move(job), initAbort);
   return handle ? api::wrapPending(std::move(making), nonBlocking, std::move(initAbort)) : nullptr;
 }
 
@@ -129,7 +140,8 @@ HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
     HORA_CHECK_ARG(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT,
                    "shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT, got ", shrinkFlags);
     (void)api::effectiveConfig(config);
-    auto parent = api::checkComm(comm);
+    // A communicator whose split failed can still be shrunk: the way out.
+    auto parent = api::checkComm(comm, api::JobFailure::Ignore);
     std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
     parent->checkExclusion(excluded);  // here, not on the thread: a bad list leaves the parent as it was
     const bool abortFirst = shrinkFlags == NCCL_SHRINK_ABORT;

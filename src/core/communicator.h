@@ -49,11 +49,14 @@ struct CommunicatorConfig {
 };
 
 // What a split or a shrink agreed for this rank: the new communicator's
-// rendezvous, its size and this rank's place in it.
+// rendezvous, its size and this rank's place in it, and what it takes
+// from its parent (so that making it needs the parent no more).
 struct ChildPlan {
   bootstrap::UniqueId id;
   int nranks;
   int rank;
+  std::chrono::milliseconds timeout;
+  int device;  // the parent's CUDA device, as in NCCL
 };
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
@@ -138,10 +141,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // the new communicator's init, which needs this one no more. A
   // non-blocking split (nccl.h) reports each part's end separately.
   std::optional<ChildPlan> planSplit(int color, int key);
-  // Joins the communicator `plan` describes, with this one's timeout and
-  // CUDA device; `abortFlag` as CommunicatorConfig's.
-  std::shared_ptr<Communicator> makeChild(const ChildPlan& plan,
-                                          std::shared_ptr<std::atomic<bool>> abortFlag = nullptr) const;
+  // Joins the communicator `plan` describes; `abortFlag` as
+  // CommunicatorConfig's.
+  static std::shared_ptr<Communicator> makeChild(const ChildPlan& plan,
+                                                 std::shared_ptr<std::atomic<bool>> abortFlag = nullptr);
   // ncclCommShrink: collective over the ranks not in `excluded` (they must
   // all give the same list), which form a new communicator, ranked in their
   // order here. Works on a communicator broken by a rank's failure: it

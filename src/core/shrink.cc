@@ -97,7 +97,7 @@ ChildPlan Communicator::planShrink(const std::vector<int>& excluded, bool abortF
     id = bootstrap_->askShrinkLeader(members, request, deadline);
   }
   HORA_LOG(Info, "rank ", rank_, ": shrinking to ", members.size(), " of ", nranks_, " ranks, as rank ", newRank);
-  return ChildPlan{id, static_cast<int>(members.size()), newRank};
+  return ChildPlan{id, static_cast<int>(members.size()), newRank, timeout_, device_};
 }
 
 std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded, bool abortFirst) {

@@ -62,7 +62,7 @@ std::optional<ChildPlan> Communicator::planSplit(int color, int key) {
   if (group.empty()) return std::nullopt;
 
   const int newRank = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
-  return ChildPlan{bootstrap::decode(idOf(group.front())), static_cast<int>(group.size()), newRank};
+  return ChildPlan{bootstrap::decode(idOf(group.front())), static_cast<int>(group.size()), newRank, timeout_, device_};
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
@@ -71,10 +71,10 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
 }
 
 std::shared_ptr<Communicator> Communicator::makeChild(const ChildPlan& plan,
-                                                      std::shared_ptr<std::atomic<bool>> abortFlag) const {
+                                                      std::shared_ptr<std::atomic<bool>> abortFlag) {
   CommunicatorConfig config;
-  config.timeout = timeout_;
-  config.device = device_;  // the parent's CUDA device, as in NCCL
+  config.timeout = plan.timeout;
+  config.device = plan.device;
   config.abortFlag = std::move(abortFlag);
   return std::make_shared<Communicator>(plan.id, plan.nranks, plan.rank, config);
 }

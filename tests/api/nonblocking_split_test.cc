@@ -71,9 +71,14 @@ TEST(NonBlockingSplit, OneThreadSplitsEveryRankWithoutAGroup) {
   EXPECT_EQ(halves[1], nullptr);
   ASSERT_NE(halves[0], nullptr);  // the handle exists at once, pending
   ASSERT_NE(halves[2], nullptr);
-  // NCCL's way to wait: the parent's state; then the new communicator's.
+  // NCCL's way to wait: the parent's state, which covers the new
+  // communicator's init, so that it is ready then.
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(settle(comms[rank], kSettle), ncclSuccess) << "rank " << rank;
-  for (int rank : {0, 2}) EXPECT_EQ(settle(halves[rank], kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  for (int rank : {0, 2}) {
+    ncclResult_t state = ncclInternalError;
+    ASSERT_EQ(ncclCommGetAsyncError(halves[rank], &state), ncclSuccess);
+    EXPECT_EQ(state, ncclSuccess) << "rank " << rank << "'s new communicator is not ready when its parent is";
+  }
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   int count = 0, newRank = -1;
   ASSERT_EQ(ncclCommCount(halves[0], &count), ncclSuccess);
@@ -151,6 +156,17 @@ TEST(NonBlockingSplit, ABadColourIsEveryParentsError) {
     EXPECT_EQ(ncclCommDestroy(children[rank]), ncclSuccess);
   }
   EXPECT_EQ(children[2], nullptr);
+  // The way out still works: ranks 0 and 1 shrink past rank 2.
+  int excluded[] = {2};
+  std::vector<ncclComm_t> shrunk(kRanks, nullptr);
+  for (int rank : {0, 1})
+    ASSERT_EQ(ncclCommShrink(comms[rank], excluded, 1, &shrunk[rank], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(nullptr);
+  std::vector<long long> values = {4, 5, 0};
+  sumInAGroup(shrunk, values, {0, 1});
+  EXPECT_EQ(values[0], 9);
+  EXPECT_EQ(values[1], 9);
+  destroyAll(shrunk);
   destroyAll(comms);
 }
 
@@ -174,6 +190,28 @@ TEST(NonBlockingSplit, AbortEndsASplitThatWaitsForAPeer) {
   EXPECT_NE(childState, ncclSuccess);
   EXPECT_NE(childState, ncclInProgress);
   EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+}
+
+// ncclCommAbort of the new handle while its split still waits for a rank
+// returns at once; the parent's exchange goes on (the parent's own
+// business), and the parent's abort ends it.
+TEST(NonBlockingSplit, AbortOfTheNewHandleReturnsAtOnce) {
+  ScopedTimeout timeout("60");
+  std::vector<ncclComm_t> comms = makeNonBlocking(2);
+  timeout.restore();
+  ncclComm_t child = nullptr;
+  ASSERT_EQ(ncclCommSplit(comms[0], 0, 0, &child, nullptr), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // waiting for rank 1 by now
+  auto start = Clock::now();
+  EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  ncclResult_t state = ncclInternalError;
+  ASSERT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress);
+  start = Clock::now();
+  EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
 }
 
