@@ -46,6 +46,28 @@ void sumInAGroup(const std::vector<ncclComm_t>& comms, std::vector<long long>& v
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
 }
 
+// Shrinks every rank of `kept` past rank `left`, from this thread; the new
+// communicators (null for the others).
+std::vector<ncclComm_t> shrinkPast(const std::vector<ncclComm_t>& comms, int left, const std::vector<int>& kept) {
+  std::vector<ncclComm_t> shrunk(comms.size(), nullptr);
+  for (int rank : kept)
+    EXPECT_EQ(ncclCommShrink(comms[rank], &left, 1, &shrunk[rank], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(nullptr);
+  return shrunk;
+}
+
+// Each rank of `kept` gives 10 * (rank + 1); every one must get the sum.
+void expectSumOver(const std::vector<ncclComm_t>& comms, const std::vector<int>& kept) {
+  std::vector<long long> values(comms.size(), 0);
+  long long expected = 0;
+  for (int rank : kept) {
+    values[rank] = 10LL * (rank + 1);
+    expected += values[rank];
+  }
+  sumInAGroup(comms, values, kept);
+  for (int rank : kept) EXPECT_EQ(values[rank], expected) << "rank " << rank;
+}
+
 void destroyAll(const std::vector<ncclComm_t>& comms) {
   for (ncclComm_t comm : comms) {
     if (comm != nullptr) {
@@ -157,62 +179,61 @@ TEST(NonBlockingSplit, ABadColourIsEveryParentsError) {
   }
   EXPECT_EQ(children[2], nullptr);
   // The way out still works: ranks 0 and 1 shrink past rank 2.
-  int excluded[] = {2};
-  std::vector<ncclComm_t> shrunk(kRanks, nullptr);
-  for (int rank : {0, 1})
-    ASSERT_EQ(ncclCommShrink(comms[rank], excluded, 1, &shrunk[rank], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
-        << ncclGetLastError(nullptr);
-  std::vector<long long> values = {4, 5, 0};
-  sumInAGroup(shrunk, values, {0, 1});
-  EXPECT_EQ(values[0], 9);
-  EXPECT_EQ(values[1], 9);
+  std::vector<ncclComm_t> shrunk = shrinkPast(comms, 2, {0, 1});
+  expectSumOver(shrunk, {0, 1});
   destroyAll(shrunk);
   destroyAll(comms);
 }
 
-// ncclCommAbort of a parent whose split waits for a rank that never splits
-// ends the split at once (not at the deadline); the new handle then reports
-// the failure.
-TEST(NonBlockingSplit, AbortEndsASplitThatWaitsForAPeer) {
-  ScopedTimeout timeout("60");
-  std::vector<ncclComm_t> comms = makeNonBlocking(2);
-  timeout.restore();
+// Two non-blocking communicators (a long HORA_TIMEOUT) of which only rank
+// 0 splits: its split waits for rank 1, the parent says ncclInProgress.
+struct LoneSplit {
+  std::vector<ncclComm_t> comms;
   ncclComm_t child = nullptr;
-  ASSERT_EQ(ncclCommSplit(comms[0], 0, 0, &child, nullptr), ncclSuccess);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // waiting for rank 1 by now
+};
+
+LoneSplit startLoneSplit() {
+  ScopedTimeout timeout("60");
+  LoneSplit lone{makeNonBlocking(2)};
+  timeout.restore();
+  EXPECT_EQ(ncclCommSplit(lone.comms[0], 0, 0, &lone.child, nullptr), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting for rank 1 by now
   ncclResult_t state = ncclInternalError;
-  ASSERT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
+  EXPECT_EQ(ncclCommGetAsyncError(lone.comms[0], &state), ncclSuccess);
   EXPECT_EQ(state, ncclInProgress);
+  return lone;
+}
+
+// ncclCommAbort of the parent ends the split at once (not at the
+// deadline); the new handle then reports the failure.
+TEST(NonBlockingSplit, AbortEndsASplitThatWaitsForAPeer) {
+  LoneSplit lone = startLoneSplit();
+  ASSERT_NE(lone.child, nullptr);
   const auto start = Clock::now();
-  EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
-  const ncclResult_t childState = settle(child, kSettle);
+  EXPECT_EQ(ncclCommAbort(lone.comms[0]), ncclSuccess);
+  const ncclResult_t childState = settle(lone.child, kSettle);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   EXPECT_NE(childState, ncclSuccess);
   EXPECT_NE(childState, ncclInProgress);
-  EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
-  EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(lone.child), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(lone.comms[1]), ncclSuccess);
 }
 
-// ncclCommAbort of the new handle while its split still waits for a rank
-// returns at once; the parent's exchange goes on (the parent's own
-// business), and the parent's abort ends it.
+// ncclCommAbort of the new handle returns at once; the parent's exchange
+// goes on (the parent's own business), and the parent's abort ends it.
 TEST(NonBlockingSplit, AbortOfTheNewHandleReturnsAtOnce) {
-  ScopedTimeout timeout("60");
-  std::vector<ncclComm_t> comms = makeNonBlocking(2);
-  timeout.restore();
-  ncclComm_t child = nullptr;
-  ASSERT_EQ(ncclCommSplit(comms[0], 0, 0, &child, nullptr), ncclSuccess);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // waiting for rank 1 by now
+  LoneSplit lone = startLoneSplit();
+  ASSERT_NE(lone.child, nullptr);
   auto start = Clock::now();
-  EXPECT_EQ(ncclCommAbort(child), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(lone.child), ncclSuccess);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
   ncclResult_t state = ncclInternalError;
-  ASSERT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
+  ASSERT_EQ(ncclCommGetAsyncError(lone.comms[0], &state), ncclSuccess);
   EXPECT_EQ(state, ncclInProgress);
   start = Clock::now();
-  EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(lone.comms[0]), ncclSuccess);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(lone.comms[1]), ncclSuccess);
 }
 
 // Parents destroyed right after their split: each destroy lets its
@@ -237,21 +258,14 @@ TEST(NonBlockingShrink, OneThreadShrinksEveryRemainingRankWithoutAGroup) {
   ScopedTimeout timeout("10");
   std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
   timeout.restore();
-  int excluded[] = {1};
-  std::vector<ncclComm_t> shrunk(kRanks, nullptr);
   const auto start = Clock::now();
-  for (int rank : {0, 2})
-    ASSERT_EQ(ncclCommShrink(comms[rank], excluded, 1, &shrunk[rank], nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
-        << ncclGetLastError(nullptr);
+  std::vector<ncclComm_t> shrunk = shrinkPast(comms, 1, {0, 2});
   for (int rank : {0, 2}) {
     EXPECT_EQ(settle(comms[rank], kSettle), ncclSuccess) << ncclGetLastError(nullptr);
     EXPECT_EQ(settle(shrunk[rank], kSettle), ncclSuccess) << ncclGetLastError(nullptr);
   }
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  std::vector<long long> values = {5, 0, 7};
-  sumInAGroup(shrunk, values, {0, 2});
-  EXPECT_EQ(values[0], 12);
-  EXPECT_EQ(values[2], 12);
+  expectSumOver(shrunk, {0, 2});
   destroyAll(shrunk);
   destroyAll(comms);
 }
