@@ -53,6 +53,21 @@ void checkLive(ncclComm_t comm) {
 bool running(const std::shared_future<void>& work) {
   return work.valid() && work.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
 }
+
+// A split or shrink that ended well has nothing more to say: forgotten, so
+// that later calls on the communicator neither copy its future nor look at
+// it. A failed one stays: it is the communicator's error.
+void forgetSucceededJob(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  if (registry().count(comm) == 0 || !comm->childJob.valid() || running(comm->childJob)) return;
+  try {
+    comm->childJob.get();
+  } catch (...) {
+    return;
+  }
+  comm->childJob = {};
+  comm->childAbort = nullptr;
+}
 }  // namespace
 
 void setChildJob(ncclComm_t comm, std::shared_future<void> job, std::shared_ptr<std::atomic<bool>> childAbort) {
@@ -122,6 +137,7 @@ CommPtr checkComm(ncclComm_t comm, JobFailure jobFailure) {
   if (job.valid()) {
     if (jobFailure == JobFailure::Throw) job.get();
     else job.wait();
+    forgetSucceededJob(comm);
   }
   return impl || !pending.valid() ? impl : pending.get();
 }

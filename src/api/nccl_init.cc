@@ -30,12 +30,10 @@ ncclComm* makeComm(int nranks, const bootstrap::UniqueId& id, int rank, bool hos
 
 void checkConfig(const ncclConfig_t* config) { (void)api::effectiveConfig(config); }
 
-bool nonBlocking(const ncclConfig_t* config) { return api::nonBlockingConfig(config); }
-
 // As NCCL: a non-blocking init returns the communicator's state: in
 // progress, or, when it has finished already, its outcome.
 ncclResult_t initResult(ncclResult_t result, ncclComm_t comm, const ncclConfig_t* config) {
-  if (result != ncclSuccess || !nonBlocking(config)) return result;
+  if (result != ncclSuccess || !api::nonBlockingConfig(config)) return result;
   if (api::inProgress(comm)) return ncclInProgress;
   ncclResult_t state = ncclSuccess;
   if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
@@ -52,7 +50,7 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
   bootstrap::UniqueId id = bootstrap::decode(commId.internal);
   const bool hostRoot = bootstrap::rootHostedByRankZero() && rank == 0;
   const bool inGroup = api::inGroup();
-  if (!nonBlocking(config) && !inGroup) {
+  if (!api::nonBlockingConfig(config) && !inGroup) {
     *out = makeComm(nranks, id, rank, hostRoot, config);
     return;
   }
@@ -68,8 +66,8 @@ void initRank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank,
   auto making = std::async(std::launch::async, [id, nranks, rank, settings] {
                   return std::make_shared<core::Communicator>(id, nranks, rank, settings);
                 }).share();
-  *out = api::wrapPending(making, nonBlocking(config), settings.abortFlag);
-  if (inGroup && !nonBlocking(config)) api::finishInGroupEnd(making, settings.abortFlag);
+  *out = api::wrapPending(making, api::nonBlockingConfig(config), settings.abortFlag);
+  if (inGroup && !api::nonBlockingConfig(config)) api::finishInGroupEnd(making, settings.abortFlag);
 }
 
 }  // namespace

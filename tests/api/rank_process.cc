@@ -2,7 +2,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <thread>
+
+#include "nonblocking_support.h"
 
 namespace hora_api_test {
 
@@ -22,9 +23,7 @@ ncclComm_t joinCommunicator(Reporter& reporter, int nranks, int rank, ncclConfig
   ncclComm_t comm = nullptr;
   ncclResult_t result = ncclGetUniqueId(&id);
   if (result == ncclSuccess) result = ncclCommInitRankConfig(&comm, nranks, id, rank, config);
-  // A non-blocking init: its outcome when it is done.
-  while (result == ncclInProgress && ncclCommGetAsyncError(comm, &result) == ncclSuccess && result == ncclInProgress)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (result == ncclInProgress) result = settle(comm, std::chrono::seconds(60));  // a non-blocking init's outcome
   if (result != ncclSuccess) {
     reportOutcome(reporter, "init", outcomeOf(result));
     return nullptr;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "nonblocking_support.h"
 #include "rank_process.h"
 
 namespace hora_api_test {
@@ -58,17 +59,6 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.nonBlocking ? "_NonBlocking" : "");
     });
 
-// Polls a non-blocking communicator until its state is no longer
-// ncclInProgress, as PyTorch's watchdog does.
-ncclResult_t settle(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) {
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return state;
-}
-
 // A rank: all-reduces until one fails, then shrinks past the rank its error
 // names, and all-reduces on the new communicator. Every value is an integer
 // small enough that float sums are exact in any order.
@@ -97,8 +87,8 @@ int runUntilFailureThenShrink(Reporter& reporter, int rank, const Variant& varia
   result = ncclCommShrink(comm, &failed, 1, &shrunk, nullptr, variant.shrinkFlags);
   // Non-blocking: the survivors meet after the call returned; then the new
   // communicator is made.
-  if (variant.nonBlocking && result == ncclSuccess) result = settle(comm);
-  if (variant.nonBlocking && result == ncclSuccess) result = settle(shrunk);
+  if (variant.nonBlocking && result == ncclSuccess) result = settle(comm, seconds(30));
+  if (variant.nonBlocking && result == ncclSuccess) result = settle(shrunk, seconds(30));
   reportOutcome(reporter, "shrink", outcomeOf(result));
   if (result != ncclSuccess) return 1;
   int newRank = -1, newCount = -1;

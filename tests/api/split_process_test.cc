@@ -6,11 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <memory>
-#include <thread>
 #include <vector>
 
+#include "nonblocking_support.h"
 #include "rank_process.h"
 
 namespace hora_api_test {
@@ -38,8 +37,7 @@ TEST_P(CommSplitProcesses, FourRanksSplitInTwoByParity) {
       ncclComm_t child = nullptr;
       // Colour by parity, key reversing the order inside each group.
       ncclResult_t result = ncclCommSplit(comm, rank % 2, -rank, &child, nullptr);
-      while (result == ncclSuccess && ncclCommGetAsyncError(comm, &result) == ncclSuccess && result == ncclInProgress)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (result == ncclSuccess) result = settle(comm, seconds(30));  // the parent's state covers the split
       reportOutcome(reporter, "split", outcomeOf(result));
       if (child == nullptr) return 1;
       int childRank = -1, childCount = -1;
