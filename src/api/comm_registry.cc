@@ -54,27 +54,34 @@ bool running(const std::shared_future<void>& work) {
   return work.valid() && work.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
 }
 
-// A split or shrink that ended well has nothing more to say: forgotten, so
-// that later calls on the communicator neither copy its future nor look at
-// it. A failed one stays: it is the communicator's error.
+// A job (a split, a shrink, a non-blocking group) that ended well has
+// nothing more to say: forgotten, so that later calls on the communicator
+// neither copy its future nor look at it. A failed one stays: it is the
+// communicator's error.
 void forgetSucceededJob(ncclComm_t comm) {
   std::lock_guard<std::mutex> lock(registryMutex);
-  if (registry().count(comm) == 0 || !comm->childJob.valid() || running(comm->childJob)) return;
+  if (registry().count(comm) == 0 || !comm->job.valid() || running(comm->job)) return;
   try {
-    comm->childJob.get();
+    comm->job.get();
   } catch (...) {
     return;
   }
-  comm->childJob = {};
-  comm->childAbort = nullptr;
+  comm->job = {};
+  comm->stopJob = nullptr;
 }
 }  // namespace
 
-void setChildJob(ncclComm_t comm, std::shared_future<void> job, std::shared_ptr<std::atomic<bool>> childAbort) {
+void setJob(ncclComm_t comm, std::shared_future<void> job, std::function<void()> stopJob) {
   std::lock_guard<std::mutex> lock(registryMutex);
   checkLive(comm);
-  comm->childJob = std::move(job);
-  comm->childAbort = std::move(childAbort);
+  comm->job = std::move(job);
+  comm->stopJob = std::move(stopJob);
+}
+
+CommPtr madeComm(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  checkLive(comm);
+  return comm->impl;
 }
 
 bool isNonBlocking(ncclComm_t comm) {
@@ -86,6 +93,7 @@ bool isNonBlocking(ncclComm_t comm) {
 CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
   std::shared_future<CommPtr> pending;
   std::shared_future<void> job;
+  std::function<void()> stopJob;
   CommPtr impl;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
@@ -93,18 +101,20 @@ CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
     registry().erase(comm);
     impl = std::move(comm->impl);
     pending = std::move(comm->pending);
-    job = std::move(comm->childJob);
+    job = std::move(comm->job);
     if (stopInit && comm->initAbort) comm->initAbort->store(true);
-    if (stopInit && comm->childAbort && running(job)) comm->childAbort->store(true);
+    if (stopInit && running(job)) stopJob = std::move(comm->stopJob);
     comm->magic = 0;
     delete comm;
   }
-  // A split or shrink of it still running uses it with the other ranks:
-  // destroy lets it end (its outcome was the split's to report), abort
-  // ends it by aborting the communicator (again, later, for the caller:
-  // abort is idempotent). Either way the thread that ran it holds the
-  // communicator no more once this returns.
+  // Work on it still running (a split or shrink of it, a non-blocking
+  // group) uses it with the other ranks: destroy lets it end (its outcome
+  // was the work's to report), abort ends it (the work's own stop, then
+  // the communicator's abort: again, later, for the caller, abort is
+  // idempotent). Either way the thread that ran it holds the communicator
+  // no more once this returns.
   if (job.valid()) {
+    if (stopJob) stopJob();
     if (stopInit && impl) impl->abort();
     job.wait();
   }
@@ -131,7 +141,7 @@ CommPtr checkComm(ncclComm_t comm, JobFailure jobFailure) {
     checkLive(comm);
     impl = comm->impl;
     if (!impl) pending = comm->pending;
-    job = comm->childJob;
+    job = comm->job;
   }
   // Outside the lock: the init or the job may take a while.
   if (job.valid()) {
@@ -155,7 +165,7 @@ bool inProgress(ncclComm_t comm) {
     std::lock_guard<std::mutex> lock(registryMutex);
     checkLive(comm);
     if (!comm->impl) pending = comm->pending;
-    job = comm->childJob;
+    job = comm->job;
   }
   const bool initRuns = pending.valid() && pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
   return initRuns || running(job);

@@ -4,6 +4,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,11 +21,14 @@ struct Deferred {
   ncclComm_t comm;
   std::function<void()> work;
   std::function<void(std::exception_ptr)> cancel;
+  Background background;
 };
+using GroupOps = std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>>;
 struct GroupState {
-  std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops;
+  GroupOps ops;
   std::vector<Making> making;                                        // finishInGroupEnd
   std::vector<Deferred> deferred;                                   // deferToGroupEnd
+  std::vector<ncclComm_t> handles;  // what ops and deferred work name, each once
   ncclResult_t error = ncclSuccess;
 };
 thread_local GroupState group;
@@ -41,19 +45,29 @@ void finishInGroupEnd(std::shared_future<CommPtr> making, std::shared_ptr<std::a
   group.making.push_back({std::move(making), std::move(abortFlag)});
 }
 
-void deferToGroupEnd(ncclComm_t comm, std::function<void()> work, std::function<void(std::exception_ptr)> cancel) {
-  group.deferred.push_back({comm, std::move(work), std::move(cancel)});
+namespace {
+void noteHandle(ncclComm_t handle) {
+  if (std::find(group.handles.begin(), group.handles.end(), handle) == group.handles.end())
+    group.handles.push_back(handle);
+}
+}  // namespace
+
+void deferToGroupEnd(ncclComm_t comm, std::function<void()> work, std::function<void(std::exception_ptr)> cancel,
+                     Background background) {
+  noteHandle(comm);
+  group.deferred.push_back({comm, std::move(work), std::move(cancel), background});
 }
 
 void noteGroupError(ncclResult_t result) {
   if (inGroup() && group.error == ncclSuccess) group.error = result;
 }
 
-void issue(const CommPtr& comm, const core::Op& op) {
+void issue(ncclComm_t handle, const CommPtr& comm, const core::Op& op) {
   if (inGroup()) {
     // Before it is queued, as every argument check: the call fails and the
     // communicator stays usable (outside a group execute() checks).
     comm->checkBuffers(op);
+    noteHandle(handle);
     group.ops.emplace_back(comm, op);
     return;
   }
@@ -102,25 +116,41 @@ void runDeferred(std::vector<Deferred> deferred) {
 
 // Runs the collected operations: per communicator in issue order; the first
 // communicator on this thread, the others on their worker threads.
-void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>> ops) {
+// A group's operations per communicator (in issue order), with the memory
+// each communicator's share is on.
+struct GroupPlan {
   std::vector<std::pair<std::shared_ptr<core::Communicator>, std::vector<core::Op>>> perComm;
-  for (auto& [comm, op] : ops) appendFor(perComm, comm, op);
-  if (perComm.empty()) return;
-  // A communicator that cannot run fails the group before any other's
-  // part starts: none is left running, or waiting for this thread, after
-  // ncclGroupEnd returns.
-  for (auto& [comm, commOps] : perComm) {
+  std::vector<core::MemoryKind> memory;
+};
+
+// Checks what every share needs before any starts: a communicator that
+// cannot run fails the group before any other's part starts, so that none
+// is left running, or waiting for this thread, after ncclGroupEnd returns.
+GroupPlan planGroup(const GroupOps& ops) {
+  GroupPlan plan;
+  for (const auto& [comm, op] : ops) appendFor(plan.perComm, comm, op);
+  for (auto& [comm, commOps] : plan.perComm) {
     comm->checkUsable();
     core::checkSelfMessagesPair(commOps, comm->rank());
+    plan.memory.push_back(comm->checkedMemoryOf(commOps));
   }
+  return plan;
+}
+
+bool onDevices(const GroupPlan& plan) {
+  return std::all_of(plan.memory.begin(), plan.memory.end(),
+                     [](core::MemoryKind m) { return m == core::MemoryKind::Device; });
+}
+
+void runGroup(GroupPlan plan) {
+  auto& perComm = plan.perComm;
+  if (perComm.empty()) return;
   // Collectives on device buffers only enqueue kernels: every
   // communicator's part is launched from this thread, as NCCL launches a
   // group, without waking a worker thread per communicator (their ring
   // launches interleaved in the order of their collectives, for ranks that
   // share a GPU: device/launch_order.h).
-  std::vector<core::MemoryKind> memory;
-  for (auto& [comm, commOps] : perComm) memory.push_back(comm->checkedMemoryOf(commOps));
-  if (std::all_of(memory.begin(), memory.end(), [](core::MemoryKind m) { return m == core::MemoryKind::Device; })) {
+  if (onDevices(plan)) {
     std::vector<core::Communicator::DevicePart> parts;
     for (auto& [comm, commOps] : perComm) parts.push_back({comm.get(), commOps});
     core::Communicator::executeOnDevices(parts);
@@ -130,8 +160,8 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
   std::exception_ptr first;
   try {
     for (std::size_t i = 1; i < perComm.size(); ++i)
-      works.push_back(perComm[i].first->submit(std::move(perComm[i].second), memory[i]));
-    perComm[0].first->execute(perComm[0].second, memory[0]);
+      works.push_back(perComm[i].first->submit(std::move(perComm[i].second), plan.memory[i]));
+    perComm[0].first->execute(perComm[0].second, plan.memory[0]);
   } catch (...) {
     first = std::current_exception();
   }
@@ -143,6 +173,69 @@ void runGroup(std::vector<std::pair<std::shared_ptr<core::Communicator>, core::O
     }
   }
   if (first) std::rethrow_exception(first);
+}
+
+// Whether the group may end on a thread of its own, as NCCL ends a group
+// of non-blocking communicators: every communicator it names is
+// non-blocking, it makes none in blocking mode, its deferred work may run
+// on any thread, and its operations are on host buffers (device work only
+// enqueues kernels, on the caller's device: that stays on this thread, and
+// returns at once anyway).
+bool endsInBackground(const std::vector<ncclComm_t>& handles, const std::vector<Making>& making,
+                      const std::vector<Deferred>& deferred, const GroupPlan& plan) {
+  if (handles.empty() || !making.empty()) return false;
+  for (ncclComm_t handle : handles)
+    if (!isNonBlocking(handle)) return false;
+  for (const Deferred& item : deferred)
+    if (item.background != Background::Allowed) return false;
+  return std::none_of(plan.memory.begin(), plan.memory.end(),
+                      [](core::MemoryKind m) { return m == core::MemoryKind::Device; });
+}
+
+// Runs the group's deferred work and operations on a thread of their own;
+// each handle's job until they end (ncclCommGetAsyncError: ncclInProgress;
+// its calls wait; a failure is its error). ncclCommAbort of any of them
+// aborts every communicator of the group, as NCCL's abort of a group job
+// does, so that none is left waiting for a rank that stopped.
+void endInBackground(const std::vector<ncclComm_t>& handles, std::vector<Deferred> deferred, GroupPlan plan) {
+  std::vector<std::weak_ptr<core::Communicator>> members;
+  for (auto& [comm, commOps] : plan.perComm) members.push_back(comm);
+  for (ncclComm_t handle : handles)
+    if (CommPtr made = madeComm(handle)) members.push_back(made);
+  struct Work {
+    std::vector<Deferred> deferred;
+    GroupPlan plan;
+    std::promise<void> finished;
+  };
+  auto work = std::make_shared<Work>(Work{std::move(deferred), std::move(plan), {}});
+  std::shared_future<void> job = work->finished.get_future().share();
+  for (ncclComm_t handle : handles)
+    setJob(handle, job, [members] {
+      for (const auto& member : members)
+        if (CommPtr comm = member.lock()) comm->abort();
+    });
+  try {
+    std::thread([work] {
+      std::exception_ptr failure;
+      try {
+        runDeferred(std::exchange(work->deferred, {}));
+        runGroup(std::exchange(work->plan, {}));
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      // Before the job ends: then no destroy that waits for it returns
+      // while this thread still holds a communicator.
+      work->deferred.clear();
+      work->plan = {};
+      if (failure) work->finished.set_exception(failure);
+      else work->finished.set_value();
+    }).detach();
+  } catch (...) {  // no thread: nothing ran, and the handles say why
+    const std::exception_ptr why = std::current_exception();
+    for (Deferred& item : work->deferred)
+      if (item.cancel) item.cancel(why);
+    work->finished.set_exception(why);
+  }
 }
 }  // namespace
 
@@ -166,6 +259,7 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
   auto ops = std::exchange(group.ops, {});
   auto making = std::exchange(group.making, {});
   auto deferred = std::exchange(group.deferred, {});
+  const auto handles = std::exchange(group.handles, {});
   const ncclResult_t refused = std::exchange(group.error, ncclSuccess);
   // Deferred work that will not run tells whoever waits for it why.
   auto cancelDeferred = [&](ncclResult_t why, const char* what) {
@@ -203,9 +297,24 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
     else cancelDeferred(ncclInvalidUsage, "its group was ended by ncclGroupSimulateEnd");
     return made;
   }
+  GroupPlan plan;
+  bool background = false;
+  const ncclResult_t checked = guarded(function, [&] {
+    plan = planGroup(ops);
+    background = endsInBackground(handles, making, deferred, plan);
+  });
+  if (checked != ncclSuccess) {
+    cancelDeferred(checked, "an operation of its group could not run");
+    return checked;
+  }
+  if (background) {
+    const ncclResult_t started =
+        guarded(function, [&] { endInBackground(handles, std::move(deferred), std::move(plan)); });
+    return started == ncclSuccess ? ncclInProgress : started;
+  }
   return guarded(function, [&] {
     runDeferred(std::move(deferred));
-    runGroup(std::move(ops));
+    runGroup(std::move(plan));
   });
 }
 

@@ -1,7 +1,10 @@
 // ncclGroupStart/End: operations issued between them are collected on the
 // issuing thread and run together at the outermost ncclGroupEnd, each
 // communicator's share on its own thread, so one thread can drive every rank
-// of a process.
+// of a process. A group of non-blocking communicators (config.blocking = 0)
+// only, on host buffers, runs on a thread of its own, as NCCL's: its
+// ncclGroupEnd returns ncclInProgress, and each communicator reports the
+// group's work as its job (ncclComm::job).
 #pragma once
 
 #include <atomic>
@@ -14,8 +17,9 @@
 
 namespace hora::api {
 
-// Runs `op` now, or queues it if this thread is inside a group.
-void issue(const CommPtr& comm, const core::Op& op);
+// Runs `op` on `comm`, the communicator behind `handle`, now, or queues it
+// if this thread is inside a group.
+void issue(ncclComm_t handle, const CommPtr& comm, const core::Op& op);
 bool inGroup();
 int groupDepth();  // nested ncclGroupStart calls not ended yet on this thread
 // Remembers an argument error inside a group: ncclGroupEnd reports it.
@@ -40,9 +44,13 @@ void finishInGroupEnd(std::shared_future<CommPtr> making, std::shared_ptr<std::a
 // nothing waits for work that will not run. One thread may so drive every
 // rank: each communicator's work runs in issue order, the communicators'
 // at once. The caller checks the arguments first, as for any call in a
-// group: a refused call fails the group and nothing in it runs.
+// group: a refused call fails the group and nothing in it runs. Work that
+// may run on any thread (`Background::Allowed`, not waiting for `comm`'s
+// handle) lets a group of non-blocking communicators end in the background.
+enum class Background { Allowed, NotAllowed };
 void deferToGroupEnd(ncclComm_t comm, std::function<void()> work,
-                     std::function<void(std::exception_ptr)> cancel = {});
+                     std::function<void(std::exception_ptr)> cancel = {},
+                     Background background = Background::NotAllowed);
 // Closes one level of this thread's group; at the outermost, runs what it
 // collected (run), or drops it (ncclGroupSimulateEnd), and returns what
 // `function` (the entry point) returns.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -32,17 +33,20 @@ struct ncclComm {
   std::atomic<bool> finalizeCalled{false};
   // Its config said blocking = 0 (a split's or shrink's without a config
   // of its own: its parent's did). A split or shrink of it then returns at
-  // once, as NCCL's, and goes on on a thread of its own.
+  // once, as NCCL's, and goes on on a thread of its own; so does a group
+  // of such communicators at its ncclGroupEnd (api/group.h).
   bool nonBlocking = false;
-  // Such a split or shrink of this communicator, while it may still run
-  // (from the exchange over this communicator to the new one's init): as
-  // in NCCL, calls on this communicator wait for it, ncclCommGetAsyncError
-  // says ncclInProgress until it is done, and its failure is this
-  // communicator's error from then on.
-  std::shared_future<void> childJob;
-  // That job's new communicator's init stops when this flag is set: by
-  // ncclCommAbort of it, or of this communicator while the job runs.
-  std::shared_ptr<std::atomic<bool>> childAbort;
+  // Work on this communicator that runs on a thread of its own, while it
+  // may still run: a split or shrink of it (from the exchange over it to
+  // the new communicator's init), or a group of non-blocking communicators
+  // it takes part in. As in NCCL, calls on this communicator wait for it,
+  // ncclCommGetAsyncError says ncclInProgress until it is done, and its
+  // failure is this communicator's error from then on.
+  std::shared_future<void> job;
+  // Stops that work at once: ncclCommAbort of this communicator calls it
+  // while the work runs (a split's: the new communicator's init stops; a
+  // group's: every communicator of the group is aborted, as in NCCL).
+  std::function<void()> stopJob;
 };
 
 namespace hora::api {
@@ -63,24 +67,27 @@ void registerComm(ncclComm* comm);
 ncclComm* wrapComm(CommPtr impl, bool nonBlocking);
 ncclComm* wrapPending(std::shared_future<CommPtr> making, bool nonBlocking,
                       std::shared_ptr<std::atomic<bool>> initAbort = nullptr);
-// Records a non-blocking split or shrink of `comm` (ncclComm::childJob,
-// childAbort).
-void setChildJob(ncclComm_t comm, std::shared_future<void> job, std::shared_ptr<std::atomic<bool>> childAbort);
+// Records work on `comm` that runs on a thread of its own (ncclComm::job,
+// stopJob).
+void setJob(ncclComm_t comm, std::shared_future<void> job, std::function<void()> stopJob);
 bool isNonBlocking(ncclComm_t comm);
+// The communicator behind a live handle, or null while its init runs
+// (never waits, unlike checkComm).
+CommPtr madeComm(ncclComm_t comm);
 // Removes the handle and returns its communicator (for destroy and abort),
 // after its non-blocking init, if one still runs: stopped first (stopInit,
 // abort: not waited for, it ends by itself), or awaited (destroy). Both
-// wait for a non-blocking split or shrink of it (abort first aborts the
-// communicator and stops the new one's init, which ends it at once), so
-// that the thread running it holds the communicator no more.
+// wait for its job (ncclComm::job; abort first stops the job and aborts
+// the communicator, which ends it at once), so that the thread running it
+// holds the communicator no more.
 CommPtr unregisterComm(ncclComm_t comm, bool stopInit = false);
 // The communicator behind a live handle. Entry points hold the returned
 // pointer for the whole call, so a concurrent ncclCommAbort or Destroy
 // cannot free it underneath them. A handle whose non-blocking init is
 // still running is waited for (its init's error, if it failed, is thrown),
-// and so is a non-blocking split or shrink of it (its error, likewise,
-// unless `jobFailure` says to ignore it: revoke and shrink, the way out
-// of a failure, still work).
+// and so is its job (ncclComm::job: its error, likewise, unless
+// `jobFailure` says to ignore it: revoke and shrink, the way out of a
+// failure, still work).
 enum class JobFailure { Throw, Ignore };
 CommPtr checkComm(ncclComm_t comm, JobFailure jobFailure = JobFailure::Throw);
 // checkComm for calls that NCCL refuses on a communicator with an
@@ -89,7 +96,7 @@ CommPtr checkComm(ncclComm_t comm, JobFailure jobFailure = JobFailure::Throw);
 // error. An aborted or revoked one is still answered, as NCCL's is.
 CommPtr checkCommNotBroken(ncclComm_t comm);
 // For ncclCommGetAsyncError: true while the handle's non-blocking init
-// runs, or a non-blocking split or shrink of it.
+// runs, or its job.
 bool inProgress(ncclComm_t comm);
 
 ncclResult_t resultOf(ErrorKind kind);

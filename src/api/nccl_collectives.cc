@@ -28,7 +28,7 @@ HORA_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff,
     api::checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = opOf(core::OpKind::AllReduce, sendbuff, recvbuff, count, type, stream);
     o.reduce = c->reduceSpecFor(op, type);
-    api::issue(c, o);
+    api::issue(comm, c, o);
   });
 }
 
@@ -43,7 +43,7 @@ HORA_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvb
     api::checkBuffer(recvbuff, recvcount, "recvbuff");
     core::Op o = opOf(core::OpKind::ReduceScatter, sendbuff, recvbuff, recvcount, type, stream);
     o.reduce = c->reduceSpecFor(op, type);
-    api::issue(c, o);
+    api::issue(comm, c, o);
   });
 }
 
@@ -55,7 +55,7 @@ HORA_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff,
     api::checkedBytes(sendcount, type, c->nranks());
     api::checkBuffer(sendbuff, sendcount, "sendbuff");
     api::checkBuffer(recvbuff, sendcount, "recvbuff");
-    api::issue(c, opOf(core::OpKind::AllGather, sendbuff, recvbuff, sendcount, type, stream));
+    api::issue(comm, c, opOf(core::OpKind::AllGather, sendbuff, recvbuff, sendcount, type, stream));
   });
 }
 
@@ -70,7 +70,7 @@ HORA_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff,
     api::checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = opOf(core::OpKind::Broadcast, sendbuff, recvbuff, count, type, stream);
     o.root = root;
-    api::issue(c, o);
+    api::issue(comm, c, o);
   });
 }
 
@@ -92,7 +92,7 @@ HORA_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, si
     core::Op o = opOf(core::OpKind::Reduce, sendbuff, recvbuff, count, type, stream);
     o.reduce = c->reduceSpecFor(op, type);
     o.root = root;
-    api::issue(c, o);
+    api::issue(comm, c, o);
   });
 }
 
@@ -106,7 +106,7 @@ HORA_NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
     api::checkBuffer(sendbuff, count, "sendbuff");
     core::Op o = opOf(core::OpKind::Send, sendbuff, nullptr, count, type, stream);
     o.peer = peer;
-    api::issue(c, o);
+    api::issue(comm, c, o);
   });
 }
 
@@ -120,7 +120,7 @@ HORA_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType
     api::checkBuffer(recvbuff, count, "recvbuff");
     core::Op o = opOf(core::OpKind::Recv, nullptr, recvbuff, count, type, stream);
     o.peer = peer;
-    api::issue(c, o);
+    api::issue(comm, c, o);
   });
 }
 
@@ -134,7 +134,7 @@ HORA_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, 
     api::checkBuffer(sendbuff, count, "sendbuff");
     api::checkBuffer(recvbuff, count, "recvbuff");
     HORA_CHECK_ARG(count == 0 || sendbuff != recvbuff, "ncclAlltoAll cannot run in place");
-    api::issue(c, opOf(core::OpKind::AllToAll, sendbuff, recvbuff, count, type, stream));
+    api::issue(comm, c, opOf(core::OpKind::AllToAll, sendbuff, recvbuff, count, type, stream));
   });
 }
 
@@ -150,7 +150,7 @@ HORA_NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, si
     if (isRoot) api::checkBuffer(recvbuff, count, "recvbuff (at the root)");
     core::Op o = opOf(core::OpKind::Gather, sendbuff, isRoot ? recvbuff : nullptr, count, type, stream);
     o.root = root;
-    api::issue(c, o);
+    api::issue(comm, c, o);
   });
 }
 
@@ -166,6 +166,6 @@ HORA_NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, s
     if (isRoot) api::checkBuffer(sendbuff, count, "sendbuff (at the root)");
     core::Op o = opOf(core::OpKind::Scatter, isRoot ? sendbuff : nullptr, recvbuff, count, type, stream);
     o.root = root;
-    api::issue(c, o);
+    api::issue(comm, c, o);
   });
 }

@@ -46,7 +46,7 @@ ncclComm_t makeAtGroupEnd(ncclComm_t parent, std::function<api::CommPtr()> make,
           throw;
         }
       },
-      [promise](std::exception_ptr why) { promise->set_exception(why); });
+      [promise](std::exception_ptr why) { promise->set_exception(why); }, api::Background::Allowed);
   return handle ? api::wrapPending(std::move(made), nonBlocking) : nullptr;
 }
 
@@ -92,7 +92,7 @@ ncclComm_t startOnItsOwnThread(ncclComm_t parentHandle, api::CommPtr parent, Exc
       else finished->set_exception(std::current_exception());
     }
   }).detach();
-  api::setChildJob(parentHandle, std::move(job), initAbort);
+  api::setJob(parentHandle, std::move(job), [initAbort] { initAbort->store(true); });
   return handle ? api::wrapPending(std::move(making), nonBlocking, std::move(initAbort)) : nullptr;
 }
 

@@ -20,8 +20,6 @@
 namespace hora_api_test {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // A non-blocking init of rank 0 of 2 whose rank 1 never comes; null if
 // the call did not return ncclInProgress.
 ncclComm_t startRankZeroOfTwoAlone() {

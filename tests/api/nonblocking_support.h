@@ -1,8 +1,11 @@
 // Helpers for tests of non-blocking communicators (config.blocking = 0):
-// the config, polling a communicator's state until it settles, and a
-// HORA_TIMEOUT for the communicators a test makes.
+// the config, polling a communicator's state until it settles, a
+// HORA_TIMEOUT for the communicators a test makes, and communicators of
+// every rank made and destroyed by one thread.
 #pragma once
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -14,6 +17,9 @@
 #include "nccl.h"
 
 namespace hora_api_test {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kSettle = std::chrono::seconds(20);
 
 inline ncclConfig_t nonBlockingConfig() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -55,5 +61,28 @@ class ScopedTimeout {
   bool hadValue_ = false;
   std::string previous_;
 };
+
+// `n` non-blocking communicators, every rank's made by this thread (each
+// init returns at once), ready.
+inline std::vector<ncclComm_t> makeNonBlocking(int n) {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(n, nullptr);
+  for (int rank = 0; rank < n; ++rank) {
+    ncclConfig_t config = nonBlockingConfig();
+    EXPECT_THAT(ncclCommInitRankConfig(&comms[rank], n, id, rank, &config),
+                ::testing::AnyOf(ncclInProgress, ncclSuccess));
+  }
+  for (ncclComm_t comm : comms) EXPECT_EQ(settle(comm, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  return comms;
+}
+
+inline void destroyAll(const std::vector<ncclComm_t>& comms) {
+  for (ncclComm_t comm : comms) {
+    if (comm != nullptr) {
+      EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    }
+  }
+}
 
 }  // namespace hora_api_test
