@@ -107,7 +107,8 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks
 HORA_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
               int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
   const ncclResult_t result = api::guardedInGroup("ncclCommInitRankScalable", [&] {
-    HORA_CHECK_ARG(nId >= 1, "nId must be at least 1, got ", nId);
+    HORA_CHECK_ARG(nId >= 1 && nId <= nranks, "nId must be at least 1 and at most nranks (", nranks, "), got ",
+                   nId);
     HORA_CHECK_ARG(commIds != nullptr, "commIds is NULL");
     for (int k = 0; k < nId; ++k) (void)bootstrap::decode(commIds[k].internal);  // every id must be valid
     const ncclUniqueId* meetingPlace = std::min_element(
@@ -135,6 +136,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
     HORA_CHECK_ARG(comms != nullptr, "comms is NULL");
     HORA_CHECK_ARG(ndev >= 0, "ndev is negative (", ndev, ")");
     if (ndev == 0) return;  // no communicator to make, as NCCL
+    bootstrap::checkCommIdVariable();
     // Rank r is bound to devlist[r] (without a list, device r modulo the
     // number of devices); a device may repeat: several ranks then share one
     // GPU. Without CUDA, no device.
@@ -315,6 +317,7 @@ HORA_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* sca
 
 HORA_NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   return api::guarded("ncclRedOpDestroy", [&] {
+    HORA_CHECK_ARG(op >= 0, "reduction op ", int(op), " is not a reduction op (negative)");
     HORA_CHECK_ARG(op >= ncclNumOps, "built-in reduction op ", int(op), " cannot be destroyed");
     api::checkComm(comm)->destroyRedOp(op);
   });

@@ -92,6 +92,10 @@ UniqueId uniqueIdForAddress(const SocketAddress& root) {
 
 bool rootHostedByRankZero() { return commIdVariable().has_value(); }
 
+void checkCommIdVariable() {
+  if (auto fixed = commIdVariable()) (void)SocketAddress::parse(*fixed);
+}
+
 namespace {
 UniqueId startRoot(SocketAddress address, const std::string& interfaceName) {
   address.setPort(0);

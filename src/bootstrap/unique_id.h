@@ -44,4 +44,10 @@ UniqueId uniqueIdForAddress(const SocketAddress& root);
 // True when NCCL_COMM_ID/HORA_COMM_ID is set: rank 0 must host the root.
 bool rootHostedByRankZero();
 
+// Refuses (InvalidArgument) a NCCL_COMM_ID/HORA_COMM_ID that is set but
+// names no address, as createUniqueId does: for ncclCommInitAll, which
+// does not use it (its ranks meet on loopback) but, as NCCL's, must not
+// accept what ncclGetUniqueId refuses.
+void checkCommIdVariable();
+
 }  // namespace hora::bootstrap

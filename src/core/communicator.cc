@@ -803,15 +803,27 @@ void Communicator::abort() {
   queue_.clear();
 }
 
+int Communicator::nextRedOpTag() {
+  // Tags in [1, 2^14): handles stay far from INT_MAX, and the communicators
+  // a process holds at once get tags of their own (it would take 16,383
+  // communicators made in between for two to share one).
+  static std::atomic<unsigned> made{0};
+  return static_cast<int>(made.fetch_add(1) % ((1u << 14) - 1)) + 1;
+}
+
 int Communicator::createPreMulSum(DataType type, std::uint64_t scalarBits, const void* scalarAt) {
   std::lock_guard<std::mutex> lock(stateMutex_);
   // The lowest free handle, as NCCL reuses them: PyTorch makes and destroys
   // one per PREMUL_SUM collective, so counting up would run out of ints.
-  int handle = kFirstCustomOp;
+  const int first = kFirstCustomOp + redOpTag_ * kRedOpsPerTag;
+  int handle = first;
   for (const auto& [used, spec] : customOps_) {  // in ascending order
     if (used != handle) break;
     ++handle;
   }
+  if (handle - first >= kRedOpsPerTag)
+    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", kRedOpsPerTag,
+         " PreMulSum reduction ops are live on this communicator; destroy some (ncclRedOpDestroy) first");
   customOps_[handle] = kernels::ReduceSpec{type, kernels::ReduceKind::PreMulSum, scalarBits, scalarAt};
   return handle;
 }

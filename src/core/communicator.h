@@ -200,7 +200,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // How many collectives ran on windows without FIFOs (for tests and logs).
   std::uint64_t zeroCopyCollectives() const { return executor_->windowCollectives(); }
 
-  // PreMulSum handles (ncclRedOpCreatePreMulSum): index >= ncclNumOps.
+  // PreMulSum handles (ncclRedOpCreatePreMulSum): >= ncclNumOps, and
+  // this communicator's only.
   // The scalar comes by value (`scalarBits`), or, where `scalarAt` is not
   // null (ncclScalarDevice), stays in memory and is read each time an
   // operation with the handle runs.
@@ -333,7 +334,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int brokenRank_ = -1;
   std::atomic<bool> closedToWork_{false};  // closeToWork()
   std::map<int, kernels::ReduceSpec> customOps_;
+  // A PreMulSum handle is kFirstCustomOp + tag * kRedOpsPerTag + index: the
+  // index is the lowest free one (handles are reused), the tag this
+  // communicator's, so that a handle of another communicator is refused
+  // here instead of naming this one's op at the same index (NCCL mangles
+  // its handles with the communicator for the same reason).
   static constexpr int kFirstCustomOp = 5;  // ncclNumOps
+  static constexpr int kRedOpsPerTag = 1 << 16;
+  const int redOpTag_ = nextRedOpTag();
+  static int nextRedOpTag();
 };
 
 }  // namespace hora::core

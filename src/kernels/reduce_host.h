@@ -45,7 +45,8 @@ struct ReduceSpec {
 // Element semantics are those of kernels/reduce_ops.h: float16, bfloat16 and
 // fp8 compute in float and round once to the type (fp8 saturating); integers
 // wrap modulo 2^bits and divide truncating toward zero; floating Max/Min
-// return NaN if either operand is NaN (which NaN is unspecified).
+// return the number where one operand is NaN, as NCCL's kernels do (NaN
+// where both are; which NaN is unspecified).
 // Throws hora::Error(InvalidArgument) for an invalid type or kind (naming the
 // value), a SumPostDiv divisor of 0, and, when count > 0, null, misaligned or
 // partially overlapping pointers. count == 0 does nothing.

@@ -12,7 +12,8 @@
 //   - integer Sum/Prod/PreMul: wrap modulo 2^bits (done in the unsigned type,
 //     so signed overflow is never undefined behaviour);
 //   - integer PostDiv: truncates toward zero, like C++ division;
-//   - floating Max/Min: NaN if either operand is NaN (NCCL propagates NaN);
+//   - floating Max/Min: as NCCL's kernels (fmaxf, __hmax), a NaN operand
+//     (quiet or signalling) loses to a number, NaN only where both are;
 //     between +0 and -0 either may be returned.
 // A CUDA compiler may contract a pre-multiply and the sum that follows into
 // one fused multiply-add, rounding once instead of twice; for the 16-bit and
@@ -103,19 +104,21 @@ struct FuncProd : BinaryOnElements<T, FuncProd<T>> {
   }
 };
 
-// For floating types, `a != a` is true only for NaN; testing it first makes
-// NaN win whichever side it is on. The selects vectorize (no branches).
+// For floating types, `b != b` is true only for NaN: a NaN `b` gives `a`,
+// and a NaN `a` fails both tests and gives `b`, so a number wins over NaN
+// whichever side it is on (the rule of NCCL's kernels; glibc's fmax
+// differs only for a signalling NaN). The selects vectorize (no branches).
 template <typename T>
 struct FuncMax : BinaryOnElements<T, FuncMax<T>> {
   HORA_HOST_DEVICE static constexpr Compute<T> apply(Compute<T> a, Compute<T> b) {
-    return (a > b || a != a) ? a : b;
+    return (a > b || b != b) ? a : b;
   }
 };
 
 template <typename T>
 struct FuncMin : BinaryOnElements<T, FuncMin<T>> {
   HORA_HOST_DEVICE static constexpr Compute<T> apply(Compute<T> a, Compute<T> b) {
-    return (a < b || a != a) ? a : b;
+    return (a < b || b != b) ? a : b;
   }
 };
 

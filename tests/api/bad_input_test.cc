@@ -104,6 +104,8 @@ TEST_F(SingleRank, InvalidReductionOpIsRefused) {
               FailsWith(ncclInvalidArgument, Words{"ncclReduce", "reduction op 99"}));
   EXPECT_THAT(outcomeOf(ncclRedOpDestroy(ncclSum, comm())),
               FailsWith(ncclInvalidArgument, Words{"ncclRedOpDestroy", "built-in"}));
+  EXPECT_THAT(outcomeOf(ncclRedOpDestroy(static_cast<ncclRedOp_t>(-7), comm())),
+              FailsWith(ncclInvalidArgument, Words{"ncclRedOpDestroy", "-7 is not a reduction op"}));
 }
 
 TEST_F(SingleRank, DestroyedPreMulSumHandleIsRefused) {
@@ -652,9 +654,32 @@ TEST(BadInput, PreMulSumHandlesAreReused) {
   for (int i = 0; i < 1000; ++i) {
     ncclRedOp_t op{};
     ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &factor, ncclFloat, ncclScalarHostImmediate, comms[0]), ncclSuccess);
-    EXPECT_LT(static_cast<int>(op), static_cast<int>(ncclNumOps) + 3);
+    EXPECT_EQ(static_cast<int>(op), static_cast<int>(first) + 2);  // the lowest free one (first and second live)
     ASSERT_EQ(ncclRedOpDestroy(op, comms[0]), ncclSuccess);
   }
+}
+
+// A handle is its communicator's: another communicator refuses it, even
+// while one of its own sits at the same place in its list (NCCL mangles
+// handles with the communicator for this), instead of applying its own
+// scalar.
+TEST(BadInput, PreMulSumHandleOfAnotherCommunicatorIsRefused) {
+  LocalComms a(1), b(1);
+  float two = 2.0f, three = 3.0f;
+  ncclRedOp_t ofA{}, ofB{};
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&ofA, &two, ncclFloat, ncclScalarHostImmediate, a[0]), ncclSuccess);
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&ofB, &three, ncclFloat, ncclScalarHostImmediate, b[0]), ncclSuccess);
+  EXPECT_NE(ofA, ofB);
+  EXPECT_GE(static_cast<int>(ofA), static_cast<int>(ncclNumOps));
+  float in = 1.0f, out = 0.0f;
+  EXPECT_THAT(outcomeOf(ncclAllReduce(&in, &out, 1, ncclFloat, ofA, b[0], nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"reduction op " + std::to_string(static_cast<int>(ofA))}));
+  EXPECT_EQ(out, 0.0f);
+  EXPECT_THAT(outcomeOf(ncclRedOpDestroy(ofA, b[0])), FailsWith(ncclInvalidArgument, Words{"ncclRedOpDestroy"}));
+  ASSERT_EQ(ncclAllReduce(&in, &out, 1, ncclFloat, ofB, b[0], nullptr), ncclSuccess);
+  EXPECT_EQ(out, 3.0f);
+  EXPECT_EQ(ncclRedOpDestroy(ofA, a[0]), ncclSuccess);
+  EXPECT_EQ(ncclRedOpDestroy(ofB, b[0]), ncclSuccess);
 }
 
 // ncclGroupSimulateEnd ends the group as NVIDIA's does, without running

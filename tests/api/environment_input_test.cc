@@ -35,6 +35,15 @@ ncclResult_t createUniqueId() {
   return ncclGetUniqueId(&id);
 }
 
+// Two communicators of this process's threads (ncclCommInitAll).
+ncclResult_t createCommunicatorsOfThreads() {
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const ncclResult_t result = ncclCommInitAll(comms, 2, nullptr);
+  if (result == ncclSuccess)
+    for (ncclComm_t comm : comms) ncclCommDestroy(comm);
+  return result;
+}
+
 // A one-rank communicator through the full init path.
 ncclResult_t createOneRankCommunicator() {
   ncclUniqueId id;
@@ -85,6 +94,10 @@ TEST(EnvironmentInput, InvalidRendezvousAddressIsNamed) {
   };
   EXPECT_THAT(outcomeInChild(badAddress, createUniqueId),
               FailsWith(ncclInvalidArgument, Words{"ncclGetUniqueId", "localhost-without-port", "port"}));
+  // ncclCommInitAll does not use it (its ranks meet on loopback), but, as
+  // NCCL's (which gets its id from ncclGetUniqueId), refuses it too.
+  EXPECT_THAT(outcomeInChild(badAddress, createCommunicatorsOfThreads),
+              FailsWith(ncclInvalidArgument, Words{"ncclCommInitAll", "localhost-without-port", "port"}));
 }
 
 // A setting that decides how ranks cut an operation's bytes, set on one

@@ -382,6 +382,10 @@ TEST(ScalableInit, BadIdsAreRefused) {
   EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, nullptr), ncclInvalidArgument);
   EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 0, ids, nullptr), ncclInvalidArgument);
   EXPECT_EQ(ncclCommInitRankScalable(&comm, 1, 0, 1, nullptr, nullptr), ncclInvalidArgument);
+  // More ids than ranks, all valid: refused, as NCCL does.
+  ASSERT_EQ(ncclGetUniqueId(&ids[1]), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommInitRankScalable(&comm, 1, 0, 2, ids, nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"nId", "at most nranks (1), got 2"}));
   EXPECT_EQ(comm, nullptr);
 }
 

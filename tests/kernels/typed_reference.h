@@ -153,14 +153,19 @@ double referenceFloating(ReduceKind kind, double local, const double* remote, bo
   if (kind == ReduceKind::PreMulSum) value = roundToCompute<T>(value * toDouble(preMulScalar<T>()));
   if (remote != nullptr) {
     const double other = *remote;
-    const bool nan = std::isnan(value) || std::isnan(other);
     switch (kind) {
       case ReduceKind::Sum:
       case ReduceKind::PreMulSum:
       case ReduceKind::SumPostDiv: value = roundToCompute<T>(value + other); break;
       case ReduceKind::Prod: value = roundToCompute<T>(value * other); break;
-      case ReduceKind::Max: value = nan ? NAN : std::max(value, other); break;
-      case ReduceKind::Min: value = nan ? NAN : std::min(value, other); break;
+      // A NaN operand loses to a number (NCCL's fmaxf and __hmax), a
+      // signalling NaN too (where glibc's fmax would return NaN).
+      case ReduceKind::Max:
+        value = std::isnan(other) ? value : std::isnan(value) ? other : std::max(value, other);
+        break;
+      case ReduceKind::Min:
+        value = std::isnan(other) ? value : std::isnan(value) ? other : std::min(value, other);
+        break;
     }
   }
   if (kind == ReduceKind::SumPostDiv && finalize) {
