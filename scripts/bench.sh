@@ -12,7 +12,7 @@ nranks=${1:-2}
 max=${2:-256M}
 run="$build_dir/tools/hora-run/hora-run"
 perf="$build_dir/bench/perf/hora-perf"
-for collective in all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall; do
+for collective in all_reduce reduce_scatter all_gather broadcast reduce sendrecv alltoall gather scatter; do
   echo "### $collective, $nranks ranks"
   "$run" -n "$nranks" "$perf" "$collective" -b 8 -e "$max" -f 8 -w 2 -n 10 -c 1
 done

@@ -37,6 +37,12 @@ void issue(const StepPlan& plan, bool inPlace, const NcclRank& local) {
     case Collective::AlltoAll:
       return checkNccl(ncclAlltoAll(call.send, call.recv, count, plan.type, local.comm, stream),
                        "ncclAlltoAll", local.rank, local.comm);
+    case Collective::Gather:
+      return checkNccl(ncclGather(call.send, call.recv, count, plan.type, plan.root, local.comm, stream),
+                       "ncclGather", local.rank, local.comm);
+    case Collective::Scatter:
+      return checkNccl(ncclScatter(call.send, call.recv, count, plan.type, plan.root, local.comm, stream),
+                       "ncclScatter", local.rank, local.comm);
   }
 }
 

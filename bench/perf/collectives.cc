@@ -7,7 +7,7 @@
 namespace hora::perf {
 namespace {
 
-constexpr std::array<CollectiveInfo, 7> kCollectives = {{
+constexpr std::array<CollectiveInfo, 9> kCollectives = {{
     {Collective::AllReduce, "all_reduce", true, false, InPlaceForm::Checked},
     {Collective::ReduceScatter, "reduce_scatter", true, false, InPlaceForm::Checked},
     {Collective::AllGather, "all_gather", false, false, InPlaceForm::Checked},
@@ -15,6 +15,8 @@ constexpr std::array<CollectiveInfo, 7> kCollectives = {{
     {Collective::Reduce, "reduce", true, true, InPlaceForm::Checked},
     {Collective::SendRecv, "sendrecv", false, false, InPlaceForm::TimedOnly},
     {Collective::AlltoAll, "alltoall", false, false, InPlaceForm::Refused},
+    {Collective::Gather, "gather", false, true, InPlaceForm::Checked},
+    {Collective::Scatter, "scatter", false, true, InPlaceForm::Checked},
 }};
 
 constexpr std::string_view kBinarySuffix = "_perf";
@@ -63,6 +65,12 @@ CollectiveSizing sizeCollective(Collective collective, std::size_t requestedByte
     case Collective::AlltoAll:
       // Each rank sends one piece to every rank, and receives one from each.
       return {perRank, wholeRanks, wholeRanks};
+    case Collective::Gather:
+      // Each rank sends its piece; the root receives the whole array.
+      return {perRank, perRank, wholeRanks};
+    case Collective::Scatter:
+      // The root sends the whole array; each rank receives its piece.
+      return {perRank, wholeRanks, perRank};
   }
   throw std::out_of_range("unknown collective " + std::to_string(static_cast<int>(collective)));
 }
@@ -77,7 +85,10 @@ double busBandwidthFactor(Collective collective, int nranks) {
     // rank's own 1/n never crosses a link.
     case Collective::ReduceScatter:
     case Collective::AllGather:
-    case Collective::AlltoAll: return (n - 1.0) / n;
+    case Collective::AlltoAll:
+    // The root's link carries every piece but its own (nccl-tests' factor).
+    case Collective::Gather:
+    case Collective::Scatter: return (n - 1.0) / n;
     // All data leaves (or reaches) one rank through its single link, and a
     // send/recv pair is one transfer: the algorithm bandwidth is the bus's.
     case Collective::Broadcast:

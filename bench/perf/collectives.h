@@ -10,7 +10,7 @@
 
 namespace hora::perf {
 
-enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv, AlltoAll };
+enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv, AlltoAll, Gather, Scatter };
 
 // What the in-place columns of a collective hold.
 enum class InPlaceForm {

@@ -41,8 +41,10 @@ CallPointers callPointers(const StepPlan& plan, int rank, bool inPlace, const Ra
   const auto r = static_cast<std::size_t>(rank);
   switch (plan.collective) {
     case Collective::AllGather:
+    case Collective::Gather:
       return {offsetBytes(buffers.recv, r * plan.sizing.sendCount, plan), buffers.recv};
     case Collective::ReduceScatter:
+    case Collective::Scatter:
       return {buffers.recv, offsetBytes(buffers.recv, r * plan.sizing.recvCount, plan)};
     default: return {buffers.recv, buffers.recv};
   }
@@ -108,6 +110,19 @@ long long countWrongElements(const StepPlan& plan, const ValueModel& values, int
       return countMismatches(plan, values, call.recv, sizing.recvCount, [&](std::size_t i) {
         return values.input(static_cast<int>(i / perRank), mine + i % perRank, rep);
       });
+    }
+    case Collective::Gather:
+      // At the root, piece s of the result is rank s's send array; the
+      // others' receive buffers are not the collective's.
+      if (rank != plan.root) return 0;
+      return countMismatches(plan, values, call.recv, sizing.recvCount, [&](std::size_t i) {
+        return values.input(static_cast<int>(i / perRank), i % perRank, rep);
+      });
+    case Collective::Scatter: {
+      // Rank r receives piece r of the root's send array.
+      const std::size_t first = static_cast<std::size_t>(rank) * perRank;
+      return countMismatches(plan, values, call.recv, sizing.recvCount,
+                             [&](std::size_t i) { return values.input(plan.root, first + i, rep); });
     }
   }
   return 0;

@@ -7,12 +7,14 @@
 // See docs/hora-perf.md for the flags and the meaning of every column.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "device_memory.h"
 #include "launch_environment.h"
+#include "nccl_failure.h"
 #include "options.h"
 #include "rank_placement.h"
 #include "run_modes.h"
@@ -64,5 +66,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hora-perf: %s\nRun 'hora-perf -h' for usage.\n", error.what());
     return kUsageExitStatus;
   }
-  return process ? runAsProcessRank(options, *process, placement) : runRanksAsThreads(options, placement);
+  try {
+    return process ? runAsProcessRank(options, *process, placement) : runRanksAsThreads(options, placement);
+  } catch (const std::exception& error) {
+    // What the run itself could not get: a thread (-t, and the helpers
+    // that register windows), memory. Threads already started wait for
+    // the missing one, so the process ends here, with the reason.
+    failAndExit((std::string("cannot run: ") + error.what()).c_str());
+  }
 }

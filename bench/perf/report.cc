@@ -3,6 +3,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "collectives.h"
+
 namespace hora::perf {
 namespace {
 
@@ -33,7 +35,12 @@ std::string optionsLine(const Options& options) {
       "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d "
       "agg iters: %d validation: %d graph: 0\n",
       options.threads, options.ranksPerThread, options.sizes.minBytes, options.sizes.maxBytes, step.c_str(),
-      options.warmupIters, options.iters, options.aggIters, options.checkIters);
+      options.warmupIters, options.iters, options.aggIters, options.checkIters) +
+         (options.blocking ? "# Blocking Enabled: wait for completion and barrier after each collective \n" : "");
+}
+
+std::string programName(const Options& options) {
+  return std::string(collectiveInfo(options.collective).name) + "_perf";
 }
 
 std::string rankLine(int rank, long pid, const std::string& host, int device, const std::string& deviceName) {

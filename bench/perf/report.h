@@ -12,6 +12,9 @@ namespace hora::perf {
 
 // "# nThread 1 nGpus 1 minBytes 8 maxBytes ... validation: 1 graph: 0"
 std::string optionsLine(const Options& options);
+// The name nccl-tests' program for the collective has ("all_reduce_perf"),
+// which its first and last lines name.
+std::string programName(const Options& options);
 
 // "#  Rank  0 Group  0 Pid   1234 on   hostname device  host", or with
 // a GPU, as nccl-tests: "... device  0 [0000:19:00] NVIDIA H100".

@@ -7,7 +7,9 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "benchmark.h"
@@ -25,6 +27,19 @@
 namespace hora::perf {
 namespace {
 
+// A thread for one rank (or one helper of a collective call). Where none
+// can be had, the threads already started wait for it: the run ends here,
+// saying why, before their std::thread objects could end it with
+// std::terminate.
+template <typename Body>
+std::thread startThread(Body&& body) {
+  try {
+    return std::thread(std::forward<Body>(body));
+  } catch (const std::system_error& error) {
+    failAndExit((std::string("cannot start a thread: ") + error.what()).c_str());
+  }
+}
+
 std::string hostName() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
@@ -37,7 +52,7 @@ std::string runHeader(const Options& options) {
   checkNccl(ncclGetVersion(&libraryVersion), "ncclGetVersion", -1, nullptr);
   return "# hora-perf version " HORA_PERF_VERSION " nccl-headers=" + std::to_string(NCCL_VERSION_CODE) +
          " nccl-library=" + std::to_string(libraryVersion) +
-         "\n# Collective test starting: " + collectiveInfo(options.collective).name + "\n" +
+         "\n# Collective test starting: " + programName(options) + "\n" +
          optionsLine(options) + "#\n# Using devices\n";
 }
 
@@ -83,7 +98,10 @@ std::function<void()> completionOf(std::vector<const RankMemory*> memory) {
 
 int finish(const BenchmarkTotals& totals, const Options& options, bool printer) {
   if (printer) {
-    std::fputs(summaryLines(totals.wrongElements, totals.averageBusbw(), options.minBusbw).c_str(), stdout);
+    std::fputs((summaryLines(totals.wrongElements, totals.averageBusbw(), options.minBusbw) +
+                "# Collective test concluded: " + programName(options) + "\n")
+                   .c_str(),
+               stdout);
     std::fflush(stdout);
   }
   const bool fast = meetsMinBusbw(totals.averageBusbw(), options.minBusbw);
@@ -116,7 +134,7 @@ int runRanksAsThreads(const Options& options, const RankPlacement& placement) {
   {
     std::vector<std::thread> registering;
     for (int rank = 0; rank < nranks; ++rank)
-      registering.emplace_back([&, rank] { memory[rank]->registerWith(comms[rank]); });
+      registering.push_back(startThread([&, rank] { memory[rank]->registerWith(comms[rank]); }));
     for (std::thread& thread : registering) thread.join();
   }
 
@@ -143,15 +161,15 @@ int runRanksAsThreads(const Options& options, const RankPlacement& placement) {
     };
     thread.complete = completionOf(drivenMemory);
     thread.out = t == 0 ? stdout : nullptr;
-    threads.emplace_back(
-        [thread, &totals, t] { totals[static_cast<std::size_t>(t)] = runBenchmark(thread); });
+    threads.push_back(
+        startThread([thread, &totals, t] { totals[static_cast<std::size_t>(t)] = runBenchmark(thread); }));
   }
   for (std::thread& thread : threads) thread.join();
 
   {
     std::vector<std::thread> deregistering;
     for (int rank = 0; rank < nranks; ++rank)
-      deregistering.emplace_back([&, rank] { memory[rank]->deregister(); });
+      deregistering.push_back(startThread([&, rank] { memory[rank]->deregister(); }));
     for (std::thread& thread : deregistering) thread.join();
   }
   for (const NcclRank& rank : ranks)

@@ -15,6 +15,8 @@ TEST(Collectives, BusBandwidthFactors) {
     EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::Broadcast, n), 1.0) << n;
     EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::Reduce, n), 1.0) << n;
     EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::SendRecv, n), 1.0) << n;
+    EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::Gather, n), (d - 1) / d) << n;
+    EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::Scatter, n), (d - 1) / d) << n;
   }
   // Spot values as nccl-tests prints them for 8 ranks.
   EXPECT_DOUBLE_EQ(busBandwidthFactor(Collective::AllReduce, 8), 1.75);
@@ -59,6 +61,16 @@ TEST(Collectives, SplitCollectivesCutEachRanksPieceTo16Bytes) {
   EXPECT_EQ(alltoall.sendCount, 262140u);
   EXPECT_EQ(alltoall.recvCount, 262140u);
 
+  // nccl-tests' gather_perf and scatter_perf: the root's buffer is whole.
+  const CollectiveSizing toRoot = sizeCollective(Collective::Gather, 1 << 20, 4, 3);
+  EXPECT_EQ(toRoot.paramCount, 87380u);
+  EXPECT_EQ(toRoot.sendCount, 87380u);
+  EXPECT_EQ(toRoot.recvCount, 262140u);
+  const CollectiveSizing fromRoot = sizeCollective(Collective::Scatter, 1 << 20, 4, 3);
+  EXPECT_EQ(fromRoot.paramCount, 87380u);
+  EXPECT_EQ(fromRoot.sendCount, 262140u);
+  EXPECT_EQ(fromRoot.recvCount, 87380u);
+
   // 1000 bytes over 2 ranks: 500 per rank, 496 bytes each (bytes, floats
   // and doubles alike: 16 bytes is 16, 4 or 2 elements).
   EXPECT_EQ(sizeCollective(Collective::AllGather, 1000, 1, 2).bytes(1), 992u);
@@ -89,7 +101,10 @@ TEST(Collectives, NamesAndProperties) {
   EXPECT_EQ(collectiveInfo(Collective::AlltoAll).inPlace, InPlaceForm::Refused);
   EXPECT_EQ(collectiveInfo(Collective::SendRecv).inPlace, InPlaceForm::TimedOnly);
   EXPECT_EQ(collectiveInfo(Collective::ReduceScatter).inPlace, InPlaceForm::Checked);
-  EXPECT_EQ(allCollectives().size(), 7u);
+  EXPECT_TRUE(collectiveInfo(Collective::Gather).rooted);
+  EXPECT_FALSE(collectiveInfo(Collective::Scatter).reduces);
+  EXPECT_EQ(collectiveInfo(Collective::Scatter).inPlace, InPlaceForm::Checked);
+  EXPECT_EQ(allCollectives().size(), 9u);
 }
 
 }  // namespace

@@ -161,6 +161,26 @@ TEST(DataCheck, InPlaceAlltoallAndSendrecvAreNotChecked) {
   EXPECT_EQ(countWrongElements(alltoall, values, 0, true, job.buffers()[0], 0), 0);
 }
 
+TEST(DataCheck, GatherChecksOnlyTheRootAndScatterEveryRank) {
+  const StepPlan gather = makePlan(Collective::Gather, ncclInt32, std::nullopt, 3, 96, 2);
+  const ValueModel values(gather.type, gather.op, 3);
+  Job job(3, 96);
+  prepareAll(gather, values, true, job, 0);
+  runOnHost(gather, true, job.buffers());
+  EXPECT_EQ(wrongOverRanks(gather, values, true, job, 0), 0);
+  poisonBuffer(job.buffers()[0].recv, 96);  // not the root's: no result there
+  EXPECT_EQ(countWrongElements(gather, values, 0, true, job.buffers()[0], 0), 0);
+  poisonBuffer(job.buffers()[2].recv, 96);  // the root's whole result
+  EXPECT_EQ(countWrongElements(gather, values, 2, true, job.buffers()[2], 0), 24);
+
+  const StepPlan scatter = makePlan(Collective::Scatter, ncclInt32, std::nullopt, 3, 96, 1);
+  prepareAll(scatter, values, false, job, 0);
+  runOnHost(scatter, false, job.buffers());
+  EXPECT_EQ(wrongOverRanks(scatter, values, false, job, 0), 0);
+  poisonBuffer(job.buffers()[0].recv, 32);  // rank 0's piece of 8 elements
+  EXPECT_EQ(countWrongElements(scatter, values, 0, false, job.buffers()[0], 0), 8);
+}
+
 TEST(DataCheck, ReduceChecksOnlyTheRoot) {
   const StepPlan plan = makePlan(Collective::Reduce, ncclFloat32, ncclMax, 3, 120, 1);
   const ValueModel values(plan.type, plan.op, 3);

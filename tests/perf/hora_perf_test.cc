@@ -70,7 +70,8 @@ TEST_P(EveryCollective, ThreeThreadsCheckClean) {
   // of count 0, printed as rows of size 0, as nccl-tests does.
   const std::string name = GetParam();
   expectCleanTable(result, 9);
-  EXPECT_THAT(result.out, HasSubstr("# Collective test starting: " + name));
+  EXPECT_THAT(result.out, HasSubstr("# Collective test starting: " + name + "_perf\n"));
+  EXPECT_THAT(result.out, HasSubstr("#\n# Collective test concluded: " + name + "_perf\n"));
   EXPECT_THAT(result.out, HasSubstr("#  Rank  2 Group  0 Pid"));
 }
 
@@ -155,7 +156,7 @@ TEST(HoraPerf, RanksSharingCpusGetSmallFifos) {
 
 INSTANTIATE_TEST_SUITE_P(HoraPerf, EveryCollective,
                          ::testing::Values("all_reduce", "reduce_scatter", "all_gather", "broadcast",
-                                           "reduce", "sendrecv", "alltoall"));
+                                           "reduce", "sendrecv", "alltoall", "gather", "scatter"));
 
 // -R: buffers from ncclMemAlloc, registered locally (1) or as windows (2),
 // with ranks as threads (registered from a thread per rank) and as

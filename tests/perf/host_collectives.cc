@@ -103,6 +103,19 @@ void runOnHost(const StepPlan& plan, bool inPlace, const std::vector<RankBuffers
         }
       }
       break;
+    case Collective::Gather:
+      for (int s = 0; s < n; ++s) {
+        store(plan, calls[static_cast<std::size_t>(plan.root)].recv, inputs[static_cast<std::size_t>(s)],
+              static_cast<std::size_t>(s) * count);
+      }
+      break;
+    case Collective::Scatter:
+      for (int r = 0; r < n; ++r) {
+        const auto first = inputs[static_cast<std::size_t>(plan.root)].begin() +
+                           static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * count);
+        store(plan, calls[static_cast<std::size_t>(r)].recv, Array(first, first + static_cast<std::ptrdiff_t>(count)));
+      }
+      break;
   }
 }
 

@@ -127,7 +127,8 @@ TEST(Options, EveryCollectiveByNameAndBinaryName) {
       {"all_reduce", Collective::AllReduce}, {"reduce_scatter", Collective::ReduceScatter},
       {"all_gather", Collective::AllGather}, {"broadcast", Collective::Broadcast},
       {"reduce", Collective::Reduce},        {"sendrecv", Collective::SendRecv},
-      {"alltoall", Collective::AlltoAll}};
+      {"alltoall", Collective::AlltoAll},    {"gather", Collective::Gather},
+      {"scatter", Collective::Scatter}};
   for (const auto& [name, collective] : names) {
     EXPECT_EQ(parse({name}).collective, collective) << name;
     EXPECT_EQ(parse({std::string(name) + "_perf"}).collective, collective) << name;

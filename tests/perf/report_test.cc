@@ -10,6 +10,7 @@ namespace hora::perf {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> result;
@@ -102,6 +103,19 @@ TEST(Report, RankAndOptionsLines) {
   options.checkIters = 0;
   EXPECT_THAT(optionsLine(options), HasSubstr("step: 10(bytes)"));
   EXPECT_THAT(optionsLine(options), HasSubstr("validation: 0"));
+  // -z 1, as nccl-tests says it, on a line of its own.
+  EXPECT_THAT(optionsLine(options), Not(HasSubstr("Blocking")));
+  options.blocking = true;
+  EXPECT_THAT(optionsLine(options),
+              HasSubstr("graph: 0\n# Blocking Enabled: wait for completion and barrier after each collective \n"));
+}
+
+TEST(Report, ProgramNameIsNcclTestsOne) {
+  Options options;
+  options.collective = Collective::AllReduce;
+  EXPECT_EQ(programName(options), "all_reduce_perf");
+  options.collective = Collective::AlltoAll;
+  EXPECT_EQ(programName(options), "alltoall_perf");
 }
 
 }  // namespace
