@@ -449,6 +449,58 @@ TEST(HoraRunTest, AStoppedRankStillEndsOnAForwardedSignal) {
   EXPECT_EQ(result.exit_code(), 128 + SIGINT) << result.err;
 }
 
+// The state letter of process `pid` (/proc/PID/stat: R, S, T for stopped...).
+char process_state(pid_t pid) {
+  std::FILE* file = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (file == nullptr) return '?';
+  char text[512] = {};
+  const std::size_t length = std::fread(text, 1, sizeof(text) - 1, file);
+  std::fclose(file);
+  const std::string stat(text, length);
+  const std::size_t close = stat.rfind(')');  // the command may hold spaces
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+// Whether every process of `pids` is (`stopped`) or is not stopped by job
+// control (state T), within `within`.
+bool all_stopped(const std::vector<pid_t>& pids, bool stopped, std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (true) {
+    if (std::all_of(pids.begin(), pids.end(), [&](pid_t pid) { return (process_state(pid) == 'T') == stopped; }))
+      return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+// Ctrl-Z pauses the whole job, as it would a torchrun job: the terminal's
+// SIGTSTP reaches hora-run's process group only, so hora-run stops the
+// ranks' groups and then itself; SIGCONT (fg) continues them all.
+TEST(HoraRunTest, SigtstpPausesTheRanksAndSigcontContinuesThem) {
+  LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c",
+                            "echo ready $$; i=0; while [ $i -lt 20 ]; do i=$((i+1)); sleep 0.1; done; echo done"});
+  ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
+  std::vector<pid_t> ranks;
+  for (const std::string& line : LauncherResult{0, false, launcher.stdout_so_far(), "", {}}.out_lines()) {
+    const std::size_t at = line.find("ready ");
+    if (at != std::string::npos) ranks.push_back(std::stoi(line.substr(at + 6)));
+  }
+  ASSERT_EQ(ranks.size(), 2u) << launcher.stdout_so_far();
+  ASSERT_EQ(::kill(launcher.pid(), SIGTSTP), 0);
+  EXPECT_TRUE(all_stopped(ranks, true, 5000ms)) << "the ranks were not stopped";
+  EXPECT_TRUE(all_stopped({launcher.pid()}, true, 5000ms)) << "hora-run did not stop itself";
+  std::this_thread::sleep_for(500ms);
+  EXPECT_TRUE(all_stopped(ranks, true, 0ms)) << "a rank went on while the job was paused";
+  ASSERT_EQ(::kill(launcher.pid(), SIGCONT), 0);
+  EXPECT_TRUE(all_stopped(ranks, false, 5000ms)) << "the ranks were not continued";
+  LauncherResult result = launcher.finish(20s);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_THAT(result.out_lines(), Contains("[rank 0] done"));
+  EXPECT_THAT(result.out_lines(), Contains("[rank 1] done"));
+  EXPECT_THAT(result.err, HasSubstr("received SIGTSTP; stopping the ranks and the launcher"));
+}
+
 // A launcher killed outright takes its ranks with it (they are in process
 // groups of their own, so nothing else would reach them).
 TEST(HoraRunTest, RanksEndWhenTheLauncherIsKilled) {

@@ -36,6 +36,7 @@ SignalRouting::SignalRouting() {
   sigemptyset(&routed);
   sigaddset(&routed, SIGCHLD);
   for (int signal_number : kForwardedSignals) sigaddset(&routed, signal_number);
+  for (int signal_number : kJobControlSignals) sigaddset(&routed, signal_number);
   if (::sigprocmask(SIG_BLOCK, &routed, &original_mask_) != 0) throw_errno("cannot block signals");
   signal_fd_.reset(::signalfd(-1, &routed, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_.valid()) throw_errno("cannot create a signalfd");

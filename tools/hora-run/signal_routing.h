@@ -18,13 +18,18 @@ namespace hora::launcher {
 inline constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 
 bool is_forwarded_signal(int signal_number);
+// Job control: Ctrl-Z (SIGTSTP) reaches only the terminal's foreground
+// process group, where hora-run is and its ranks (in groups of their own)
+// are not; hora-run stops them, then itself, and continues them when it is
+// continued (SIGCONT), so that the whole job pauses as one.
+inline constexpr int kJobControlSignals[] = {SIGTSTP, SIGCONT};
 // The forwarded signals whose default action ends a process (SIGINT,
 // SIGTERM, SIGHUP, SIGQUIT): meant to end the job.
 bool ends_job(int signal_number);
 
 class SignalRouting {
  public:
-  // Blocks SIGCHLD and the forwarded signals, opens the signalfd, ignores
+  // Blocks SIGCHLD, the forwarded and the job-control signals, opens the signalfd, ignores
   // SIGPIPE (a closed stdout must not kill the launcher while ranks run).
   SignalRouting();
   // Nothing is restored on destruction: a forwarded signal still pending

@@ -246,6 +246,12 @@ void Supervisor::handle_signals() {
       reap_exited_ranks();
     } else if (is_forwarded_signal(signal_number)) {
       forward_signal(signal_number);
+    } else if (signal_number == SIGTSTP) {
+      pause_job();
+    } else if (signal_number == SIGCONT) {
+      // Continued (after Ctrl-Z, or a SIGSTOP sent to hora-run by hand):
+      // the ranks go on too.
+      signal_rank_groups(SIGCONT, /*live_ranks_only=*/true);
     }
   }
 }
@@ -338,6 +344,17 @@ void Supervisor::forward_signal(int signal_number) {
   interrupted_ = interrupted_ || signal_number == SIGINT;
   report("received " + signal_name(signal_number) + "; forwarding it to the ranks");
   signal_rank_groups(signal_number, /*live_ranks_only=*/true);
+}
+
+void Supervisor::pause_job() {
+  // The ranks first, with the signal a terminal sends (a rank may handle
+  // it); then hora-run itself, as Ctrl-Z would have stopped it. SIGTSTP is
+  // blocked here, so it stops itself with SIGSTOP; the shell's SIGCONT then
+  // comes back through the signalfd and continues the ranks.
+  report("received SIGTSTP; stopping the ranks and the launcher (continue them with fg or SIGCONT)");
+  stderr_.drain(Clock::now() + std::chrono::milliseconds(200));  // shown before the shell's prompt
+  signal_rank_groups(SIGTSTP, /*live_ranks_only=*/true);
+  ::kill(::getpid(), SIGSTOP);
 }
 
 void Supervisor::stop_all() {

@@ -60,6 +60,8 @@ class Supervisor {
   void release_exited_ranks();
   void on_rank_exit(const Rank& rank);
   void forward_signal(int signal_number);
+  // Ctrl-Z (SIGTSTP): stops the ranks, then hora-run (signal_routing.h).
+  void pause_job();
   void stop_all();
   // stop_all once `grace` has passed (ranks still running by then).
   void stop_all_after(std::chrono::milliseconds grace);
