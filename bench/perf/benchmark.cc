@@ -165,8 +165,6 @@ namespace {
 // The results of one step, out of place and in place, over the sweeps.
 using StepResults = std::array<std::vector<PlaceResult>, 2>;
 
-bool runsInPlace(const StepPlan& plan) { return collectiveInfo(plan.collective).inPlace != InPlaceForm::Refused; }
-
 void account(BenchmarkTotals& totals, const PlaceResult& result) {
   totals.wrongElements += result.wrong.value_or(0);
   totals.busbwSum += result.busbw;
@@ -199,7 +197,6 @@ PlaceResult medianResult(std::vector<PlaceResult> sweeps) {
 PlaceSpread spreadOf(const std::vector<PlaceResult>& sweeps) {
   PlaceSpread spread;
   if (sweeps.empty()) return spread;
-  spread.ran = true;
   auto [least, greatest] = std::minmax_element(
       sweeps.begin(), sweeps.end(), [](const PlaceResult& a, const PlaceResult& b) { return a.seconds < b.seconds; });
   spread.minSeconds = least->seconds;
@@ -218,11 +215,8 @@ BenchmarkTotals runCycles(const BenchmarkThread& thread) {
       for (const StepPlan& plan : series) {
         const PlaceResult outOfPlace = measure(thread, plan, false);
         account(totals, outOfPlace);
-        PlaceResult inPlace = PlaceResult::notRun();
-        if (runsInPlace(plan)) {
-          inPlace = measure(thread, plan, true);
-          account(totals, inPlace);
-        }
+        const PlaceResult inPlace = measure(thread, plan, true);
+        account(totals, inPlace);
         printRow(thread, plan, outOfPlace, inPlace);
       }
     }
@@ -240,17 +234,14 @@ BenchmarkTotals runSweeps(const BenchmarkThread& thread) {
   for (int sweep = 0; sweep < thread.options->sweeps; ++sweep) {
     for (std::size_t i = 0; i < steps.size(); ++i) {
       results[i][0].push_back(measure(thread, steps[i], false));
-      if (runsInPlace(steps[i])) results[i][1].push_back(measure(thread, steps[i], true));
+      results[i][1].push_back(measure(thread, steps[i], true));
     }
   }
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const PlaceResult outOfPlace = medianResult(results[i][0]);
     account(totals, outOfPlace);
-    PlaceResult inPlace = PlaceResult::notRun();
-    if (!results[i][1].empty()) {
-      inPlace = medianResult(results[i][1]);
-      account(totals, inPlace);
-    }
+    const PlaceResult inPlace = medianResult(results[i][1]);
+    account(totals, inPlace);
     printRow(thread, steps[i], outOfPlace, inPlace,
              spreadColumns(spreadOf(results[i][0]), spreadOf(results[i][1])));
   }

@@ -1,9 +1,28 @@
 #include "collective_call.h"
 
+#include "data_types.h"
 #include "nccl_failure.h"
 
 namespace hora::perf {
 namespace {
+
+// In place, nccl-tests' alltoall_perf: a group of a send and a receive per
+// peer on the one buffer (NCCL refuses an in-place ncclAlltoAll). The
+// result is not defined, as a rank overwrites pieces it has yet to send;
+// the time is what nccl-tests prints and averages.
+void alltoallBySendsAndReceives(const StepPlan& plan, const CallPointers& call, const NcclRank& local) {
+  const std::size_t count = plan.sizing.paramCount;
+  const std::size_t pieceBytes = count * dataTypeInfo(plan.type).size;
+  checkNccl(ncclGroupStart(), "ncclGroupStart", local.rank, local.comm);
+  for (int peer = 0; peer < plan.nranks; ++peer) {
+    const std::size_t at = static_cast<std::size_t>(peer) * pieceBytes;
+    checkNccl(ncclSend(static_cast<const char*>(call.send) + at, count, plan.type, peer, local.comm, local.stream),
+              "ncclSend", local.rank, local.comm);
+    checkNccl(ncclRecv(static_cast<char*>(call.recv) + at, count, plan.type, peer, local.comm, local.stream),
+              "ncclRecv", local.rank, local.comm);
+  }
+  checkNccl(ncclGroupEnd(), "ncclGroupEnd", local.rank, local.comm);
+}
 
 void issue(const StepPlan& plan, bool inPlace, const NcclRank& local) {
   const CallPointers call = callPointers(plan, local.rank, inPlace, local.buffers);
@@ -35,6 +54,7 @@ void issue(const StepPlan& plan, bool inPlace, const NcclRank& local) {
       return checkNccl(ncclRecv(call.recv, count, plan.type, (local.rank - 1 + n) % n, local.comm, stream),
                        "ncclRecv", local.rank, local.comm);
     case Collective::AlltoAll:
+      if (inPlace) return alltoallBySendsAndReceives(plan, call, local);
       return checkNccl(ncclAlltoAll(call.send, call.recv, count, plan.type, local.comm, stream),
                        "ncclAlltoAll", local.rank, local.comm);
     case Collective::Gather:

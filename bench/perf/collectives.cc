@@ -14,7 +14,7 @@ constexpr std::array<CollectiveInfo, 9> kCollectives = {{
     {Collective::Broadcast, "broadcast", false, true, InPlaceForm::Checked},
     {Collective::Reduce, "reduce", true, true, InPlaceForm::Checked},
     {Collective::SendRecv, "sendrecv", false, false, InPlaceForm::TimedOnly},
-    {Collective::AlltoAll, "alltoall", false, false, InPlaceForm::Refused},
+    {Collective::AlltoAll, "alltoall", false, false, InPlaceForm::TimedOnly},
     {Collective::Gather, "gather", false, true, InPlaceForm::Checked},
     {Collective::Scatter, "scatter", false, true, InPlaceForm::Checked},
 }};

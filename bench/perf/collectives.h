@@ -16,8 +16,8 @@ enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, 
 enum class InPlaceForm {
   Checked,    // NCCL defines the in-place form and its result
   TimedOnly,  // the calls are legal but the result is not defined (sendrecv
-              // on one buffer: a rank overwrites data it has yet to send)
-  Refused,    // NCCL rejects the in-place form (alltoall); nothing is run
+              // and alltoall on one buffer: a rank overwrites data it has
+              // yet to send)
 };
 
 struct CollectiveInfo {

@@ -70,12 +70,9 @@ std::string tableHeader(int sweeps) {
 }
 
 std::string spreadColumns(const PlaceSpread& outOfPlace, const PlaceSpread& inPlace) {
-  auto time = [](const PlaceSpread& spread, double seconds) {
-    return spread.ran ? formatMicroseconds(seconds * 1.0e6) : std::string("N/A");
-  };
-  return format(kSpreadColumns, time(outOfPlace, outOfPlace.minSeconds).c_str(),
-                time(outOfPlace, outOfPlace.maxSeconds).c_str(), time(inPlace, inPlace.minSeconds).c_str(),
-                time(inPlace, inPlace.maxSeconds).c_str());
+  auto time = [](double seconds) { return formatMicroseconds(seconds * 1.0e6); };
+  return format(kSpreadColumns, time(outOfPlace.minSeconds).c_str(), time(outOfPlace.maxSeconds).c_str(),
+                time(inPlace.minSeconds).c_str(), time(inPlace.maxSeconds).c_str());
 }
 
 std::string rowPrefix(std::size_t bytes, std::size_t count, const char* typeName, const char* redopName,
@@ -90,7 +87,6 @@ std::string formatMicroseconds(double microseconds) {
 }
 
 std::string placeColumns(const PlaceResult& result) {
-  if (!result.ran) return format(kResultColumns, "N/A", "N/A", "N/A", "N/A");
   const std::string wrong = result.wrong ? std::to_string(*result.wrong) : "N/A";
   return format("  %7s  %6.2f  %6.2f %6s", formatMicroseconds(result.seconds * 1.0e6).c_str(), result.algbw,
                 result.busbw, wrong.c_str());

@@ -33,17 +33,10 @@ std::string rowPrefix(std::size_t bytes, std::size_t count, const char* typeName
 
 // One out-of-place or in-place result.
 struct PlaceResult {
-  bool ran = true;                 // false: this form was not run (all N/A)
   double seconds = 0;              // per iteration
   double algbw = 0;                // GB/s
   double busbw = 0;                // GB/s
   std::optional<long long> wrong;  // empty: not checked (printed N/A)
-
-  static PlaceResult notRun() {
-    PlaceResult result;
-    result.ran = false;
-    return result;
-  }
 };
 
 // time, algbw, busbw and #wrong of one result.
@@ -51,7 +44,6 @@ std::string placeColumns(const PlaceResult& result);
 
 // The least and greatest time of each place over the sweeps (-s).
 struct PlaceSpread {
-  bool ran = false;
   double minSeconds = 0;
   double maxSeconds = 0;
 };

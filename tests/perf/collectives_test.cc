@@ -98,7 +98,7 @@ TEST(Collectives, NamesAndProperties) {
   EXPECT_TRUE(collectiveInfo(Collective::Reduce).reduces);
   EXPECT_TRUE(collectiveInfo(Collective::Reduce).rooted);
   EXPECT_FALSE(collectiveInfo(Collective::AllGather).reduces);
-  EXPECT_EQ(collectiveInfo(Collective::AlltoAll).inPlace, InPlaceForm::Refused);
+  EXPECT_EQ(collectiveInfo(Collective::AlltoAll).inPlace, InPlaceForm::TimedOnly);
   EXPECT_EQ(collectiveInfo(Collective::SendRecv).inPlace, InPlaceForm::TimedOnly);
   EXPECT_EQ(collectiveInfo(Collective::ReduceScatter).inPlace, InPlaceForm::Checked);
   EXPECT_TRUE(collectiveInfo(Collective::Gather).rooted);

@@ -58,8 +58,6 @@ TEST(Report, UncheckedResultsSayNA) {
             "   1000.0    1.00    1.00    N/A");
   EXPECT_EQ(placeColumns({.seconds = 1e-3, .algbw = 1.0, .busbw = 1.0, .wrong = 12}),
             "   1000.0    1.00    1.00     12");
-  // A form that was not run at all.
-  EXPECT_EQ(placeColumns(PlaceResult::notRun()), "      N/A     N/A     N/A    N/A");
 }
 
 TEST(Report, TimePrecisionShrinksAsTimesGrow) {
