@@ -10,7 +10,9 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  static Deadline after(std::chrono::milliseconds timeout) { return Deadline(Clock::now() + timeout); }
+  // After `timeout` from now; never() where that is past what the clock
+  // holds (a timeout meant as "practically never").
+  static Deadline after(std::chrono::milliseconds timeout) { return plusOrNever(Clock::now(), timeout); }
   static Deadline never() { return Deadline(Clock::time_point::max()); }
 
   bool expired() const { return Clock::now() >= at_; }
@@ -25,12 +27,16 @@ class Deadline {
   }
   Clock::time_point at() const { return at_; }
   // This deadline moved later by `extra` (never past never()).
-  Deadline extendedBy(std::chrono::milliseconds extra) const {
-    return at_ > Clock::time_point::max() - extra ? never() : Deadline(at_ + extra);
-  }
+  Deadline extendedBy(std::chrono::milliseconds extra) const { return plusOrNever(at_, extra); }
 
  private:
   explicit Deadline(Clock::time_point at) : at_(at) {}
+  static Deadline plusOrNever(Clock::time_point from, std::chrono::milliseconds extra) {
+    // Compared in milliseconds: `extra` in the clock's nanoseconds could
+    // itself overflow.
+    const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - from);
+    return extra >= room ? never() : Deadline(from + extra);
+  }
   Clock::time_point at_;
 };
 

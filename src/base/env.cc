@@ -1,6 +1,7 @@
 #include "base/env.h"
 
 #include <algorithm>
+#include <cerrno>
 
 #include <cmath>
 #include <cstdlib>
@@ -63,9 +64,11 @@ long long getInt(std::initializer_list<const char*> names, long long fallback) {
   auto text = get(names);
   if (!text) return fallback;
   char* end = nullptr;
+  errno = 0;
   long long value = std::strtoll(text->c_str(), &end, 0);
   if (end == text->c_str() || *end != '\0')
     fail(ErrorKind::InvalidArgument, firstSetName(names), "='", *text, "' is not an integer");
+  if (errno == ERANGE) fail(ErrorKind::InvalidArgument, firstSetName(names), "='", *text, "' is out of range");
   return value;
 }
 
@@ -83,13 +86,17 @@ std::chrono::milliseconds getSeconds(std::initializer_list<const char*> names,
   if (end == text->c_str() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0)
     fail(ErrorKind::InvalidArgument, firstSetName(names), "='", *text,
          "' is not a positive number of seconds");
-  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
+  // At least a millisecond (a positive value never means "no time at all"),
+  // and at most kLongestSeconds: a huge value means "practically never",
+  // and a deadline that far stays representable.
+  const double milliseconds = std::ceil(std::min(seconds, kLongestSeconds) * 1000.0);
+  return std::chrono::milliseconds(static_cast<long long>(milliseconds));
 }
 
 unsigned long long parseBytes(const std::string& text, const char* what) {
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || value < 0)
+  if (end == text.c_str() || !std::isfinite(value) || value < 0)
     fail(ErrorKind::InvalidArgument, what, ": '", text, "' is not a size");
   std::string suffix(end);
   double scale = 1;
@@ -98,6 +105,9 @@ unsigned long long parseBytes(const std::string& text, const char* what) {
   else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") scale = 1ull << 30;
   else if (!suffix.empty() && suffix != "B")
     fail(ErrorKind::InvalidArgument, what, ": '", text, "' has an unknown suffix (use K, M or G)");
+  // Far beyond any memory, and where the conversion would be undefined.
+  constexpr double kLargest = 0x1p62;
+  if (value * scale >= kLargest) fail(ErrorKind::InvalidArgument, what, ": '", text, "' is too large a size");
   return static_cast<unsigned long long>(value * scale);
 }
 

@@ -27,7 +27,9 @@ std::optional<std::vector<std::string>> getList(std::initializer_list<const char
 // Integer value; a malformed value is an InvalidArgument error naming the variable.
 long long getInt(std::initializer_list<const char*> names, long long fallback);
 
-// Seconds as a decimal number ("2.5"); fallback when unset.
+// Seconds as a decimal number ("2.5"); fallback when unset. Rounded up to
+// whole milliseconds; values above kLongestSeconds (ten years) count as it.
+inline constexpr double kLongestSeconds = 10.0 * 365 * 24 * 3600;
 std::chrono::milliseconds getSeconds(std::initializer_list<const char*> names,
                                      std::chrono::milliseconds fallback);
 

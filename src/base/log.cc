@@ -33,8 +33,9 @@ struct Sink {
     char name[256] = {0};
     gethostname(name, sizeof(name) - 1);
     host = name;
-    if (auto path = env::get({"HORA_DEBUG_FILE", "NCCL_DEBUG_FILE"})) {
-      if (FILE* f = std::fopen(path->c_str(), "a")) file = f;
+    if (auto pattern = env::get({"HORA_DEBUG_FILE", "NCCL_DEBUG_FILE"})) {
+      const std::string path = expandDebugFilePath(*pattern, host, static_cast<long>(getpid()));
+      if (FILE* f = std::fopen(path.c_str(), "a")) file = f;
     }
   }
 };
@@ -53,6 +54,22 @@ const char* levelName(Level level) {
   }
 }
 }  // namespace
+
+std::string expandDebugFilePath(const std::string& pattern, const std::string& host, long pid) {
+  std::string path;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      path += pattern[i];
+      continue;
+    }
+    const char next = pattern[++i];
+    if (next == 'h') path += host;
+    else if (next == 'p') path += std::to_string(pid);
+    else if (next == '%') path += '%';
+    else path += std::string{'%', next};  // as NCCL: anything else stays as written
+  }
+  return path;
+}
 
 Level threshold() {
   static const Level level = parseLevel();

@@ -13,6 +13,10 @@ enum class Level : int { None = 0, Warn = 1, Info = 2, Trace = 3 };
 Level threshold();
 inline bool enabled(Level level) { return static_cast<int>(level) <= static_cast<int>(threshold()); }
 void write(Level level, const std::string& message);
+// HORA_DEBUG_FILE / NCCL_DEBUG_FILE as NCCL reads it: %h becomes the host
+// name, %p the process id, %% a percent sign (so that each process of a
+// job writes a file of its own).
+std::string expandDebugFilePath(const std::string& pattern, const std::string& host, long pid);
 
 // The rank named in this thread's log lines (-1: none). Set by whoever
 // drives a communicator on this thread.

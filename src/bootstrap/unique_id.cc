@@ -92,8 +92,27 @@ UniqueId uniqueIdForAddress(const SocketAddress& root) {
 
 bool rootHostedByRankZero() { return commIdVariable().has_value(); }
 
+namespace {
+// The root's address NCCL_COMM_ID/HORA_COMM_ID names, refused with the
+// variable's name where it names none (a port of 0 would let the root
+// listen anywhere, where no rank could find it).
+SocketAddress commIdAddress(const std::string& text) {
+  const auto variable = env::find({"HORA_COMM_ID", "NCCL_COMM_ID"});
+  const std::string name = variable ? variable->name : "HORA_COMM_ID";
+  SocketAddress address;
+  try {
+    address = SocketAddress::parse(text);
+  } catch (const Error& error) {
+    fail(ErrorKind::InvalidArgument, name, "='", text, "' is not a host:port address: ", error.what());
+  }
+  if (address.port() == 0)
+    fail(ErrorKind::InvalidArgument, name, "='", text, "': port 0 names no port every rank can find (give one)");
+  return address;
+}
+}  // namespace
+
 void checkCommIdVariable() {
-  if (auto fixed = commIdVariable()) (void)SocketAddress::parse(*fixed);
+  if (auto fixed = commIdVariable()) (void)commIdAddress(*fixed);
 }
 
 namespace {
@@ -112,7 +131,7 @@ UniqueId startRoot(SocketAddress address, const std::string& interfaceName) {
 }  // namespace
 
 UniqueId createUniqueId() {
-  if (auto fixed = commIdVariable()) return uniqueIdForAddress(SocketAddress::parse(*fixed));
+  if (auto fixed = commIdVariable()) return uniqueIdForAddress(commIdAddress(*fixed));
   NetworkInterface interface = chooseInterface(nullptr);
   return startRoot(interface.address, interface.name);
 }

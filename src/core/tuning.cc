@@ -13,7 +13,10 @@ Tuning Tuning::fromEnvironment() {
   HORA_CHECK_ARG(t.sliceBytes == 0 || t.sliceBytes >= 64, "HORA_SLICE_SIZE must be at least 64 bytes");
   t.sliceBytes = t.sliceBytes / 64 * 64;
   t.shmFifoBytes = env::getBytes({"HORA_SHM_FIFO_SIZE"}, 0);
-  HORA_CHECK_ARG(t.shmFifoBytes == 0 || t.shmFifoBytes >= 4096, "HORA_SHM_FIFO_SIZE must be at least 4K");
+  // At most 1 GiB: each pair of ranks maps a FIFO each way, and a value
+  // mistyped by a factor of 1024 must not take the host's memory.
+  HORA_CHECK_ARG(t.shmFifoBytes == 0 || (t.shmFifoBytes >= 4096 && t.shmFifoBytes <= (1ull << 30)),
+                 "HORA_SHM_FIFO_SIZE must be between 4K and 1G, got ", t.shmFifoBytes, " bytes");
   t.directMaxBytes = env::getBytes({"HORA_DIRECT_MAX_BYTES"}, t.directMaxBytes);
   t.streamingMinSet = env::get({"HORA_STREAMING_MIN"}).has_value();
   t.streamingMinBytes = env::getBytes({"HORA_STREAMING_MIN"}, t.streamingMinBytes);

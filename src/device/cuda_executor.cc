@@ -304,10 +304,14 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
                                      env::getBytes({"HORA_DEVICE_LL_MAX_BYTES"}, kDefaultLLMaxBytes));
   mine.p2pDisabled = topology::TransportPolicy::fromEnvironment().p2pDisabled ? 1 : 0;
   const std::optional<std::string> maxQueued = env::get({"HORA_DEVICE_MAX_QUEUED"});
-  mine.launchSetting =
-      maxQueued ? static_cast<std::int32_t>(std::clamp<long long>(env::getInt({"HORA_DEVICE_MAX_QUEUED"}, 1), 0,
-                                                                  std::numeric_limits<std::int32_t>::max()))
-                : -1;
+  if (maxQueued) {
+    const long long queued = env::getInt({"HORA_DEVICE_MAX_QUEUED"}, 1);
+    HORA_CHECK_ARG(queued >= 0, "HORA_DEVICE_MAX_QUEUED must be 0 or more, got ", queued);
+    mine.launchSetting =
+        static_cast<std::int32_t>(std::min<long long>(queued, std::numeric_limits<std::int32_t>::max()));
+  } else {
+    mine.launchSetting = -1;
+  }
   startWord_ = takeStartWord();
   mine.startWord = reinterpret_cast<std::uintptr_t>(startWord_.host);
   ctx_.bootstrap.allGather(gpus.data(), sizeof(GpuOffer), deadline);

@@ -41,6 +41,10 @@ enum class PathClass : std::uint8_t {
 std::string_view pathClassName(PathClass cls);
 // Parses those names (any case); nullopt otherwise.
 std::optional<PathClass> parsePathClass(std::string_view name);
+// A value of HORA_P2P_LEVEL / NCCL_P2P_LEVEL: a class name (not NET), one of
+// NCCL's classes hora does not tell apart (NVB, C2C: as NVL; P2C, PXN: as
+// PXB), or NCCL's old numbers 0-5.
+std::optional<PathClass> p2pLevelOf(std::string_view text);
 
 enum class DeviceKind : std::uint8_t { Gpu, Nic, NvSwitch };
 std::string_view deviceKindName(DeviceKind kind);  // "GPU", "NIC", "NVSwitch"

@@ -6,6 +6,9 @@
 //   same host otherwise  -> shm
 // then the overrides (disables, HORA_TRANSPORT) as TransportPolicy documents.
 #include <algorithm>
+#include <cctype>
+#include <iterator>
+#include <string>
 #include <array>
 #include <cctype>
 #include <sstream>
@@ -119,16 +122,36 @@ std::optional<TransportKind> parseTransportName(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<PathClass> p2pLevelOf(std::string_view text) {
+  if (auto cls = parsePathClass(text); cls && *cls != PathClass::Net) return cls;
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // NCCL's classes hora does not tell apart, as the level they allow here:
+  // NVLink through a GPU (NVB) and chip-to-chip (C2C) lie below PIX, so
+  // they allow what NVL allows; PCIe through a CPU's root (P2C) and NCCL's
+  // PXN path lie between PXB and PHB, so they allow what PXB allows.
+  if (upper == "NVB" || upper == "C2C") return PathClass::Nvl;
+  if (upper == "P2C" || upper == "PXN") return PathClass::Pxb;
+  // NCCL's old numbers (paths.cc: LOC, PIX, PXB, PHB, SYS, and SYS above).
+  if (!upper.empty() && std::all_of(upper.begin(), upper.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    constexpr PathClass kOld[] = {PathClass::Loc, PathClass::Pix, PathClass::Pxb, PathClass::Phb, PathClass::Sys};
+    const std::size_t old = upper.size() > 2 ? 99 : std::stoul(upper);
+    return kOld[std::min<std::size_t>(old, std::size(kOld) - 1)];
+  }
+  return std::nullopt;
+}
+
 TransportPolicy TransportPolicy::fromEnvironment() {
   TransportPolicy policy;
   policy.p2pDisabled = flag({"HORA_P2P_DISABLE", "NCCL_P2P_DISABLE"});
   policy.shmDisabled = flag({"HORA_SHM_DISABLE", "NCCL_SHM_DISABLE"});
   policy.ibDisabled = flag({"HORA_IB_DISABLE", "NCCL_IB_DISABLE"});
   if (auto level = env::get({"HORA_P2P_LEVEL", "NCCL_P2P_LEVEL"})) {
-    auto parsed = parsePathClass(*level);
-    if (!parsed || *parsed == PathClass::Net)
+    auto parsed = p2pLevelOf(*level);
+    if (!parsed)
       fail(ErrorKind::InvalidArgument, "P2P level '", *level,
-           "' (HORA_P2P_LEVEL / NCCL_P2P_LEVEL) is not one of LOC, NVL, PIX, PXB, PHB, NODE, SYS");
+           "' (HORA_P2P_LEVEL / NCCL_P2P_LEVEL) is not one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, NODE, "
+           "SYS or NCCL's old numbers 0-5");
     policy.p2pLevel = *parsed;
   }
   policy.ofiDisabled = flag({"HORA_OFI_DISABLE"});

@@ -98,6 +98,14 @@ TEST(EnvironmentInput, InvalidRendezvousAddressIsNamed) {
   // NCCL's (which gets its id from ncclGetUniqueId), refuses it too.
   EXPECT_THAT(outcomeInChild(badAddress, createCommunicatorsOfThreads),
               FailsWith(ncclInvalidArgument, Words{"ncclCommInitAll", "localhost-without-port", "port"}));
+  // Port 0 would let the root listen where no rank can find it.
+  auto portZero = [] {
+    setEnvironment("HORA_SOCKET_IFNAME", "lo");
+    unsetenv("HORA_COMM_ID");
+    setEnvironment("NCCL_COMM_ID", "127.0.0.1:0");
+  };
+  EXPECT_THAT(outcomeInChild(portZero, createUniqueId),
+              FailsWith(ncclInvalidArgument, Words{"ncclGetUniqueId", "NCCL_COMM_ID='127.0.0.1:0'", "port 0"}));
 }
 
 // A setting that decides how ranks cut an operation's bytes, set on one

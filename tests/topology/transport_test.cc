@@ -270,6 +270,24 @@ TEST(TransportPolicyTest, ReadsEnvironmentHoraNamesFirst) {
   EXPECT_EQ(policy.forced, TransportKind::Ib);
 }
 
+// Every value NCCL 2.28 takes for NCCL_P2P_LEVEL starts a job here too.
+TEST(TransportPolicyTest, NcclsOtherP2pLevelsAreRead) {
+  EXPECT_EQ(p2pLevelOf("NVB"), PathClass::Nvl);
+  EXPECT_EQ(p2pLevelOf("C2C"), PathClass::Nvl);
+  EXPECT_EQ(p2pLevelOf("P2C"), PathClass::Pxb);
+  EXPECT_EQ(p2pLevelOf("pxn"), PathClass::Pxb);
+  EXPECT_EQ(p2pLevelOf("0"), PathClass::Loc);
+  EXPECT_EQ(p2pLevelOf("2"), PathClass::Pxb);
+  EXPECT_EQ(p2pLevelOf("4"), PathClass::Sys);
+  EXPECT_EQ(p2pLevelOf("5"), PathClass::Sys);
+  EXPECT_EQ(p2pLevelOf("NODE"), PathClass::Node);
+  EXPECT_FALSE(p2pLevelOf("NET"));
+  EXPECT_FALSE(p2pLevelOf("-1"));
+  EXPECT_FALSE(p2pLevelOf(""));
+  ScopedEnv a("HORA_P2P_LEVEL", std::nullopt), b("NCCL_P2P_LEVEL", "PXN");
+  EXPECT_EQ(TransportPolicy::fromEnvironment().p2pLevel, PathClass::Pxb);
+}
+
 TEST(TransportPolicyTest, DefaultsWhenNothingIsSet) {
   ScopedEnv a("HORA_P2P_DISABLE", std::nullopt), b("NCCL_P2P_DISABLE", std::nullopt);
   ScopedEnv c("HORA_SHM_DISABLE", std::nullopt), d("NCCL_SHM_DISABLE", std::nullopt);

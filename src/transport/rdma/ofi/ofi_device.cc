@@ -241,6 +241,9 @@ OfiOpening openOfiDevice(bool allowSoftware, const std::string& interfaceName, c
     return opening;
   }
   const std::string domain = best->domain_attr->name != nullptr ? best->domain_attr->name : "";
+  if (auto asked = env::get({"HORA_OFI_DOMAIN"}); asked && *asked != domain)
+    HORA_LOG(Warn, "HORA_OFI_DOMAIN names ", *asked, ", which provider ", best->fabric_attr->prov_name,
+             " does not offer; using domain ", domain);
   if (domain == "lo" && !interfaceName.empty() && interfaceName != "lo") {
     // Only loopback: peers on other hosts could not reach this address.
     opening.why = strCat("provider ", best->fabric_attr->prov_name, " offers no domain on interface ", interfaceName,
