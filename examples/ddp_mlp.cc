@@ -113,7 +113,10 @@ int run(const Options& options) {
                         data.point(index) + examples::SpiralDataset::kFeatures);
           labels.push_back(data.labels[index]);
         }
-        const float scale = 1.0f / static_cast<float>(options.batch * micro);
+        // 1/(B*K) even for a shorter last step (micro < K): the single
+        // rank it equals scales its shorter last batch by its nominal size
+        // N*K*B too, not by what that batch holds.
+        const float scale = 1.0f / static_cast<float>(options.batch * options.accumulate);
         // All but the last micro-batch only accumulate: no communication.
         const bool last = k + 1 == micro;
         auto microStep = [&] {
