@@ -93,6 +93,13 @@ class HORA_API Communicator {
                              RedOp op);
   // recv holds size()*sendCount elements, rank r's contribution at r*sendCount.
   WorkPtr allGatherAsync(const void* send, void* recv, std::size_t sendCount, DataType type);
+  // A send and a receive run in issue order too, each on its own: a send
+  // larger than the transport's buffer (shared memory: 4 MiB, 512 KiB when
+  // ranks share cores) waits for the peer's matching receive. So where
+  // every rank sends first and receives second (a ring shift, a halo
+  // exchange), large messages wait until HORA_TIMEOUT; use exchangeAsync
+  // (below), whose transfers progress together, or order the calls so
+  // that one side receives first.
   WorkPtr sendAsync(const void* buf, std::size_t count, DataType type, int peer);
   WorkPtr recvAsync(void* buf, std::size_t count, DataType type, int peer);
   // send and recv hold size()*count elements: block r of send goes to rank r,

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "api/arguments.h"
+#include "api/cpp_errors.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/launcher_env.h"
@@ -185,53 +186,53 @@ core::Op p2pOp(core::Communicator& c, core::OpKind kind, const void* send, void*
 
 WorkPtr Communicator::allReduceAsync(const void* send, void* recv, std::size_t count, DataType type,
                                      RedOp op) {
-  return impl_->submit({allReduceOp(*impl_, send, recv, count, type, op)});
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({allReduceOp(*impl_, send, recv, count, type, op)}); });
 }
 WorkPtr Communicator::broadcastAsync(const void* send, void* recv, std::size_t count, DataType type,
                                      int root) {
-  return impl_->submit({broadcastOp(*impl_, send, recv, count, type, root)});
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({broadcastOp(*impl_, send, recv, count, type, root)}); });
 }
 WorkPtr Communicator::reduceAsync(const void* send, void* recv, std::size_t count, DataType type,
                                   RedOp op, int root) {
-  return impl_->submit({reduceOp(*impl_, send, recv, count, type, op, root)});
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({reduceOp(*impl_, send, recv, count, type, op, root)}); });
 }
 WorkPtr Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount,
                                          DataType type, RedOp op) {
-  return impl_->submit({reduceScatterOp(*impl_, send, recv, recvCount, type, op)});
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({reduceScatterOp(*impl_, send, recv, recvCount, type, op)}); });
 }
 WorkPtr Communicator::allGatherAsync(const void* send, void* recv, std::size_t sendCount,
                                      DataType type) {
-  return impl_->submit({allGatherOp(*impl_, send, recv, sendCount, type)});
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({allGatherOp(*impl_, send, recv, sendCount, type)}); });
 }
 WorkPtr Communicator::sendAsync(const void* buf, std::size_t count, DataType type, int peer) {
-  return impl_->submit({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)});
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)}); });
 }
 WorkPtr Communicator::recvAsync(void* buf, std::size_t count, DataType type, int peer) {
-  return impl_->submit({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer)});
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer)}); });
 }
 
 void Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op) {
-  impl_->execute({allReduceOp(*impl_, send, recv, count, type, op)});
+  api::onRank(impl_->rank(), [&] { impl_->execute({allReduceOp(*impl_, send, recv, count, type, op)}); });
 }
 void Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType type, int root) {
-  impl_->execute({broadcastOp(*impl_, send, recv, count, type, root)});
+  api::onRank(impl_->rank(), [&] { impl_->execute({broadcastOp(*impl_, send, recv, count, type, root)}); });
 }
 void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op,
                           int root) {
-  impl_->execute({reduceOp(*impl_, send, recv, count, type, op, root)});
+  api::onRank(impl_->rank(), [&] { impl_->execute({reduceOp(*impl_, send, recv, count, type, op, root)}); });
 }
 void Communicator::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type,
                                  RedOp op) {
-  impl_->execute({reduceScatterOp(*impl_, send, recv, recvCount, type, op)});
+  api::onRank(impl_->rank(), [&] { impl_->execute({reduceScatterOp(*impl_, send, recv, recvCount, type, op)}); });
 }
 void Communicator::allGather(const void* send, void* recv, std::size_t sendCount, DataType type) {
-  impl_->execute({allGatherOp(*impl_, send, recv, sendCount, type)});
+  api::onRank(impl_->rank(), [&] { impl_->execute({allGatherOp(*impl_, send, recv, sendCount, type)}); });
 }
 void Communicator::send(const void* buf, std::size_t count, DataType type, int peer) {
-  impl_->execute({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)});
+  api::onRank(impl_->rank(), [&] { impl_->execute({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)}); });
 }
 void Communicator::recv(void* buf, std::size_t count, DataType type, int peer) {
-  impl_->execute({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer)});
+  api::onRank(impl_->rank(), [&] { impl_->execute({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer)}); });
 }
 void Communicator::barrier() {
   impl_->finalize();

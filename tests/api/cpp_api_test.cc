@@ -150,9 +150,14 @@ TEST(CppApi, InvalidArgumentsThrowAtTheCall) {
   auto badType = static_cast<DataType>(42);
   auto badOp = static_cast<RedOp>(99);
   const auto kInvalid = ErrorKind::InvalidArgument;
-  expectError([&] { comm.allReduceAsync(&value, &value, 1, badType, RedOp::Sum); }, kInvalid, {"data type", "42"});
-  expectError([&] { comm.allReduce(&value, &value, 1, DataType::Float32, badOp); }, kInvalid, {"op", "99"});
-  expectError([&] { comm.broadcastAsync(&value, &value, 1, DataType::Float32, 2); }, kInvalid, {"root 2", "[0, 2)"});
+  // Each names the rank that refused it (include/hora/error.h), as errors
+  // of a job's several processes must.
+  expectError([&] { comm.allReduceAsync(&value, &value, 1, badType, RedOp::Sum); }, kInvalid,
+              {"rank 0: invalid data type 42"});
+  expectError([&] { comm.allReduce(&value, &value, 1, DataType::Float32, badOp); }, kInvalid, {"rank 0:", "op", "99"});
+  expectError([&] { world[1]->broadcastAsync(&value, &value, 1, DataType::Float32, 2); }, kInvalid,
+              {"rank 1: root 2", "[0, 2)"});
+  expectError([&] { world[1]->allToAllAsync(&value, &value, 1, badType); }, kInvalid, {"rank 1: invalid data type"});
   expectError([&] { comm.reduce(&value, &value, 1, DataType::Float32, RedOp::Sum, -1); }, kInvalid, {"root -1"});
   expectError([&] { comm.sendAsync(&value, 1, DataType::Float32, 5); }, kInvalid, {"peer 5"});
   expectError([&] { comm.recv(&value, 1, DataType::Float32, -2); }, kInvalid, {"peer -2"});
