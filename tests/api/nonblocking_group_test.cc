@@ -40,9 +40,8 @@ ncclResult_t stateOf(ncclComm_t comm) {
 
 TEST(NonBlockingGroup, EndsAtOnceWhileItsCollectivesWaitForARankOutsideIt) {
   constexpr int kRanks = 3;
-  ScopedTimeout timeout("10");  // a group that ended in the foreground would fail by then
-  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
-  timeout.restore();
+  // HORA_TIMEOUT 10 s: a group that ended in the foreground would fail by then.
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "10");
   std::vector<long long> values = {1, 20, 300};
   const auto start = Clock::now();
   EXPECT_EQ(groupSum(comms, values, {0, 1}), ncclInProgress) << ncclGetLastError(nullptr);
@@ -73,9 +72,7 @@ TEST(NonBlockingGroup, EndsAtOnceWhileItsCollectivesWaitForARankOutsideIt) {
 
 TEST(NonBlockingGroup, SplitsInAGroupEndInTheBackground) {
   constexpr int kRanks = 3;
-  ScopedTimeout timeout("10");
-  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
-  timeout.restore();
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "10");
   std::vector<ncclComm_t> children(kRanks, nullptr);
   const auto start = Clock::now();
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
@@ -114,11 +111,7 @@ TEST(NonBlockingGroup, ItsFailureIsEveryMembersError) {
     ASSERT_EQ(ncclCommSplit(comms[rank], colors[rank], 0, &children[rank], nullptr), ncclSuccess);
   EXPECT_EQ(ncclGroupEnd(), ncclInProgress);
   for (int rank = 0; rank < kRanks; ++rank) {
-    EXPECT_EQ(settle(comms[rank], kSettle), ncclInvalidArgument) << "rank " << rank;
-    EXPECT_THAT(std::string(ncclGetLastError(nullptr)), ::testing::HasSubstr("rank 1 gave colour -5"));
-    long long value = 1;
-    EXPECT_THAT(outcomeOf(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comms[rank], nullptr)),
-                FailsWith(ncclInvalidArgument, Words{"colour -5"}));
+    expectTheBadColourIsTheError(comms[rank], rank);
     ASSERT_NE(children[rank], nullptr);
     EXPECT_EQ(settle(children[rank], kSettle), ncclInvalidArgument);
   }
@@ -141,9 +134,7 @@ TEST(NonBlockingGroup, ItsFailureIsEveryMembersError) {
 // a group job does: none is left waiting until its deadline.
 TEST(NonBlockingGroup, AbortOfOneMemberStopsTheWholeGroup) {
   constexpr int kRanks = 3;
-  ScopedTimeout timeout("60");
-  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
-  timeout.restore();
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "60");
   std::vector<long long> values = {1, 2, 3};
   EXPECT_EQ(groupSum(comms, values, {0, 1}), ncclInProgress);
   std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting for rank 2 by now

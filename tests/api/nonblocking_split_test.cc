@@ -54,9 +54,8 @@ void expectSumOver(const std::vector<ncclComm_t>& comms, const std::vector<int>&
 
 TEST(NonBlockingSplit, OneThreadSplitsEveryRankWithoutAGroup) {
   constexpr int kRanks = 3;
-  ScopedTimeout timeout("10");  // a split that waited inside its call would fail by then
-  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
-  timeout.restore();
+  // HORA_TIMEOUT 10 s: a split that waited inside its call would fail by then.
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "10");
   // Ranks 0 and 2 in one communicator (rank 2 first, by key), rank 1 in none.
   const int colors[kRanks] = {4, NCCL_SPLIT_NOCOLOR, 4};
   const int keys[kRanks] = {9, 0, 1};
@@ -112,9 +111,8 @@ TEST(NonBlockingSplit, OneThreadSplitsEveryRankWithoutAGroup) {
 // alone, until its deadline), where a non-blocking one returns at once.
 TEST(NonBlockingSplit, AConfigOfItsOwnDecidesTheNewCommunicatorsMode) {
   constexpr int kRanks = 2;
-  ScopedTimeout timeout("2");  // the new communicators inherit it
-  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
-  timeout.restore();
+  // HORA_TIMEOUT 2 s, which the new communicators inherit.
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "2");
   ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
   blocking.blocking = 1;
   std::vector<ncclComm_t> children(kRanks, nullptr);
@@ -142,11 +140,7 @@ TEST(NonBlockingSplit, ABadColourIsEveryParentsError) {
   for (int rank = 0; rank < kRanks; ++rank)
     ASSERT_EQ(ncclCommSplit(comms[rank], colors[rank], 0, &children[rank], nullptr), ncclSuccess);
   for (int rank = 0; rank < kRanks; ++rank) {
-    EXPECT_EQ(settle(comms[rank], kSettle), ncclInvalidArgument) << "rank " << rank;
-    EXPECT_THAT(std::string(ncclGetLastError(nullptr)), ::testing::HasSubstr("rank 1 gave colour -5"));
-    long long value = 1;
-    EXPECT_THAT(outcomeOf(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comms[rank], nullptr)),
-                FailsWith(ncclInvalidArgument, Words{"colour -5"}));
+    expectTheBadColourIsTheError(comms[rank], rank);
   }
   for (int rank : {0, 1}) {
     ASSERT_NE(children[rank], nullptr);
@@ -169,9 +163,7 @@ struct LoneSplit {
 };
 
 LoneSplit startLoneSplit() {
-  ScopedTimeout timeout("60");
-  LoneSplit lone{makeNonBlocking(2)};
-  timeout.restore();
+  LoneSplit lone{makeNonBlocking(2, "60")};
   EXPECT_EQ(ncclCommSplit(lone.comms[0], 0, 0, &lone.child, nullptr), ncclSuccess);
   std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting for rank 1 by now
   ncclResult_t state = ncclInternalError;
@@ -231,9 +223,7 @@ TEST(NonBlockingSplit, ParentsDestroyedAtOnceLetTheSplitFinish) {
 
 TEST(NonBlockingShrink, OneThreadShrinksEveryRemainingRankWithoutAGroup) {
   constexpr int kRanks = 3;
-  ScopedTimeout timeout("10");
-  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks);
-  timeout.restore();
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "10");
   const auto start = Clock::now();
   std::vector<ncclComm_t> shrunk = shrinkPast(comms, 1, {0, 2});
   for (int rank : {0, 2}) {

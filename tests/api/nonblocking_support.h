@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "nccl_outcome.h"
 
 namespace hora_api_test {
 
@@ -75,6 +76,22 @@ inline std::vector<ncclComm_t> makeNonBlocking(int n) {
   }
   for (ncclComm_t comm : comms) EXPECT_EQ(settle(comm, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
   return comms;
+}
+
+// The same, with HORA_TIMEOUT `seconds` for them (they read it at init).
+inline std::vector<ncclComm_t> makeNonBlocking(int n, const char* seconds) {
+  ScopedTimeout timeout(seconds);
+  return makeNonBlocking(n);
+}
+
+// A split with rank 1's colour -5 failed: `comm`'s state and its calls
+// say so from then on, as in NCCL.
+inline void expectTheBadColourIsTheError(ncclComm_t comm, int rank) {
+  EXPECT_EQ(settle(comm, kSettle), ncclInvalidArgument) << "rank " << rank;
+  EXPECT_THAT(std::string(ncclGetLastError(nullptr)), ::testing::HasSubstr("rank 1 gave colour -5"));
+  long long value = 1;
+  EXPECT_THAT(outcomeOf(ncclAllReduce(&value, &value, 1, ncclInt64, ncclSum, comm, nullptr)),
+              FailsWith(ncclInvalidArgument, Words{"colour -5"}));
 }
 
 inline void destroyAll(const std::vector<ncclComm_t>& comms) {

@@ -449,6 +449,16 @@ TEST(HoraRunTest, AStoppedRankStillEndsOnAForwardedSignal) {
   EXPECT_EQ(result.exit_code(), 128 + SIGINT) << result.err;
 }
 
+// The pids ranks printed as "ready PID" so far.
+std::vector<pid_t> pids_after_ready(const LauncherProcess& launcher) {
+  std::vector<pid_t> pids;
+  for (const std::string& line : LauncherResult{0, false, launcher.stdout_so_far(), "", {}}.out_lines()) {
+    const std::size_t at = line.find("ready ");
+    if (at != std::string::npos) pids.push_back(std::stoi(line.substr(at + 6)));
+  }
+  return pids;
+}
+
 // The state letter of process `pid` (/proc/PID/stat: R, S, T for stopped...).
 char process_state(pid_t pid) {
   std::FILE* file = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
@@ -480,11 +490,7 @@ TEST(HoraRunTest, SigtstpPausesTheRanksAndSigcontContinuesThem) {
   LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c",
                             "echo ready $$; i=0; while [ $i -lt 20 ]; do i=$((i+1)); sleep 0.1; done; echo done"});
   ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
-  std::vector<pid_t> ranks;
-  for (const std::string& line : LauncherResult{0, false, launcher.stdout_so_far(), "", {}}.out_lines()) {
-    const std::size_t at = line.find("ready ");
-    if (at != std::string::npos) ranks.push_back(std::stoi(line.substr(at + 6)));
-  }
+  const std::vector<pid_t> ranks = pids_after_ready(launcher);
   ASSERT_EQ(ranks.size(), 2u) << launcher.stdout_so_far();
   ASSERT_EQ(::kill(launcher.pid(), SIGTSTP), 0);
   EXPECT_TRUE(all_stopped(ranks, true, 5000ms)) << "the ranks were not stopped";
@@ -506,11 +512,7 @@ TEST(HoraRunTest, SigtstpPausesTheRanksAndSigcontContinuesThem) {
 TEST(HoraRunTest, RanksEndWhenTheLauncherIsKilled) {
   LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c", "echo ready $$; exec sleep 60"});
   ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
-  std::vector<pid_t> ranks;
-  for (const std::string& line : LauncherResult{0, false, launcher.stdout_so_far(), "", {}}.out_lines()) {
-    const std::size_t at = line.find("ready ");
-    if (at != std::string::npos) ranks.push_back(std::stoi(line.substr(at + 6)));
-  }
+  const std::vector<pid_t> ranks = pids_after_ready(launcher);
   ASSERT_EQ(ranks.size(), 2u) << launcher.stdout_so_far();
   ASSERT_EQ(::kill(launcher.pid(), SIGKILL), 0);
   launcher.finish(10s);
