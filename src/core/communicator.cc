@@ -147,11 +147,13 @@ void Communicator::connectAll(const bootstrap::UniqueId& id, const Deadline& dea
   for (const auto& placement : placements) hostOf.push_back(placement.hostHash);
   const bool sharedCpus = ranksShareCpus(hostOf, cpuMasks);
   checkSettingsAgree(settings, rank, sharedCpus);
+  const bool fifoSizeSet = tuning_.shmFifoBytes != 0;  // HORA_SHM_FIFO_SIZE
   tuning_.fitToSharedCpus(sharedCpus);
   if (sharedCpus)
-    HORA_LOG(Info, "rank ", rank, ": ranks share CPUs, so shared-memory FIFOs of ", tuning_.shmFifoBytes,
-             " B, which stay in cache while ranks take turns, and reductions write outputs of ",
-             tuning_.reductionStreamingMinBytes, " B and more around the cache");
+    HORA_LOG(Info, "rank ", rank, ": ranks share CPUs: shared-memory FIFOs of ", tuning_.shmFifoBytes, " B (",
+             fifoSizeSet ? "HORA_SHM_FIFO_SIZE" : "small, to stay in cache while ranks take turns",
+             "), and reductions write outputs of ", tuning_.reductionStreamingMinBytes, " B and more around the cache",
+             tuning_.streamingMinSet ? " (HORA_STREAMING_MIN)" : "");
   connectorOptions.shm.fifoBytes = tuning_.shmFifoBytes;
   connectorOptions.shm.wakeSleepers = sharedCpus;
   const auto kinds = chooseTransports(placements, system);
