@@ -142,7 +142,7 @@ TEST(HoraPerf, RanksSharingCpusGetSmallFifos) {
     run.set = {{"NCCL_DEBUG", "INFO"}};
     return runProgram(run);
   };
-  const std::string smallFifos = "ranks share CPUs, so shared-memory FIFOs of 524288 B";
+  const std::string smallFifos = "ranks share CPUs: shared-memory FIFOs of 524288 B (small";
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus >= 2) {
     const ProgramResult own = launch({"-n", "2"});
