@@ -69,9 +69,9 @@ int main(int argc, char** argv) {
   try {
     return process ? runAsProcessRank(options, *process, placement) : runRanksAsThreads(options, placement);
   } catch (const std::exception& error) {
-    // What the run itself could not get: a thread (-t, and the helpers
-    // that register windows), memory. Threads already started wait for
-    // the missing one, so the process ends here, with the reason.
+    // What the run could not get before its threads started (memory for
+    // its buffers): the reason, and exit status 1. A thread that cannot be
+    // started ends the run where it is asked for (run_modes.cc).
     failAndExit((std::string("cannot run: ") + error.what()).c_str());
   }
 }

@@ -114,8 +114,6 @@ void runDeferred(std::vector<Deferred> deferred) {
   if (first) std::rethrow_exception(first);
 }
 
-// Runs the collected operations: per communicator in issue order; the first
-// communicator on this thread, the others on their worker threads.
 // A group's operations per communicator (in issue order), with the memory
 // each communicator's share is on.
 struct GroupPlan {
@@ -137,11 +135,10 @@ GroupPlan planGroup(const GroupOps& ops) {
   return plan;
 }
 
-bool onDevices(const GroupPlan& plan) {
-  return std::all_of(plan.memory.begin(), plan.memory.end(),
-                     [](core::MemoryKind m) { return m == core::MemoryKind::Device; });
-}
+bool isDevice(core::MemoryKind memory) { return memory == core::MemoryKind::Device; }
 
+// Runs the collected operations: per communicator in issue order; the first
+// communicator on this thread, the others on their worker threads.
 void runGroup(GroupPlan plan) {
   auto& perComm = plan.perComm;
   if (perComm.empty()) return;
@@ -150,7 +147,7 @@ void runGroup(GroupPlan plan) {
   // group, without waking a worker thread per communicator (their ring
   // launches interleaved in the order of their collectives, for ranks that
   // share a GPU: device/launch_order.h).
-  if (onDevices(plan)) {
+  if (std::all_of(plan.memory.begin(), plan.memory.end(), isDevice)) {
     std::vector<core::Communicator::DevicePart> parts;
     for (auto& [comm, commOps] : perComm) parts.push_back({comm.get(), commOps});
     core::Communicator::executeOnDevices(parts);
@@ -188,8 +185,7 @@ bool endsInBackground(const std::vector<ncclComm_t>& handles, const std::vector<
     if (!isNonBlocking(handle)) return false;
   for (const Deferred& item : deferred)
     if (item.background != Background::Allowed) return false;
-  return std::none_of(plan.memory.begin(), plan.memory.end(),
-                      [](core::MemoryKind m) { return m == core::MemoryKind::Device; });
+  return std::none_of(plan.memory.begin(), plan.memory.end(), isDevice);
 }
 
 // Runs the group's deferred work and operations on a thread of their own;

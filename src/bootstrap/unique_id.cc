@@ -35,7 +35,7 @@ std::uint64_t hashText(const std::string& text) {
   return hash;
 }
 
-std::optional<std::string> commIdVariable() { return env::get({"HORA_COMM_ID", "NCCL_COMM_ID"}); }
+std::optional<env::Variable> commIdVariable() { return env::find({"HORA_COMM_ID", "NCCL_COMM_ID"}); }
 }  // namespace
 
 void encode(const UniqueId& id, char (&bytes)[kUniqueIdBytes]) {
@@ -96,17 +96,17 @@ namespace {
 // The root's address NCCL_COMM_ID/HORA_COMM_ID names, refused with the
 // variable's name where it names none (a port of 0 would let the root
 // listen anywhere, where no rank could find it).
-SocketAddress commIdAddress(const std::string& text) {
-  const auto variable = env::find({"HORA_COMM_ID", "NCCL_COMM_ID"});
-  const std::string name = variable ? variable->name : "HORA_COMM_ID";
+SocketAddress commIdAddress(const env::Variable& variable) {
+  const std::string& text = variable.value;
   SocketAddress address;
   try {
     address = SocketAddress::parse(text);
   } catch (const Error& error) {
-    fail(ErrorKind::InvalidArgument, name, "='", text, "' is not a host:port address: ", error.what());
+    fail(ErrorKind::InvalidArgument, variable.name, "='", text, "' is not a host:port address: ", error.what());
   }
   if (address.port() == 0)
-    fail(ErrorKind::InvalidArgument, name, "='", text, "': port 0 names no port every rank can find (give one)");
+    fail(ErrorKind::InvalidArgument, variable.name, "='", text,
+         "': port 0 names no port every rank can find (give one)");
   return address;
 }
 }  // namespace

@@ -6,12 +6,12 @@
 //   same host otherwise  -> shm
 // then the overrides (disables, HORA_TRANSPORT) as TransportPolicy documents.
 #include <algorithm>
-#include <cctype>
-#include <iterator>
-#include <string>
 #include <array>
 #include <cctype>
+#include <iterator>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "base/env.h"
 #include "base/error.h"
@@ -124,18 +124,23 @@ std::optional<TransportKind> parseTransportName(std::string_view name) {
 
 std::optional<PathClass> p2pLevelOf(std::string_view text) {
   if (auto cls = parsePathClass(text); cls && *cls != PathClass::Net) return cls;
-  std::string upper(text);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   // NCCL's classes hora does not tell apart, as the level they allow here:
   // NVLink through a GPU (NVB) and chip-to-chip (C2C) lie below PIX, so
   // they allow what NVL allows; PCIe through a CPU's root (P2C) and NCCL's
-  // PXN path lie between PXB and PHB, so they allow what PXB allows.
-  if (upper == "NVB" || upper == "C2C") return PathClass::Nvl;
-  if (upper == "P2C" || upper == "PXN") return PathClass::Pxb;
+  // PXN path lie between PXB and PHB, so they allow what PXB allows. (NCCL
+  // compares its names case-sensitively; hora's parser does not.)
+  constexpr std::pair<std::string_view, PathClass> kNcclOnly[] = {
+      {"NVB", PathClass::Nvl}, {"C2C", PathClass::Nvl}, {"P2C", PathClass::Pxb}, {"PXN", PathClass::Pxb}};
+  auto sameName = [&](std::string_view name) {
+    return std::equal(text.begin(), text.end(), name.begin(), name.end(),
+                      [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; });
+  };
+  for (const auto& [name, cls] : kNcclOnly)
+    if (sameName(name)) return cls;
   // NCCL's old numbers (paths.cc: LOC, PIX, PXB, PHB, SYS, and SYS above).
-  if (!upper.empty() && std::all_of(upper.begin(), upper.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     constexpr PathClass kOld[] = {PathClass::Loc, PathClass::Pix, PathClass::Pxb, PathClass::Phb, PathClass::Sys};
-    const std::size_t old = upper.size() > 2 ? 99 : std::stoul(upper);
+    const std::size_t old = text.size() > 2 ? std::size(kOld) : std::stoul(std::string(text));
     return kOld[std::min<std::size_t>(old, std::size(kOld) - 1)];
   }
   return std::nullopt;
