@@ -487,8 +487,10 @@ bool all_stopped(const std::vector<pid_t>& pids, bool stopped, std::chrono::mill
 // SIGTSTP reaches hora-run's process group only, so hora-run stops the
 // ranks' groups and then itself; SIGCONT (fg) continues them all.
 TEST(HoraRunTest, SigtstpPausesTheRanksAndSigcontContinuesThem) {
+  // The ranks run for 6 s of their own time: on a loaded machine a shorter
+  // loop could end before hora-run passes the stop on.
   LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c",
-                            "echo ready $$; i=0; while [ $i -lt 20 ]; do i=$((i+1)); sleep 0.1; done; echo done"});
+                            "echo ready $$; i=0; while [ $i -lt 60 ]; do i=$((i+1)); sleep 0.1; done; echo done"});
   ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
   const std::vector<pid_t> ranks = pids_after_ready(launcher);
   ASSERT_EQ(ranks.size(), 2u) << launcher.stdout_so_far();
@@ -499,7 +501,7 @@ TEST(HoraRunTest, SigtstpPausesTheRanksAndSigcontContinuesThem) {
   EXPECT_TRUE(all_stopped(ranks, true, 0ms)) << "a rank went on while the job was paused";
   ASSERT_EQ(::kill(launcher.pid(), SIGCONT), 0);
   EXPECT_TRUE(all_stopped(ranks, false, 5000ms)) << "the ranks were not continued";
-  LauncherResult result = launcher.finish(20s);
+  LauncherResult result = launcher.finish(30s);
   EXPECT_FALSE(result.timed_out);
   EXPECT_EQ(result.exit_code(), 0) << result.err;
   EXPECT_THAT(result.out_lines(), Contains("[rank 0] done"));
