@@ -423,20 +423,31 @@ INSTANTIATE_TEST_SUITE_P(Signals, HoraRunSignalTest,
                                            std::pair<int, std::string>{SIGALRM, "ALRM"}),
                          [](const auto& info) { return info.param.second; });
 
-// Ranks that ignore Ctrl-C: the second one stops them, as after a failure.
-TEST(HoraRunTest, ASecondSigintStopsRanksThatIgnoredTheFirst) {
+// Ranks that ignore Ctrl-C (or a batch system's SIGTERM): the second one
+// stops them, as after a failure, whichever of the signals that end a job it is.
+class HoraRunSecondSignalTest : public ::testing::TestWithParam<std::pair<int, std::string>> {};
+
+TEST_P(HoraRunSecondSignalTest, StopsRanksThatIgnoredTheFirst) {
+  const auto& [signal_number, trap_name] = GetParam();
   LauncherProcess launcher({"-n", "2", "--kill-timeout", "1", "/bin/sh", "-c",
-                            "trap '' INT; echo ready; exec sleep 60"});
+                            "trap '' " + trap_name + "; echo ready; exec sleep 60"});
   ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
-  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  ASSERT_EQ(::kill(launcher.pid(), signal_number), 0);
   std::this_thread::sleep_for(300ms);
-  ASSERT_EQ(::kill(launcher.pid(), SIGINT), 0);
+  ASSERT_EQ(::kill(launcher.pid(), signal_number), 0);
   LauncherResult result = launcher.finish(10s);
   EXPECT_FALSE(result.timed_out) << "the ranks were never stopped";
-  EXPECT_EQ(result.exit_code(), 128 + SIGINT) << result.err;
-  EXPECT_THAT(result.err, HasSubstr("received SIGINT again; stopping the ranks"));
+  EXPECT_EQ(result.exit_code(), 128 + signal_number) << result.err;
+  EXPECT_THAT(result.err, HasSubstr("received SIG" + trap_name + " again; stopping the ranks"));
   EXPECT_LT(result.elapsed, 10s);
 }
+
+INSTANTIATE_TEST_SUITE_P(EndingSignals, HoraRunSecondSignalTest,
+                         ::testing::Values(std::pair<int, std::string>{SIGINT, "INT"},
+                                           std::pair<int, std::string>{SIGTERM, "TERM"},
+                                           std::pair<int, std::string>{SIGHUP, "HUP"},
+                                           std::pair<int, std::string>{SIGQUIT, "QUIT"}),
+                         [](const auto& info) { return info.param.second; });
 
 // A stopped rank acts on a forwarded signal that ends it: SIGCONT follows.
 TEST(HoraRunTest, AStoppedRankStillEndsOnAForwardedSignal) {

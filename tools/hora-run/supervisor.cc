@@ -333,15 +333,17 @@ void Supervisor::on_last_rank_gone() {
 
 void Supervisor::forward_signal(int signal_number) {
   if (live_rank_count() == 0) return;
-  if (signal_number == SIGINT && interrupted_) {
-    // A second Ctrl-C: ranks that did not end on the first (one that
-    // ignores SIGINT, one blocked in a call) are stopped as after a failure.
-    report("received SIGINT again; stopping the ranks (SIGTERM, then SIGKILL after --kill-timeout)");
-    if (!exit_code_) exit_code_ = 128 + SIGINT;
+  if (ends_job(signal_number) && asked_to_end_) {
+    // A second Ctrl-C, or a second SIGTERM from a batch system or a user:
+    // ranks that did not end on the first (one that ignores or handles the
+    // signal, one blocked in a call) are stopped as after a failure.
+    report("received " + signal_name(signal_number) +
+           " again; stopping the ranks (SIGTERM, then SIGKILL after --kill-timeout)");
+    if (!exit_code_) exit_code_ = 128 + signal_number;
     stop_all();
     return;
   }
-  interrupted_ = interrupted_ || signal_number == SIGINT;
+  asked_to_end_ = asked_to_end_ || ends_job(signal_number);
   report("received " + signal_name(signal_number) + "; forwarding it to the ranks");
   signal_rank_groups(signal_number, /*live_ranks_only=*/true);
 }

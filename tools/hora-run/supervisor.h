@@ -94,7 +94,7 @@ class Supervisor {
 
   std::optional<int> exit_code_;  // set by the first failure or the timeout
   bool stopping_ = false;
-  bool interrupted_ = false;  // a SIGINT was forwarded already
+  bool asked_to_end_ = false;  // a SIGINT, SIGTERM, SIGHUP or SIGQUIT was forwarded already
   std::optional<Clock::time_point> job_deadline_;      // --timeout, until it fires
   std::optional<Clock::time_point> job_limit_;         // --timeout, kept (the output's drain)
   std::optional<Clock::time_point> term_deadline_;     // a rank failed; SIGTERM then
