@@ -47,6 +47,18 @@ TEST(BindingPlan, SharesOfCoresWithTheRemainderToTheFirstRanks) {
               testing::ElementsAre("0-2", "3-5", "6-7"));
 }
 
+// The report names cores as the machine numbers them, also when only some
+// are allowed (taskset -c 1: core 1; taskset -c 0,2-3 on 4 cores: the share
+// of two cores is cores 2-3, that of 0 and 2 is "cores 0,2").
+TEST(BindingPlan, CoresAreNamedByTheirNumberOnTheMachine) {
+  auto m = machine(1, 4);
+  EXPECT_EQ(plan_bindings(m, CpuList::parse("1"), 1, BindTo::Core)[0].unit, "core 1");
+  auto plan = plan_bindings(m, CpuList::parse("0,2-3"), 2, BindTo::Core);
+  EXPECT_EQ(plan[0].unit, "cores 0,2");
+  EXPECT_EQ(plan[1].unit, "core 3");
+  EXPECT_EQ(plan_bindings(m, CpuList::parse("1-3"), 1, BindTo::Core)[0].unit, "cores 1-3");
+}
+
 TEST(BindingPlan, ACoreComesWithAllItsHardwareThreads) {
   auto m = machine(1, 2, 2);  // core 0 = CPUs 0,2; core 1 = CPUs 1,3
   EXPECT_THAT(cpu_lists(plan_bindings(m, all_cpus(m), 2, BindTo::Core)), testing::ElementsAre("0,2", "1,3"));

@@ -5,26 +5,35 @@
 namespace hora::launcher {
 namespace {
 
+// A core some of whose CPUs are allowed, with its number on the whole
+// machine (hwloc's order), the number a report names it by: under
+// `taskset -c 1` a rank runs on core 1, not on the first allowed core.
+struct AllowedCore {
+  CpuList cpus;  // its allowed CPUs only
+  int number = 0;
+};
+
 // The machine's cores and NUMA nodes cut down to the allowed CPUs.
 struct AllowedMachine {
-  std::vector<Core> cores;
+  std::vector<AllowedCore> cores;
   std::map<int, CpuList> nodes;  // NUMA node -> its allowed CPUs
 };
 
 AllowedMachine restrict_to(const MachineLayout& machine, const CpuList& allowed) {
   AllowedMachine result;
-  for (const Core& core : machine.cores) {
+  for (std::size_t number = 0; number < machine.cores.size(); ++number) {
+    const Core& core = machine.cores[number];
     CpuList cpus = core.cpus.intersect(allowed);
     if (cpus.empty()) continue;
     result.nodes[core.numa_node] = result.nodes[core.numa_node].unite(cpus);
-    result.cores.push_back({std::move(cpus), core.numa_node});
+    result.cores.push_back({std::move(cpus), static_cast<int>(number)});
   }
   return result;
 }
 
-std::string core_range(std::size_t first, std::size_t last) {
-  return first == last ? "core " + std::to_string(first)
-                       : "cores " + std::to_string(first) + "-" + std::to_string(last);
+// "core 3", or "cores 0-1,4" in the list notation when a share has several.
+std::string cores_text(const std::vector<int>& numbers) {
+  return (numbers.size() == 1 ? "core " : "cores ") + CpuList(numbers).to_string();
 }
 
 std::vector<RankBinding> by_numa(const AllowedMachine& machine, int ranks) {
@@ -45,9 +54,12 @@ std::vector<RankBinding> by_core(const AllowedMachine& machine, int ranks) {
     // Equal shares, the remainder going one each to the first ranks.
     const std::size_t share = cores / ranks + (static_cast<std::size_t>(rank) < cores % ranks ? 1 : 0);
     RankBinding binding;
-    for (std::size_t c = next; c < next + share; ++c) binding.cpus = binding.cpus.unite(machine.cores[c].cpus);
-    // Cores are numbered among the allowed ones, in hwloc's order.
-    binding.unit = core_range(next, next + share - 1);
+    std::vector<int> numbers;
+    for (std::size_t c = next; c < next + share; ++c) {
+      binding.cpus = binding.cpus.unite(machine.cores[c].cpus);
+      numbers.push_back(machine.cores[c].number);
+    }
+    binding.unit = cores_text(numbers);
     next += share;
     plan.push_back(std::move(binding));
   }

@@ -27,6 +27,7 @@ const char* bind_to_name(BindTo bind_to);
 struct RankBinding {
   CpuList cpus;                  // empty: leave the rank's affinity alone
   std::string unit;              // what it is bound to: "cores 0-1", "NUMA node 0"
+                                 // (cores by their number on the machine)
 };
 
 // One binding per local rank.
