@@ -97,9 +97,9 @@ class HORA_API Communicator {
   // larger than the transport's buffer (shared memory: 4 MiB, 512 KiB when
   // ranks share cores) waits for the peer's matching receive. So where
   // every rank sends first and receives second (a ring shift, a halo
-  // exchange), large messages wait until HORA_TIMEOUT; use exchangeAsync
-  // (below), whose transfers progress together, or order the calls so
-  // that one side receives first.
+  // exchange), large messages wait until HORA_TIMEOUT, and the error then
+  // says so; use exchangeAsync (below), whose transfers progress together,
+  // or order the calls so that one side receives first.
   WorkPtr sendAsync(const void* buf, std::size_t count, DataType type, int peer);
   WorkPtr recvAsync(void* buf, std::size_t count, DataType type, int peer);
   // send and recv hold size()*count elements: block r of send goes to rank r,

@@ -33,6 +33,29 @@ int stagingSlots(const Tuning& tuning, int nranks, std::size_t sliceBytes) {
   const std::size_t perPeer = (tuning.directMaxBytes + sliceBytes - 1) / sliceBytes;
   return static_cast<int>(std::max<std::size_t>(kStagingSlots, peers * perPeer));
 }
+
+// Every receive of a group is in, and a send still waits for its peer to
+// take it: the usual cause is a program whose ranks each send before they
+// receive, ungrouped (a ring shift), larger than a connection's buffer.
+// Each rank then waits for the other, alive, until the deadline; NCCL
+// hangs there. The error says what to change.
+[[noreturn]] void rethrowWithSendOrderHint(const ProgressEngine& engine) {
+  try {
+    throw;
+  } catch (const Error& error) {
+    const bool receivesDone = std::ranges::all_of(
+        engine.recvs(), [](const transport::RecvConnection* r) { return r->completedBytes() == r->postedBytes(); });
+    const bool sendWaits = std::ranges::any_of(
+        engine.sends(), [](const transport::SendConnection* s) { return s->completedBytes() != s->postedBytes(); });
+    if (error.kind() != ErrorKind::Remote || !receivesDone || !sendWaits) throw;
+    throw Error(error.kind(),
+                strCat(error.what(),
+                       "; a send larger than the connection's buffer ends only when its peer receives it, so ranks "
+                       "that each send before they receive wait for each other: issue the sends and receives in "
+                       "one group (ncclGroupStart/ncclGroupEnd, or exchangeAsync)"),
+                error.failedRank());
+  }
+}
 }  // namespace
 
 HostExecutor::HostExecutor(HostExecutorContext context, const Tuning& tuning,
@@ -243,7 +266,11 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     algorithms::recvMessage(prims, op->peer, channel, op->bytes, 64);
     received.push_back(&ctx_.connector.recvFrom(op->peer, engine.progressWhileWaiting()));
   }
-  engine.drain("exchanging point-to-point messages");
+  try {
+    engine.drain("exchanging point-to-point messages");
+  } catch (const Error&) {
+    rethrowWithSendOrderHint(engine);
+  }
   engine.waitUntil(
       [&] {
         for (transport::SendConnection* connection : sent)

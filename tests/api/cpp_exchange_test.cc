@@ -18,13 +18,13 @@ using ::testing::HasSubstr;
 using Transfer = hora::Communicator::Transfer;
 constexpr auto kFinish = std::chrono::seconds(15);
 
-World worldFromUniqueId(int size) {
+World worldFromUniqueId(int size, const hora::CommunicatorOptions& options = {}) {
   const Communicator::UniqueId id = Communicator::newUniqueId();
   World world(size);
   std::vector<std::exception_ptr> errors(size);
   onEachRank(size, [&](int rank) {
     try {
-      world[rank] = Communicator::fromUniqueId(id, rank, size);
+      world[rank] = Communicator::fromUniqueId(id, rank, size, options);
     } catch (...) {
       errors[rank] = std::current_exception();
     }
@@ -117,6 +117,32 @@ TEST(CppExchange, GroupedTransfersWithUnevenSizesIncludingSelf) {
       for (std::size_t i = 0; i < in[from].size(); ++i)
         EXPECT_EQ(in[from][i], valueOf(from, rank, i));
   });
+}
+
+// Each rank sends before it receives, ungrouped, more than a connection
+// holds (the documented limit of sendAsync): both wait for each other until
+// the deadline, as under NCCL, and the error says how to order the calls.
+TEST(CppExchange, SendsBeforeReceivesTimeOutSayingToGroupThem) {
+  hora::CommunicatorOptions options;
+  options.timeout = std::chrono::seconds(1);
+  World world = worldFromUniqueId(2, options);
+  std::vector<std::string> errors(2);
+  onEachRank(2, [&](int rank) {
+    const int peer = 1 - rank;
+    std::vector<float> out(16 << 20, 1.0f), in(16 << 20);
+    auto send = world[rank]->sendAsync(out.data(), out.size(), DataType::Float32, peer);
+    auto recv = world[rank]->recvAsync(in.data(), in.size(), DataType::Float32, peer);
+    if (auto error = finishWithin(*send, kFinish)) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const hora::Error& e) {
+        errors[rank] = e.what();
+      }
+    }
+    finishWithin(*recv, kFinish);
+  });
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_THAT(errors[rank], HasSubstr("issue the sends and receives in one group")) << "rank " << rank;
 }
 
 TEST(CppExchange, EmptyExchangeAndZeroCountsFinish) {
