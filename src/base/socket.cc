@@ -336,7 +336,7 @@ std::size_t Socket::trySendTwo(const void* first, std::size_t firstBytes, const 
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     if (errno == EPIPE || errno == ECONNRESET)
       fail(ErrorKind::Remote, "connection to ", peer, " lost while sending (", errnoText(errno),
-           "): the peer process exited or aborted");
+           "): ", kPeerClosedCause);
     if (pathToPeerFailed(errno))
       fail(ErrorKind::Remote, "connection to ", peer, " lost while sending (", errnoText(errno),
            "): the peer's host stopped answering, or the network to it failed");
@@ -355,12 +355,12 @@ std::size_t Socket::tryRecvTwo(void* first, std::size_t firstBytes, void* second
     if (n > 0) return static_cast<std::size_t>(n);
     if (n == 0)
       fail(ErrorKind::Remote, "connection from ", peer,
-           " closed while receiving: the peer process exited or aborted");
+           " closed while receiving: ", kPeerClosedCause);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     if (errno == ECONNRESET)
       fail(ErrorKind::Remote, "connection from ", peer, " reset while receiving (", errnoText(errno),
-           "): the peer process exited or aborted");
+           "): ", kPeerClosedCause);
     if (pathToPeerFailed(errno))
       fail(ErrorKind::Remote, "connection from ", peer, " lost while receiving (", errnoText(errno),
            "): the peer's host stopped answering, or the network to it failed");

@@ -18,6 +18,12 @@
 
 namespace hora {
 
+// Why a peer's end of a connection closed, in the words every transport
+// uses: the first-cause search (core/communicator.cc) recognises them, to
+// tell a peer that closed its communicator from one that went silent.
+inline constexpr const char* kPeerClosedCause =
+    "the peer process exited, or its program finalized, destroyed or aborted the communicator";
+
 // An IPv4 or IPv6 address with port.
 struct SocketAddress {
   sockaddr_storage storage{};

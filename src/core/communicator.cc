@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 #include "base/env.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/socket.h"
 #include "core/agreed_settings.h"
 #include "core/buffer_layout.h"
 #include "core/scalar.h"
@@ -500,13 +502,17 @@ Error Communicator::firstCause(const Error& failure) {
     bootstrap_->announce(Error(failure.kind(), withoutRankPrefix(failure.what(), rank_), rank_));
     return failure;
   }
-  // Blamed for silence, yet alive: say so, or its user looks for a crash
-  // that never happened (the rank was late, blocked, or in another call).
-  const std::string alive =
-      !sure && bootstrap_->peerRunning(culprit)
-          ? strCat("; rank ", culprit, "'s process is still running, so it was late, blocked or in another call, "
-                   "not dead")
-          : "";
+  // Blamed, yet alive: say so, or its user looks for a crash that never
+  // happened. A peer that closed its connections without a notice (an
+  // abort sends one) finalized or destroyed its communicator; one that
+  // went silent was late, blocked, or in another call.
+  std::string alive;
+  if (!sure && bootstrap_->peerRunning(culprit))
+    alive = std::string_view(failure.what()).find(kPeerClosedCause) != std::string_view::npos
+                ? strCat("; rank ", culprit, "'s process is still running: its program closed the communicator ",
+                         "(ncclCommFinalize or ncclCommDestroy) while this rank still waited for it in a call")
+                : strCat("; rank ", culprit, "'s process is still running, so it was late, blocked or in another ",
+                         "call, not dead");
   const Error finding(
       ErrorKind::Remote,
       strCat(bootstrap_->describe(culprit), " failed first: ", withoutRankPrefix(failure.what(), rank_), alive),
@@ -767,6 +773,16 @@ void Communicator::finalize() {
     idle = queue_.empty();
   }
   if (!idle) submit({})->wait();
+}
+
+void Communicator::closeToWork() {
+  closedToWork_.store(true, std::memory_order_release);
+  // Every call that starts from now on sees the flag (checkUsable, on the
+  // caller's thread and on the worker before each task) and touches no
+  // connection; one that started before it (another thread's, which is
+  // the program's error) is waited for.
+  auto hold = awaitExecution();
+  if (connector_) connector_->close();
 }
 
 void Communicator::barrier() {

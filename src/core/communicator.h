@@ -169,7 +169,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void finalize();
   // ncclCommFinalize's end: from now on new work is refused at once
   // (InvalidUsage): the peers finalized too and would never pair with it.
-  void closeToWork() { closedToWork_.store(true, std::memory_order_release); }
+  // The connections close, so that a peer still waiting for this rank (in
+  // a call it will never make) learns it within a second, not at its
+  // deadline.
+  void closeToWork();
   // Stops everything now: in-flight and later operations fail, peers see
   // this rank's connections close.
   void abort();

@@ -26,6 +26,11 @@ namespace {
 }
 }  // namespace
 
+void Connector::refuseAfterClose(int peer) const {
+  fail(ErrorKind::InvalidUsage, "rank ", bootstrap_.rank(), ": no connection to ", bootstrap_.describe(peer),
+       " after the communicator was finalized (ncclCommFinalize)");
+}
+
 Connector::Connector(bootstrap::Bootstrap& bootstrap, std::uint64_t magic,
                      const std::atomic<bool>* abort, std::vector<TransportKind> kinds,
                      const ConnectorOptions& options)
@@ -62,6 +67,7 @@ SendConnection& Connector::sendTo(int peer, bool busy) {
 }
 
 SendConnection& Connector::connectTo(int peer, bool busy) {
+  if (closed_) refuseAfterClose(peer);
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
   // The listener was up before its address was shared: a refusal means
@@ -143,6 +149,7 @@ RecvConnection& Connector::recvFrom(int peer, WhileWaiting whileWaiting) {
 }
 
 RecvConnection& Connector::acceptConnectionFrom(int peer, WhileWaiting whileWaiting) {
+  if (closed_) refuseAfterClose(peer);
   Deadline deadline = Deadline::after(options_.timeout);
   std::string name = bootstrap_.describe(peer);
   Socket socket = acceptFrom(peer, deadline, whileWaiting);
@@ -184,6 +191,20 @@ Connector::~Connector() {
 void Connector::releaseDeregistered() {
   for (const auto& connection : sends_)
     if (connection) connection->releaseDeregistered();
+}
+
+void Connector::close() {
+  {
+    // A shutdown first: the peer reads what this rank sent before it sees
+    // the end (a close with unread bytes could reset the connection).
+    std::lock_guard<std::mutex> lock(socketsMutex_);
+    for (int fd : socketFds_) ::shutdown(fd, SHUT_RDWR);
+  }
+  closed_ = true;
+  for (auto& connection : sends_) connection.reset();
+  for (auto& connection : recvs_) connection.reset();
+  earlyArrivals_.clear();
+  gate_ = {};
 }
 
 void Connector::shutdown() {

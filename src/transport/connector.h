@@ -58,6 +58,10 @@ class Connector {
 
   // Shuts every socket down: peers blocked on this rank see EOF at once.
   void shutdown();
+  // This rank will move no more bytes (ncclCommFinalize): every connection
+  // and the listener close now, as they would when the communicator is
+  // destroyed, and later ones are refused. Only while no operation runs.
+  void close();
   // Every send connection made so far releases the device registrations of
   // buffers the program deregistered (SendConnection::releaseDeregistered).
   // Only while no operation runs on this rank.
@@ -71,6 +75,7 @@ class Connector {
     std::int32_t kind;
   };
   Socket acceptFrom(int peer, const Deadline& deadline, WhileWaiting whileWaiting);
+  [[noreturn]] void refuseAfterClose(int peer) const;
   // The set-up of sendTo and recvFrom, which name the peer in its errors.
   SendConnection& connectTo(int peer, bool busy);
   RecvConnection& acceptConnectionFrom(int peer, WhileWaiting whileWaiting);
@@ -87,6 +92,7 @@ class Connector {
   std::vector<std::unique_ptr<SendConnection>> sends_;
   std::vector<std::unique_ptr<RecvConnection>> recvs_;
   std::map<int, Socket> earlyArrivals_;  // accepted, not yet asked for
+  bool closed_ = false;                  // close()
   std::mutex socketsMutex_;              // shutdown() may come from another thread
   std::vector<int> socketFds_;           // for shutdown()
   // A socket's entry in socketFds_ while it becomes a connection (so that

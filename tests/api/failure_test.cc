@@ -409,6 +409,46 @@ TEST_P(PeerFailure, RankDeadBeforeFirstUseIsFoundAtOnce) {
   }
 }
 
+// A rank that finalized its communicator (ncclCommFinalize, no destroy
+// yet) while its peer still calls a collective on it: the peer learns so
+// at once, from the connections the finalize closed, instead of waiting
+// for HORA_TIMEOUT (NCCL waits for ever), and the text says what happened.
+TEST_P(PeerFailure, APeerThatFinalizedIsReportedAtOnce) {
+  const int port = freeLoopbackPort();
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int rank = 0; rank < 2; ++rank)
+    ranks.push_back(std::make_unique<ChildProcess>([=, this](Reporter& reporter) {
+      prepareRank(port, "30");
+      ncclComm_t comm = joinCommunicator(reporter, 2, rank);
+      if (comm == nullptr) return 1;
+      std::vector<float> data(1024, 1.0f);
+      Outcome shared = outcomeOf(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm, nullptr));
+      reportOutcome(reporter, "shared", shared);
+      if (rank == 1) {
+        reportOutcome(reporter, "finalize", outcomeOf(ncclCommFinalize(comm)));
+        std::this_thread::sleep_for(milliseconds(2500));  // alive, its communicator closed
+      } else {
+        std::this_thread::sleep_for(milliseconds(300));
+        auto start = Clock::now();
+        Outcome alone = outcomeOf(ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm, nullptr));
+        reporter.report("call_ms", std::to_string(millisecondsSince(start)));
+        reportOutcome(reporter, "alone", alone);
+      }
+      ncclCommDestroy(comm);
+      return 0;
+    }));
+  for (int rank = 0; rank < 2; ++rank) {
+    ChildExit exit = ranks[rank]->waitExit(seconds(20));
+    ASSERT_TRUE(exit.exited && exit.code == 0) << "rank " << rank << " " << exit.describe();
+    EXPECT_EQ(reportedOutcome(*ranks[rank], "shared").result, ncclSuccess) << "rank " << rank;
+  }
+  EXPECT_EQ(reportedOutcome(*ranks[1], "finalize").result, ncclSuccess);
+  Outcome alone = reportedOutcome(*ranks[0], "alone");
+  EXPECT_EQ(alone.result, ncclRemoteError) << alone;
+  EXPECT_THAT(alone.text, AllOf(HasSubstr("rank 1 (host"), HasSubstr("closed the communicator"))) << alone;
+  EXPECT_LT(reportedNumber(*ranks[0], "call_ms"), 2000) << alone;
+}
+
 TEST_P(PeerFailure, StoppedPeerTimesOutNamingIt) {
   const int port = freeLoopbackPort();
   ChildProcess rank1([=, this](Reporter& reporter) {

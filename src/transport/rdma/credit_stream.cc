@@ -60,7 +60,7 @@ std::vector<char> recvAddress(Socket& lifeline, const Deadline& deadline, const 
 void checkLifeline(const Socket& lifeline, const std::string& peer) {
   pollfd entry{lifeline.fd(), POLLIN | POLLRDHUP, 0};
   if (::poll(&entry, 1, 0) > 0 && entry.revents != 0)
-    fail(ErrorKind::Remote, "RDMA peer ", peer, " closed its connection: the peer process exited or aborted");
+    fail(ErrorKind::Remote, "RDMA peer ", peer, " closed its connection: ", kPeerClosedCause);
 }
 
 [[noreturn]] void failCompletion(const Completion& completion, const std::string& peer) {

@@ -54,7 +54,7 @@ void checkLifeline(Socket& lifeline, const std::string& peer) {
   ssize_t n = ::recv(lifeline.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
     fail(ErrorKind::Remote, "shared-memory peer ", peer,
-         " closed its connection: the peer process exited or aborted");
+         " closed its connection: ", kPeerClosedCause);
 }
 
 bool readRemote(pid_t pid, void* dst, std::uint64_t address, std::size_t bytes) {

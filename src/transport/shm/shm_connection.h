@@ -40,7 +40,8 @@
 // involved, and the data survives the sender's exit.
 //
 // The TCP socket that set the pair up stays open as a lifeline: it has no
-// traffic, so when it becomes readable the peer has exited or aborted.
+// traffic, so when it becomes readable the peer has exited, or closed or
+// aborted its communicator.
 #pragma once
 
 #include <sys/types.h>
