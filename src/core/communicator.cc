@@ -382,12 +382,7 @@ std::optional<std::vector<int>> Communicator::threadCpusNearDevice(
   const bool otherHosts = std::any_of(placements.begin(), placements.end(), [&](const auto& p) {
     return p.hostHash != placements[rank_].hostHash;
   });
-  if (!device && otherHosts) {
-    for (int nic : system.devicesOfKind(topology::DeviceKind::Nic)) {
-      const topology::Device& d = system.devices()[static_cast<std::size_t>(nic)];
-      if (d.name == bootstrap_->interfaceName() || d.detail == bootstrap_->interfaceName()) device = nic;
-    }
-  }
+  if (!device && otherHosts) device = system.findNicByInterface(bootstrap_->interfaceName());
   if (!device) return std::nullopt;
   const topology::Device& d = system.devices()[static_cast<std::size_t>(*device)];
   auto cpus = topology::affinityNear(topology::currentCpus(), system.cpusNear(*device));

@@ -144,7 +144,7 @@ class HwlocWalker {
           device.rdma = true;
           break;
         case HWLOC_OBJ_OSDEV_NETWORK:
-          netdev = os->name;  // ib0, eth0
+          if (netdev.empty()) netdev = os->name;  // ib0, eth0 (the first port's, on a multi-port NIC)
           break;
         default:
           if (const char* model = hwloc_obj_get_info_by_name(os, "GPUModel"))
@@ -153,6 +153,7 @@ class HwlocWalker {
       }
     }
     if (device.kind == DeviceKind::Nic) {
+      device.netdev = netdev;
       if (device.name.empty()) device.name = netdev;
       else if (!netdev.empty()) device.detail += " (" + netdev + ")";
     }

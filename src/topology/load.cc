@@ -1,5 +1,6 @@
 // Where a System comes from: this host (hwloc + NVML) or a file.
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +18,11 @@ namespace hora::topology {
 namespace {
 
 std::string readWholeFile(const std::string& path) {
+  // A directory opens as a stream that reads as empty: say what it is,
+  // rather than that the "file" holds no XML.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    fail(ErrorKind::System, "cannot read topology file '", path, "': ", errnoText(EISDIR));
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(ErrorKind::System, "cannot read topology file '", path, "': ", errnoText(errno));
   std::ostringstream text;
@@ -81,6 +87,12 @@ System loadSystemFromFile(const std::string& path, const LoadOptions& options) {
 }
 
 System loadSystem() {
+  // Scripts written for NCCL may ask for a dump of the topology and expect a
+  // file to appear: say at once that none will.
+  if (auto dump = env::get({"NCCL_TOPO_DUMP_FILE"}))
+    HORA_LOG(Warn, "topology: NCCL_TOPO_DUMP_FILE=", *dump,
+             " is not read by hora and no file is written; `hora-topo` shows the machine as hora sees it, "
+             "and `lstopo FILE.xml` writes a description HORA_TOPO_FILE reads back");
   LoadOptions options;
   options.assumeNvSwitch = env::getInt({"HORA_TOPO_NVSWITCH"}, 0) != 0;
   auto file = env::get({"HORA_TOPO_FILE", "NCCL_TOPO_FILE"});

@@ -1,6 +1,5 @@
 #include "topology/nccl_xml_import.h"
 
-#include <bit>
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -21,12 +20,46 @@ namespace {
 // generations and still stops a count that would read as an absurd bandwidth.
 constexpr long kMaxNvLinkCount = 64;
 
+// The only version of the format NCCL writes and reads (NCCL refuses any
+// other, so a file of another version was not written for NCCL as we know it).
+constexpr long kFormatVersion = 1;
+
+// The values an attribute may take, and why: a value outside them can only
+// come from a broken file, and read on, it would wrap or stand for an
+// absurd machine.
+struct IntRange {
+  long minimum, maximum;
+  const char* why;
+};
+struct RealRange {
+  double maximum;  // the minimum is 0
+  const char* why;
+};
+// Linux numbers NUMA nodes below 1024 (MAX_NUMNODES with the largest NODES_SHIFT).
+constexpr IntRange kNumaIds{0, 1023, "NUMA node ids run from 0 to 1023"};
+constexpr IntRange kPciClasses{0, 0xffffff, "a PCI class code has 24 bits"};
+constexpr IntRange kPciVendors{0, 0xffff, "a PCI vendor id has 16 bits"};
+constexpr IntRange kLinkWidths{0, 32, "a PCIe link has at most 32 lanes (0: unknown)"};
+constexpr IntRange kSmVersions{0, 999, "sm is a compute capability as 10 * major + minor (0: unknown)"};
+// PCIe 7 signals at 128 GT/s; twice that leaves room for the next generation.
+constexpr RealRange kLinkSpeeds{256, "link_speed is in GT/s, and no PCIe link is faster than 128"};
+// The fastest ports today carry 800 Gbit/s; 10 Tbit/s is far beyond any.
+constexpr RealRange kNicSpeeds{1e7, "speed is in Mbit/s, and no NIC port reaches 10 Tbit/s"};
+
+// The NIC port names that come from NCCL's InfiniBand plugin (verbs devices).
+bool isVerbsName(const std::string& name) { return name.rfind("mlx", 0) == 0; }
+
+// What an <nvlink> reaches, from its tclass as NCCL reads it: a GPU
+// (0x03....), the CPU (0x068001, IBM POWER), and anything else, or no
+// tclass, the NVSwitch fabric (NVSwitches are 0x068000).
+enum class NvLinkTarget { Gpu, Cpu, Fabric };
+
 // An <nvlink> to resolve once every GPU of the file is known.
 struct PendingNvLink {
   int gpu;
   int cpuNode;
   std::string target;
-  unsigned long targetClass;
+  NvLinkTarget kind;
   double GBps;
   int line;
 };
@@ -37,6 +70,7 @@ class NcclXmlImporter {
 
   void run(const xml::Element& system) {
     if (system.name != "system") error(system, "expected <system>, found <", system.name, ">");
+    checkVersion(system);
     CpuSummary& summary = builder_.cpuSummary();
     for (const auto& child : system.children) {
       if (child->name != "cpu") continue;  // unknown elements are left for newer formats
@@ -64,18 +98,64 @@ class NcclXmlImporter {
     auto value = e.attribute(key);
     if (!value || value->empty()) return fallback;
     char* end = nullptr;
+    // Out of long's range, strtol saturates, which every range below refuses.
     long result = std::strtol(value->c_str(), &end, 0);
     if (*end != '\0') error(e, "<", e.name, "> ", key, "=\"", *value, "\" is not a number");
     return result;
   }
 
-  double number(const xml::Element& e, const char* key) const {
+  // An integer attribute that must lie in `range` when present.
+  long integer(const xml::Element& e, const char* key, long fallback, const IntRange& range) const {
+    long result = integer(e, key, fallback);
+    if (e.attribute(key) && !e.attribute(key)->empty() && (result < range.minimum || result > range.maximum))
+      error(e, "<", e.name, "> ", key, "=\"", *e.attribute(key), "\" is out of range: ", range.why);
+    return result;
+  }
+
+  // A non-negative number, perhaps followed by a unit ("16 GT/s" reads as
+  // 16); 0 when absent.
+  double number(const xml::Element& e, const char* key, const RealRange& range) const {
     auto value = e.attribute(key);
     if (!value || value->empty()) return 0;
     char* end = nullptr;
     double result = std::strtod(value->c_str(), &end);
     if (end == value->c_str()) error(e, "<", e.name, "> ", key, "=\"", *value, "\" is not a number");
-    return result;  // "16 GT/s" reads as 16: the unit may follow
+    if (!(result >= 0 && result <= range.maximum))  // NaN fails too
+      error(e, "<", e.name, "> ", key, "=\"", *value, "\" is out of range: ", range.why);
+    return result;
+  }
+
+  double pciLinkGBps(const xml::Element& e) const {
+    return pcieLinkGBps(number(e, "link_speed", kLinkSpeeds),
+                        static_cast<int>(integer(e, "link_width", 0, kLinkWidths)));
+  }
+
+  void checkVersion(const xml::Element& system) const {
+    auto version = system.attribute("version");
+    if (!version)
+      error(system, "<system> has no version attribute: NCCL's topology files say version=\"", kFormatVersion, "\"");
+    if (integer(system, "version", 0) != kFormatVersion)
+      error(system, "<system> version=\"", *version, "\": hora reads version ", kFormatVersion,
+            " of NCCL's topology format, the only one NCCL reads");
+  }
+
+  // Only bridges hold PCI devices: NCCL reads no <pci> inside a GPU's or a
+  // NIC's, so a device there would be lost without a word.
+  void refuseNestedPci(const xml::Element& e, const std::string& id, const char* what) const {
+    for (const auto& child : e.children)
+      if (child->name == "pci")
+        error(*child, "<pci> busid=\"", child->attribute("busid").value_or(""), "\" lies inside the <pci> of ", what,
+              " (busid=\"", id, "\", line ", e.line, "); only PCIe switches and other bridges hold PCI devices");
+  }
+
+  // The ib transport opens NICs by name: two ports of one name would make
+  // one of them unreachable and the other ambiguous.
+  void claimNicName(const xml::Element& net, const std::string& name) {
+    if (name.empty()) return;
+    auto [first, isNew] = nicNameLines_.emplace(name, net.line);
+    if (!isNew)
+      error(net, "<net> name=\"", name, "\" appears twice (the first at line ", first->second,
+            "): NIC names must be unique, since NICs are chosen by name");
   }
 
   std::string busId(const xml::Element& e, const std::string& text) const {
@@ -103,7 +183,7 @@ class NcclXmlImporter {
   }
 
   void cpu(const xml::Element& e) {
-    int numa = static_cast<int>(integer(e, "numaid", builder_.cpuSummary().numaNodes));
+    int numa = static_cast<int>(integer(e, "numaid", builder_.cpuSummary().numaNodes, kNumaIds));
     claimNumaNode(e, numa);
     int node = builder_.cpuNode(numa);
     CpuSummary& summary = builder_.cpuSummary();
@@ -129,9 +209,11 @@ class NcclXmlImporter {
   void pci(const xml::Element& e, int parentNode, int cpuNode) {
     std::string id = busId(e, required(e, "busid"));
     claimBusId(e, id);
-    unsigned long cls = static_cast<unsigned long>(integer(e, "class", 0));
-    long vendor = integer(e, "vendor", -1);
-    double link = pcieLinkGBps(number(e, "link_speed"), static_cast<int>(integer(e, "link_width", 0)));
+    // NCCL requires the class: without it a device could be anything.
+    required(e, "class");
+    unsigned long cls = static_cast<unsigned long>(integer(e, "class", 0, kPciClasses));
+    long vendor = integer(e, "vendor", -1, kPciVendors);
+    double link = pciLinkGBps(e);
     unsigned long base = cls >> 16, sub = (cls >> 8) & 0xff;
 
     if (base == 0x06 && sub == 0x04) {  // a PCIe switch, flattened to one element
@@ -143,6 +225,7 @@ class NcclXmlImporter {
       return;
     }
     if (base == 0x03 && (vendor < 0 || vendor == 0x10de)) {
+      refuseNestedPci(e, id, "a GPU");
       Device device;
       device.kind = DeviceKind::Gpu;
       device.busId = id;
@@ -152,6 +235,7 @@ class NcclXmlImporter {
       return;
     }
     if (base == 0x02) {
+      refuseNestedPci(e, id, "a NIC");
       bool infiniband = sub == 0x07;
       bool any = false;
       for (const auto& child : e.children)
@@ -187,12 +271,16 @@ class NcclXmlImporter {
       device.kind = DeviceKind::Nic;
       device.busId = busId;
       device.name = net->attribute("name").value_or("");
+      claimNicName(*net, device.name);
       // NCCL names a port after its provider: verbs devices (mlx5_0) come
-      // from the InfiniBand plugin, sockets from netdev names (eth0).
-      bool verbsName = device.name.rfind("mlx", 0) == 0;
+      // from the InfiniBand plugin, sockets from netdev names (eth0). A
+      // verbs port of no known class may be InfiniBand or RoCE: its RDMA
+      // flag says all that is known.
+      bool verbsName = isVerbsName(device.name);
       device.rdma = infiniband || verbsName;
-      device.detail = infiniband ? "InfiniBand" : verbsName ? "RDMA" : "Ethernet";
-      device.speedGbps = number(*net, "speed") / 1000.0;  // Mbit/s in the file
+      device.detail = infiniband ? "InfiniBand" : verbsName ? "" : "Ethernet";
+      if (!verbsName) device.netdev = device.name;
+      device.speedGbps = number(*net, "speed", kNicSpeeds) / 1000.0;  // Mbit/s in the file
       builder_.addDevice(parentNode, device, link);
       ++added;
     }
@@ -200,7 +288,7 @@ class NcclXmlImporter {
   }
 
   void gpuLinks(const xml::Element& gpu, int gpuId, int cpuNode) {
-    int sm = static_cast<int>(integer(gpu, "sm", 0));
+    int sm = static_cast<int>(integer(gpu, "sm", 0, kSmVersions));
     if (auto dev = gpu.attribute("dev")) builder_.device(gpuId).detail = "CUDA device " + *dev;
     builder_.device(gpuId).smVersion = sm;
     for (const auto& link : gpu.children) {
@@ -209,21 +297,30 @@ class NcclXmlImporter {
       if (count < 1 || count > kMaxNvLinkCount)
         error(*link, "<nvlink> count=\"", link->attribute("count").value_or(""), "\" must be between 1 and ",
               kMaxNvLinkCount, " links");
-      pending_.push_back(PendingNvLink{gpuId, cpuNode, required(*link, "target"),
-                                       static_cast<unsigned long>(integer(*link, "tclass", 0)),
+      pending_.push_back(PendingNvLink{gpuId, cpuNode, required(*link, "target"), nvLinkTarget(*link),
                                        static_cast<double>(count) * nvlinkGBpsPerLink(sm), link->line});
     }
   }
 
-  // Targets: another GPU (tclass 0x03....), an NVSwitch (0x068000; all
-  // switches form one fabric, whatever bus id the file gives them), or the
-  // GPU's CPU (0x06...., POWER). A link to itself says nothing.
+  // As NCCL reads tclass. A file without it (NCCL writes it, but asks the
+  // host's PCI tree for it when missing) stands for a link whose far end
+  // was not visible, which NCCL takes to be an NVSwitch.
+  NvLinkTarget nvLinkTarget(const xml::Element& link) const {
+    if (!link.attribute("tclass")) return NvLinkTarget::Fabric;
+    auto cls = static_cast<unsigned long>(integer(link, "tclass", 0, kPciClasses));
+    if (cls >> 16 == 0x03) return NvLinkTarget::Gpu;
+    if (cls == 0x068001) return NvLinkTarget::Cpu;
+    return NvLinkTarget::Fabric;
+  }
+
+  // Targets: another GPU, the NVSwitch fabric (all switches form one,
+  // whatever bus id the file gives them), or the GPU's CPU. A link to
+  // itself says nothing.
   void resolveNvLinks() {
     int fabric = -1;
     std::map<std::pair<int, int>, double> gpuPairs;
     for (const auto& link : pending_) {
-      unsigned long base = link.targetClass >> 16, sub = (link.targetClass >> 8) & 0xff;
-      if (base == 0x06 && sub == 0x80) {
+      if (link.kind == NvLinkTarget::Fabric) {
         if (fabric < 0) {
           Device nvswitch;
           nvswitch.kind = DeviceKind::NvSwitch;
@@ -231,7 +328,7 @@ class NcclXmlImporter {
           fabric = builder_.addDevice(-1, nvswitch, 0);
         }
         builder_.addNvLink(link.gpu, fabric, link.GBps);
-      } else if (base == 0x03) {
+      } else if (link.kind == NvLinkTarget::Gpu) {
         auto target = canonicalBusId(link.target);
         if (!target)
           fail(ErrorKind::InvalidArgument, source_, ":", link.line, ": <nvlink> target=\"", link.target,
@@ -245,7 +342,7 @@ class NcclXmlImporter {
         // Both ends usually list the same links: count them once.
         auto key = std::make_pair(std::min(link.gpu, other), std::max(link.gpu, other));
         gpuPairs[key] = std::max(gpuPairs[key], link.GBps);
-      } else if (base == 0x06) {
+      } else {
         builder_.addNvLinkToCpu(link.gpu, link.cpuNode, link.GBps);
       }
     }
@@ -257,6 +354,7 @@ class NcclXmlImporter {
   std::vector<PendingNvLink> pending_;
   std::map<int, int> numaLines_;           // NUMA node -> line of its <cpu>
   std::map<std::string, int> busIdLines_;  // bus id -> line of its <pci>
+  std::map<std::string, int> nicNameLines_;  // NIC name -> line of its <net>
 };
 
 }  // namespace

@@ -5,9 +5,12 @@
 //
 // Inside a host: the GPUs form the cycle that is best edge by edge, where a
 // cycle is better when it has fewer edges of the worst path class (SYS, then
-// NODE, PHB, PXB, PIX; NVL costs nothing), and among equals fewer bad PCIe
-// classes (the PCIe path, ignoring NVLink: on an NVSwitch machine every
-// cycle is all NVL, and PCIe locality decides). Written from the host's
+// NODE, PHB, PXB, PIX; NVL costs nothing), then when its slowest NVLink hop
+// is faster (a ring moves at the pace of its slowest hop: on a DGX-1 with
+// V100s, a cycle over the GPU pairs joined by two links beats one with a
+// single-link hop), and among equals fewer bad PCIe classes (the PCIe path,
+// ignoring NVLink: on an NVSwitch machine every cycle is all NVL, and PCIe
+// locality decides). Written from the host's
 // lowest rank, the worst hop is the one closing the cycle. Up to 16 GPUs per
 // host the search is exact (dynamic programming over subsets); ties go to the
 // cycle whose rank sequence is smallest, so the answer is deterministic and
@@ -37,10 +40,11 @@ struct GpuGroup {
   std::vector<int> ranks;
 };
 
-// An edge's cost as packed counters, 6 bits per class, worst class in the
+// An edge's cost as packed counters, 6 bits each, worst class in the
 // highest bits: sums of up to 63 edges then compare like the lexicographic
-// order of (SYS edges, NODE edges, PHB, PXB, PIX, then the same counts for
-// the PCIe-only classes). NVL and LOC edges count nothing.
+// order of (SYS edges, NODE edges, PHB, PXB, PIX, NVLink edges slower than
+// the bandwidth the ring aims at, then the counts of the PCIe-only classes).
+// Other NVL and LOC edges count nothing.
 int classRank(PathClass cls) {
   switch (cls) {
     case PathClass::Net:
@@ -53,15 +57,34 @@ int classRank(PathClass cls) {
   }
 }
 
-std::uint64_t edgeCost(const System& system, int a, int b) {
+constexpr int kSlowNvLinkShift = 24;  // bits 24..29
+constexpr int kClassShift = 30;       // bits 30..59
+
+std::uint64_t edgeCost(const System& system, int a, int b, double nvlinkTarget) {
   std::uint64_t cost = 0;
-  if (int r = classRank(system.pathBetween(a, b)); r >= 0) cost += 1ull << (30 + 6 * r);  // bits 30..59
+  const Path& path = system.path(a, b);
+  if (int r = classRank(path.cls); r >= 0) cost += 1ull << (kClassShift + 6 * r);
+  if (path.cls == PathClass::Nvl && path.bandwidthGBps < nvlinkTarget) cost += 1ull << kSlowNvLinkShift;
   // The PCIe tie-break has no PIX field: it only separates what PIX does not.
   if (int r = classRank(system.pciePathBetween(a, b)); r >= 1) cost += 1ull << (6 * (r - 1));  // bits 0..23
   return cost;
 }
 
 using CostMatrix = std::vector<std::vector<std::uint64_t>>;
+
+CostMatrix costMatrix(const System& system, const std::vector<int>& devices, double nvlinkTarget) {
+  CostMatrix cost(devices.size(), std::vector<std::uint64_t>(devices.size(), 0));
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    for (std::size_t j = 0; j < devices.size(); ++j)
+      if (i != j) cost[i][j] = edgeCost(system, devices[i], devices[j], nvlinkTarget);
+  return cost;
+}
+
+std::uint64_t cycleCost(const std::vector<int>& cycle, const CostMatrix& cost) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < cycle.size(); ++i) total += cost[cycle[i]][cycle[(i + 1) % cycle.size()]];
+  return total;
+}
 
 // What the search minimises, in order: the cycle's cost, then the cost of
 // the cycle without its closing edge (so the worst hop is the one from the
@@ -139,6 +162,51 @@ std::vector<int> greedyCycle(const CostMatrix& cost) {
   return cycle;
 }
 
+// The NVLink bandwidths between the devices, each once, slowest first.
+std::vector<double> nvlinkBandwidths(const System& system, const std::vector<int>& devices) {
+  std::set<double> found;
+  for (int a : devices)
+    for (int b : devices)
+      if (a != b && system.pathBetween(a, b) == PathClass::Nvl) found.insert(system.path(a, b).bandwidthGBps);
+  return {found.begin(), found.end()};
+}
+
+// The best cycle by the cost above, exact up to kExactSearchLimit devices:
+// the fastest NVLink bandwidth every NVLink hop can reach without more hops
+// of a worse class is found by bisection over the bandwidths present (each
+// step an exact search, so a handful of them even with many link counts),
+// then the best cycle at that bandwidth. Greedy beyond the limit, where
+// bandwidth is not weighed.
+struct BestCycle {
+  std::vector<int> order;
+  CostMatrix cost;
+};
+BestCycle bestCycle(const System& system, const std::vector<int>& devices) {
+  const std::vector<double> bandwidths = nvlinkBandwidths(system, devices);
+  const double slowest = bandwidths.empty() ? 0 : bandwidths.front();
+  BestCycle best{{}, costMatrix(system, devices, slowest)};
+  if (devices.size() > static_cast<std::size_t>(kExactSearchLimit)) {
+    best.order = greedyCycle(best.cost);
+    return best;
+  }
+  best.order = exactCycle(best.cost);
+  // What no NVLink target may worsen: the counts of each path class.
+  const std::uint64_t classes = cycleCost(best.order, best.cost) >> kSlowNvLinkShift;
+  std::size_t reached = 0, unreachable = bandwidths.size();
+  while (unreachable - reached > 1) {
+    const std::size_t middle = (reached + unreachable) / 2;
+    BestCycle candidate{{}, costMatrix(system, devices, bandwidths[middle])};
+    candidate.order = exactCycle(candidate.cost);
+    if (cycleCost(candidate.order, candidate.cost) >> kSlowNvLinkShift == classes) {
+      best = std::move(candidate);
+      reached = middle;
+    } else {
+      unreachable = middle;
+    }
+  }
+  return best;
+}
+
 // Rotates a cycle so that its worst edge is the one from last back to first
 // (kept where it is when that edge is among the worst).
 void openAtWorstEdge(std::vector<int>& cycle, const CostMatrix& cost) {
@@ -185,12 +253,11 @@ std::vector<int> hostOrder(const std::vector<const RankPlacement*>& ranks, const
   std::vector<int> order(known.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   if (known.size() >= 3) {
-    CostMatrix cost(known.size(), std::vector<std::uint64_t>(known.size(), 0));
-    for (std::size_t i = 0; i < known.size(); ++i)
-      for (std::size_t j = 0; j < known.size(); ++j)
-        if (i != j) cost[i][j] = edgeCost(*system, known[i].device, known[j].device);
-    order = known.size() <= kExactSearchLimit ? exactCycle(cost) : greedyCycle(cost);
-    if (ringContinues) openAtWorstEdge(order, cost);
+    std::vector<int> devices;
+    for (const GpuGroup& group : known) devices.push_back(group.device);
+    BestCycle best = bestCycle(*system, devices);
+    order = std::move(best.order);
+    if (ringContinues) openAtWorstEdge(order, best.cost);
   }
 
   std::vector<int> result;

@@ -54,6 +54,18 @@ std::optional<int> System::findGpu(std::string_view busId) const {
   return std::nullopt;
 }
 
+std::optional<int> System::findNicByInterface(std::string_view interfaceName) const {
+  if (interfaceName.empty()) return std::nullopt;
+  // A NIC known only by its interface (a socket NIC, or one a file names so)
+  // carries that name too.
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    const Device& d = devices_[i];
+    if (d.kind == DeviceKind::Nic && (d.netdev == interfaceName || (d.netdev.empty() && d.name == interfaceName)))
+      return static_cast<int>(i);
+  }
+  return std::nullopt;
+}
+
 const Path& System::path(int from, int to) const {
   const auto n = devices_.size();
   HORA_ENFORCE(from >= 0 && to >= 0 && static_cast<std::size_t>(from) < n && static_cast<std::size_t>(to) < n,

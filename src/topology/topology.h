@@ -41,9 +41,11 @@ enum class PathClass : std::uint8_t {
 std::string_view pathClassName(PathClass cls);
 // Parses those names (any case); nullopt otherwise.
 std::optional<PathClass> parsePathClass(std::string_view name);
-// A value of HORA_P2P_LEVEL / NCCL_P2P_LEVEL: a class name (not NET), one of
-// NCCL's classes hora does not tell apart (NVB, C2C: as NVL; P2C, PXN: as
-// PXB), or NCCL's old numbers 0-5.
+// A value of HORA_P2P_LEVEL / NCCL_P2P_LEVEL, as the worst class it allows
+// here: a class name (not NET), one of NCCL's classes hora does not tell
+// apart (NVB, C2C: as NVL; P2C, PXN: as PXB), or NCCL's old numbers 0-5.
+// PHB (and 3) means what it means in NCCL, whose model has no NODE: any
+// path through the CPU of one NUMA node, so NODE.
 std::optional<PathClass> p2pLevelOf(std::string_view text);
 
 enum class DeviceKind : std::uint8_t { Gpu, Nic, NvSwitch };
@@ -54,6 +56,7 @@ struct Device {
   std::string name;     // "GPU0" (PCI bus order), "mlx5_0", "eth0", "NVSwitch0"
   std::string busId;    // "0000:07:00.0"; empty for a NIC known only by name
   std::string detail;   // what else is known: GPU model, "InfiniBand", "ib0"...
+  std::string netdev;   // NIC: its network interface (ib0, eth0); empty when unknown
   int numaNode = 0;     // the NUMA node (OS index) whose CPUs are nearest
   bool rdma = false;    // NIC: RDMA capable (an InfiniBand HCA / verbs device)
   double speedGbps = 0; // NIC: port speed in Gbit/s; 0 when unknown
@@ -107,6 +110,10 @@ class System {
 
   // The GPU with this PCI bus id (any spelling); nullopt when there is none.
   std::optional<int> findGpu(std::string_view busId) const;
+  // The NIC behind a network interface (the bootstrap's "ib0", "eth0"),
+  // whether the NIC is named after it or after its verbs device (mlx5_0,
+  // with ib0 as its interface); nullopt when no NIC has that interface.
+  std::optional<int> findNicByInterface(std::string_view interfaceName) const;
 
   // Path between two devices (indices into devices()).
   const Path& path(int from, int to) const;
@@ -218,14 +225,16 @@ struct TransportChoice {
 };
 
 // The rules' knobs; fromEnvironment() reads them (HORA_ name first, then NCCL_):
-//   HORA_P2P_DISABLE / NCCL_P2P_DISABLE = 1   never p2p
-//   HORA_SHM_DISABLE / NCCL_SHM_DISABLE = 1   never shm (same-host pairs use the network)
-//   HORA_IB_DISABLE  / NCCL_IB_DISABLE  = 1   never ib
+//   HORA_P2P_DISABLE / NCCL_P2P_DISABLE = 1   never p2p (other numbers: as 0, as in NCCL)
+//   HORA_SHM_DISABLE / NCCL_SHM_DISABLE = 1   never shm (same-host pairs use the network;
+//                                             other numbers: as 0, as in NCCL)
+//   HORA_IB_DISABLE  / NCCL_IB_DISABLE  != 0  never ib
 //   HORA_OFI_DISABLE                    = 1   never ofi
 //   HORA_NET / NCCL_NET = IB|OFI|Socket       the only network transport to use
 //                                             (Libfabric, AWS Libfabric: OFI)
 //                                             (Socket: tcp; IB: ib, else tcp)
 //   HORA_P2P_LEVEL   / NCCL_P2P_LEVEL   = LOC|NVL|PIX|PXB|PHB|NODE|SYS: the worst path p2p may take
+//                                             (p2pLevelOf: NCCL's names as NCCL means them)
 //   HORA_TRANSPORT = p2p|shm|ib|ofi|tcp use that one wherever it can connect the pair
 struct TransportPolicy {
   bool p2pDisabled = false;
@@ -234,6 +243,7 @@ struct TransportPolicy {
   std::string ibDisabledBy = "IB_DISABLE=1";  // the setting that disabled ib, for the reason shown
   bool ofiDisabled = false;
   PathClass p2pLevel = PathClass::Pxb;
+  std::string p2pLevelSetBy;  // "P2P_LEVEL=PHB" when set, for the reason shown; empty: the default
   std::optional<TransportKind> forced;
 
   // Throws hora::Error(InvalidArgument) naming the variable on a bad value.

@@ -26,6 +26,9 @@ namespace {
 constexpr std::array<std::string_view, 5> kTransportNames = {"p2p", "shm", "ib", "tcp", "ofi"};
 
 bool flag(std::initializer_list<const char*> names) { return env::getInt(names, 0) != 0; }
+// NCCL acts on NCCL_P2P_DISABLE and NCCL_SHM_DISABLE only when they are 1
+// (2 leaves p2p on there), and scripts written for NCCL must mean the same here.
+bool flagIsOne(std::initializer_list<const char*> names) { return env::getInt(names, 0) == 1; }
 
 std::string lower(std::string_view text) {
   std::string result(text);
@@ -88,7 +91,8 @@ TransportChoice natural(const RankPlacement& a, const RankPlacement& b, const Sy
     notP2p = "P2P disabled (P2P_DISABLE=1)";
   } else if (gpus.path->cls > policy.p2pLevel) {
     notP2p = strCat("GPUs ", a.gpuBusId, " and ", b.gpuBusId, " connect through ", describe(*gpus.path),
-                    ", beyond the P2P level ", pathClassName(policy.p2pLevel));
+                    ", beyond the P2P level ", pathClassName(policy.p2pLevel),
+                    policy.p2pLevelSetBy.empty() ? "" : strCat(" (", policy.p2pLevelSetBy, ")"));
   } else if (gpus.path->cls == PathClass::Loc) {
     return {TransportKind::P2p, strCat("same host; both ranks drive GPU ", a.gpuBusId)};
   } else {
@@ -123,6 +127,10 @@ std::optional<TransportKind> parseTransportName(std::string_view name) {
 }
 
 std::optional<PathClass> p2pLevelOf(std::string_view text) {
+  // NCCL's model hangs every PCIe tree of a NUMA node off its CPU, so two
+  // host bridges of one node meet as PHB there: NCCL's PHB ("P2P within a
+  // NUMA node") takes in hora's NODE, which only hwloc's finer tree tells apart.
+  if (auto cls = parsePathClass(text); cls && *cls == PathClass::Phb) return PathClass::Node;
   if (auto cls = parsePathClass(text); cls && *cls != PathClass::Net) return cls;
   // NCCL's classes hora does not tell apart, as the level they allow here:
   // NVLink through a GPU (NVB) and chip-to-chip (C2C) lie below PIX, so
@@ -137,9 +145,10 @@ std::optional<PathClass> p2pLevelOf(std::string_view text) {
   };
   for (const auto& [name, cls] : kNcclOnly)
     if (sameName(name)) return cls;
-  // NCCL's old numbers (paths.cc: LOC, PIX, PXB, PHB, SYS, and SYS above).
+  // NCCL's old numbers (paths.cc: LOC, PIX, PXB, PHB, SYS, and SYS above),
+  // PHB read as NCCL means it (above).
   if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    constexpr PathClass kOld[] = {PathClass::Loc, PathClass::Pix, PathClass::Pxb, PathClass::Phb, PathClass::Sys};
+    constexpr PathClass kOld[] = {PathClass::Loc, PathClass::Pix, PathClass::Pxb, PathClass::Node, PathClass::Sys};
     const std::size_t old = text.size() > 2 ? std::size(kOld) : std::stoul(std::string(text));
     return kOld[std::min<std::size_t>(old, std::size(kOld) - 1)];
   }
@@ -148,9 +157,10 @@ std::optional<PathClass> p2pLevelOf(std::string_view text) {
 
 TransportPolicy TransportPolicy::fromEnvironment() {
   TransportPolicy policy;
-  policy.p2pDisabled = flag({"HORA_P2P_DISABLE", "NCCL_P2P_DISABLE"});
-  policy.shmDisabled = flag({"HORA_SHM_DISABLE", "NCCL_SHM_DISABLE"});
+  policy.p2pDisabled = flagIsOne({"HORA_P2P_DISABLE", "NCCL_P2P_DISABLE"});
+  policy.shmDisabled = flagIsOne({"HORA_SHM_DISABLE", "NCCL_SHM_DISABLE"});
   policy.ibDisabled = flag({"HORA_IB_DISABLE", "NCCL_IB_DISABLE"});
+  if (policy.ibDisabled) policy.ibDisabledBy = "IB_DISABLE=" + *env::get({"HORA_IB_DISABLE", "NCCL_IB_DISABLE"});
   if (auto level = env::get({"HORA_P2P_LEVEL", "NCCL_P2P_LEVEL"})) {
     auto parsed = p2pLevelOf(*level);
     if (!parsed)
@@ -158,6 +168,7 @@ TransportPolicy TransportPolicy::fromEnvironment() {
            "' (HORA_P2P_LEVEL / NCCL_P2P_LEVEL) is not one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, NODE, "
            "SYS or NCCL's old numbers 0-5");
     policy.p2pLevel = *parsed;
+    policy.p2pLevelSetBy = "P2P_LEVEL=" + *level;
   }
   policy.ofiDisabled = flag({"HORA_OFI_DISABLE"});
   if (auto net = env::get({"HORA_NET", "NCCL_NET"})) {

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "hora/communicator.h"
 #include "topology_test_support.h"
 
@@ -129,6 +131,126 @@ TEST(BadInputTest, NcclCpusWithOneNumaIdAreRefused) {
   Error error = loadError(file.path());
   EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
   EXPECT_THAT(error.what(), HasSubstr(file.path() + ":3: a second <cpu> of NUMA node 0 (the first is at line 2)"));
+}
+
+// A directory opens as a stream that reads as empty; the error must say
+// what the path is, not that a file holds no XML.
+TEST(BadInputTest, DirectoryIsNamedAsOne) {
+  std::string dir = std::filesystem::path(fixture("nccl-topo")).string();
+  Error error = loadError(dir);
+  EXPECT_EQ(error.kind(), ErrorKind::System);
+  EXPECT_THAT(error.what(), HasSubstr("cannot read topology file '" + dir + "'"));
+  EXPECT_THAT(error.what(), HasSubstr("EISDIR"));
+  EXPECT_THAT(error.what(), ::testing::Not(HasSubstr("holds no XML element")));
+}
+
+// One <cpu> of NUMA node 0 holding `body`, in a file of NCCL's format.
+std::string ncclFile(const std::string& body, const std::string& systemAttributes = "version=\"1\"") {
+  return "<system " + systemAttributes + ">\n <cpu numaid=\"0\" affinity=\"0000000f\">\n" + body +
+         " </cpu>\n</system>\n";
+}
+
+TEST(BadInputTest, NcclPciWithoutClassIsRefused) {
+  // NCCL requires it: without a class the device could be anything.
+  TempFile file(ncclFile("  <pci busid=\"0000:01:00.0\" link_width=\"16\"/>\n"));
+  Error error = loadError(file.path());
+  EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr(file.path() + ":3: <pci> has no class attribute"));
+}
+
+TEST(BadInputTest, NcclFormatVersionMustBeOne) {
+  const std::string gpu = "  <pci busid=\"0000:01:00.0\" class=\"0x030200\"/>\n";
+  TempFile two(ncclFile(gpu, "version=\"2\""));
+  Error error = loadError(two.path());
+  EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr(two.path() + ":1: <system> version=\"2\": hora reads version 1"));
+  TempFile none(ncclFile(gpu, "name=\"m\""));
+  EXPECT_THAT(loadError(none.path()).what(), HasSubstr(none.path() + ":1: <system> has no version attribute"));
+  TempFile one(ncclFile(gpu));
+  EXPECT_NO_THROW(loadSystemFromFile(one.path()));
+}
+
+struct OutOfRange {
+  std::string body;      // the <cpu>'s content
+  std::string expected;  // what the error must say
+};
+
+// Values that would wrap, read as absurd machines, or be NaN: each refused
+// with the attribute, the value and the file.
+TEST(BadInputTest, NcclNumbersOutOfRangeAreRefused) {
+  auto gpuWith = [](const std::string& pciAttributes, const std::string& gpuAttributes = "") {
+    return "  <pci busid=\"0000:01:00.0\" class=\"0x030200\" " + pciAttributes + "><gpu dev=\"0\" " + gpuAttributes +
+           "/></pci>\n";
+  };
+  auto nicWith = [](const std::string& speed) {
+    return "  <pci busid=\"0000:02:00.0\" class=\"0x020700\"><nic><net name=\"mlx5_0\" speed=\"" + speed +
+           "\"/></nic></pci>\n";
+  };
+  const std::vector<OutOfRange> cases = {
+      {gpuWith("", "sm=\"99999999999\""), "<gpu> sm=\"99999999999\" is out of range"},
+      {gpuWith("link_width=\"4096\""), "<pci> link_width=\"4096\" is out of range: a PCIe link has at most 32 lanes"},
+      {gpuWith("link_width=\"-16\""), "<pci> link_width=\"-16\" is out of range"},
+      {gpuWith("link_speed=\"1e30 GT/s\""), "<pci> link_speed=\"1e30 GT/s\" is out of range"},
+      {gpuWith("link_speed=\"nan\""), "<pci> link_speed=\"nan\" is out of range"},
+      {gpuWith("link_speed=\"-8 GT/s\""), "<pci> link_speed=\"-8 GT/s\" is out of range"},
+      {nicWith("1e30"), "<net> speed=\"1e30\" is out of range: speed is in Mbit/s"},
+      {nicWith("inf"), "<net> speed=\"inf\" is out of range"},
+  };
+  for (const auto& c : cases) {
+    TempFile file(ncclFile(c.body));
+    Error error = loadError(file.path());
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << c.body;
+    EXPECT_THAT(error.what(), HasSubstr(file.path() + ":")) << c.body;
+    EXPECT_THAT(error.what(), HasSubstr(c.expected)) << c.body;
+  }
+  for (const std::string numa : {"99999999999", "4294967296", "-1", "1024"}) {
+    TempFile file("<system version=\"1\">\n <cpu numaid=\"" + numa + "\"/>\n</system>\n");
+    EXPECT_THAT(loadError(file.path()).what(),
+                HasSubstr(file.path() + ":2: <cpu> numaid=\"" + numa + "\" is out of range: NUMA node ids run from 0"))
+        << numa;
+  }
+  TempFile bigClass(ncclFile("  <pci busid=\"0000:01:00.0\" class=\"0x1030200\"/>\n"));
+  EXPECT_THAT(loadError(bigClass.path()).what(), HasSubstr("<pci> class=\"0x1030200\" is out of range"));
+}
+
+TEST(BadInputTest, NcclNumbersAtTheirBoundsAreAccepted) {
+  TempFile file(
+      "<system version=\"1\">\n <cpu numaid=\"1023\">\n"
+      "  <pci busid=\"0000:01:00.0\" class=\"0x030200\" link_speed=\"128.0 GT/s PCIe\" link_width=\"32\">"
+      "<gpu dev=\"0\" sm=\"120\"/></pci>\n"
+      "  <pci busid=\"0000:02:00.0\" class=\"0x020700\" link_width=\"0\" link_speed=\"\">"
+      "<nic><net name=\"mlx5_0\" speed=\"800000\"/></nic></pci>\n </cpu>\n</system>\n");
+  System sys = loadSystemFromFile(file.path());
+  EXPECT_EQ(sys.devices()[testing::gpuIndex(sys, 0)].numaNode, 1023);
+  EXPECT_EQ(sys.devices()[testing::gpuIndex(sys, 0)].smVersion, 120);
+}
+
+// The ib transport opens NICs by name: a name twice would hide one port.
+TEST(BadInputTest, NcclNicNamesMustBeUnique) {
+  TempFile file(ncclFile(
+      "  <pci busid=\"0000:02:00.0\" class=\"0x020700\"><nic><net name=\"mlx5_0\" speed=\"200000\"/></nic></pci>\n"
+      "  <nic><net name=\"mlx5_0\" speed=\"100000\"/></nic>\n"));
+  Error error = loadError(file.path());
+  EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr(file.path() + ":4: <net> name=\"mlx5_0\" appears twice (the first at line 3)"));
+}
+
+// NCCL reads no <pci> inside a GPU's or NIC's: the device would vanish.
+TEST(BadInputTest, NcclPciInsideAGpuOrNicIsRefused) {
+  TempFile gpu(ncclFile(
+      "  <pci busid=\"0000:01:00.0\" class=\"0x030200\">\n   <pci busid=\"0000:02:00.0\" class=\"0x030200\"/>\n"
+      "  </pci>\n"));
+  Error error = loadError(gpu.path());
+  EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr(gpu.path() + ":4: <pci> busid=\"0000:02:00.0\" lies inside the <pci> of a GPU "
+                                                    "(busid=\"0000:01:00.0\", line 3)"));
+  TempFile nic(ncclFile(
+      "  <pci busid=\"0000:01:00.0\" class=\"0x020000\"><pci busid=\"0000:02:00.0\" class=\"0x030200\"/></pci>\n"));
+  EXPECT_THAT(loadError(nic.path()).what(), HasSubstr("lies inside the <pci> of a NIC"));
+  // A device behind some other function (a storage controller) is still read.
+  TempFile other(ncclFile(
+      "  <pci busid=\"0000:01:00.0\" class=\"0x010802\"><pci busid=\"0000:02:00.0\" class=\"0x030200\"/></pci>\n"));
+  EXPECT_EQ(loadSystemFromFile(other.path()).devicesOfKind(DeviceKind::Gpu).size(), 1u);
 }
 
 TEST(BadInputTest, HwlocRefusesAWellFormedButInvalidExport) {

@@ -198,6 +198,23 @@ TEST(FixturesTest, TwoSocketHostFindsTheConnectXAndItsGpuNeighbour) {
   for (int g = 0; g < 3; ++g) EXPECT_EQ(nearestNicBus(sys, g), "0000:04:00.0") << g;
 }
 
+// A rank that talks to other hosts through the bootstrap's interface keeps
+// its threads near the NIC behind it: hwloc names an InfiniBand NIC after its
+// verbs device (mlx5_0), and the interface (ib0) must still find it.
+TEST(FixturesTest, NicsAreFoundByTheirNetworkInterface) {
+  System sys = loadSystemFromFile(fixture("hwloc/32em64t-2n8c2t-pci-normalio.hwloc-2.9.0.xml"));
+  const int mlx = deviceNamed(sys, "mlx5_0");
+  ASSERT_GE(mlx, 0);
+  EXPECT_EQ(sys.devices()[static_cast<std::size_t>(mlx)].netdev, "ib0");
+  EXPECT_EQ(sys.findNicByInterface("ib0"), mlx);
+  EXPECT_EQ(sys.findNicByInterface("eth0"), deviceNamed(sys, "eth0"));
+  EXPECT_EQ(sys.findNicByInterface("eth1"), deviceNamed(sys, "eth1"));
+  EXPECT_FALSE(sys.findNicByInterface("ib1").has_value());
+  EXPECT_FALSE(sys.findNicByInterface("lo").has_value());
+  // The NIC's NUMA node is what the rank's threads keep to.
+  EXPECT_EQ(sys.devices()[static_cast<std::size_t>(*sys.findNicByInterface("ib0"))].numaNode, 1);
+}
+
 TEST(FixturesTest, FingerprintsTellShapesApartAndRepeat) {
   System a = loadSystemFromFile(fixture("nccl-topo/azure-ndv4-topo.xml"));
   System b = loadSystemFromFile(fixture("nccl-topo/azure-ndv4-topo.xml"));

@@ -54,7 +54,10 @@ TEST(HoraTopoOptionsTest, RejectsBadLayouts) {
   EXPECT_THAT(errorOf("a:x"), HasSubstr("not a non-negative number"));
   EXPECT_THAT(errorOf(":0"), HasSubstr("empty host name"));
   EXPECT_THAT(errorOf("a:0,,1"), HasSubstr("empty rank"));
-  EXPECT_THAT(errorOf("a:-1"), HasSubstr("not a non-negative number"));
+  // The whole item is quoted, not the empty text before its dash.
+  EXPECT_THAT(errorOf("a:-1"), HasSubstr("'-1' is not a non-negative number"));
+  EXPECT_THAT(errorOf("a:3-"), HasSubstr("'3-' is not a non-negative number"));
+  EXPECT_THAT(errorOf("a:0-1-2"), HasSubstr("'1-2' is not a non-negative number"));
   EXPECT_THAT(errorOf("a:0-99999999999"), HasSubstr("'99999999999' is too large: at most 4095"));
   EXPECT_THAT(errorOf("a:0-99999999999999999999"), HasSubstr("is too large"));
   EXPECT_THAT(errorOf("a:0-4096"), HasSubstr("'4096' is too large"));
@@ -174,6 +177,28 @@ TEST_F(HoraTopoToolTest, ReportsErrorsAndUsage) {
   auto [usageStatus, usage] = runTool("--bogus");
   EXPECT_EQ(usageStatus, 2);
   EXPECT_THAT(usage, HasSubstr("usage: hora-topo"));
+}
+
+// Whatever describes the machine, ranks on this host have ib only when a
+// verbs device opens here, as in a communicator: a HORA_TOPO_FILE with
+// InfiniBand NICs does not give them ib on a host that cannot open one.
+TEST_F(HoraTopoToolTest, TopologyFileStillProbesThisHostsNetwork) {
+  ::setenv("HORA_TOPO_FILE", hora::topology::testing::fixture("nccl-topo/azure-ndv4-topo.xml").c_str(), 1);
+  auto [status, output] = runTool("--layout a:0,b:1 --reasons");
+  ::unsetenv("HORA_TOPO_FILE");
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("azure-ndv4-topo.xml (NCCL topology XML)"));
+  ASSERT_THAT(output, HasSubstr("Network transports on this host:\n  ib:  "));
+  const bool ibHere = output.find("ib:  not available") == std::string::npos &&
+                      output.find("ib:  disabled") == std::string::npos;
+  const bool ofiHere = output.find("ofi: usable") != std::string::npos;
+  EXPECT_THAT(output, HasSubstr(ibHere ? "0 <-> 1: ib" : ofiHere ? "0 <-> 1: ofi" : "0 <-> 1: tcp"));
+
+  // --topo is another machine: nothing is probed, and the report says so.
+  auto [otherStatus, other] =
+      runTool("--topo " + hora::topology::testing::fixture("nccl-topo/azure-ndv4-topo.xml") + " --layout a:0,b:1");
+  EXPECT_EQ(otherStatus, 0) << other;
+  EXPECT_THAT(other, HasSubstr("Network transports: not probed"));
 }
 
 // Refused before the machine is read: no report of 10^10 lines is started.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <set>
 
 #include "hora/communicator.h"
 #include "synthetic_machines.h"
@@ -152,6 +153,45 @@ TEST(RingOrderTest, AzureNDv2HybridCubeMeshRingUsesOnlyNvlink) {
   // Every step on NVLink: leave the first quad through 3 -> 7, come back through 4 -> 0.
   EXPECT_THAT(ring, ElementsAre(0, 1, 2, 3, 7, 5, 6, 4));
   EXPECT_EQ(countOf(ringEdges(sys, ranks, ring), PathClass::Nvl), 8);
+}
+
+// The DGX-1 with V100s (Azure ND v2): the same hybrid cube mesh, but the
+// pairs 0-3, 0-4, 1-2, 1-5, 2-3, 4-7, 5-6 and 6-7 are joined by two links
+// and the others by one. A ring runs at the pace of its slowest hop, so it
+// keeps to the two-link pairs, which form one cycle through all eight GPUs.
+TEST(RingOrderTest, DGX1VRingKeepsToTheDoubleLinks) {
+  std::vector<std::string> buses = {"0001:00:00.0", "0002:00:00.0", "0003:00:00.0", "0004:00:00.0",
+                                    "0005:00:00.0", "0006:00:00.0", "0007:00:00.0", "0008:00:00.0"};
+  const std::set<std::pair<int, int>> doubleLinks = {{0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3}, {4, 7}, {5, 6}, {6, 7}};
+  auto linksBetween = [&](int a, int b) {
+    if (a == b) return 0;
+    if (doubleLinks.count({std::min(a, b), std::max(a, b)})) return 2;
+    return a / 4 == b / 4 || (a + 4) % 8 == b ? 1 : 0;
+  };
+  std::vector<std::string> children;
+  for (int g = 0; g < 8; ++g) {
+    std::string links;
+    for (int peer = 0; peer < 8; ++peer)
+      if (int count = linksBetween(g, peer); count > 0)
+        links += "<nvlink target=\"" + buses[static_cast<std::size_t>(peer)] + "\" count=\"" + std::to_string(count) +
+                 "\" tclass=\"0x030200\"/>";
+    children.push_back("<gpu dev=\"" + std::to_string(g) + "\" sm=\"70\">" + links + "</gpu>");
+  }
+  TempFile file(withGpuChildren(readText(fixture("nccl-topo/azure-ndv2-topo.xml")),
+                                R"(class="0x030200" link_speed="16 GT/s" link_width="16"/>)", children));
+  System sys = loadSystemFromFile(file.path());
+  auto ranks = rankPerGpu(sys);
+  auto ring = ringOrder(ranks, &sys);
+  // Of the two directions, the one whose hop across the sockets closes the ring.
+  EXPECT_THAT(ring, ElementsAre(0, 3, 2, 1, 5, 6, 7, 4));
+  for (std::size_t i = 0; i < ring.size(); ++i) {
+    const int a = testing::gpuIndex(sys, ring[i]), b = testing::gpuIndex(sys, ring[(i + 1) % ring.size()]);
+    EXPECT_EQ(sys.pathBetween(a, b), PathClass::Nvl) << ring[i];
+    EXPECT_DOUBLE_EQ(sys.path(a, b).bandwidthGBps, 2 * 25) << ring[i];
+  }
+  // Ranks numbered otherwise get the same cycle of GPUs.
+  auto shuffled = place(sys, {0, 1, 2, 3, 7, 6, 5, 4});  // rank r on GPU 0 1 2 3 7 6 5 4
+  EXPECT_THAT(ringOrder(shuffled, &sys), ElementsAre(0, 3, 2, 1, 6, 5, 4, 7));
 }
 
 TEST(RingOrderTest, DGX2IsAllNvlinkAndFollowsThePcieTree) {

@@ -288,6 +288,73 @@ TEST(TransportPolicyTest, NcclsOtherP2pLevelsAreRead) {
   EXPECT_EQ(TransportPolicy::fromEnvironment().p2pLevel, PathClass::Pxb);
 }
 
+// NCCL's PHB allows P2P within a NUMA node: its model has no NODE, two host
+// bridges of one CPU meet as PHB there. So PHB (and the old 3) take in
+// hora's NODE pairs, which only hwloc's tree tells apart.
+TEST(TransportPolicyTest, PhbMeansWhatItMeansInNccl) {
+  EXPECT_EQ(p2pLevelOf("PHB"), PathClass::Node);
+  EXPECT_EQ(p2pLevelOf("phb"), PathClass::Node);
+  EXPECT_EQ(p2pLevelOf("3"), PathClass::Node);
+  ScopedEnv a("HORA_P2P_LEVEL", std::nullopt), b("NCCL_P2P_LEVEL", "PHB");
+  TransportPolicy policy = TransportPolicy::fromEnvironment();
+  EXPECT_EQ(policy.p2pLevel, PathClass::Node);
+  EXPECT_EQ(policy.p2pLevelSetBy, "P2P_LEVEL=PHB");
+}
+
+// The DGX-2 as hwloc sees it, without its NVLinks: GPUs 0 and 4 hang off
+// two host bridges of one socket (NODE).
+std::string dgx2WithoutNvLink() {
+  std::string text = testing::readText(fixture("hwloc/nvidiaDGX2.hwloc-2.12.2.xml"));
+  const std::size_t begin = text.find("<distances2hetero");
+  const std::string endTag = "</distances2hetero>";
+  const std::size_t end = text.find(endTag, begin);
+  EXPECT_NE(end, std::string::npos);
+  return text.erase(begin, end + endTag.size() - begin);
+}
+
+TEST(TransportPolicyTest, PhbLetsHwlocsNodePairsUseP2p) {
+  TempFile file(dgx2WithoutNvLink());
+  System dgx2 = loadSystemFromFile(file.path());
+  ASSERT_EQ(testing::gpuPath(dgx2, 0, 4), PathClass::Node);
+  auto ranks = testing::rankPerGpu(dgx2);
+  ScopedEnv a("HORA_P2P_LEVEL", std::nullopt), d("HORA_P2P_DISABLE", std::nullopt), e("NCCL_P2P_DISABLE", std::nullopt);
+  ScopedEnv t("HORA_TRANSPORT", std::nullopt);
+  {
+    ScopedEnv b("NCCL_P2P_LEVEL", "PHB");
+    EXPECT_EQ(chooseTransport(ranks[0], ranks[4], dgx2).kind, TransportKind::P2p);
+    EXPECT_EQ(chooseTransport(ranks[0], ranks[8], dgx2).kind, TransportKind::Shm);  // the other socket
+  }
+  {
+    ScopedEnv b("NCCL_P2P_LEVEL", "PXB");
+    TransportChoice choice = chooseTransport(ranks[0], ranks[4], dgx2);
+    EXPECT_EQ(choice.kind, TransportKind::Shm);
+    EXPECT_THAT(choice.reason, HasSubstr("connect through NODE"));
+    EXPECT_THAT(choice.reason, HasSubstr("beyond the P2P level PXB (P2P_LEVEL=PXB)"));
+  }
+}
+
+// NCCL disables P2P and SHM only for 1 (NCCL_P2P_DISABLE=2 leaves P2P on),
+// and IB for any other number than 0.
+TEST(TransportPolicyTest, DisableVariablesReadAsNcclReadsThem) {
+  ScopedEnv a("HORA_P2P_DISABLE", std::nullopt), b("HORA_SHM_DISABLE", std::nullopt), c("HORA_IB_DISABLE", std::nullopt);
+  ScopedEnv t("HORA_TRANSPORT", std::nullopt), l("HORA_P2P_LEVEL", std::nullopt), n("NCCL_P2P_LEVEL", std::nullopt);
+  {
+    ScopedEnv p("NCCL_P2P_DISABLE", "2"), s("NCCL_SHM_DISABLE", "2"), i("NCCL_IB_DISABLE", "2");
+    TransportPolicy policy = TransportPolicy::fromEnvironment();
+    EXPECT_FALSE(policy.p2pDisabled);
+    EXPECT_FALSE(policy.shmDisabled);
+    EXPECT_TRUE(policy.ibDisabled);
+    EXPECT_EQ(policy.ibDisabledBy, "IB_DISABLE=2");
+  }
+  {
+    ScopedEnv p("NCCL_P2P_DISABLE", "1"), s("NCCL_SHM_DISABLE", "1"), i("NCCL_IB_DISABLE", "0");
+    TransportPolicy policy = TransportPolicy::fromEnvironment();
+    EXPECT_TRUE(policy.p2pDisabled);
+    EXPECT_TRUE(policy.shmDisabled);
+    EXPECT_FALSE(policy.ibDisabled);
+  }
+}
+
 TEST(TransportPolicyTest, DefaultsWhenNothingIsSet) {
   ScopedEnv a("HORA_P2P_DISABLE", std::nullopt), b("NCCL_P2P_DISABLE", std::nullopt);
   ScopedEnv c("HORA_SHM_DISABLE", std::nullopt), d("NCCL_SHM_DISABLE", std::nullopt);

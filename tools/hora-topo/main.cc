@@ -43,11 +43,13 @@ int main(int argc, char** argv) {
     std::vector<SimulatedRank> layout = options.layout;
     if (options.rankCount)
       for (int r = 0; r < *options.rankCount; ++r) layout.push_back(SimulatedRank{r, "host0"});
-    // This host's network devices, when the machine is this host.
+    // This host's network devices, unless --topo names another machine. A
+    // communicator probes them whatever describes its machine (a
+    // HORA_TOPO_FILE too), and ib is only for ranks that can open a verbs
+    // device, so the report must probe them too to show its choices.
     const auto policy = hora::topology::TransportPolicy::fromEnvironment();
     std::optional<NetworkDeviceReport> network;
-    if (!options.topologyFile && !hora::env::get({"HORA_TOPO_FILE", "NCCL_TOPO_FILE"}))
-      network = hora::transport::rdma::probeNetworkDevices(policy);
+    if (!options.topologyFile) network = hora::transport::rdma::probeNetworkDevices(policy);
     const NetworkDeviceReport* networkSeen = network ? &*network : nullptr;
     RankView ranks;
     if (!layout.empty()) ranks = simulateRanks(system, layout, policy, networkSeen);

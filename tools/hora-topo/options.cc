@@ -73,6 +73,10 @@ std::vector<SimulatedRank> parseLayout(const std::string& text) {
     if (host.empty()) throw UsageError("--layout: '" + item + "' comes before any 'host:'");
     if (item.empty()) throw UsageError("--layout: host '" + host + "' lists an empty rank");
     auto dash = item.find('-');
+    // A dash at either end splits off an empty number ("-1" is "" and "1"):
+    // name what was written, not the empty part.
+    if (dash == 0 || dash + 1 == item.size())
+      throw UsageError("--layout rank: '" + item + "' is not a non-negative number or range");
     int first = parseLayoutRank(item.substr(0, dash));
     int last = dash == std::string::npos ? first : parseLayoutRank(item.substr(dash + 1));
     if (last < first) throw UsageError("--layout: range '" + item + "' runs backwards");

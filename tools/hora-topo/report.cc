@@ -195,13 +195,22 @@ RankView simulateRanks(const System& system, const std::vector<SimulatedRank>& l
   view.hostOf.resize(layout.size());
   std::map<std::string, std::vector<int>> ranksOfHost;
   for (const auto& r : layout) ranksOfHost[r.host].push_back(r.rank);
+  // As in a communicator: a rank has ib (ofi) when it opened a verbs
+  // (libfabric) device, which it looks for only when its ranks span hosts
+  // or that transport is forced.
+  const bool spansHosts = ranksOfHost.size() > 1;
+  const bool looksForIb = spansHosts || policy.forced == topology::TransportKind::Ib;
+  const bool looksForOfi = spansHosts || policy.forced == topology::TransportKind::Ofi;
   for (auto& [host, ranks] : ranksOfHost) {
     std::sort(ranks.begin(), ranks.end());
     for (std::size_t k = 0; k < ranks.size(); ++k) {
       std::string bus = gpus.empty() ? "" : system.devices()[static_cast<std::size_t>(gpus[k % gpus.size()])].busId;
       auto rank = static_cast<std::size_t>(ranks[k]);
       view.placements[rank] = topology::localPlacement(ranks[k], hashHostName(host), bus, system);
-      if (network != nullptr) view.placements[rank].hasOfi = network->ofi;
+      if (network != nullptr) {
+        view.placements[rank].hasInfiniband = network->ib && looksForIb;
+        view.placements[rank].hasOfi = network->ofi && looksForOfi;
+      }
       view.hostOf[rank] = host;
     }
   }
@@ -278,6 +287,10 @@ void printText(std::ostream& out, const System& system, const NetworkDeviceRepor
     }
   }
 
+  if (network == nullptr && ranks != nullptr && !ranks->placements.empty()) {
+    out << "\nNetwork transports: not probed (the machine is not this host); its ranks are taken to have ib\n"
+           "  where it has an RDMA NIC and this build of hora has the verbs transport\n";
+  }
   if (network != nullptr) {
     out << "\nNetwork transports on this host:\n";
     out << "  ib:  " << network->ibDetail << "\n";

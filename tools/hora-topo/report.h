@@ -24,8 +24,9 @@ using transport::rdma::NetworkDeviceReport;
 
 // A host's k-th rank (in rank order) drives the machine's GPU k (mod the GPU
 // count; none when the machine has no GPU). `network`: what this host's
-// network devices offer (every simulated host has the same), or null when
-// the machine is read from a file.
+// network devices offer (every simulated host has the same; it decides
+// which ranks have ib and ofi, as in a communicator), or null when the
+// machine is another one (--topo).
 RankView simulateRanks(const topology::System& system, const std::vector<SimulatedRank>& layout,
                        const topology::TransportPolicy& policy, const NetworkDeviceReport* network);
 
