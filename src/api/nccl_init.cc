@@ -125,9 +125,13 @@ HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   return api::guardedInGroup("ncclCommRevoke", [&] {
     HORA_CHECK_ARG(revokeFlags == NCCL_REVOKE_DEFAULT, "revokeFlags must be NCCL_REVOKE_DEFAULT, got ",
                    revokeFlags);
+    auto impl = api::checkComm(comm, api::JobFailure::Ignore);
+    // As NCCL: a finalized communicator has nothing left to revoke.
+    HORA_CHECK_ARG(!comm->finalizeCalled.load(), "the communicator of rank ", impl->rank(),
+                   " was finalized (ncclCommFinalize); only ncclCommDestroy may follow");
     // Inside a group too (NCCL runs it at the group's end; here at once: it
     // stops operations, it issues none).
-    api::checkComm(comm, api::JobFailure::Ignore)->revoke();
+    impl->revoke();
   });
 }
 

@@ -85,9 +85,12 @@ class Bootstrap {
   // leader serves `members` - 1 such requests with `id` (each must give the
   // same `request`); both fail, naming the rank, if the ranks disagree.
   // `members` (sorted) are the ranks this rank's list keeps; the first leads.
-  UniqueId askShrinkLeader(const std::vector<int>& members, const ShrinkRequest& request, const Deadline& deadline);
+  // `abort` (ncclCommAbort of the communicator being shrunk) ends the wait.
+  UniqueId askShrinkLeader(const std::vector<int>& members, const ShrinkRequest& request, const Deadline& deadline,
+                           const std::atomic<bool>* abort);
   void serveShrinkMembers(const std::vector<int>& members, const ShrinkRequest& request,
-                          const UniqueId& id, const Deadline& deadline);
+                          const UniqueId& id, const Deadline& deadline,
+                          const std::atomic<bool>* abort);
   // After a shrink this rank led: tells each rank of `excluded` that the
   // others went on without it (best effort, bounded; a rank of this host
   // whose process is gone or stopped is not visited, ranks of other hosts

@@ -163,14 +163,14 @@ bool Bootstrap::peerRunning(int rank) const {
 }
 
 UniqueId Bootstrap::askShrinkLeader(const std::vector<int>& members, const ShrinkRequest& request,
-                                    const Deadline& deadline) {
+                                    const Deadline& deadline, const std::atomic<bool>* abort) {
   const int leader = members.front();
   const std::string name = describe(leader);
-  Socket socket = Socket::connect(peers_[leader].listenAddress(), deadline, nullptr, name, /*listenerWasUp=*/true);
+  Socket socket = Socket::connect(peers_[leader].listenAddress(), deadline, abort, name, /*listenerWasUp=*/true);
   const Visit visit{rank_, VisitKind::ShrinkRequest};
   // The greeting announces only the Visit; the request follows it.
-  sendGreeting(socket, magic_, Purpose::RingHello, &visit, sizeof(visit), deadline, nullptr, name);
-  socket.sendAll(&request, sizeof(request), deadline, nullptr, name);
+  sendGreeting(socket, magic_, Purpose::RingHello, &visit, sizeof(visit), deadline, abort, name);
+  socket.sendAll(&request, sizeof(request), deadline, abort, name);
   // Until the leader answers, a request that reaches this rank comes from a
   // rank whose list makes this one the first remaining rank, which by this
   // rank's own list it is not: answered at once, its sender fails now
@@ -189,10 +189,10 @@ UniqueId Bootstrap::askShrinkLeader(const std::vector<int>& members, const Shrin
     }
     pollfd entry{socket.fd(), POLLIN, 0};
     const int ready = ::poll(&entry, 1, deadline.pollTimeoutMs(Socket::kPollSliceMs));
-    if (ready > 0 || deadline.expired()) break;
+    if (ready > 0 || deadline.expired() || (abort != nullptr && abort->load())) break;
   }
   ShrinkReply reply;
-  socket.recvAll(&reply, sizeof(reply), deadline, nullptr, strCat(name, ", the first rank of the shrunk communicator"));
+  socket.recvAll(&reply, sizeof(reply), deadline, abort, strCat(name, ", the first rank of the shrunk communicator"));
   reply.error[sizeof(reply.error) - 1] = '\0';
   if (!reply.ok) fail(ErrorKind::InvalidUsage, "rank ", rank_, ": ", reply.error);
   return decode(reply.id);
@@ -261,7 +261,7 @@ void Bootstrap::refuseShrinkRequest(Socket& socket, int from, const std::string&
 }
 
 void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const ShrinkRequest& request,
-                                   const UniqueId& id, const Deadline& deadline) {
+                                   const UniqueId& id, const Deadline& deadline, const std::atomic<bool>* abort) {
   std::lock_guard<std::mutex> lock(controlMutex_);
   const auto leftOut = [&](int asker) {
     return strCat("rank ", asker, " asked ", describe(rank_), " for the shrunk communicator, but rank ", rank_,
@@ -275,7 +275,7 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
   std::vector<Socket> asked(nranks_);
   const auto answer = [&](int member, const ShrinkReply& reply) {
     try {
-      asked[member].sendAll(&reply, sizeof(reply), deadline, nullptr, describe(member));
+      asked[member].sendAll(&reply, sizeof(reply), deadline, abort, describe(member));
     } catch (const Error& error) {
       HORA_LOG(Warn, "rank ", rank_, ": could not answer ", describe(member), "'s shrink request: ", error.what());
     }
@@ -290,7 +290,7 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
       std::string missing;
       for (int m : members)
         if (isMember[m] && !asked[m].valid()) missing += strCat(missing.empty() ? "" : ", ", m);
-      guest = control_.admit(deadline, nullptr,
+      guest = control_.admit(deadline, abort,
                              strCat("waiting for rank(s) ", missing,
                                     " to ask for the shrunk communicator (a rank whose excludeRanksList differs "
                                     "may have asked another rank, or not be running)"));

@@ -791,9 +791,15 @@ void Communicator::barrier() {
 }
 
 void Communicator::abort() {
+  abandoned_.store(true);
+  stopEverything();
+}
+
+void Communicator::stopEverything() {
   // Told first: a peer that loses this rank's connections then reports the
   // abort as the cause, not a closed connection.
-  const bool first = !abort_.exchange(true) && !broken_.load(std::memory_order_acquire);
+  abort_.store(true);
+  const bool first = !abortTold_.exchange(true) && !broken_.load(std::memory_order_acquire);
   if (first && nranks_ > 1)
     bootstrap_->announce(Error(ErrorKind::Remote,
                                strCat(bootstrap_->describe(rank_),

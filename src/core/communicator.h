@@ -173,8 +173,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // a call it will never make) learns it within a second, not at its
   // deadline.
   void closeToWork();
-  // Stops everything now: in-flight and later operations fail, peers see
-  // this rank's connections close.
+  // ncclCommAbort: stops everything now (in-flight and later operations
+  // fail, peers see this rank's connections close), a shrink's meeting too.
   void abort();
   bool aborted() const { return abort_.load(); }
 
@@ -313,6 +313,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   ExecutionClaim claimExecution(const char* what);
   // Waits until no call runs, then holds execution (ncclCommShrink).
   ExecutionClaim awaitExecution();
+  // abort() and revoke()'s part: operations stop, the other ranks are told.
+  void stopEverything();
+  // In a handler: a shrink whose wait ended because the program aborted
+  // the communicator says so, rather than what the wait saw.
+  void rethrowIfAbandoned() const;
 
   // Worker for asynchronous operations.
   struct Task {
@@ -336,6 +341,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   ErrorKind brokenKind_ = ErrorKind::Internal;
   int brokenRank_ = -1;
   std::atomic<bool> closedToWork_{false};  // closeToWork()
+  // abort() has told the other ranks. Not abort_ itself: that flag may be
+  // the one that stopped this communicator's init (ncclCommAbort raises it
+  // before it aborts the communicator the init made), and the ranks must
+  // still be told why this rank's connections close.
+  std::atomic<bool> abortTold_{false};
+  // The program aborted this communicator (ncclCommAbort): raised by
+  // abort() only, not by a revoke, whose communicator a shrink goes on to
+  // use. It ends a shrink's meeting with the other ranks (planShrink).
+  std::atomic<bool> abandoned_{false};
   std::map<int, kernels::ReduceSpec> customOps_;
   // A PreMulSum handle is kFirstCustomOp + tag * kRedOpsPerTag + index: the
   // index is the lowest free one (handles are reused), the tag this

@@ -42,7 +42,7 @@ void Communicator::revoke() {
     HORA_CHECK_ARG(revocation_ == Revocation::None, "rank ", rank_, ": the communicator was revoked already");
     revocation_ = Revocation::Stopping;
   }
-  abort();
+  stopEverything();
   // Only now is it quiet: every operation has stopped.
   std::lock_guard<std::mutex> lock(stateMutex_);
   revocation_ = Revocation::Done;
@@ -91,13 +91,28 @@ ChildPlan Communicator::planShrink(const std::vector<int>& excluded, bool abortF
     SocketAddress here = bootstrap_->localAddress();
     here.setPort(0);
     id = bootstrap::createUniqueIdAt(here);
-    if (members.size() > 1) bootstrap_->serveShrinkMembers(members, request, id, deadline);
-    bootstrap_->tellLeftOut(sorted);
+    try {
+      if (members.size() > 1) bootstrap_->serveShrinkMembers(members, request, id, deadline, &abandoned_);
+      bootstrap_->tellLeftOut(sorted);
+    } catch (const Error&) {
+      rethrowIfAbandoned();
+      throw;
+    }
   } else {
-    id = bootstrap_->askShrinkLeader(members, request, deadline);
+    try {
+      id = bootstrap_->askShrinkLeader(members, request, deadline, &abandoned_);
+    } catch (const Error&) {
+      rethrowIfAbandoned();
+      throw;
+    }
   }
   HORA_LOG(Info, "rank ", rank_, ": shrinking to ", members.size(), " of ", nranks_, " ranks, as rank ", newRank);
   return ChildPlan{id, static_cast<int>(members.size()), newRank, timeout_, device_};
+}
+
+void Communicator::rethrowIfAbandoned() const {
+  if (abandoned_.load())
+    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": communicator aborted (ncclCommAbort) during the shrink");
 }
 
 std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded, bool abortFirst) {

@@ -41,7 +41,7 @@ std::optional<ChildPlan> Communicator::planSplit(int color, int key) {
   records[rank_] = {color, key};
   exchange(records.data(), sizeof(SplitRecord));
   for (int r = 0; r < nranks_; ++r)
-    HORA_CHECK_ARG(records[r].color >= 0 || records[r].color == -1, "ncclCommSplit: rank ", r, " gave colour ",
+    HORA_CHECK_ARG(records[r].color >= 0 || records[r].color == -1, "rank ", rank_, ": rank ", r, " gave colour ",
                    records[r].color, "; a colour must be >= 0 or NCCL_SPLIT_NOCOLOR (-1)");
 
   std::vector<int> group;

@@ -745,6 +745,18 @@ TEST(BadInput, WorkAfterFinalizeIsRefusedAtOnce) {
   ncclComm_t child = nullptr;
   EXPECT_THAT(outcomeOf(ncclCommSplit(comms[0], 0, 0, &child, nullptr)), FailsWith(ncclInvalidUsage, finalized));
   EXPECT_EQ(child, nullptr);
+  // As NCCL's: nothing is left to revoke (ncclInvalidArgument), but a
+  // finalized communicator can still be shrunk (its ranks meet through
+  // their bootstrap listeners, which finalize leaves open).
+  EXPECT_THAT(outcomeOf(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT)),
+              FailsWith(ncclInvalidArgument, Words{"rank 0", "finalized"}));
+  int excluded[] = {1};
+  ASSERT_EQ(ncclCommShrink(comms[0], excluded, 1, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+      << ncclGetLastError(nullptr);
+  float alone = 3;
+  EXPECT_EQ(ncclAllReduce(&alone, &alone, 1, ncclFloat, ncclSum, child, nullptr), ncclSuccess);
+  EXPECT_EQ(alone, 3);
+  EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   int count = 0;
   EXPECT_EQ(ncclCommCount(comms[0], &count), ncclSuccess);

@@ -228,6 +228,44 @@ TEST(InitInAGroup, OneThreadShrinksEveryRank) {
   for (int rank = 0; rank < kRanks; ++rank) EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
 }
 
+// A communicator made in a group shares its flag with the init that made
+// it (ncclCommAbort stops an init still running through it). Aborting it
+// later must still tell the other ranks why its connections close: the
+// peer's next call fails at once with the abort as its cause, not with a
+// closed connection half a second later.
+TEST(InitInAGroup, AbortOfACommunicatorMadeInAGroupTellsThePeers) {
+  std::vector<ncclComm_t> comms = makeInAGroup(2);
+  ASSERT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+  float value = 1;
+  const auto start = Clock::now();
+  EXPECT_THAT(outcomeOf(ncclAllReduce(&value, &value, 1, ncclFloat, ncclSum, comms[1], nullptr)),
+              FailsWith(ncclRemoteError, Words{"stopped by rank 0", "aborted the communicator"}));
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(400));
+  EXPECT_EQ(ncclCommDestroy(comms[1]), ncclSuccess);
+}
+
+// ncclCommAbort from another thread ends a shrink that waits for a rank
+// that never asks (as it ends a split or a collective), with the abort as
+// its error, not the deadline's.
+TEST(InitInAGroup, AbortEndsAShrinkWaitingForAnAbsentRank) {
+  for (int flags : {NCCL_SHRINK_DEFAULT, NCCL_SHRINK_ABORT}) {
+    std::vector<ncclComm_t> comms = makeInAGroup(3);
+    ScopedTimeout timeout("20");
+    int excluded[] = {2};
+    ncclComm_t shrunk = nullptr;
+    ncclResult_t result = ncclSuccess;
+    const auto start = Clock::now();
+    std::thread shrinking([&] { result = ncclCommShrink(comms[0], excluded, 1, &shrunk, nullptr, flags); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 1 never asks
+    EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+    shrinking.join();
+    EXPECT_EQ(result, ncclInvalidUsage) << "flags " << flags << ": " << ncclGetLastError(nullptr);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(3)) << "flags " << flags;
+    EXPECT_EQ(shrunk, nullptr);
+    for (int rank : {1, 2}) EXPECT_EQ(ncclCommDestroy(comms[rank]), ncclSuccess);
+  }
+}
+
 // A refused call in a group with collective work of other ranks (window
 // registrations, shrinks, splits) fails the group at once: that work is
 // not begun, so no rank waits for the refused one, and the communicators
