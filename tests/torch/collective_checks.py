@@ -288,10 +288,37 @@ class Checker:
             self.expect_equal(f"future value {k}", value[0], want)
         dist.barrier(group=self.group)
 
+    def collective_inside_a_callback(self):
+        """A future's callback that issues a collective and waits for it, as
+        DDP's PowerSGD hook does: that collective runs while the callback
+        waits (callbacks do not run on the thread that runs collectives)."""
+        def inner(_):
+            t = torch.full((5,), float(self.rank + 1))
+            dist.all_reduce(t, group=self.group)
+            return t
+        outer = dist.all_reduce(torch.ones(3), async_op=True, group=self.group).get_future()
+        got = outer.then(inner).wait()
+        self.expect_equal("all_reduce waited for inside a future's callback", got,
+                          torch.full((5,), float(sum(r + 1 for r in range(self.n)))))
+
+    def misaligned(self):
+        """Contiguous tensors that do not start on an element (torch.frombuffer
+        at an odd byte offset): staged like strided ones, never refused."""
+        for dtype in (torch.float32, torch.float64, torch.int64, torch.float16, torch.complex64):
+            count = 1031
+            want = reference(dtype, "sum", [values(dtype, r, count, salt=5) for r in range(self.n)])
+            size = torch.empty((), dtype=dtype).element_size()
+            buffer = bytearray(size * (count + 1))
+            t = torch.frombuffer(buffer, dtype=dtype, count=count, offset=1)
+            t.copy_(values(dtype, self.rank, count, salt=5))
+            dist.all_reduce(t, group=self.group)
+            self.expect_equal(f"all_reduce of a {dtype} tensor at byte offset 1", t, want)
+
     def run_all(self):
         for check in (self.all_reduce, self.all_reduce_coalesced, self.reduce, self.reduce_scatter,
                       self.broadcast, self.all_gather, self.gather_scatter, self.all_to_all,
-                      self.point_to_point, self.asynchronous):
+                      self.point_to_point, self.asynchronous, self.collective_inside_a_callback,
+                      self.misaligned):
             check()
         return self.failures
 

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdint>
+
 namespace hora_torch {
 
 namespace {
@@ -69,18 +71,30 @@ hora::RedOp wireOp(const c10d::ReduceOp& op, at::ScalarType type) {
   TORCH_CHECK(false, "hora: ReduceOp.", opName(kind), " is not supported (hora has SUM, AVG, PRODUCT, MIN and MAX)");
 }
 
+namespace {
+// hora's collectives take buffers that start on an element (as NCCL's
+// kernels need them); torch lets a tensor start anywhere (a view at an odd
+// byte offset of a buffer, torch.frombuffer with an offset). Such a tensor
+// is staged like a strided one.
+bool startsOnAnElement(const at::Tensor& t) {
+  return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % static_cast<std::uintptr_t>(t.element_size()) == 0;
+}
+}  // namespace
+
 Staged::Staged(const at::Tensor& user, Use use) : user_(user), type_(wireType(user.scalar_type())) {
   const bool read = use != Use::Write;
   const bool write = use != Use::Read;
   if (at::isComplexType(user.scalar_type())) {
     at::Tensor dense = user;
-    if (!user.is_contiguous() || user.is_conj()) dense = user.resolve_conj().contiguous();
+    if (!user.is_contiguous() || user.is_conj() || !startsOnAnElement(user))
+      dense = at::empty(user.sizes(), user.options().memory_format(at::MemoryFormat::Contiguous))
+                  .copy_(user.resolve_conj());
     wire_ = at::view_as_real(dense);
     copyBack_ = write && !dense.is_same(user);
     return;
   }
   const at::ScalarType scalar = wireScalar(user.scalar_type());
-  if (user.is_contiguous() && scalar == user.scalar_type()) {
+  if (user.is_contiguous() && scalar == user.scalar_type() && startsOnAnElement(user)) {
     wire_ = user;
     copyBack_ = false;
     return;

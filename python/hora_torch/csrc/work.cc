@@ -15,20 +15,76 @@ HoraWork::HoraWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
           c10::ListType::create(c10::TensorType::get()))) {}
 
 void HoraWork::run() {
-  std::exception_ptr error;
   try {
     body_();
   } catch (...) {
-    error = std::current_exception();
+    error_ = std::current_exception();
   }
   body_ = nullptr;  // releases the tensors the body captured
+}
+
+void HoraWork::complete() {
   // The future first, so that a caller woken by wait() finds the future
   // completed too (DDP waits on one and reads the other).
-  if (error)
-    future_->setError(error);
+  if (error_)
+    future_->setError(error_);
   else
     future_->markCompleted(c10::IValue(outputs_));
-  finish(error);
+  finish(error_);
+}
+
+namespace {
+// Joins `threads` without holding the interpreter lock: a thread may need
+// it to finish (releasing a Work releases its future, which can hold
+// Python callbacks), and an object dropped from Python is destroyed
+// holding it.
+void joinReleasingThePythonLock(std::vector<std::thread*> threads) {
+  PyThreadState* state = nullptr;
+  if (Py_IsInitialized() && PyGILState_Check()) state = PyEval_SaveThread();
+  for (std::thread* thread : threads)
+    if (thread->joinable()) thread->join();
+  if (state != nullptr) PyEval_RestoreThread(state);
+}
+}  // namespace
+
+Completions::~Completions() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  std::vector<std::thread*> all;
+  for (std::thread& thread : threads_) all.push_back(&thread);
+  joinReleasingThePythonLock(all);
+}
+
+void Completions::post(std::function<void()> completion) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back(std::move(completion));
+    // Every thread inside a completion (perhaps in a callback that waits
+    // for this very Work, or a later one): one more. A thread started and
+    // not yet running one counts as free, so a burst starts one at most.
+    if (running_ == threads_.size() && threads_.size() < kMaxThreads) threads_.emplace_back([this] { loop(); });
+  }
+  ready_.notify_one();
+}
+
+void Completions::loop() {
+  for (;;) {
+    std::function<void()> completion;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // stopping, and nothing left to run
+      completion = std::move(pending_.front());
+      pending_.pop_front();
+      ++running_;
+    }
+    completion();
+    std::lock_guard<std::mutex> lock(mutex_);
+    --running_;
+  }
 }
 
 WorkQueue::WorkQueue() : thread_([this] { loop(); }) {}
@@ -39,17 +95,7 @@ WorkQueue::~WorkQueue() {
     stopping_ = true;
   }
   ready_.notify_one();
-  // A process group dropped from Python is destroyed holding the
-  // interpreter lock, and the queue thread may need that lock to finish:
-  // releasing a Work releases its future, which can hold Python callbacks.
-  // Waiting for the thread with the lock held would wait forever.
-  if (Py_IsInitialized() && PyGILState_Check()) {
-    PyThreadState* state = PyEval_SaveThread();
-    thread_.join();
-    PyEval_RestoreThread(state);
-  } else {
-    thread_.join();
-  }
+  joinReleasingThePythonLock({&thread_});
 }
 
 void WorkQueue::push(c10::intrusive_ptr<HoraWork> work) {
@@ -71,6 +117,7 @@ void WorkQueue::loop() {
       queue_.pop_front();
     }
     work->run();
+    completions_.post([work] { work->complete(); });
   }
 }
 

@@ -4,12 +4,20 @@
 // be used by one thread at a time. So each process group owns one thread
 // that takes Works from a queue and runs them one after the other; a Work
 // completes (wait(), is_completed(), its future) when its body returned.
+//
+// The completion, which runs the future's callbacks, is not the queue
+// thread's: a callback may issue a collective and wait for it (DDP's
+// PowerSGD hook does), and that collective's body runs on the queue thread.
+// Completions run on threads of their own (Completions), a new one
+// whenever those there are all still inside a callback, as Gloo's several
+// worker threads let such a callback wait.
 #pragma once
 
 #include <ATen/core/ivalue.h>
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -30,14 +38,44 @@ class HoraWork : public c10d::Work {
   // DDP's reducer chains its bucket handling on this future.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
-  // Runs the body on the calling (queue) thread; completes the Work and its
-  // future with the result or the body's error.
+  // Runs the body on the calling (queue) thread, keeping its error.
   void run();
+  // Completes the future (running its callbacks), then the Work, with the
+  // body's result or error. After run(), on a completion thread.
+  void complete();
 
  private:
   std::vector<at::Tensor> outputs_;
   std::function<void()> body_;
+  std::exception_ptr error_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// Threads that run completions in the order they come: one, and one more
+// whenever every thread is inside a completion (a callback that may wait
+// for a later Work) as the next is posted, up to kMaxThreads. Stopping
+// finishes what was posted.
+class Completions {
+ public:
+  Completions() = default;
+  ~Completions();
+  Completions(const Completions&) = delete;
+  Completions& operator=(const Completions&) = delete;
+
+  void post(std::function<void()> completion);
+
+ private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  // Callbacks that wait inside a callback nest this deep at most; a DDP
+  // hook waits once per bucket in flight.
+  static constexpr std::size_t kMaxThreads = 16;
+  std::deque<std::function<void()>> pending_;
+  std::size_t running_ = 0;  // threads inside a completion
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
 };
 
 class WorkQueue {
@@ -58,6 +96,7 @@ class WorkQueue {
   std::condition_variable ready_;
   std::deque<c10::intrusive_ptr<HoraWork>> queue_;
   bool stopping_ = false;
+  Completions completions_;  // outlives the queue thread, which posts to it
   std::thread thread_;
 };
 
