@@ -79,6 +79,25 @@ TEST(LaunchOptionsTest, KeepGoingInBothSpellings) {
   EXPECT_FALSE(parse({"prog", "--keep-going"}).keep_going) << "an argument of the program";
 }
 
+// torchrun's spellings of a single-node job and of the rendezvous, so that
+// a torchrun command line runs as it is.
+TEST(LaunchOptionsTest, TorchrunsRendezvousSpellingsAreUnderstood) {
+  LaunchOptions standalone = parse({"--standalone", "--nproc_per_node=2", "prog"});
+  EXPECT_EQ(standalone.nnodes, 1);
+  EXPECT_EQ(standalone.nproc_per_node, 2);
+  EXPECT_FALSE(standalone.master_port) << "a free local port, as torchrun --standalone";
+  LaunchOptions endpoint =
+      parse({"--rdzv_backend", "c10d", "--rdzv_endpoint=10.0.0.7:29400", "--max_restarts", "0", "prog"});
+  EXPECT_EQ(endpoint.master_addr, "10.0.0.7");
+  EXPECT_EQ(endpoint.master_port, 29400);
+  LaunchOptions v6 = parse({"--rdzv-endpoint", "[fe80::1]:1234", "prog"});
+  EXPECT_EQ(v6.master_addr, "fe80::1");
+  EXPECT_EQ(v6.master_port, 1234);
+  LaunchOptions hostOnly = parse({"--rdzv-endpoint", "node7", "prog"});
+  EXPECT_EQ(hostOnly.master_addr, "node7");
+  EXPECT_FALSE(hostOnly.master_port);
+}
+
 TEST(LaunchOptionsTest, ArgumentsAfterTheProgramBelongToIt) {
   LaunchOptions options = parse({"-n", "2", "prog", "-n", "3", "--help", "--", "x"});
   EXPECT_EQ(options.nproc_per_node, 2);
@@ -144,6 +163,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadArguments{{"--kill-timeout", "inf", "p"}, "seconds"},              //
                       BadArguments{{"--tag-output=yes", "p"}, "takes no value"},            //
                       BadArguments{{"--bogus", "p"}, "unknown option '--bogus'"},           //
+                      BadArguments{{"--max-restarts", "3", "p"}, "does not restart"},       //
+                      BadArguments{{"--rdzv-backend", "etcd", "p"}, "c10d and static"},     //
+                      BadArguments{{"--rdzv-endpoint", ":29400", "p"}, "names no host"},    //
                       BadArguments{{"-x", "p"}, "unknown option '-x'"},                     //
                       BadArguments{{"--nnodes", "65536", "-n", "65536", "p"}, "too large"}));
 

@@ -95,13 +95,33 @@ void apply_valued_option(LaunchOptions& options, const std::string& name, const 
     auto bind_to = parse_bind_to(value);
     if (!bind_to) throw UsageError("--bind-to expects core, numa or none, got '" + value + "'");
     options.bind_to = *bind_to;
+  } else if (name == "--rdzv-endpoint") {
+    // torchrun's HOST[:PORT] of the rendezvous: here, rank 0's address.
+    const auto colon = value.rfind(':');
+    const bool hasPort = colon != std::string::npos && value.find(']', colon) == std::string::npos;
+    std::string host = hasPort ? value.substr(0, colon) : value;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (host.empty()) throw UsageError("--rdzv-endpoint '" + value + "' names no host");
+    options.master_addr = host;
+    if (hasPort) options.master_port = parse_int(name, value.substr(colon + 1));
+  } else if (name == "--rdzv-backend") {
+    // torchrun's rendezvous store; hora's ranks meet at rank 0's address
+    // whichever is named, so the static and c10d forms both mean that.
+    if (value != "c10d" && value != "static")
+      throw UsageError("--rdzv-backend '" + value + "': only c10d and static are understood (both mean: meet at "
+                       "--rdzv-endpoint or --master-addr)");
+  } else if (name == "--max-restarts") {
+    // Restarting failed ranks is torchrun's elastic agent; hora-run runs a
+    // job once, which is what 0 asks for.
+    if (parse_int(name, value) != 0)
+      throw UsageError("--max-restarts " + value + ": hora-run does not restart failed ranks; only 0 is accepted");
   }
 }
 
 bool is_valued_option(const std::string& name) {
   static const char* const kValued[] = {"-n",          "--nproc-per-node", "--nnodes",       "--node-rank",
                                         "--master-addr", "--master-port",  "--kill-timeout", "--timeout",
-                                        "--bind-to"};
+                                        "--bind-to", "--rdzv-endpoint", "--rdzv-backend", "--max-restarts"};
   return std::find(std::begin(kValued), std::end(kValued), name) != std::end(kValued);
 }
 
@@ -114,6 +134,11 @@ bool apply_flag(LaunchOptions& options, const std::string& name) {
     options.report_bindings = true;
   } else if (name == "--keep-going") {
     options.keep_going = true;
+  } else if (name == "--standalone") {
+    // torchrun's single-node form: one node, rank 0 on a free local port,
+    // which is hora-run's default already.
+    options.nnodes = 1;
+    options.node_rank = 0;
   } else {
     return false;
   }
@@ -237,6 +262,12 @@ underscores in names are interchangeable):
                            are more ranks than cores), one NUMA node, or
                            unchanged. Never more than hora-run's own CPUs.
       --report-bindings    print each rank's CPUs to stderr
+      --standalone         torchrun's single-node form (one node, a free
+                           local port: the default)
+      --rdzv-endpoint HOST[:PORT], --rdzv-backend c10d|static,
+      --max-restarts 0     torchrun's spellings: the endpoint is rank 0's
+                           address (as --master-addr/--master-port); failed
+                           ranks are never restarted
       --keep-going         when a rank fails, let the others run on (to
                            shrink the communicator past it and continue)
                            instead of stopping them; hora-run still waits
