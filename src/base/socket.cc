@@ -241,7 +241,7 @@ void waitReady(int fd, short events, const Deadline& deadline, const std::atomic
     if (abort != nullptr && abort->load(std::memory_order_relaxed))
       fail(ErrorKind::InvalidUsage, "communicator aborted while ", what);
     if (deadline.expired())
-      fail(ErrorKind::Remote, "timed out ", what, " (HORA_TIMEOUT; the peer may be hung or dead)");
+      fail(ErrorKind::Remote, "timed out ", what, " (HORA_TIMEOUT, or the timeout the program gave; the peer may be hung or dead)");
     pollfd entry{fd, events, 0};
     int rc = ::poll(&entry, 1, deadline.pollTimeoutMs(Socket::kPollSliceMs));
     if (rc > 0) return;  // ready, or an error the next syscall will report

@@ -149,7 +149,7 @@ Gatekeeper::Guest Gatekeeper::admit(const Deadline& deadline, const std::atomic<
       fail(ErrorKind::InvalidUsage, "communicator aborted while ", waitingFor);
     if (whileWaiting) whileWaiting();
     if (deadline.expired())
-      fail(ErrorKind::Remote, "timed out ", waitingFor, " (HORA_TIMEOUT; the peer may be hung or dead)");
+      fail(ErrorKind::Remote, "timed out ", waitingFor, " (HORA_TIMEOUT, or the timeout the program gave; the peer may be hung or dead)");
     serveOnce(deadline.pollTimeoutMs(Socket::kPollSliceMs), waitingFor);
   }
 }

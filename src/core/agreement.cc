@@ -64,7 +64,7 @@ std::string mismatchText(int rank, const std::string& peerName, const OpDescript
   if (mine.isMessage() && theirs.isMessage()) {
     std::string what = mine.count != theirs.count
                            ? strCat("size ", mine.count, " bytes here, ", theirs.count, " bytes at rank ",
-                                    theirs.rank, " (a receive must be as large as its send)")
+                                    theirs.rank, " (a receive must be the same size as its send)")
                            : strCat("message #", mine.sequence, " here, #", theirs.sequence, " at rank ",
                                     theirs.rank);
     return strCat(head, "point-to-point mismatch with rank ", theirs.rank, " on message #", mine.sequence,

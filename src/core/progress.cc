@@ -128,7 +128,7 @@ void ProgressEngine::failStalled(const char* what) {
   throw Error(ErrorKind::Remote,
               strCat("rank ", policy_.rank, ": no progress for ", policy_.timeout.count() / 1000.0,
                      " s while ", what, ", waiting for ", waiting.empty() ? "nothing?" : waiting,
-                     " (HORA_TIMEOUT; the peer may be hung or dead)"),
+                     " (HORA_TIMEOUT, or the timeout the program gave; the peer may be hung or dead)"),
               several ? -1 : blamed);
 }
 
