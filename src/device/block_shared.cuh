@@ -219,13 +219,31 @@ __device__ inline void recordKernelStarted(const QueuedKernels& queue) {
                      static_cast<unsigned long long>(queue.collective));
 }
 
-// The end of a kernel: its block 0 records the launch as done (device_work.h,
-// QueuedKernels). Blocks of one launch end close together, and the bound
-// it serves is loose, so one block's word is enough. The largest number
-// stays: kernels of one rank on two streams may end out of order.
+// The end of a kernel: once every block of the launch has got here, the
+// launch is recorded as done (device_work.h, QueuedKernels). Not at the end
+// of one block: blocks of a point-to-point kernel end far apart (a send
+// that found room ends at once, a receive waits for its peer), and the
+// host launches the rank's next kernel once it reads the word
+// (launch_order.h), which must then no longer stand in front of a peer's
+// kernel that the receive still waits for. Every block counts itself in
+// device memory; the last one resets the count for the rank's next launch
+// (the rank's kernels run one at a time, launch_order.h's rules count
+// only launches the host makes, not replays of a graph) and stores the
+// launch's number at system scope, since a host thread polls it while
+// kernels run. A block that stopped gets here too: a kernel ended by an
+// abort or a deadline is counted as done. The largest number stays:
+// kernels of one rank on two streams may end out of order. Every thread of
+// the block calls it after endBlock (whose barrier puts thread 0 behind
+// the block's work).
 __device__ inline void recordKernelDone(const QueuedKernels& queue) {
-  if (queue.sequence != 0 && blockIdx.x == 0 && threadIdx.x == 0)
-    atomicMax(reinterpret_cast<unsigned long long*>(queue.done), static_cast<unsigned long long>(queue.sequence));
+  if (queue.sequence == 0 || threadIdx.x != 0) return;
+  // The block's writes (its failure record, its abort lines) come before
+  // its count, so the block that counts last sees them ahead of its store.
+  __threadfence();
+  if (atomicAdd(queue.blocksEnded, 1u) != gridDim.x - 1) return;
+  *queue.blocksEnded = 0;  // nobody else counts this launch any more: every block has
+  __threadfence_system();
+  atomicMax_system(reinterpret_cast<unsigned long long*>(queue.done), static_cast<unsigned long long>(queue.sequence));
 }
 
 }  // namespace hora::device

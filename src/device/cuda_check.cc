@@ -9,4 +9,10 @@ void cudaCheck(cudaError_t result, const char* what) {
   fail(ErrorKind::Cuda, what, ": CUDA error ", cudaGetErrorName(result), ": ", cudaGetErrorString(result));
 }
 
+void cudaCheckCall(cudaError_t result, const char* what) {
+  if (result == cudaSuccess) return;
+  cudaGetLastError();
+  cudaCheck(result, what);
+}
+
 }  // namespace hora::device

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "base/log.h"
 #include "device/cuda_check.h"
 #include "device/device_memory.h"
+#include "device/driver_api.h"
 #include "device/gpu_offer.h"
 #include "device/peer_launch.h"
 #include "device/ring_launch.h"
@@ -44,6 +46,50 @@ const char* mismatchReason(protocols::Status status) {
                "so the calls differ in size (the ranks disagree on the collective's kind, count or type)"
              : "the data came in pieces of another size than the receiving rank's call expects (the ranks "
                "disagree on the collective's kind, count or type)";
+}
+
+// Whether `stream` is being captured into a graph (CudaExecutor::launched).
+bool isCapturing(void* stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+// CUDA's id of `stream`, unique among the process's streams for its
+// lifetime (a destroyed stream's handle may come back for a new stream;
+// its id does not).
+unsigned long long streamId(void* stream) {
+#if CUDART_VERSION >= 12000
+  unsigned long long id = 0;
+  cudaCheck(cudaStreamGetId(static_cast<cudaStream_t>(stream), &id), "cudaStreamGetId");
+  return id;
+#else
+  return reinterpret_cast<std::uintptr_t>(stream);  // (no ids before CUDA 12.0)
+#endif
+}
+
+// Said once per process, where ranks of it share a GPU each driven by its
+// own thread: CUDA loads a kernel lazily, at its first launch, and loading
+// can wait for the kernels running on the device. hora loads its own at
+// set-up (ring_launch.h), not the program's: a rank's thread that
+// launches a program kernel for the first time could wait for a peer
+// rank's hora kernel, which waits for this rank's next call, until the
+// deadline. CUDA_MODULE_LOADING=EAGER loads every kernel as CUDA starts.
+void hintEagerLoading(int rank) {
+  static std::once_flag once;
+  std::call_once(once, [rank] {
+    auto* const loadingMode = driverFunction<CUresult(CUmoduleLoadingMode*)>("cuModuleGetLoadingMode");
+    CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
+    bool lazy = false;
+    if (loadingMode != nullptr && loadingMode(&mode) == CUDA_SUCCESS)
+      lazy = mode == CU_MODULE_LAZY_LOADING;
+    else
+      lazy = env::get({"CUDA_MODULE_LOADING"}).value_or("") != "EAGER";
+    if (lazy)
+      HORA_LOG(Info, "rank ", rank, ": ranks of this process share a GPU and CUDA loads kernels lazily; set "
+               "CUDA_MODULE_LOADING=EAGER before CUDA starts, or a first launch of a kernel of the program may "
+               "wait for a peer rank's kernel, which waits for this rank, until HORA_TIMEOUT");
+  });
 }
 
 // How long a call that waits before its launch (launch_order.h) polls
@@ -331,7 +377,10 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   gpuSharedInProcess_ = inThisProcess > 1;
   for (const GpuOffer& g : gpus)
     if (ranksOnGpu(gpus, g, /*sameProcess=*/true) > 1) legacyStreamRefused_ = true;
-  if (gpuSharedInProcess_) chooseLaunchRule(gpus, mine);
+  if (gpuSharedInProcess_) {
+    chooseLaunchRule(gpus, mine);
+    hintEagerLoading(ctx_.rank);
+  }
   if (launchRule_ != LaunchRule::Started) {  // nobody reads this rank's word
     returnStartWord(startWord_.host);
     startWord_ = {};
@@ -383,7 +432,10 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   cudaCheck(cudaMalloc(reinterpret_cast<void**>(&ringRanksDevice_), sizeof(int) * static_cast<std::size_t>(n)),
             "cudaMalloc");
   cudaCheck(cudaMalloc(&ring_, sizeof(DeviceRing)), "cudaMalloc");
-  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&stopped_), sizeof(std::uint32_t)), "cudaMalloc");
+  // The stop word, then the count of a launch's blocks that have ended
+  // (QueuedKernels), which stays in device memory: only the kernels use it.
+  cudaCheck(cudaMalloc(reinterpret_cast<void**>(&stopped_), 2 * sizeof(std::uint32_t)), "cudaMalloc");
+  blocksEnded_ = stopped_ + 1;
   // Ring neighbours on other hosts: FIFOs in pinned host memory, which the
   // network proxy reads and fills.
   const bool nextRemote = gpus[static_cast<std::size_t>(next)].hostHash != mine.hostHash;
@@ -398,7 +450,7 @@ void CudaExecutor::exchangeFifos(const Deadline& deadline) {
   if (previousRemote) allocateStage(&recvStage_);
   SetupWrites writes;
   if (!placement.inHostMemory) writes.clear(fifos_, fifoBytes);
-  writes.clear(stopped_, sizeof(std::uint32_t));
+  writes.clear(stopped_, 2 * sizeof(std::uint32_t));
   writes.finish();  // cleared before any peer learns where they are
   failure_->stopped = stopped_;
   std::vector<FifoOffer> offers(static_cast<std::size_t>(n));
@@ -652,9 +704,14 @@ CudaExecutor::~CudaExecutor() { release(); }
 
 void CudaExecutor::release() {
   // Frees wait for this rank's kernels (cudaFree synchronises the device).
-  int previous = 0;
-  const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != ctx_.device &&
-                        cudaSetDevice(ctx_.device) == cudaSuccess;
+  // The caller's device comes back as DeviceScope says (not on a thread
+  // that had no context).
+  std::optional<DeviceScope> scope;
+  try {
+    scope.emplace(ctx_.device);
+  } catch (const Error&) {
+    cudaGetLastError();  // hora's own error; the frees below are tried all the same
+  }
   // The proxy stops before the memory it relays goes, and its connections
   // after it. On an orderly destroy it first sends what the kernels
   // published and ends its stream, so the peer's proxy ends quietly.
@@ -665,7 +722,7 @@ void CudaExecutor::release() {
   if (ring_ != nullptr) cudaFree(ring_);
   if (ringRanksDevice_ != nullptr) cudaFree(ringRanksDevice_);
   if (stopped_ != nullptr) cudaFree(stopped_);
-  stopped_ = nullptr;
+  stopped_ = blocksEnded_ = nullptr;
   for (void* mapping : peerMappings_) cudaIpcCloseMemHandle(mapping);
   peerMappings_.clear();
   if (peerChannels_ != nullptr) cudaFree(peerChannels_);
@@ -696,7 +753,6 @@ void CudaExecutor::release() {
   abortFlags_ = nullptr;
   failure_ = failureOnDevice_ = nullptr;
   cudaGetLastError();
-  if (switched) cudaSetDevice(previous);
 }
 
 void CudaExecutor::abort(int origin) {
@@ -841,10 +897,12 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops) {
   work.timeoutNs = timeoutNs_;
   work.failure = failureOnDevice_;
   work.stopped = stopped_;
-  work.queue = admitKernel(stream, /*collectives=*/0);
-  orderAfterLastLaunch(stream);
+  const bool capturing = isCapturing(stream);
+  work.queue = admitKernel(/*collectives=*/0, capturing);
+  work.queue.blocksEnded = blocksEnded_;
+  orderAfterLastLaunch(stream, capturing);
   launchPeers(work, stream);
-  launched(stream);
+  launched(stream, capturing);
 }
 
 void CudaExecutor::chooseLaunchRule(const std::vector<GpuOffer>& gpus, const GpuOffer& mine) {
@@ -868,11 +926,8 @@ void CudaExecutor::chooseLaunchRule(const std::vector<GpuOffer>& gpus, const Gpu
   gpuPeersStarted_.assign(gpuPeerStartWords_.size(), 0);
 }
 
-QueuedKernels CudaExecutor::admitKernel(void* stream, int collectives) {
-  if (launchRule_ == LaunchRule::None) return {};
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
-  if (capture != cudaStreamCaptureStatusNone) return {};
+QueuedKernels CudaExecutor::admitKernel(int collectives, bool capturing) {
+  if (launchRule_ == LaunchRule::None || capturing) return {};
   // The clock is read only once the call has to wait, once per look.
   std::optional<std::chrono::steady_clock::time_point> start;
   for (;;) {
@@ -893,7 +948,7 @@ QueuedKernels CudaExecutor::admitKernel(void* stream, int collectives) {
     else
       std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-  QueuedKernels queue{++launches_.kernels, kernelsDoneOnDevice_, 0, nullptr};
+  QueuedKernels queue{++launches_.kernels, kernelsDoneOnDevice_, 0, nullptr, blocksEnded_};
   launches_.lastWasCollective = collectives > 0;
   if (collectives > 0 && launchRule_ == LaunchRule::Started) {
     launches_.collectives += static_cast<std::uint64_t>(collectives);
@@ -918,43 +973,33 @@ void CudaExecutor::launchWaitTimedOut(const LaunchWait& wait) const {
        " making calls");
 }
 
-// A launch being captured into a graph is not ordered here: a captured
-// stream may not wait on an event recorded outside its capture, and its
-// replays run when the program says. (One stream per communicator in a
-// graph, as with NCCL.)
-namespace {
-bool isCapturing(void* stream) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  cudaCheck(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture), "cudaStreamIsCapturing");
-  return capture != cudaStreamCaptureStatusNone;
-}
-}  // namespace
-
-void CudaExecutor::orderAfterLastLaunch(void* stream) {
-  if (!anyLaunch_ || stream == lastStream_ || isCapturing(stream)) return;
-  if (lastLaunch_ == nullptr) {
-    // The first change of stream: from now on every launch records when it
-    // has been enqueued. The last launch had no record, so record one now
-    // on its stream, after it.
-    cudaEvent_t event = nullptr;
-    cudaCheck(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    lastLaunch_ = event;
-    // A stream the program has destroyed since cannot take the record;
-    // its kernel is then left unordered (CUDA lets it finish).
-    if (cudaEventRecord(event, static_cast<cudaStream_t>(lastStream_)) != cudaSuccess) cudaGetLastError();
-  }
+// A launch being captured into a graph is not ordered here, in either
+// direction: a captured stream may not wait on an event recorded outside
+// its capture, a stream outside it may not wait on one recorded inside
+// (either error invalidates the program's capture), and its replays run
+// when the program says. So a capturing stream never becomes the last
+// stream, and the event is recorded after every launch outside a capture,
+// on that launch's stream, not later on a stream that may have begun a
+// capture or been destroyed since. What remains the program's part, as
+// with NCCL: one stream per communicator in a graph, and replays not
+// running at once with the communicator's calls on other streams.
+void CudaExecutor::orderAfterLastLaunch(void* stream, bool capturing) {
+  if (!anyLaunch_ || capturing || streamId(stream) == lastStreamId_) return;
   cudaCheck(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(lastLaunch_), 0),
             "ordering this communicator's kernel after its last one, on another stream (cudaStreamWaitEvent)");
 }
 
-void CudaExecutor::launched(void* stream) {
-  // (The capture check costs a call, so only where there is a record to make.)
-  if (lastLaunch_ != nullptr && isCapturing(stream)) return;
+void CudaExecutor::launched(void* stream, bool capturing) {
+  if (capturing) return;
+  if (lastLaunch_ == nullptr) {
+    cudaEvent_t event = nullptr;
+    cudaCheck(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    lastLaunch_ = event;
+  }
+  cudaCheck(cudaEventRecord(static_cast<cudaEvent_t>(lastLaunch_), static_cast<cudaStream_t>(stream)),
+            "recording this communicator's last launch (cudaEventRecord)");
+  lastStreamId_ = streamId(stream);
   anyLaunch_ = true;
-  lastStream_ = stream;
-  if (lastLaunch_ != nullptr)
-    cudaCheck(cudaEventRecord(static_cast<cudaEvent_t>(lastLaunch_), static_cast<cudaStream_t>(stream)),
-              "recording this communicator's last launch (cudaEventRecord)");
 }
 
 std::uint64_t CudaExecutor::nextCollective() const {
@@ -992,14 +1037,16 @@ void CudaExecutor::launchNext() {
     channels = std::max(channels, plan.channels);
   }
   void* stream = const_cast<void*>(calls.streams[first]);
-  launch.queue = admitKernel(stream, static_cast<int>(size));
+  const bool capturing = isCapturing(stream);
+  launch.queue = admitKernel(static_cast<int>(size), capturing);
+  launch.queue.blocksEnded = blocksEnded_;
   // Counted once admitted: a launch refused (a failure, a timeout) leaves
   // the call unfinished, and the communicator broken.
   nextRingCall_ = first + size;
   ringCollectivesLaunched_ += size;
-  orderAfterLastLaunch(stream);
+  orderAfterLastLaunch(stream, capturing);
   launchRing(calls.plans[first].spec, launch, channels, static_cast<cudaStream_t>(stream));
-  launched(stream);
+  launched(stream, capturing);
 }
 
 void CudaExecutor::begin(std::span<const core::Op> ops) {

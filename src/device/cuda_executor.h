@@ -191,23 +191,28 @@ class CudaExecutor final : public core::Executor {
   // numbers nextCollective() gives.
   std::uint64_t ringCollectivesLaunched_ = 0;
   // Before a kernel launch on `stream` (a ring kernel of `collectives`
-  // collectives; 0 for point-to-point work):
+  // collectives; 0 for point-to-point work), `capturing` where the stream
+  // is being captured into a graph (nothing is counted then):
   // waits until launchRule_ lets this rank launch (the header says why),
   // then gives the launch its numbers; 0 where nothing is counted. Throws
   // the rank's failure, an abort, or a timeout naming what it waited for.
-  QueuedKernels admitKernel(void* stream, int collectives);
+  QueuedKernels admitKernel(int collectives, bool capturing);
   // Why admitKernel has waited longer than HORA_TIMEOUT (launch_order.h).
   [[noreturn]] void launchWaitTimedOut(const LaunchWait& wait) const;
   // Every kernel of this communicator uses the same FIFOs, so none may
   // start before the one launched before it has ended. Launches on one
   // stream are ordered by it; a launch on another stream than the last
   // first makes its stream wait for the last launch (an event recorded
-  // after every launch once the communicator has used two streams).
-  void orderAfterLastLaunch(void* stream);
-  void launched(void* stream);
-  void* lastStream_ = nullptr;
+  // after every launch). Launches being captured into a graph are left
+  // out of both (the .cc says why, and what that leaves to the program).
+  void orderAfterLastLaunch(void* stream, bool capturing);
+  void launched(void* stream, bool capturing);
+  // The stream of the last launch outside a capture, by CUDA's stream id,
+  // which no other stream of the process gets (a handle may be reused once
+  // the program destroys its stream).
+  unsigned long long lastStreamId_ = 0;
   bool anyLaunch_ = false;
-  void* lastLaunch_ = nullptr;  // cudaEvent_t, made at the first change of stream
+  void* lastLaunch_ = nullptr;  // cudaEvent_t, recorded after every launch outside a capture
 
   CudaExecutorContext ctx_;
   DeviceShape shape_;
@@ -250,6 +255,9 @@ class CudaExecutor final : public core::Executor {
   mutable void* ownStream_ = nullptr;  // cudaStream_t for the C++ API's calls (non-blocking)
   mutable std::mutex ownStreamMutex_;
   std::uint32_t* stopped_ = nullptr;  // device memory: nonzero once a kernel of this rank failed (device_work.h)
+  // Device memory, in stopped_'s allocation: the blocks of the running
+  // launch that have ended (QueuedKernels).
+  std::uint32_t* blocksEnded_ = nullptr;
   void* mapped_ = nullptr;                // host-mapped: the failure record and the abort flags
   DeviceFailure* failure_ = nullptr;      // in mapped_
   std::uint32_t* abortFlags_ = nullptr;   // in mapped_, one per peer rank

@@ -13,14 +13,34 @@
 
 namespace hora::device {
 
+namespace {
+
+// Whether the calling thread has a current CUDA context. Where the driver
+// cannot say (a runtime before CUDA 12.5 gives no entry points), it is
+// taken to have one, so that the caller's device is restored as before.
+bool hasCurrentContext() {
+  static auto* const getCurrent = driverFunction<CUresult(CUcontext*)>("cuCtxGetCurrent");
+  if (getCurrent == nullptr) return true;
+  CUcontext context = nullptr;
+  return getCurrent(&context) == CUDA_SUCCESS && context != nullptr;
+}
+
+}  // namespace
+
 DeviceScope::DeviceScope(int device) {
+  // Asked before cudaGetDevice, which answers 0 on a thread that never
+  // chose a device (and makes no context for it).
+  const bool hadContext = hasCurrentContext();
   cudaCheck(cudaGetDevice(&previous_), "cudaGetDevice");
   switched_ = previous_ != device;
   if (switched_) cudaCheck(cudaSetDevice(device), "cudaSetDevice");
+  restores_ = switched_ && hadContext;
 }
 
 DeviceScope::~DeviceScope() {
-  if (switched_) cudaSetDevice(previous_);
+  // A failed restore is hora's error, not one to leave pending for the
+  // program's next cudaGetLastError.
+  if (restores_ && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
 }
 
 bool isDeviceMemory(const void* pointer) {

@@ -9,7 +9,14 @@
 
 namespace hora::device {
 
-// Makes `device` current for the scope, then restores the caller's.
+// Makes `device` current for the scope, then restores the caller's, where
+// the calling thread had one: on a thread with no current context (one
+// that never used CUDA, such as the threads hora makes for non-blocking
+// init, groups and its C++ API, or a program's thread that only destroys
+// a communicator) CUDA reports device 0, and setting device 0 back would
+// make a context on GPU 0 for nothing (on every process of a job, one GPU
+// each) or fail where that GPU is in exclusive-process mode. Such a
+// thread keeps `device` current after the scope, as if it had chosen it.
 class DeviceScope {
  public:
   explicit DeviceScope(int device);
@@ -21,6 +28,7 @@ class DeviceScope {
  private:
   int previous_ = 0;
   bool switched_ = false;
+  bool restores_ = false;  // switched, and the thread had a current context before
 };
 
 // Whether `pointer` is memory a CUDA device owns or manages (false for host

@@ -108,15 +108,20 @@ HORA_HOST_DEVICE constexpr protocols::Status stopNoteCause(std::uint32_t note) {
 
 // Where a kernel says it started and finished, for the host's rule on
 // launches of ranks that share a GPU in one process (launch_order.h): the
-// kernel's launch number, stored into host-mapped memory as it ends, and a
-// ring kernel's collective number, stored as it starts; 0 where nobody
-// counts (a kernel captured into a graph, whose replays the host does not
-// launch, or a rank whose GPU no other rank of its process uses).
+// kernel's launch number, stored into host-mapped memory once all of its
+// blocks have ended (counted in `blocksEnded`, block_shared.cuh,
+// recordKernelDone), and a ring kernel's collective number, stored as it
+// starts; 0 where nobody counts (a kernel captured into a graph, whose
+// replays the host does not launch, or a rank whose GPU no other rank of
+// its process uses).
 struct QueuedKernels {
   std::uint64_t sequence;
   std::uint64_t* done;        // host-mapped
   std::uint64_t collective;   // ring kernels only
   std::uint64_t* started;     // host-mapped (start_words.h)
+  // Device memory, 0 between launches: the blocks of this launch that
+  // have ended; the last one sets it back to 0.
+  std::uint32_t* blocksEnded;
 };
 
 // What the primitives of one collective (or one send or receive) work on:

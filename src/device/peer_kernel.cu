@@ -36,13 +36,17 @@ __global__ void __launch_bounds__(kRingThreads) peerKernel(DevicePeerWork work) 
 }  // namespace
 
 void launchPeers(const DevicePeerWork& work, CUstream_st* stream) {
-  peerKernel<<<work.count, kRingThreads, 0, stream>>>(work);
-  cudaCheck(cudaGetLastError(), "launching the point-to-point kernel");
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(work.count));
+  config.blockDim = dim3(kRingThreads);
+  config.stream = stream;
+  // The launch's own result (cuda_check.h, cudaCheckCall).
+  cudaCheckCall(cudaLaunchKernelEx(&config, peerKernel, work), "launching the point-to-point kernel");
 }
 
 void preloadPeerKernel() {
   cudaFuncAttributes attributes{};
-  cudaCheck(cudaFuncGetAttributes(&attributes, peerKernel), "loading the point-to-point kernel");
+  cudaCheckCall(cudaFuncGetAttributes(&attributes, peerKernel), "loading the point-to-point kernel");
 }
 
 }  // namespace hora::device

@@ -10,6 +10,7 @@
 
 #include "algorithms/ring.h"
 #include "device/block_shared.cuh"
+#include "device/cuda_check.h"
 #include "device/ll_primitives.cuh"
 #include "device/simple_primitives.cuh"
 
@@ -69,9 +70,16 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(DeviceRingLaunch laun
   recordKernelDone(launch.queue);
 }
 
+// Launches the kernel and checks the launch's own result (cuda_check.h,
+// cudaCheckCall).
 template <typename T, typename Combine, typename Pre, typename Post>
 void launchWith(const DeviceRingLaunch& launch, int channels, cudaStream_t stream, Pre pre, Post post) {
-  ringKernel<T><<<channels, kRingThreads, 0, stream>>>(launch, ElementMath<T, Combine, Pre, Post>{pre, post});
+  using Math = ElementMath<T, Combine, Pre, Post>;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(channels));
+  config.blockDim = dim3(kRingThreads);
+  config.stream = stream;
+  cudaCheckCall(cudaLaunchKernelEx(&config, ringKernel<T, Math>, launch, Math{pre, post}), "launching a ring kernel");
 }
 
 // Loads every kernel of element type T now (ring_launch.h says why).
@@ -80,12 +88,13 @@ void preloadRingKernelsAs() {
   using namespace kernels;
   using I = FuncIdentity<T>;
   cudaFuncAttributes attributes{};
-  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, I, I>>);
-  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncProd<T>, I, I>>);
-  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncMax<T>, I, I>>);
-  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncMin<T>, I, I>>);
-  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, FuncPreMul<T>, I>>);
-  cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, I, FuncPostDiv<T>>>);
+  const char* what = "loading the ring kernels (cudaFuncGetAttributes)";
+  cudaCheckCall(cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, I, I>>), what);
+  cudaCheckCall(cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncProd<T>, I, I>>), what);
+  cudaCheckCall(cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncMax<T>, I, I>>), what);
+  cudaCheckCall(cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncMin<T>, I, I>>), what);
+  cudaCheckCall(cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, FuncPreMul<T>, I>>), what);
+  cudaCheckCall(cudaFuncGetAttributes(&attributes, ringKernel<T, ElementMath<T, FuncSum<T>, I, FuncPostDiv<T>>>), what);
 }
 
 // Blocks of T's pre-multiplying kernel one multiprocessor keeps resident.
@@ -93,8 +102,9 @@ template <typename T>
 int ringBlocksPerMultiprocessorAs() {
   using namespace kernels;
   int blocks = 0;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, ringKernel<T, ElementMath<T, FuncSum<T>, FuncPreMul<T>, FuncIdentity<T>>>, kRingThreads, 0);
+  cudaCheckCall(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &blocks, ringKernel<T, ElementMath<T, FuncSum<T>, FuncPreMul<T>, FuncIdentity<T>>>, kRingThreads, 0),
+                "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   return blocks;
 }
 

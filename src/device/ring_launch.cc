@@ -1,5 +1,5 @@
-// launchRing: the element type's kernels (ring_kernels_*.cu), then CUDA's
-// verdict on the launch.
+// launchRing: the element type's kernels (ring_kernels_*.cu), which check
+// their own launch.
 #include "device/ring_launch.h"
 
 #include <cuda_runtime.h>
@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "device/cuda_check.h"
 #include "kernels/dtypes.h"
 
 namespace hora::device {
@@ -28,7 +27,6 @@ void launchRing(const kernels::ReduceSpec& spec, const DeviceRingLaunch& launch,
     case DataType::Float8e4m3: launchRingAs<fp8_e4m3>(spec, launch, channels, stream); break;
     case DataType::Float8e5m2: launchRingAs<fp8_e5m2>(spec, launch, channels, stream); break;
   }
-  cudaCheck(cudaGetLastError(), "launching a ring kernel");
 }
 
 void preloadRingKernels() {
@@ -44,14 +42,11 @@ void preloadRingKernels() {
   preloadRingKernelsAs<bfloat16>();
   preloadRingKernelsAs<fp8_e4m3>();
   preloadRingKernelsAs<fp8_e5m2>();
-  cudaCheck(cudaGetLastError(), "loading the ring kernels");
 }
 
 int ringBlocksPerMultiprocessor() {
   // The largest kernels: 8-byte elements, and fp8 with its conversions.
-  const int blocks = std::min(ringBlocksPerMultiprocessorAs<double>(), ringBlocksPerMultiprocessorAs<fp8_e4m3>());
-  cudaCheck(cudaGetLastError(), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  return blocks;
+  return std::min(ringBlocksPerMultiprocessorAs<double>(), ringBlocksPerMultiprocessorAs<fp8_e4m3>());
 }
 
 }  // namespace hora::device

@@ -158,8 +158,10 @@ bool freeVmm(void* memory) {
   const Allocation allocation = found->second;
   const VmmDriver& d = driver();
   const auto address = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(memory));
-  // Unmapping waits for nothing: as with cudaFree, the program must not
-  // free memory its kernels still use.
+  // Unmapping waits for nothing, as NVIDIA's ncclMemFree of cuMem memory
+  // does not: unlike cudaFree, which waits for the device, the memory goes
+  // at once, so the program must have waited for every kernel and copy
+  // that uses it (its stream, or the device) before it frees it.
   const CUresult unmapped = d.unmap(address, allocation.bytes);
   if (unmapped != CUDA_SUCCESS)  // still mapped: kept, so that a later free can try again
     fail(ErrorKind::Cuda, "freeing device memory from ncclMemAlloc (cuMemUnmap): CUDA error ", d.name(unmapped));

@@ -19,7 +19,9 @@ namespace hora::device {
 void* allocateVmm(std::size_t bytes, int device);
 
 // Frees memory that allocateVmm gave and returns true; false, doing
-// nothing, for any other pointer.
+// nothing, for any other pointer. It does not wait for the device (NVIDIA's
+// ncclMemFree of cuMem memory does not either; cudaFree does): the caller
+// must have waited for the work that uses the memory.
 bool freeVmm(void* memory);
 
 // A new file descriptor for the physical memory behind `memory` (the start

@@ -10,7 +10,9 @@
 #include <deque>
 #include <functional>
 #include <random>
+#include <set>
 #include <span>
+#include <tuple>
 #include <vector>
 
 namespace hora::device {
@@ -75,11 +77,22 @@ TEST(LaunchOrder, AGroupChoosesOneRuleForAllItsRanks) {
 // event (a host launch, a kernel starting, an op completing) is picked at
 // random among those possible; the run deadlocks where none is possible
 // before the end.
+//
+// A point-to-point kernel can also be modelled as it runs, a block per
+// send or receive, all at once (Launch::blocks): a send's block ends as
+// soon as the kernel has started (the peer's FIFO has room), a receive's
+// once the peer's send of the same event has been made. The number a
+// kernel stores as it ends is stored when all of its blocks have ended
+// (DoneWord::LastBlock, recordKernelDone), or, as before, when its first
+// block has (DoneWord::FirstBlock).
 struct Op {
   int event;       // which collective or pair it belongs to
   bool collective;
-  int partner;     // for a pair
+  int partner;     // for a pair, a send or a receive
+  int direction = 0;  // a block of a point-to-point kernel: +1 a send to partner, -1 a receive from it
 };
+
+enum class DoneWord { LastBlock, FirstBlock };
 
 struct Kernel {
   int rank;
@@ -88,6 +101,8 @@ struct Kernel {
   std::uint64_t collective;  // the number it records as it starts
   std::size_t at = 0;        // ops completed
   bool started = false;
+  bool blocks = false;             // the ops are blocks that run at once
+  std::vector<bool> blockEnded = {};  // for blocks
   bool done() const { return at == ops.size(); }
 };
 
@@ -113,6 +128,7 @@ enum class Numbering { PerCollective, PerLaunch };
 struct Launch {
   std::vector<Op> ops;
   bool waits = true;
+  bool blocks = false;  // a point-to-point kernel's sends and receives, one block each, at once
 };
 
 // A host thread's launches, in its order: (rank, index into that rank's
@@ -137,6 +153,10 @@ class QueueModel {
     driven_.assign(drivers_.size(), 0);
   }
 
+  // When a kernel's number is stored as it ends (DoneWord::LastBlock
+  // unless set).
+  void recordDoneAt(DoneWord word) { doneWord_ = word; }
+
   // True where every kernel ended; false at a deadlock.
   bool run() {
     for (;;) {
@@ -146,9 +166,17 @@ class QueueModel {
           possible.push_back([this, d] { launch(drivers_[d][driven_[d]++].first); });
       for (auto& queue : queues_)
         if (!queue.empty() && previousEnded(queue.front())) possible.push_back([this, &queue] { start(queue); });
-      for (std::size_t k = 0; k < kernels_.size(); ++k)
-        if (kernels_[k].started && !kernels_[k].done() && mayComplete(kernels_[k]))
+      for (std::size_t k = 0; k < kernels_.size(); ++k) {
+        Kernel& kernel = kernels_[k];
+        if (!kernel.started || kernel.done()) continue;
+        if (kernel.blocks) {
+          for (std::size_t b = 0; b < kernel.ops.size(); ++b)
+            if (!kernel.blockEnded[b] && blockMayEnd(kernel, kernel.ops[b]))
+              possible.push_back([this, k, b] { endBlock(kernels_[k], b); });
+        } else if (mayComplete(kernel)) {
           possible.push_back([this, k] { complete(kernels_[k].ops[kernels_[k].at].event); });
+        }
+      }
       if (possible.empty()) return allEnded();
       possible[random_() % possible.size()]();
     }
@@ -175,8 +203,11 @@ class QueueModel {
   }
   void launch(std::size_t r) {
     Rank& rank = ranks_[r];
-    const std::vector<Op>& ops = programs_[r][rank.next++].ops;
+    const Launch& made = programs_[r][rank.next++];
+    const std::vector<Op>& ops = made.ops;
     Kernel kernel{static_cast<int>(r), ops, ++rank.count.kernels, 0};
+    kernel.blocks = made.blocks;
+    kernel.blockEnded.assign(ops.size(), false);
     const bool collective = ops.front().collective;
     if (collective)
       rank.count.collectives += numbering_ == Numbering::PerCollective ? ops.size() : 1;
@@ -203,17 +234,31 @@ class QueueModel {
     const Op& op = kernel.ops[kernel.at];
     int needed = op.collective ? static_cast<int>(ranks_.size()) : 2;
     for (const Kernel& other : kernels_)
-      if (other.started && !other.done() && other.ops[other.at].event == op.event) --needed;
+      if (other.started && !other.blocks && !other.done() && other.ops[other.at].event == op.event) --needed;
     return needed == 0;
   }
   void complete(int event) {
     for (Kernel& kernel : kernels_) {
-      if (!kernel.started || kernel.done() || kernel.ops[kernel.at].event != event) continue;
+      if (!kernel.started || kernel.blocks || kernel.done() || kernel.ops[kernel.at].event != event) continue;
       if (++kernel.at == kernel.ops.size()) {
         Rank& rank = ranks_[static_cast<std::size_t>(kernel.rank)];
         rank.done = std::max(rank.done, kernel.sequence);
       }
     }
+  }
+  // A send's block ends once its kernel runs; a receive's once the peer
+  // has made the matching send.
+  bool blockMayEnd(const Kernel& kernel, const Op& op) const {
+    return op.direction > 0 || sent_.count({op.event, op.partner, kernel.rank}) != 0;
+  }
+  void endBlock(Kernel& kernel, std::size_t b) {
+    const Op& op = kernel.ops[b];
+    kernel.blockEnded[b] = true;
+    if (op.direction > 0) sent_.insert({op.event, kernel.rank, op.partner});
+    ++kernel.at;
+    Rank& rank = ranks_[static_cast<std::size_t>(kernel.rank)];
+    const bool recorded = doneWord_ == DoneWord::FirstBlock ? b == 0 : kernel.done();
+    if (recorded) rank.done = std::max(rank.done, kernel.sequence);
   }
   bool allEnded() const {
     for (std::size_t r = 0; r < ranks_.size(); ++r)
@@ -231,6 +276,8 @@ class QueueModel {
   std::vector<long> previous_;  // per kernel: its rank's kernel before it (-1: none)
   std::vector<Driver> drivers_;
   std::vector<std::size_t> driven_;  // per driver: launches made
+  DoneWord doneWord_ = DoneWord::LastBlock;
+  std::set<std::tuple<int, int, int>> sent_;  // sends made: (event, from, to)
 };
 
 // Programs of `events` collectives and, where `pairs`, sends and receives
@@ -471,6 +518,65 @@ TEST(LaunchOrderModel, EitherHalfOfTheRuleAloneCanDeadlock) {
   };
   EXPECT_GT(deadlocks(ignoresPeers, false, 400), 0);
   EXPECT_GT(deadlocks(ignoresOwnEnd, true, 2000), 0);
+}
+
+// Send/receive exchanges between two ranks, then collectives, as a model
+// of the point-to-point kernel's blocks: each rank of an exchange launches
+// one kernel with a block for its send (block 0, as the plan puts a
+// group's first op) and one for its receive; sometimes a rank sends to its
+// peer without a receive. Every other event is a collective of every
+// rank, and a rank cuts its collectives into launches of 1 to 3.
+std::vector<std::vector<Launch>> exchangePrograms(int ranks, int events, std::mt19937_64& random) {
+  std::vector<std::vector<Launch>> programs(static_cast<std::size_t>(ranks));
+  for (int e = 0; e < events; ++e) {
+    if (random() % 2 == 0) {
+      const int a = static_cast<int>(random() % static_cast<unsigned>(ranks));
+      const int b = (a + 1 + static_cast<int>(random() % static_cast<unsigned>(ranks - 1))) % ranks;
+      const bool oneWay = random() % 4 == 0;
+      Launch sender{{{e, false, b, +1}}, true, true};
+      if (!oneWay) sender.ops.push_back({e, false, b, -1});
+      Launch receiver{{{e, false, a, -1}}, true, true};
+      if (!oneWay) receiver.ops.insert(receiver.ops.begin(), Op{e, false, a, +1});
+      programs[static_cast<std::size_t>(a)].push_back(sender);
+      programs[static_cast<std::size_t>(b)].push_back(receiver);
+      continue;
+    }
+    for (auto& program : programs) {
+      const bool joins = !program.empty() && !program.back().blocks && program.back().ops.size() < 3 &&
+                         random() % 2 == 0;
+      if (joins)
+        program.back().ops.push_back({e, true, -1});
+      else
+        program.push_back({{{e, true, -1}}});
+    }
+  }
+  return programs;
+}
+
+int exchangeDeadlocks(LaunchRule rule, DoneWord word, int runs) {
+  std::mt19937_64 random(4242);
+  int deadlocked = 0;
+  for (int i = 0; i < runs; ++i) {
+    const int ranks = 2 + static_cast<int>(random() % 3);
+    const int queues = 1 + static_cast<int>(random() % 2);
+    QueueModel model(exchangePrograms(ranks, 10, random), queues, policyOf(rule), random());
+    model.recordDoneAt(word);
+    if (!model.run()) ++deadlocked;
+  }
+  return deadlocked;
+}
+
+// The point-to-point kernel's end is the end of all of its blocks: a send
+// ends at once while the receive beside it still waits for the peer, and a
+// rank whose kernel said "ended" at its send's end could launch its next
+// kernel into a queue in front of the peer's point-to-point kernel, which
+// that receive waits for. Counted over every block, neither rule ever
+// deadlocks.
+TEST(LaunchOrderModel, AfterSendsAndReceivesTheRulesWaitForEveryBlockToEnd) {
+  EXPECT_EQ(exchangeDeadlocks(LaunchRule::Started, DoneWord::LastBlock, 2000), 0);
+  EXPECT_EQ(exchangeDeadlocks(LaunchRule::Unfinished, DoneWord::LastBlock, 2000), 0);
+  EXPECT_GT(exchangeDeadlocks(LaunchRule::Started, DoneWord::FirstBlock, 2000), 0);
+  EXPECT_GT(exchangeDeadlocks(LaunchRule::Unfinished, DoneWord::FirstBlock, 2000), 0);
 }
 
 }  // namespace

@@ -526,6 +526,77 @@ void onRankThreads(int n, Body body) {
   }
 }
 
+// Ranks as threads on one GPU, each driven by its own thread, alternate a
+// send/receive exchange (the send first: it is the point-to-point
+// kernel's block 0, and ends before the receive beside it) with an
+// all-reduce. A rank launches its all-reduce only once its whole
+// point-to-point kernel has ended (the launch rule); launched once the
+// send alone had ended, it could stand in a shared hardware queue in
+// front of the peer's point-to-point kernel, which its receive waits for.
+// With one queue (device_collectives_one_queue) such a launch would never
+// start.
+TEST(DeviceCollectives, SendsAndReceivesThenACollectiveOnRankThreadsEnd) {
+  const int n = 2;
+  const int rounds = 200;
+  Ranks ranks(n);
+  const std::size_t count = 1 << 12;
+  std::vector<float*> send(n), recv(n), sum(n);
+  for (int r = 0; r < n; ++r) {
+    CUDA_OK(cudaMalloc(&send[r], count * sizeof(float)));
+    CUDA_OK(cudaMalloc(&recv[r], count * sizeof(float)));
+    CUDA_OK(cudaMalloc(&sum[r], count * sizeof(float)));
+  }
+  onRankThreads(n, [&](int r, RankCheck& check) {
+    const int peer = 1 - r;
+    ncclComm_t comm = ranks.comm(r);
+    cudaStream_t stream = ranks.stream(r);
+    for (int round = 0; round < rounds && check.ok(); ++round) {
+      fill<<<16, 256, 0, stream>>>(send[r], count, static_cast<float>(r + round));
+      check(ncclGroupStart() == ncclSuccess, "group start");
+      check(ncclSend(send[r], count, ncclFloat32, peer, comm, stream) == ncclSuccess, "send");
+      check(ncclRecv(recv[r], count, ncclFloat32, peer, comm, stream) == ncclSuccess, "receive");
+      check(ncclGroupEnd() == ncclSuccess, std::string("send/receive: ") + ncclGetLastError(comm));
+      check(ncclAllReduce(send[r], sum[r], count, ncclFloat32, ncclSum, comm, stream) == ncclSuccess,
+            std::string("all-reduce: ") + ncclGetLastError(comm));
+    }
+    check(cudaStreamSynchronize(stream) == cudaSuccess, "synchronize");
+    std::vector<float> got(count), total(count);
+    check(cudaMemcpy(got.data(), recv[r], count * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess, "copy");
+    check(cudaMemcpy(total.data(), sum[r], count * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess, "copy");
+    const auto last = static_cast<float>(rounds - 1);
+    for (std::size_t i = 0; i < count; i += 511) {
+      check(got[i] == static_cast<float>(peer) + last, "received " + std::to_string(got[i]));
+      check(total[i] == 1.0f + 2 * last, "all-reduced " + std::to_string(total[i]));
+    }
+  });
+  for (int r = 0; r < n; ++r) cudaFree(send[r]), cudaFree(recv[r]), cudaFree(sum[r]);
+}
+
+// A launch is checked by its own result: an error the program left pending
+// (a failed allocation, which leaves the context usable) is neither taken
+// for a failed launch of hora's nor cleared by it.
+TEST(DeviceCollectives, AnErrorTheProgramLeftPendingIsNeitherHorasNorCleared) {
+  const int n = 2;
+  Ranks ranks(n);
+  const std::size_t count = 1024;
+  std::vector<float*> data(n);
+  for (int r = 0; r < n; ++r) CUDA_OK(cudaMalloc(&data[r], count * sizeof(float)));
+  void* tooLarge = nullptr;
+  ASSERT_EQ(cudaMalloc(&tooLarge, std::size_t{1} << 60), cudaErrorMemoryAllocation);
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; ++r)
+    NCCL_OK(ncclAllReduce(data[r], data[r], count, ncclFloat32, ncclSum, ranks.comm(r), ranks.stream(r)));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < n; ++r) CUDA_OK(cudaStreamSynchronize(ranks.stream(r)));
+  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
+  for (int r = 0; r < n; ++r) {
+    ncclResult_t async = ncclSuccess;
+    NCCL_OK(ncclCommGetAsyncError(ranks.comm(r), &async));
+    EXPECT_EQ(async, ncclSuccess);
+    cudaFree(data[r]);
+  }
+}
+
 // Captures one all-reduce on `stream` into a graph, ready to launch.
 cudaGraphExec_t captureAllReduce(const float* in, float* out, std::size_t count, ncclRedOp_t op, ncclComm_t comm,
                                  cudaStream_t stream, RankCheck& check) {
