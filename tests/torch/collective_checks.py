@@ -9,6 +9,7 @@ bitwise and with the reference within the type's precision.
 Run as one rank of a job (env:// variables set), or imported by the
 threads test, which calls run_all with a process group of its own."""
 
+import math
 import sys
 
 import torch
@@ -288,6 +289,17 @@ class Checker:
             self.expect_equal(f"future value {k}", value[0], want)
         dist.barrier(group=self.group)
 
+    def all_gather_coalesced(self):
+        """Several tensors of several shapes gathered from every rank in one call."""
+        shapes = [(3,), (2, 5), (0,), (7,)]
+        ins = [values(torch.float32, self.rank, math.prod(s), salt=k).reshape(s) for k, s in enumerate(shapes)]
+        outs = [[torch.empty(s) for s in shapes] for _ in range(self.n)]
+        dist.all_gather_coalesced(outs, ins, group=self.group)
+        for r in range(self.n):
+            for k, s in enumerate(shapes):
+                self.expect_equal(f"all_gather_coalesced, rank {r}'s tensor {k}", outs[r][k],
+                                  values(torch.float32, r, math.prod(s), salt=k).reshape(s))
+
     def collective_inside_a_callback(self):
         """A future's callback that issues a collective and waits for it, as
         DDP's PowerSGD hook does: that collective runs while the callback
@@ -317,7 +329,8 @@ class Checker:
     def run_all(self):
         for check in (self.all_reduce, self.all_reduce_coalesced, self.reduce, self.reduce_scatter,
                       self.broadcast, self.all_gather, self.gather_scatter, self.all_to_all,
-                      self.point_to_point, self.asynchronous, self.collective_inside_a_callback,
+                      self.point_to_point, self.asynchronous, self.all_gather_coalesced,
+                      self.collective_inside_a_callback,
                       self.misaligned):
             check()
         return self.failures

@@ -202,6 +202,35 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::allgather(TensorLists& outputs, Tens
   });
 }
 
+// all_gather_coalesced: outputs[r][i] receives rank r's inputs[i]. The
+// inputs travel as one flat block per rank, one all-gather for them all.
+ProcessGroupHora::WorkPtr ProcessGroupHora::allgather_coalesced(TensorLists& outputs, Tensors& inputs,
+                                                                const c10d::AllgatherOptions&) {
+  TORCH_CHECK(!inputs.empty(), "hora: allgather_coalesced needs at least one input tensor");
+  checkTensors(inputs, "allgather_coalesced input");
+  TORCH_CHECK(static_cast<int>(outputs.size()) == size(), "hora: allgather_coalesced needs one output list per rank (",
+              size(), "), got ", outputs.size());
+  Tensors everyOutput;
+  for (const Tensors& list : outputs) {
+    TORCH_CHECK(list.size() == inputs.size(), "hora: allgather_coalesced output lists need ", inputs.size(),
+                " tensors (one per input), got ", list.size());
+    for (std::size_t i = 0; i < list.size(); ++i)
+      TORCH_CHECK(list[i].numel() == inputs[i].numel() && list[i].scalar_type() == inputs[i].scalar_type(),
+                  "hora: allgather_coalesced output ", i, " must match input ", i, " in size and dtype");
+    everyOutput.insert(everyOutput.end(), list.begin(), list.end());
+  }
+  checkTensors(everyOutput, "allgather_coalesced output");
+  return enqueue(c10d::OpType::ALLGATHER_COALESCED, everyOutput, [this, inputs, everyOutput] {
+    const at::Tensor packed = flatten(inputs);
+    Staged in(packed, Use::Read);
+    at::Tensor flat = flatBuffer(packed, size());
+    Staged gathered(flat, Use::Write);
+    comm_->allGather(in.data(), gathered.data(), in.count(), in.type());
+    gathered.finish();
+    unflatten(flat, everyOutput);  // rank by rank, each rank's inputs in order
+  });
+}
+
 ProcessGroupHora::WorkPtr ProcessGroupHora::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                             const c10d::AllgatherOptions&) {
   checkTensors({output, input}, "_allgather_base");

@@ -32,6 +32,8 @@ class ProcessGroupHora : public BackendBase {
   WorkPtr allreduce_coalesced(Tensors& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
   WorkPtr reduce(Tensors& tensors, const c10d::ReduceOptions& opts) override;
   WorkPtr allgather(TensorLists& outputs, Tensors& inputs, const c10d::AllgatherOptions& opts) override;
+  WorkPtr allgather_coalesced(TensorLists& outputs, Tensors& inputs,
+                              const c10d::AllgatherOptions& opts) override;
   WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
                           const c10d::AllgatherOptions& opts) override;
   WorkPtr gather(TensorLists& outputs, Tensors& inputs, const c10d::GatherOptions& opts) override;
