@@ -315,9 +315,6 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   ExecutionClaim awaitExecution();
   // abort() and revoke()'s part: operations stop, the other ranks are told.
   void stopEverything();
-  // In a handler: a shrink whose wait ended because the program aborted
-  // the communicator says so, rather than what the wait saw.
-  void rethrowIfAbandoned() const;
 
   // Worker for asynchronous operations.
   struct Task {

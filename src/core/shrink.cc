@@ -87,32 +87,24 @@ ChildPlan Communicator::planShrink(const std::vector<int>& excluded, bool abortF
   const auto request = describeExclusion(sorted, static_cast<int>(members.size()));
   const Deadline deadline = Deadline::after(timeout_);
   bootstrap::UniqueId id;
-  if (members.front() == rank_) {
-    SocketAddress here = bootstrap_->localAddress();
-    here.setPort(0);
-    id = bootstrap::createUniqueIdAt(here);
-    try {
+  try {
+    if (members.front() == rank_) {
+      SocketAddress here = bootstrap_->localAddress();
+      here.setPort(0);
+      id = bootstrap::createUniqueIdAt(here);
       if (members.size() > 1) bootstrap_->serveShrinkMembers(members, request, id, deadline, &abandoned_);
       bootstrap_->tellLeftOut(sorted);
-    } catch (const Error&) {
-      rethrowIfAbandoned();
-      throw;
-    }
-  } else {
-    try {
+    } else {
       id = bootstrap_->askShrinkLeader(members, request, deadline, &abandoned_);
-    } catch (const Error&) {
-      rethrowIfAbandoned();
-      throw;
     }
+  } catch (const Error&) {
+    // A wait the program's abort ended says so, not what the wait saw.
+    if (abandoned_.load())
+      fail(ErrorKind::InvalidUsage, "rank ", rank_, ": communicator aborted (ncclCommAbort) during the shrink");
+    throw;
   }
   HORA_LOG(Info, "rank ", rank_, ": shrinking to ", members.size(), " of ", nranks_, " ranks, as rank ", newRank);
   return ChildPlan{id, static_cast<int>(members.size()), newRank, timeout_, device_};
-}
-
-void Communicator::rethrowIfAbandoned() const {
-  if (abandoned_.load())
-    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": communicator aborted (ncclCommAbort) during the shrink");
 }
 
 std::shared_ptr<Communicator> Communicator::shrink(const std::vector<int>& excluded, bool abortFirst) {

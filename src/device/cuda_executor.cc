@@ -897,12 +897,11 @@ void CudaExecutor::runPeers(std::span<const core::Op> ops) {
   work.timeoutNs = timeoutNs_;
   work.failure = failureOnDevice_;
   work.stopped = stopped_;
-  const bool capturing = isCapturing(stream);
-  work.queue = admitKernel(/*collectives=*/0, capturing);
-  work.queue.blocksEnded = blocksEnded_;
-  orderAfterLastLaunch(stream, capturing);
+  const LaunchStream on = launchStream(stream);
+  work.queue = admitKernel(/*collectives=*/0, on.capturing);
+  orderAfterLastLaunch(on);
   launchPeers(work, stream);
-  launched(stream, capturing);
+  launched(on);
 }
 
 void CudaExecutor::chooseLaunchRule(const std::vector<GpuOffer>& gpus, const GpuOffer& mine) {
@@ -983,22 +982,27 @@ void CudaExecutor::launchWaitTimedOut(const LaunchWait& wait) const {
 // capture or been destroyed since. What remains the program's part, as
 // with NCCL: one stream per communicator in a graph, and replays not
 // running at once with the communicator's calls on other streams.
-void CudaExecutor::orderAfterLastLaunch(void* stream, bool capturing) {
-  if (!anyLaunch_ || capturing || streamId(stream) == lastStreamId_) return;
-  cudaCheck(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(lastLaunch_), 0),
+CudaExecutor::LaunchStream CudaExecutor::launchStream(void* stream) {
+  const bool capturing = isCapturing(stream);
+  return {stream, capturing, capturing ? 0 : streamId(stream)};
+}
+
+void CudaExecutor::orderAfterLastLaunch(const LaunchStream& stream) {
+  if (!anyLaunch_ || stream.capturing || stream.id == lastStreamId_) return;
+  cudaCheck(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream.handle), static_cast<cudaEvent_t>(lastLaunch_), 0),
             "ordering this communicator's kernel after its last one, on another stream (cudaStreamWaitEvent)");
 }
 
-void CudaExecutor::launched(void* stream, bool capturing) {
-  if (capturing) return;
+void CudaExecutor::launched(const LaunchStream& stream) {
+  if (stream.capturing) return;
   if (lastLaunch_ == nullptr) {
     cudaEvent_t event = nullptr;
     cudaCheck(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     lastLaunch_ = event;
   }
-  cudaCheck(cudaEventRecord(static_cast<cudaEvent_t>(lastLaunch_), static_cast<cudaStream_t>(stream)),
+  cudaCheck(cudaEventRecord(static_cast<cudaEvent_t>(lastLaunch_), static_cast<cudaStream_t>(stream.handle)),
             "recording this communicator's last launch (cudaEventRecord)");
-  lastStreamId_ = streamId(stream);
+  lastStreamId_ = stream.id;
   anyLaunch_ = true;
 }
 
@@ -1037,16 +1041,15 @@ void CudaExecutor::launchNext() {
     channels = std::max(channels, plan.channels);
   }
   void* stream = const_cast<void*>(calls.streams[first]);
-  const bool capturing = isCapturing(stream);
-  launch.queue = admitKernel(static_cast<int>(size), capturing);
-  launch.queue.blocksEnded = blocksEnded_;
+  const LaunchStream on = launchStream(stream);
+  launch.queue = admitKernel(static_cast<int>(size), on.capturing);
   // Counted once admitted: a launch refused (a failure, a timeout) leaves
   // the call unfinished, and the communicator broken.
   nextRingCall_ = first + size;
   ringCollectivesLaunched_ += size;
-  orderAfterLastLaunch(stream, capturing);
+  orderAfterLastLaunch(on);
   launchRing(calls.plans[first].spec, launch, channels, static_cast<cudaStream_t>(stream));
-  launched(stream, capturing);
+  launched(on);
 }
 
 void CudaExecutor::begin(std::span<const core::Op> ops) {

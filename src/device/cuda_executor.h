@@ -205,8 +205,15 @@ class CudaExecutor final : public core::Executor {
   // first makes its stream wait for the last launch (an event recorded
   // after every launch). Launches being captured into a graph are left
   // out of both (the .cc says why, and what that leaves to the program).
-  void orderAfterLastLaunch(void* stream, bool capturing);
-  void launched(void* stream, bool capturing);
+  // A launch's stream, asked about once per launch.
+  struct LaunchStream {
+    void* handle;            // cudaStream_t
+    bool capturing;          // being captured into a graph
+    unsigned long long id;   // CUDA's stream id; 0 while capturing (never compared then)
+  };
+  static LaunchStream launchStream(void* stream);
+  void orderAfterLastLaunch(const LaunchStream& stream);
+  void launched(const LaunchStream& stream);
   // The stream of the last launch outside a capture, by CUDA's stream id,
   // which no other stream of the process gets (a handle may be reused once
   // the program destroys its stream).

@@ -130,8 +130,7 @@ std::optional<PathClass> p2pLevelOf(std::string_view text) {
   // NCCL's model hangs every PCIe tree of a NUMA node off its CPU, so two
   // host bridges of one node meet as PHB there: NCCL's PHB ("P2P within a
   // NUMA node") takes in hora's NODE, which only hwloc's finer tree tells apart.
-  if (auto cls = parsePathClass(text); cls && *cls == PathClass::Phb) return PathClass::Node;
-  if (auto cls = parsePathClass(text); cls && *cls != PathClass::Net) return cls;
+  if (auto cls = parsePathClass(text); cls && *cls != PathClass::Net) return *cls == PathClass::Phb ? PathClass::Node : *cls;
   // NCCL's classes hora does not tell apart, as the level they allow here:
   // NVLink through a GPU (NVB) and chip-to-chip (C2C) lie below PIX, so
   // they allow what NVL allows; PCIe through a CPU's root (P2C) and NCCL's

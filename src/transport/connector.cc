@@ -194,12 +194,9 @@ void Connector::releaseDeregistered() {
 }
 
 void Connector::close() {
-  {
-    // A shutdown first: the peer reads what this rank sent before it sees
-    // the end (a close with unread bytes could reset the connection).
-    std::lock_guard<std::mutex> lock(socketsMutex_);
-    for (int fd : socketFds_) ::shutdown(fd, SHUT_RDWR);
-  }
+  // A shutdown first: the peer reads what this rank sent before it sees
+  // the end (a close with unread bytes could reset the connection).
+  shutdownSockets();
   closed_ = true;
   for (auto& connection : sends_) connection.reset();
   for (auto& connection : recvs_) connection.reset();
@@ -207,9 +204,13 @@ void Connector::close() {
   gate_ = {};
 }
 
-void Connector::shutdown() {
+void Connector::shutdownSockets() {
   std::lock_guard<std::mutex> lock(socketsMutex_);
   for (int fd : socketFds_) ::shutdown(fd, SHUT_RDWR);
+}
+
+void Connector::shutdown() {
+  shutdownSockets();
   bootstrap_.shutdown();
 }
 

@@ -76,6 +76,8 @@ class Connector {
   };
   Socket acceptFrom(int peer, const Deadline& deadline, WhileWaiting whileWaiting);
   [[noreturn]] void refuseAfterClose(int peer) const;
+  // Every connection's socket, through the descriptors kept for that.
+  void shutdownSockets();
   // The set-up of sendTo and recvFrom, which name the peer in its errors.
   SendConnection& connectTo(int peer, bool busy);
   RecvConnection& acceptConnectionFrom(int peer, WhileWaiting whileWaiting);
