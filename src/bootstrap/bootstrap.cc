@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -130,6 +132,10 @@ Bootstrap::Bootstrap(const UniqueId& id, int rank, int nranks, bool hostRoot,
     // deadline is not later.
     if (const Deadline rootsLatest = Deadline::after(allowed); rootWasDown && deadline.at() < rootsLatest.at())
       joinDeadline_ = rootsLatest;
+    if (joinDeadline_.at() != Deadline::never().at())  // 0: no limit
+      hello.answerWithinMs = static_cast<std::int32_t>(std::clamp<std::int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(joinDeadline_.at() - Deadline::Clock::now()).count(),
+          1, std::numeric_limits<std::int32_t>::max()));
     sendGreeting(root, id.magic, Purpose::RootHello, &hello, sizeof(hello), joinDeadline_, abort, rootName);
     // The table follows the reply at once: both within the grace.
     const Deadline answer = joinDeadline_.extendedBy(kRootReplyGrace);

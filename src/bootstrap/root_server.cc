@@ -118,6 +118,10 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
       arrival.socket = std::move(guest.socket);
       std::memcpy(&arrival.hello, guest.body.data(), sizeof(Hello));
       arrival.hello.self.host[sizeof(arrival.hello.self.host) - 1] = '\0';  // for messages
+      if (arrival.hello.answerWithinMs > 0) {
+        const Deadline ranksDeadline = Deadline::after(std::chrono::milliseconds(arrival.hello.answerWithinMs));
+        if (ranksDeadline.at() < deadline.at()) deadline = ranksDeadline;
+      }
       if (nranks < 0) nranks = arrival.hello.nranks;
       if (nranks <= 0) {
         error = strCat("rank ", arrival.hello.self.rank, " joined with nranks ", nranks);

@@ -31,6 +31,11 @@ struct PeerInfo {
 // After the greeting (which carries the secret and the wire version).
 struct Hello {
   std::int32_t nranks = 0;
+  // How long, from when it sent this, the rank waits for the root's answer.
+  // The root answers by the earliest such time of the ranks that came, so a
+  // rank given a shorter timeout than the root's (a program's own, such as
+  // init_process_group's) hears which rank never came before it gives up.
+  std::int32_t answerWithinMs = 0;
   PeerInfo self;
 };
 

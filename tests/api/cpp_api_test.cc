@@ -341,6 +341,20 @@ TEST(CppApi, PeerThatNeverJoinsFailsInitWithinTheTimeout) {
   EXPECT_LT(std::chrono::duration_cast<milliseconds>(Clock::now() - start).count(), 4000);
 }
 
+// The root of a unique id waits HORA_TIMEOUT (10 s here) for the ranks; rank
+// 0 was given 1 s (as init_process_group(timeout=...) gives its own). The
+// root answers by the earliest deadline of the ranks that came, so rank 0
+// hears which rank never came instead of timing out on the root itself.
+TEST(CppApi, PeerThatNeverJoinsIsNamedWithinTheProgramsShorterTimeout) {
+  const hora::Communicator::UniqueId id = hora::Communicator::newUniqueId();
+  hora::CommunicatorOptions options;
+  options.timeout = seconds(1);
+  auto start = Clock::now();
+  expectError([&] { hora::Communicator::fromUniqueId(id, 0, 2, options); }, ErrorKind::Remote,
+              {"never arrived: 1"});
+  EXPECT_LT(std::chrono::duration_cast<milliseconds>(Clock::now() - start).count(), 4000);
+}
+
 TEST(CppApi, BadInitMethodsAreRefused) {
   const auto kInvalid = ErrorKind::InvalidArgument;
   auto init = [](const std::string& method, int rank = 0, int size = 1) {
