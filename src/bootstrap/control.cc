@@ -27,6 +27,15 @@ constexpr auto kAnnouncePerPeer = std::chrono::milliseconds(200);
 constexpr auto kProbePatience = std::chrono::milliseconds(300);
 }  // namespace
 
+std::string ShrinkRequest::excludedText() const {
+  // Counts come from another rank: bounded before they index anything.
+  const int shown = std::clamp(excludedCount, 0, kShownRanks);
+  std::string text = "[";
+  for (int k = 0; k < shown; ++k) text += strCat(k == 0 ? "" : ", ", firstExcluded[k]);
+  if (excludedCount > shown) text += strCat(", and ", excludedCount - shown, " more");
+  return text + "]";
+}
+
 Socket Bootstrap::visit(int rank, VisitKind kind, const Deadline& deadline) {
   const std::string name = describe(rank);
   Socket socket = Socket::connect(peers_[rank].listenAddress(), deadline, nullptr, name, /*listenerWasUp=*/true);
@@ -322,9 +331,9 @@ void Bootstrap::serveShrinkMembers(const std::vector<int>& members, const Shrink
       continue;  // it will ask again or time out
     }
     if (std::memcmp(&theirs, &request, sizeof(request)) != 0 && disagreement.empty())
-      disagreement = strCat("rank ", visit.rank, " excludes ", theirs.excludedCount, " rank(s) and rank ", rank_,
-                            " excludes ", request.excludedCount,
-                            ", or they exclude different ranks: every remaining rank must pass the same excludeRanksList");
+      disagreement = strCat("rank ", visit.rank, " excludes ranks ", theirs.excludedText(), " and rank ", rank_,
+                            " excludes ranks ", request.excludedText(),
+                            ": every remaining rank must pass the same excludeRanksList");
     asked[visit.rank] = std::move(guest.socket);
     --left;
   }

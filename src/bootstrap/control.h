@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "base/error.h"
 #include "bootstrap/unique_id.h"
@@ -46,11 +47,18 @@ struct NoticeHeader {
 };
 inline constexpr std::uint32_t kMaxNoticeBytes = 8192;
 
-// The excluded ranks, as a set every member must give alike.
+// The excluded ranks, as a set every member must give alike: compared by
+// hash and count; the first ranks of the sorted list travel too, so that a
+// disagreement can be shown.
 struct ShrinkRequest {
+  static constexpr int kShownRanks = 16;
   std::uint64_t excludedHash = 0;
   std::int32_t excludedCount = 0;
   std::int32_t survivors = 0;
+  std::int32_t firstExcluded[kShownRanks] = {};  // the first min(count, kShownRanks)
+
+  // "[1, 3]", or "[0, 1, ..., 15, and 4 more]".
+  std::string excludedText() const;
 };
 
 struct ShrinkReply {

@@ -21,7 +21,7 @@ namespace hora::core {
 
 namespace {
 // The excluded set, for remaining ranks to compare: a hash of the sorted
-// list (FNV-1a), its length, and how many ranks remain.
+// list (FNV-1a), its length, how many ranks remain, and the list's start.
 bootstrap::ShrinkRequest describeExclusion(const std::vector<int>& sortedExcluded, int survivors) {
   std::uint64_t hash = 1469598103934665603ull;
   for (int rank : sortedExcluded) {
@@ -29,6 +29,8 @@ bootstrap::ShrinkRequest describeExclusion(const std::vector<int>& sortedExclude
     hash *= 1099511628211ull;
   }
   bootstrap::ShrinkRequest request;
+  for (std::size_t k = 0; k < sortedExcluded.size() && k < bootstrap::ShrinkRequest::kShownRanks; ++k)
+    request.firstExcluded[k] = sortedExcluded[k];
   request.excludedHash = hash;
   request.excludedCount = static_cast<std::int32_t>(sortedExcluded.size());
   request.survivors = survivors;

@@ -181,6 +181,9 @@ TEST(ShrinkMisuse, MembersThatDisagreeOnTheExcludedRanksAllFail) {
   Outcome leader = reportedOutcome(*ranks[0], "shrink");
   EXPECT_EQ(leader.result, ncclInvalidUsage) << leader;
   EXPECT_THAT(leader.text, HasSubstr("excludeRanksList")) << leader;
+  // Both lists are shown, sorted.
+  EXPECT_THAT(leader.text, HasSubstr("rank 1 excludes ranks [2, 3] and rank 0 excludes ranks [3]")) << leader;
+  EXPECT_THAT(reportedOutcome(*ranks[1], "shrink").text, HasSubstr("[2, 3]")) << reportedOutcome(*ranks[1], "shrink");
 }
 
 // Three ranks leave out the fourth, the stranger, and shrink. The stranger,
