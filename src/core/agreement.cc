@@ -20,6 +20,7 @@ const char* reductionName(kernels::ReduceKind kind) {
 }
 
 std::string describe(const OpDescriptor& d, bool asReceiver) {
+  if (d.purpose != OpPurpose::ProgramCall) return strCat("call #", d.sequence, ": ", opPurposeName(d.purpose));
   if (d.isMessage())
     return strCat(asReceiver ? "ncclRecv" : "ncclSend", " #", d.sequence, " of ", d.count, " bytes");
   std::string text = strCat("call #", d.sequence, ": ", opKindName(d.kind), " of ", d.count, " x ",
@@ -33,6 +34,13 @@ std::string describe(const OpDescriptor& d, bool asReceiver) {
 // "count 2000 here, 1000 at rank 0; root ..." for every field that differs.
 std::string collectiveDifferences(const OpDescriptor& mine, const OpDescriptor& theirs) {
   const std::string there = strCat(" at rank ", theirs.rank);
+  if (mine.purpose != theirs.purpose) {
+    const auto name = [](const OpDescriptor& d) {
+      return d.purpose == OpPurpose::ProgramCall ? std::string(opKindName(d.kind)) : opPurposeName(d.purpose);
+    };
+    return strCat(name(mine), " here, ", name(theirs), there, " (every rank must make the same calls in the same "
+                  "order: did a rank skip, add or reorder a call?)");
+  }
   if (mine.kind != theirs.kind)
     return strCat("collective ", opKindName(mine.kind), " here, ", opKindName(theirs.kind), there,
                   " (did a rank skip, add or reorder a call?)");
@@ -89,9 +97,19 @@ OpDescriptor fromStamp(const transport::OpStamp& stamp) {
   d.type = static_cast<DataType>((w >> kStampTypeShift) & 0xff);
   d.reduction = static_cast<kernels::ReduceKind>((w >> kStampReductionShift) & 0xff);
   d.windows = ((w >> kStampWindowsShift) & 1) != 0;
+  d.purpose = static_cast<OpPurpose>((w >> kStampPurposeShift) & 0xf);
   d.root = static_cast<int>(static_cast<std::uint32_t>(w >> kStampRootShift)) - 1;
   d.rank = static_cast<int>(static_cast<std::uint32_t>(stamp.words[3]));
   return d;
+}
+
+const char* opPurposeName(OpPurpose purpose) {
+  switch (purpose) {
+    case OpPurpose::ProgramCall: return "a collective";
+    case OpPurpose::CommSplit: return "ncclCommSplit";
+    case OpPurpose::WindowRegister: return "ncclCommWindowRegister";
+  }
+  return "an unknown call";  // a stamp from a build that knows more
 }
 
 Error agreementError(int rank, const transport::StampMismatch& mismatch,

@@ -43,6 +43,8 @@ struct OpDescriptor {
   // this rank's windows, and deregistering is local, so ranks can differ).
   bool windows = false;
   int rank = -1;  // who made the stamp (not compared)
+  // The call a collective opens (op.h), where it is not the program's own.
+  OpPurpose purpose = OpPurpose::ProgramCall;
 
   bool isMessage() const { return kind == OpKind::Send; }
 };
@@ -69,6 +71,7 @@ inline OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, i
   d.root = rootedKind(op.kind) ? op.root : -1;
   d.windows = windows;
   d.rank = rank;
+  d.purpose = op.purpose;
   return d;
 }
 
@@ -86,7 +89,7 @@ inline OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence,
 
 // Word 2 of a stamp: kind, type, reduction and root (+1, so that none is 0).
 inline constexpr int kStampTypeShift = 8, kStampReductionShift = 16, kStampWindowsShift = 24,
-                     kStampRootShift = 32;
+                     kStampPurposeShift = 28, kStampRootShift = 32;
 
 // Inline, with the descriptors above: the executor stamps every operation,
 // and the stamp of one should cost a few instructions.
@@ -98,6 +101,7 @@ inline transport::OpStamp toStamp(const OpDescriptor& d) {
                    static_cast<std::uint64_t>(d.type) << kStampTypeShift |
                    static_cast<std::uint64_t>(d.reduction) << kStampReductionShift |
                    static_cast<std::uint64_t>(d.windows) << kStampWindowsShift |
+                   static_cast<std::uint64_t>(d.purpose) << kStampPurposeShift |
                    static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.root + 1)) << kStampRootShift;
   stamp.words[3] = static_cast<std::uint32_t>(d.rank);
   return stamp.seal();
@@ -111,6 +115,9 @@ inline transport::OpStamp collectiveStamp(const Op& op, std::uint64_t sequence, 
 }
 
 OpDescriptor fromStamp(const transport::OpStamp& stamp);
+
+// "ncclCommSplit": the call an operation of `purpose` opens.
+const char* opPurposeName(OpPurpose purpose);
 
 // The InvalidUsage error of rank `rank` for a mismatch its connection from
 // `peerName` found (transport::StampMismatch); `current` is the operation

@@ -635,6 +635,14 @@ void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
   }
 }
 
+void Communicator::meetForCall(OpPurpose purpose) {
+  if (!tuning_.checkAgreement || nranks_ == 1 || device_ >= 0) return;
+  std::int32_t one = 1, sum = 0;
+  Op op = makeOp(OpKind::AllReduce, &one, &sum, 1, DataType::Int32);
+  op.purpose = purpose;
+  execute(op);
+}
+
 void Communicator::executeOnDevices(std::span<const DevicePart> parts) {
 #if HORA_HAVE_CUDA
   // Work queued for a part's worker thread runs first, as execute() would

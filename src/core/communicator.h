@@ -214,6 +214,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   kernels::ReduceSpec reduceSpecFor(int op, DataType type) const;
 
  private:
+  // Opens a call made over the bootstrap ring (a split, a window
+  // registration) with a one-element all-reduce stamped as that call
+  // (OpPurpose, op.h): a rank that meets it with a collective of its own
+  // fails at once with the agreement check's error, as does this rank.
+  // With the check off, on one rank, or with a CUDA device (whose
+  // collectives run on the device executor), nothing is run.
+  void meetForCall(OpPurpose purpose);
   // Runs `ops` on the executor for their buffers' `memory`.
   void runOps(std::span<const Op> ops, MemoryKind memory);
   // Where `ops`' buffers are; throws for host and device buffers mixed.

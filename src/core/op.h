@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -25,6 +26,14 @@ enum class OpKind {
   Send,
   Recv,
 };
+
+// Why an op runs: a program's call, or the meeting that opens a call the
+// ranks make over the bootstrap ring instead of the connections (a split, a
+// window registration). Such a call first runs a one-element all-reduce
+// whose stamp names the call, so that a rank meeting it with a collective
+// of its own gets the agreement check's error at once, on both sides,
+// instead of both waiting until the deadline.
+enum class OpPurpose : std::uint8_t { ProgramCall, CommSplit, WindowRegister };
 
 // Where an op's buffers live; it picks the executor that runs it.
 enum class MemoryKind { Host, Device };
@@ -64,6 +73,7 @@ struct Op {
   // run them, as host calls do. nccl.h calls only enqueue on the caller's
   // stream.
   bool completeOnReturn = false;
+  OpPurpose purpose = OpPurpose::ProgramCall;
 
   bool isPointToPoint() const { return kind == OpKind::Send || kind == OpKind::Recv; }
 };

@@ -25,6 +25,7 @@ struct SplitRecord {
 std::optional<ChildPlan> Communicator::planSplit(int color, int key) {
   checkUsable();
   finalize();  // after everything submitted before
+  meetForCall(OpPurpose::CommSplit);
   auto lock = claimExecution("a communicator split came");
   const Deadline deadline = Deadline::after(timeout_);
   // A failure to exchange breaks this communicator, as a collective's would;

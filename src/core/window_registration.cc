@@ -27,6 +27,7 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
   HORA_CHECK_ARG(bytes > 0, "rank ", rank_, ": the window's size is 0");
   checkUsable();
   finalize();  // after everything submitted before
+  meetForCall(OpPurpose::WindowRegister);
   auto lock = claimExecution("a window registration came");
   log::ScopedThreadRank logRank(rank_);
   try {

@@ -237,6 +237,35 @@ TEST_P(Agreement, CollectiveKindMismatch) {
   expectEveryRankRefuses(comms, outcomes, {"AllReduce", "AllGather"});
 }
 
+// A split meets over the bootstrap ring, not the connections; it opens
+// with a call stamped as the split, so a rank meeting it with a collective
+// fails at once, and so does the splitting rank.
+TEST_P(Agreement, SplitOnOneRankCollectiveOnTheOthers) {
+  LocalComms comms(3);
+  auto outcomes = onEachRank(comms, [](int rank, ncclComm_t comm) {
+    if (rank == 0) {
+      ncclComm_t half = nullptr;
+      return ncclCommSplit(comm, 0, 0, &half, nullptr);
+    }
+    return allReduce(comm, 64);
+  });
+  expectEveryRankRefuses(comms, outcomes, {"ncclCommSplit", "AllReduce", "same calls in the same order"});
+}
+
+TEST_P(Agreement, WindowRegistrationOnOneRankCollectiveOnTheOther) {
+  LocalComms comms(2);
+  auto outcomes = onEachRank(comms, [](int rank, ncclComm_t comm) {
+    if (rank == 1) return allReduce(comm, 64);
+    void* memory = nullptr;
+    ncclWindow_t window = nullptr;
+    if (ncclMemAlloc(&memory, 4096) != ncclSuccess) return ncclSystemError;
+    const ncclResult_t result = ncclCommWindowRegister(comm, memory, 4096, &window, NCCL_WIN_COLL_SYMMETRIC);
+    ncclMemFree(memory);
+    return result;
+  });
+  expectEveryRankRefuses(comms, outcomes, {"ncclCommWindowRegister", "AllReduce"});
+}
+
 TEST_P(Agreement, SkippedCallIsReportedAtTheNextCall) {
   // Rank 1 skips call #2 (an all-reduce of the same size as call #3, a
   // broadcast): its call #2 is rank 0's call #3.
