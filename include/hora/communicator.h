@@ -135,7 +135,9 @@ class HORA_API Communicator {
   void allGather(const void* send, void* recv, std::size_t sendCount, DataType type);
   void send(const void* buf, std::size_t count, DataType type, int peer);
   void recv(void* buf, std::size_t count, DataType type, int peer);
-  // Returns when every rank has called it.
+  // Returns when every rank has called it (after this rank's queued work).
+  // A rank that calls another collective meanwhile makes both fail with
+  // ErrorKind::InvalidUsage, unless HORA_CHECK_AGREEMENT=0.
   void barrier();
   // Waits for all asynchronous work issued so far.
   void synchronize();

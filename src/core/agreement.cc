@@ -108,6 +108,7 @@ const char* opPurposeName(OpPurpose purpose) {
     case OpPurpose::ProgramCall: return "a collective";
     case OpPurpose::CommSplit: return "ncclCommSplit";
     case OpPurpose::WindowRegister: return "ncclCommWindowRegister";
+    case OpPurpose::Barrier: return "barrier";
   }
   return "an unknown call";  // a stamp from a build that knows more
 }

@@ -636,7 +636,10 @@ void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
 }
 
 void Communicator::meetForCall(OpPurpose purpose) {
-  if (!tuning_.checkAgreement || nranks_ == 1 || device_ >= 0) return;
+  if (tuning_.checkAgreement && nranks_ > 1 && device_ < 0) runMeeting(purpose);
+}
+
+void Communicator::runMeeting(OpPurpose purpose) {
   std::int32_t one = 1, sum = 0;
   Op op = makeOp(OpKind::AllReduce, &one, &sum, 1, DataType::Int32);
   op.purpose = purpose;
@@ -790,6 +793,10 @@ void Communicator::closeToWork() {
 
 void Communicator::barrier() {
   checkUsable();
+  // Over the connections where host collectives run: a rank that meets it
+  // with another call fails at once (and it takes microseconds where the
+  // bootstrap ring takes a TCP round trip per rank).
+  if (nranks_ > 1 && device_ < 0) return runMeeting(OpPurpose::Barrier);
   auto lock = claimExecution("a barrier came");
   try {
     bootstrap_->barrier(Deadline::after(timeout_));

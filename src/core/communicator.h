@@ -221,6 +221,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // With the check off, on one rank, or with a CUDA device (whose
   // collectives run on the device executor), nothing is run.
   void meetForCall(OpPurpose purpose);
+  // That all-reduce, run (a barrier too: no rank has the sum before every
+  // rank gave its part).
+  void runMeeting(OpPurpose purpose);
   // Runs `ops` on the executor for their buffers' `memory`.
   void runOps(std::span<const Op> ops, MemoryKind memory);
   // Where `ops`' buffers are; throws for host and device buffers mixed.

@@ -27,13 +27,13 @@ enum class OpKind {
   Recv,
 };
 
-// Why an op runs: a program's call, or the meeting that opens a call the
-// ranks make over the bootstrap ring instead of the connections (a split, a
-// window registration). Such a call first runs a one-element all-reduce
-// whose stamp names the call, so that a rank meeting it with a collective
-// of its own gets the agreement check's error at once, on both sides,
-// instead of both waiting until the deadline.
-enum class OpPurpose : std::uint8_t { ProgramCall, CommSplit, WindowRegister };
+// Why an op runs: a program's call, the meeting that opens a call the ranks
+// make over the bootstrap ring instead of the connections (a split, a window
+// registration), or a barrier. Those run a one-element all-reduce whose
+// stamp names the call, so that a rank meeting it with a collective of its
+// own gets the agreement check's error at once, on both sides, instead of
+// both waiting until the deadline.
+enum class OpPurpose : std::uint8_t { ProgramCall, CommSplit, WindowRegister, Barrier };
 
 // Where an op's buffers live; it picks the executor that runs it.
 enum class MemoryKind { Host, Device };

@@ -302,6 +302,32 @@ TEST(CppApi, BarrierReturnsOnlyWhenEveryRankArrived) {
     EXPECT_GE(waited[rank], kLate.count() - 50) << "rank " << rank << " left the barrier early";
 }
 
+// A barrier runs where collectives run, stamped as a barrier: a rank that
+// meets it with an all-reduce fails at once, as the barrier's rank does.
+TEST(CppApi, BarrierAgainstACollectiveFailsAtOnceOnBothRanks) {
+  constexpr int kRanks = 2;
+  World world = makeWorld(freeTcpInitMethod(), kRanks);
+  std::vector<std::string> texts(kRanks);
+  std::vector<int> kinds(kRanks, -1);
+  auto start = Clock::now();
+  onEachRank(kRanks, [&](int rank) {
+    std::vector<float> data(64, 1.0f);
+    try {
+      if (rank == 0) world[rank]->barrier();
+      else world[rank]->allReduce(data.data(), data.data(), data.size(), DataType::Float32, RedOp::Sum);
+    } catch (const hora::Error& error) {
+      kinds[rank] = static_cast<int>(error.kind());
+      texts[rank] = error.what();
+    }
+  });
+  EXPECT_LT(std::chrono::duration_cast<milliseconds>(Clock::now() - start).count(), 5000);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    EXPECT_EQ(kinds[rank], static_cast<int>(ErrorKind::InvalidUsage)) << "rank " << rank << ": " << texts[rank];
+    EXPECT_THAT(texts[rank], HasSubstr("barrier")) << texts[rank];
+    EXPECT_THAT(texts[rank], HasSubstr("AllReduce")) << texts[rank];
+  }
+}
+
 TEST(CppApi, SynchronizeWaitsForQueuedWork) {
   World world = makeWorld(freeTcpInitMethod(), 2);
   std::vector<std::vector<float>> data(2, std::vector<float>(1 << 16, 1.0f));
