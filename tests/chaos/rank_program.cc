@@ -85,6 +85,22 @@ bool runCalls(test_support::Reporter& reporter, std::mutex& reporting, ncclComm_
       std::lock_guard<std::mutex> lock(reporting);
       reporter.report("running", thread);
     }
+    if (rankSplitsInstead(plan, c, rank)) {
+      // Where the others make call c. A split that succeeds is a mismatch
+      // nobody reported: the trial's judge sees this rank finish.
+      ncclComm_t child = nullptr;
+      const ncclResult_t result = ncclCommSplit(comm, 0, rank, &child, nullptr);
+      if (child != nullptr) ncclCommDestroy(child);
+      if (result != ncclSuccess) {
+        const long long when = monotonicNanoseconds();
+        std::lock_guard<std::mutex> lock(reporting);
+        reporter.report("error_result", std::to_string(result));
+        reporter.report("error_text", ncclGetLastError(comm));
+        reporter.report("error_ns", std::to_string(when));
+        return false;
+      }
+      continue;
+    }
     if (!rankMakesCall(plan, c, rank)) continue;
     Call call = callOnRank(plan, c, rank);
     // The second thread's calls differ in size from every call of the plan:

@@ -48,6 +48,7 @@ const char* mismatchFieldName(MismatchField field) {
     case MismatchField::Root: return "root";
     case MismatchField::Kind: return "kind";
     case MismatchField::SkipCall: return "skipped call";
+    case MismatchField::SplitInstead: return "ncclCommSplit instead";
   }
   return "?";
 }
@@ -132,6 +133,12 @@ TrialPlan planTrial(std::uint64_t seed, int index) {
     Call& next = plan.calls[plan.mismatchCall + 1];
     if (sameShape(odd, next)) next.count = next.count * 2 + 1;
   }
+  // A third of the count mismatches become a split on the odd rank in
+  // place of the call (a call that meets over the bootstrap ring, which
+  // opens with a stamped all-reduce). Drawn last, so that every other draw
+  // of a seed's trials stays as it was before this kind existed.
+  if (random() % 3 == 0 && plan.mismatchField == MismatchField::Count)
+    plan.mismatchField = MismatchField::SplitInstead;
   // Runs long enough for a fault to land in the middle of it: the drawn
   // calls again and again.
   if (plan.category != Category::Mismatch)
@@ -156,14 +163,25 @@ Call callOnRank(const TrialPlan& plan, std::size_t index, int rank) {
     case MismatchField::Kind:
       call.kind = call.kind == CallKind::AllReduce ? CallKind::Broadcast : CallKind::AllReduce;
       break;
-    case MismatchField::SkipCall: break;
+    case MismatchField::SkipCall:
+    case MismatchField::SplitInstead: break;
   }
   return call;
 }
 
+namespace {
+bool isOddCall(const TrialPlan& plan, std::size_t index, int rank) {
+  return plan.category == Category::Mismatch && rank == plan.victim && static_cast<int>(index) == plan.mismatchCall;
+}
+}  // namespace
+
 bool rankMakesCall(const TrialPlan& plan, std::size_t index, int rank) {
-  return !(plan.category == Category::Mismatch && plan.mismatchField == MismatchField::SkipCall &&
-           rank == plan.victim && static_cast<int>(index) == plan.mismatchCall);
+  return !(isOddCall(plan, index, rank) && (plan.mismatchField == MismatchField::SkipCall ||
+                                            plan.mismatchField == MismatchField::SplitInstead));
+}
+
+bool rankSplitsInstead(const TrialPlan& plan, std::size_t index, int rank) {
+  return isOddCall(plan, index, rank) && plan.mismatchField == MismatchField::SplitInstead;
 }
 
 std::string TrialPlan::describe() const {
@@ -171,7 +189,10 @@ std::string TrialPlan::describe() const {
   text << "trial " << index << " (seed " << seed << "): " << categoryName(category) << ", " << nranks
        << " ranks over " << transport << ", rank " << victim;
   if (category == Category::Kill) text << " killed " << killPhaseName(killPhase) << " +" << faultDelayMs << " ms";
-  if (category == Category::Mismatch)
+  if (category == Category::Mismatch && mismatchField == MismatchField::SplitInstead)
+    text << " calls ncclCommSplit in place of call " << mismatchCall << " (" << callKindName(calls[mismatchCall].kind)
+         << ")";
+  else if (category == Category::Mismatch)
     text << " differs in " << mismatchFieldName(mismatchField) << " of call " << mismatchCall << " ("
          << callKindName(calls[mismatchCall].kind) << ")";
   return text.str();

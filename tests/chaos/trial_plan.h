@@ -40,8 +40,9 @@ struct Call {
   bool inPlace = false;
 };
 
-// What a mismatch trial changes on the odd rank's call.
-enum class MismatchField { Count, Type, Op, Root, Kind, SkipCall };
+// What a mismatch trial changes on the odd rank's call. SplitInstead: the
+// odd rank calls ncclCommSplit where the others make the call.
+enum class MismatchField { Count, Type, Op, Root, Kind, SkipCall, SplitInstead };
 const char* mismatchFieldName(MismatchField field);
 
 struct TrialPlan {
@@ -71,7 +72,10 @@ bool sameShape(const Call& a, const Call& b);
 // The call `call` as rank `rank` issues it in this trial (the mismatch
 // trial's odd rank changes one call).
 Call callOnRank(const TrialPlan& plan, std::size_t call, int rank);
-// Whether rank `rank` issues call `call` at all (a mismatch may skip one).
+// Whether rank `rank` issues call `call` at all (a mismatch may skip one,
+// or split in its place).
 bool rankMakesCall(const TrialPlan& plan, std::size_t call, int rank);
+// Whether rank `rank` calls ncclCommSplit in place of call `call`.
+bool rankSplitsInstead(const TrialPlan& plan, std::size_t call, int rank);
 
 }  // namespace hora::chaos
