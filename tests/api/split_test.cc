@@ -111,5 +111,23 @@ TEST(CommSplit, ABadColourFailsEveryRankAndLeavesTheParentUsable) {
   EXPECT_EQ(ncclCommSplit(nullptr, 0, 0, &child, nullptr), ncclInvalidArgument);
 }
 
+// One thread splits every rank's communicator inside a group: the splits
+// (and the stamped all-reduce each opens with) run at ncclGroupEnd, all
+// ranks at once.
+TEST(CommSplit, OneThreadSplitsEveryRankInAGroup) {
+  LocalComms comms(3);
+  std::vector<Child> children(3);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(ncclCommSplit(comms[r], 0, 2 - r, &children[r].comm, nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_NE(children[r].comm, nullptr) << "rank " << r;
+    ncclCommUserRank(children[r].comm, &children[r].rank);
+    EXPECT_EQ(children[r].rank, 2 - r) << "ranked by key";
+  }
+  EXPECT_EQ(sumsOnChildren(comms, children), (std::vector<long long>{6, 6, 6}));
+  destroyAll(children);
+}
+
 }  // namespace
 }  // namespace hora_api_test
