@@ -137,7 +137,8 @@ class HORA_API Communicator {
   void recv(void* buf, std::size_t count, DataType type, int peer);
   // Returns when every rank has called it (after this rank's queued work).
   // A rank that calls another collective meanwhile makes both fail with
-  // ErrorKind::InvalidUsage, unless HORA_CHECK_AGREEMENT=0.
+  // ErrorKind::InvalidUsage, unless HORA_CHECK_AGREEMENT=0 or every rank
+  // has a CUDA device (the barrier then runs over the rendezvous ring).
   void barrier();
   // Waits for all asynchronous work issued so far.
   void synchronize();

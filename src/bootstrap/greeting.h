@@ -28,7 +28,7 @@ enum class Purpose : std::uint16_t {
 };
 
 // Bumped whenever a greeting or a message after it changes layout.
-inline constexpr std::uint16_t kWireVersion = 4;
+inline constexpr std::uint16_t kWireVersion = 5;
 
 // On the wire in host byte order (every rank of a job runs the same build
 // on the same architecture; the version catches most mismatches).

@@ -88,7 +88,11 @@ std::string refusalForOtherJobs() {
 }
 
 void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeout) {
-  Deadline deadline = Deadline::after(timeout);
+  const Deadline deadline = Deadline::after(timeout);
+  // Until when ranks are waited for: the root's own deadline, or a rank's
+  // earlier one (Hello::answerWithinMs). The answers then go out under the
+  // root's own deadline.
+  Deadline arrivalsBy = deadline;
   Gatekeeper gate(std::move(listener), {magic, Purpose::RootHello, sizeof(Hello),
                                         "bootstrap root", refusalForOtherJobs()});
   std::vector<Arrival> arrived;
@@ -113,14 +117,14 @@ void serve(Socket listener, std::uint64_t magic, std::chrono::milliseconds timeo
   };
   try {
     while (nranks < 0 || static_cast<int>(arrived.size()) < nranks) {
-      Gatekeeper::Guest guest = gate.admit(deadline, nullptr, "waiting for ranks to join", arrivalsAlive);
+      Gatekeeper::Guest guest = gate.admit(arrivalsBy, nullptr, "waiting for ranks to join", arrivalsAlive);
       Arrival arrival;
       arrival.socket = std::move(guest.socket);
       std::memcpy(&arrival.hello, guest.body.data(), sizeof(Hello));
       arrival.hello.self.host[sizeof(arrival.hello.self.host) - 1] = '\0';  // for messages
       if (arrival.hello.answerWithinMs > 0) {
         const Deadline ranksDeadline = Deadline::after(std::chrono::milliseconds(arrival.hello.answerWithinMs));
-        if (ranksDeadline.at() < deadline.at()) deadline = ranksDeadline;
+        if (ranksDeadline.at() < arrivalsBy.at()) arrivalsBy = ranksDeadline;
       }
       if (nranks < 0) nranks = arrival.hello.nranks;
       if (nranks <= 0) {

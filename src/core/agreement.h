@@ -87,7 +87,8 @@ inline OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence,
   return d;
 }
 
-// Word 2 of a stamp: kind, type, reduction and root (+1, so that none is 0).
+// Word 2 of a stamp: kind, type and reduction (8 bits each), the windows
+// flag (1 bit), the purpose (4 bits) and root (+1, so that none is 0).
 inline constexpr int kStampTypeShift = 8, kStampReductionShift = 16, kStampWindowsShift = 24,
                      kStampPurposeShift = 28, kStampRootShift = 32;
 

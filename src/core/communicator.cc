@@ -636,7 +636,9 @@ void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
 }
 
 void Communicator::meetForCall(OpPurpose purpose) {
-  if (tuning_.checkAgreement && nranks_ > 1 && device_ < 0) runMeeting(purpose);
+  // Whether a CUDA executor runs is agreed at init (it needs a device on
+  // every rank); a rank's own device is not (ranks may lack one).
+  if (tuning_.checkAgreement && nranks_ > 1 && !cudaExecutor_) runMeeting(purpose);
 }
 
 void Communicator::runMeeting(OpPurpose purpose) {
@@ -796,7 +798,7 @@ void Communicator::barrier() {
   // Over the connections where host collectives run: a rank that meets it
   // with another call fails at once (and it takes microseconds where the
   // bootstrap ring takes a TCP round trip per rank).
-  if (nranks_ > 1 && device_ < 0) return runMeeting(OpPurpose::Barrier);
+  if (nranks_ > 1 && !cudaExecutor_) return runMeeting(OpPurpose::Barrier);
   auto lock = claimExecution("a barrier came");
   try {
     bootstrap_->barrier(Deadline::after(timeout_));

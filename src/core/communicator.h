@@ -218,8 +218,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // registration) with a one-element all-reduce stamped as that call
   // (OpPurpose, op.h): a rank that meets it with a collective of its own
   // fails at once with the agreement check's error, as does this rank.
-  // With the check off, on one rank, or with a CUDA device (whose
-  // collectives run on the device executor), nothing is run.
+  // With the check off, on one rank, or where the CUDA executor runs
+  // (whose collectives on device buffers carry no stamps), nothing is run.
   void meetForCall(OpPurpose purpose);
   // That all-reduce, run (a barrier too: no rank has the sum before every
   // rank gave its part).

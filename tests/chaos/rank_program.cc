@@ -130,6 +130,9 @@ int runRank(test_support::Reporter& reporter, const TrialPlan& plan, int rank, i
   test_support::setEnvironment("HORA_TIMEOUT", std::to_string(plan.timeoutSeconds));
   test_support::setEnvironment("HORA_TRANSPORT", plan.transport);
   test_support::setEnvironment("HORA_OFI_PROVIDER", "tcp");  // for ofi
+  // Host buffers and host transports, also where a GPU is present (a
+  // communicator with a CUDA executor opens no split with a stamped call).
+  test_support::setEnvironment("CUDA_VISIBLE_DEVICES", "");
   std::mutex reporting;
   reporter.report("joining", "");
   ncclUniqueId id;
