@@ -14,15 +14,20 @@ src="$repo/bench/compare"
 note() { printf '%s\n' "$*" >&2; }
 
 # require_packages <what:package>...
-# Each <what> is a command to find on PATH, or an absolute path of a file
-# that must exist (a header, say); <package> is the Debian package that
-# provides it. Installs the missing packages when running as root with
-# apt-get, otherwise says what to install and exits.
+# Each <what> is a command to find on PATH, an absolute path of a file that
+# must exist (a header, say), or "deb" for the package itself to be
+# installed (where neither tells: mpicxx is on PATH once openmpi-bin is,
+# but mpi.h comes with libopenmpi-dev, in an architecture's own folder);
+# <package> is the Debian package that provides it. Installs the missing
+# packages when running as root with apt-get, otherwise says what to
+# install and exits.
 require_packages() {
   local pair what missing=()
   for pair in "$@"; do
     what=${pair%%:*}
-    if [[ $what == /* ]]; then
+    if [[ $what == deb ]]; then
+      dpkg-query -W -f='${Status}' "${pair#*:}" 2>/dev/null | grep -q "ok installed" || missing+=("${pair#*:}")
+    elif [[ $what == /* ]]; then
       [[ -f $what ]] || missing+=("${pair#*:}")
     else
       command -v "$what" >/dev/null || missing+=("${pair#*:}")

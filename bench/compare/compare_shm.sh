@@ -76,7 +76,7 @@ if ! [[ $REPEATS =~ ^[1-9][0-9]*$ ]]; then
 fi
 
 # --- 1. Open MPI ------------------------------------------------------------
-require_packages mpirun:openmpi-bin mpicxx:libopenmpi-dev
+require_packages mpirun:openmpi-bin deb:libopenmpi-dev
 
 # --- 2. Build the programs (only when a source is newer than the binary) ---
 mkdir -p "$out" "$results"

@@ -71,7 +71,7 @@ fi
 
 # --- 1. The peers' packages -------------------------------------------------
 require_packages /usr/include/gloo/allreduce.h:libgloo-dev mpirun:openmpi-bin \
-  mpicxx:libopenmpi-dev
+  deb:libopenmpi-dev
 
 # --- 2. Build the peers (only when a source is newer than the binary) ------
 mkdir -p "$out" "$results"
