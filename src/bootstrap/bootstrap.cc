@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "base/env.h"

@@ -1,6 +1,8 @@
 // ncclCommSplit: a new communicator for each colour, made from this one.
 //
-// Two all-gathers over this communicator's bootstrap ring: first every
+// First a one-element all-reduce stamped as a split (meetForCall), so that a
+// rank that called a collective instead is caught at once. Then two
+// all-gathers over this communicator's bootstrap ring: first every
 // rank's colour and key, from which every rank computes the same groups;
 // then, from the first rank of each group (by key, then rank), the unique
 // id of a rendezvous root it has just started. Each rank then joins its
