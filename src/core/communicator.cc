@@ -635,10 +635,14 @@ void Communicator::execute(std::span<const Op> ops, MemoryKind memory) {
   }
 }
 
-void Communicator::meetForCall(OpPurpose purpose) {
+bool Communicator::meetsOverHostConnections() const {
   // Whether a CUDA executor runs is agreed at init (it needs a device on
   // every rank); a rank's own device is not (ranks may lack one).
-  if (tuning_.checkAgreement && nranks_ > 1 && !cudaExecutor_) runMeeting(purpose);
+  return nranks_ > 1 && !cudaExecutor_;
+}
+
+void Communicator::meetForCall(OpPurpose purpose) {
+  if (tuning_.checkAgreement && meetsOverHostConnections()) runMeeting(purpose);
 }
 
 void Communicator::runMeeting(OpPurpose purpose) {
@@ -798,7 +802,7 @@ void Communicator::barrier() {
   // Over the connections where host collectives run: a rank that meets it
   // with another call fails at once (and it takes microseconds where the
   // bootstrap ring takes a TCP round trip per rank).
-  if (nranks_ > 1 && !cudaExecutor_) return runMeeting(OpPurpose::Barrier);
+  if (meetsOverHostConnections()) return runMeeting(OpPurpose::Barrier);
   auto lock = claimExecution("a barrier came");
   try {
     bootstrap_->barrier(Deadline::after(timeout_));

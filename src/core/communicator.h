@@ -224,6 +224,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // That all-reduce, run (a barrier too: no rank has the sum before every
   // rank gave its part).
   void runMeeting(OpPurpose purpose);
+  // Whether the ranks meet in that all-reduce at all: more than one rank,
+  // and no CUDA executor (whose presence every rank agrees on).
+  bool meetsOverHostConnections() const;
   // Runs `ops` on the executor for their buffers' `memory`.
   void runOps(std::span<const Op> ops, MemoryKind memory);
   // Where `ops`' buffers are; throws for host and device buffers mixed.

@@ -75,6 +75,24 @@ ncclResult_t runAndCheck(ncclComm_t comm, const Call& call, std::size_t callInde
   return ncclSuccess;
 }
 
+// A failed call (or init, with no communicator yet): its result, the text
+// ncclGetLastError gives and when it came back (`when`, taken as it
+// returned, before any lock).
+void reportFailure(test_support::Reporter& reporter, ncclResult_t result, ncclComm_t comm, long long when) {
+  reporter.report("error_result", std::to_string(result));
+  reporter.report("error_text", ncclGetLastError(comm));
+  reporter.report("error_ns", std::to_string(when));
+}
+
+// ncclCommSplit where the others make a call. A split that succeeds is a
+// mismatch nobody reported: the trial's judge sees this rank finish.
+ncclResult_t splitInstead(ncclComm_t comm, int rank) {
+  ncclComm_t child = nullptr;
+  const ncclResult_t result = ncclCommSplit(comm, 0, rank, &child, nullptr);
+  if (child != nullptr) ncclCommDestroy(child);
+  return result;
+}
+
 // The trial's calls on one thread, until the first error. Returns false if
 // one failed (reported).
 bool runCalls(test_support::Reporter& reporter, std::mutex& reporting, ncclComm_t comm, const TrialPlan& plan,
@@ -85,39 +103,29 @@ bool runCalls(test_support::Reporter& reporter, std::mutex& reporting, ncclComm_
       std::lock_guard<std::mutex> lock(reporting);
       reporter.report("running", thread);
     }
-    if (rankSplitsInstead(plan, c, rank)) {
-      // Where the others make call c. A split that succeeds is a mismatch
-      // nobody reported: the trial's judge sees this rank finish.
-      ncclComm_t child = nullptr;
-      const ncclResult_t result = ncclCommSplit(comm, 0, rank, &child, nullptr);
-      if (child != nullptr) ncclCommDestroy(child);
-      if (result != ncclSuccess) {
-        const long long when = monotonicNanoseconds();
-        std::lock_guard<std::mutex> lock(reporting);
-        reporter.report("error_result", std::to_string(result));
-        reporter.report("error_text", ncclGetLastError(comm));
-        reporter.report("error_ns", std::to_string(when));
-        return false;
-      }
-      continue;
-    }
-    if (!rankMakesCall(plan, c, rank)) continue;
-    Call call = callOnRank(plan, c, rank);
-    // The second thread's calls differ in size from every call of the plan:
-    // none has a counterpart on the other ranks, so one that is not
-    // refused outright must be reported as a mismatch, never succeed.
-    if (second) call.count += 3;
     std::string wrong;
-    const ncclResult_t result = runAndCheck(comm, call, c, rank, plan.nranks, wrong);
-    std::lock_guard<std::mutex> lock(reporting);
+    ncclResult_t result = ncclSuccess;
+    if (rankSplitsInstead(plan, c, rank)) {
+      result = splitInstead(comm, rank);
+    } else {
+      if (!rankMakesCall(plan, c, rank)) continue;
+      Call call = callOnRank(plan, c, rank);
+      // The second thread's calls differ in size from every call of the plan:
+      // none has a counterpart on the other ranks, so one that is not
+      // refused outright must be reported as a mismatch, never succeed.
+      if (second) call.count += 3;
+      result = runAndCheck(comm, call, c, rank, plan.nranks, wrong);
+    }
     if (result != ncclSuccess) {
       const long long when = monotonicNanoseconds();
-      reporter.report("error_result", std::to_string(result));
-      reporter.report("error_text", ncclGetLastError(comm));
-      reporter.report("error_ns", std::to_string(when));
+      std::lock_guard<std::mutex> lock(reporting);
+      reportFailure(reporter, result, comm, when);
       return false;
     }
-    if (!wrong.empty()) reporter.report("wrong", wrong);
+    if (!wrong.empty()) {
+      std::lock_guard<std::mutex> lock(reporting);
+      reporter.report("wrong", wrong);
+    }
   }
   return true;
 }
@@ -140,10 +148,7 @@ int runRank(test_support::Reporter& reporter, const TrialPlan& plan, int rank, i
   ncclResult_t result = ncclGetUniqueId(&id);
   if (result == ncclSuccess) result = ncclCommInitRank(&comm, plan.nranks, id, rank);
   if (result != ncclSuccess) {
-    const long long when = monotonicNanoseconds();
-    reporter.report("error_result", std::to_string(result));
-    reporter.report("error_text", ncclGetLastError(nullptr));
-    reporter.report("error_ns", std::to_string(when));
+    reportFailure(reporter, result, nullptr, monotonicNanoseconds());
     return 0;
   }
   reporter.report("ready", "");
