@@ -460,12 +460,14 @@ TEST(HoraRunTest, AStoppedRankStillEndsOnAForwardedSignal) {
   EXPECT_EQ(result.exit_code(), 128 + SIGINT) << result.err;
 }
 
-// The pids ranks printed as "ready PID" so far.
+// The pids ranks printed as "ready PID..." so far (each line may name several).
 std::vector<pid_t> pids_after_ready(const LauncherProcess& launcher) {
   std::vector<pid_t> pids;
   for (const std::string& line : LauncherResult{0, false, launcher.stdout_so_far(), "", {}}.out_lines()) {
     const std::size_t at = line.find("ready ");
-    if (at != std::string::npos) pids.push_back(std::stoi(line.substr(at + 6)));
+    if (at == std::string::npos) continue;
+    std::istringstream numbers(line.substr(at + 6));
+    for (pid_t pid; numbers >> pid;) pids.push_back(pid);
   }
   return pids;
 }
@@ -494,24 +496,37 @@ bool all_stopped(const std::vector<pid_t>& pids, bool stopped, std::chrono::mill
   }
 }
 
+// "pid 123: T, pid 124: S": what a failed all_stopped saw.
+std::string describe_states(const std::vector<pid_t>& pids) {
+  std::string text;
+  for (pid_t pid : pids) text += (text.empty() ? "pid " : ", pid ") + std::to_string(pid) + ": " + process_state(pid);
+  return text;
+}
+
 // Ctrl-Z pauses the whole job, as it would a torchrun job: the terminal's
 // SIGTSTP reaches hora-run's process group only, so hora-run stops the
 // ranks' groups and then itself; SIGCONT (fg) continues them all.
 TEST(HoraRunTest, SigtstpPausesTheRanksAndSigcontContinuesThem) {
-  // The ranks run for 6 s of their own time: on a loaded machine a shorter
-  // loop could end before hora-run passes the stop on.
-  LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c",
-                            "echo ready $$; i=0; while [ $i -lt 60 ]; do i=$((i+1)); sleep 0.1; done; echo done"});
+  // Each rank is a shell waiting for a child, both in the rank's process
+  // group: the stop must reach the whole tree. The child runs for 6 s: on a
+  // loaded machine a shorter one could end before hora-run passes the stop
+  // on. It is started in the background on purpose: a shell (dash) starts
+  // a foreground command with vfork, and a stop that lands between the
+  // vfork and the exec leaves the shell blocked on its stopped child (state
+  // D, not T) for as long as the job is paused, which /proc cannot tell
+  // from a shell that was never stopped.
+  LauncherProcess launcher({"-n", "2", "--tag-output", "/bin/sh", "-c", "sleep 6 & echo ready $$ $!; wait; echo done"});
   ASSERT_TRUE(launcher.wait_for_stdout("ready", 2, 10s));
-  const std::vector<pid_t> ranks = pids_after_ready(launcher);
-  ASSERT_EQ(ranks.size(), 2u) << launcher.stdout_so_far();
+  const std::vector<pid_t> ranks = pids_after_ready(launcher);  // each rank's shell and its child
+  ASSERT_EQ(ranks.size(), 4u) << launcher.stdout_so_far();
   ASSERT_EQ(::kill(launcher.pid(), SIGTSTP), 0);
-  EXPECT_TRUE(all_stopped(ranks, true, 5000ms)) << "the ranks were not stopped";
+  EXPECT_TRUE(all_stopped(ranks, true, 5000ms)) << "the ranks were not stopped: " << describe_states(ranks)
+                                                 << "; hora-run " << describe_states({launcher.pid()});
   EXPECT_TRUE(all_stopped({launcher.pid()}, true, 5000ms)) << "hora-run did not stop itself";
   std::this_thread::sleep_for(500ms);
-  EXPECT_TRUE(all_stopped(ranks, true, 0ms)) << "a rank went on while the job was paused";
+  EXPECT_TRUE(all_stopped(ranks, true, 0ms)) << "a rank went on while the job was paused: " << describe_states(ranks);
   ASSERT_EQ(::kill(launcher.pid(), SIGCONT), 0);
-  EXPECT_TRUE(all_stopped(ranks, false, 5000ms)) << "the ranks were not continued";
+  EXPECT_TRUE(all_stopped(ranks, false, 5000ms)) << "the ranks were not continued: " << describe_states(ranks);
   LauncherResult result = launcher.finish(30s);
   EXPECT_FALSE(result.timed_out);
   EXPECT_EQ(result.exit_code(), 0) << result.err;
