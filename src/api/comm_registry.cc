@@ -79,9 +79,20 @@ void setJob(ncclComm_t comm, std::shared_future<void> job, std::function<void()>
 }
 
 CommPtr madeComm(ncclComm_t comm) {
-  std::lock_guard<std::mutex> lock(registryMutex);
-  checkLive(comm);
-  return comm->impl;
+  std::shared_future<CommPtr> pending;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    checkLive(comm);
+    if (comm->impl || !comm->pending.valid()) return comm->impl;
+    pending = comm->pending;
+  }
+  // A non-blocking init's communicator stays in its future once made.
+  if (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+  try {
+    return pending.get();
+  } catch (...) {
+    return nullptr;  // the init failed: there is no communicator
+  }
 }
 
 bool isNonBlocking(ncclComm_t comm) {

@@ -71,8 +71,8 @@ ncclComm* wrapPending(std::shared_future<CommPtr> making, bool nonBlocking,
 // stopJob).
 void setJob(ncclComm_t comm, std::shared_future<void> job, std::function<void()> stopJob);
 bool isNonBlocking(ncclComm_t comm);
-// The communicator behind a live handle, or null while its init runs
-// (never waits, unlike checkComm).
+// The communicator behind a live handle, or null while its init runs or
+// after it failed (never waits, unlike checkComm).
 CommPtr madeComm(ncclComm_t comm);
 // Removes the handle and returns its communicator (for destroy and abort),
 // after its non-blocking init, if one still runs: stopped first (stopInit,

@@ -125,13 +125,20 @@ HORA_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   return api::guardedInGroup("ncclCommRevoke", [&] {
     HORA_CHECK_ARG(revokeFlags == NCCL_REVOKE_DEFAULT, "revokeFlags must be NCCL_REVOKE_DEFAULT, got ",
                    revokeFlags);
-    auto impl = api::checkComm(comm, api::JobFailure::Ignore);
+    // A communicator already made is stopped before anything waits for
+    // its work (a non-blocking group or split still running on it): that
+    // work is what a revoke is for getting out of. One still being made is
+    // waited for first.
+    api::CommPtr impl = api::madeComm(comm);
+    const bool made = impl != nullptr;
+    if (!made) impl = api::checkComm(comm, api::JobFailure::Ignore);
     // As NCCL: a finalized communicator has nothing left to revoke.
     HORA_CHECK_ARG(!comm->finalizeCalled.load(), "the communicator of rank ", impl->rank(),
                    " was finalized (ncclCommFinalize); only ncclCommDestroy may follow");
     // Inside a group too (NCCL runs it at the group's end; here at once: it
     // stops operations, it issues none).
     impl->revoke();
+    if (made) api::checkComm(comm, api::JobFailure::Ignore);  // the stopped work ends
   });
 }
 

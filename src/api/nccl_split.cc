@@ -140,11 +140,18 @@ HORA_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksLi
     HORA_CHECK_ARG(shrinkFlags == NCCL_SHRINK_DEFAULT || shrinkFlags == NCCL_SHRINK_ABORT,
                    "shrinkFlags must be NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT, got ", shrinkFlags);
     (void)api::effectiveConfig(config);
+    std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
+    const bool abortFirst = shrinkFlags == NCCL_SHRINK_ABORT;
+    // NCCL_SHRINK_ABORT stops the communicator before anything waits for
+    // work still running on it (a non-blocking group or split), as NCCL
+    // raises its abort flag first; a bad list leaves it as it was.
+    if (api::CommPtr made = api::madeComm(comm); made && abortFirst) {
+      made->checkExclusion(excluded);
+      if (made->revocation() == core::Communicator::Revocation::None) made->revoke();
+    }
     // A communicator whose split failed can still be shrunk: the way out.
     auto parent = api::checkComm(comm, api::JobFailure::Ignore);
-    std::vector<int> excluded(excludeRanksList, excludeRanksList + excludeRanksCount);
     parent->checkExclusion(excluded);  // here, not on the thread: a bad list leaves the parent as it was
-    const bool abortFirst = shrinkFlags == NCCL_SHRINK_ABORT;
     const bool nonBlocking = childNonBlocking(comm, config);
     if (api::inGroup()) {
       *newcomm = makeAtGroupEnd(

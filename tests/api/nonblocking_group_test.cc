@@ -150,6 +150,56 @@ TEST(NonBlockingGroup, AbortOfOneMemberStopsTheWholeGroup) {
   EXPECT_EQ(ncclCommAbort(comms[2]), ncclSuccess);
 }
 
+// ncclCommRevoke of a member of a group still waiting (for a rank that
+// never comes) stops that member's part at once, as NCCL's revoke raises
+// the abort flag before it waits for anything: it is the way out of
+// such a wait, so it must not wait for it.
+TEST(NonBlockingGroup, RevokeStopsAMemberStillWaitingInsteadOfWaitingForIt) {
+  constexpr int kRanks = 2;
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "60");
+  std::vector<long long> values = {1, 2};
+  EXPECT_EQ(groupSum(comms, values, {0}), ncclInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting for rank 1 by now
+  EXPECT_EQ(stateOf(comms[0]), ncclInProgress);
+  const auto start = Clock::now();
+  EXPECT_EQ(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
+  const ncclResult_t state = settle(comms[0], kSettle);
+  EXPECT_NE(state, ncclSuccess);
+  EXPECT_NE(state, ncclInProgress);
+  EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+}
+
+// ncclCommShrink with NCCL_SHRINK_ABORT stops the group its members still
+// wait in (for rank 2, which never comes) instead of waiting for it, and
+// the shrunk communicator works.
+TEST(NonBlockingGroup, ShrinkWithAbortStopsTheGroupItsMembersWaitIn) {
+  constexpr int kRanks = 3;
+  std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "60");
+  std::vector<long long> values = {1, 2, 3};
+  EXPECT_EQ(groupSum(comms, values, {0, 1}), ncclInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting for rank 2 by now
+  const auto start = Clock::now();
+  int left = 2;
+  std::vector<ncclComm_t> shrunk(2, nullptr);
+  for (int rank : {0, 1}) {
+    ncclConfig_t config = nonBlockingConfig();
+    EXPECT_EQ(ncclCommShrink(comms[rank], &left, 1, &shrunk[rank], &config, NCCL_SHRINK_ABORT), ncclSuccess)
+        << ncclGetLastError(nullptr);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(3)) << "rank " << rank;
+  }
+  for (ncclComm_t comm : shrunk) ASSERT_EQ(settle(comm, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  values = {5, 7, 0};
+  EXPECT_THAT(groupSum(shrunk, values, {0, 1}), ::testing::AnyOf(ncclInProgress, ncclSuccess));
+  for (ncclComm_t comm : shrunk) EXPECT_EQ(settle(comm, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(values[0], 12);
+  EXPECT_EQ(values[1], 12);
+  destroyAll(shrunk);
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+}
+
 // Destroying the members right after the group waits for its work first
 // (the other ranks' part needs this rank's), as NCCL's destroy does.
 TEST(NonBlockingGroup, DestroyWaitsForTheGroupsWork) {
