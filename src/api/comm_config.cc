@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "base/env.h"
 #include "base/error.h"
 
 namespace hora::api {
@@ -15,12 +16,20 @@ constexpr int kMaxChannels = 64;  // NCCL's MAXCHANNELS: nChannelsPerNetPeer's b
 bool set(int value) { return value != NCCL_CONFIG_UNDEF_INT; }
 bool setAndNotBoolean(int value) { return set(value) && value != 0 && value != 1; }
 
+// As NCCL's: NCCL_COMM_BLOCKING, when 0 or 1, overrides every
+// communicator's config.blocking, those made without a config included.
+ncclConfig_t withBlockingFromEnvironment(ncclConfig_t c) {
+  const long long blocking = env::getInt({"HORA_COMM_BLOCKING", "NCCL_COMM_BLOCKING"}, NCCL_CONFIG_UNDEF_INT);
+  if (blocking == 0 || blocking == 1) c.blocking = static_cast<int>(blocking);
+  return c;
+}
+
 }  // namespace
 
 ncclConfig_t effectiveConfig(const ncclConfig_t* config) {
   const ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
   ncclConfig_t c = defaults;
-  if (config == nullptr) return c;
+  if (config == nullptr) return withBlockingFromEnvironment(c);
   c.magic = 0;
   std::memcpy(&c, config, std::min(config->size, sizeof(c)));
   HORA_CHECK_ARG(c.magic == 0xcafebeef,
@@ -67,7 +76,7 @@ ncclConfig_t effectiveConfig(const ncclConfig_t* config) {
                  "ncclConfig_t.nChannelsPerNetPeer must be 1 to ", kMaxChannels, ", got ", c.nChannelsPerNetPeer);
   HORA_CHECK_ARG(!setAndNotBoolean(c.nvlinkCentricSched), "ncclConfig_t.nvlinkCentricSched must be 0 or 1, got ",
                  c.nvlinkCentricSched);
-  return c;
+  return withBlockingFromEnvironment(c);
 }
 
 }  // namespace hora::api

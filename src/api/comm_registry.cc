@@ -1,4 +1,5 @@
 #include <chrono>
+#include <deque>
 #include <future>
 #include <mutex>
 #include <unordered_set>
@@ -13,6 +14,28 @@ std::mutex registryMutex;
 std::unordered_set<ncclComm*>& registry() {
   static auto* live = new std::unordered_set<ncclComm*>();  // never destroyed: used at exit
   return *live;
+}
+
+// Destroyed handles are kept, emptied, for this many destroys more before
+// their memory goes back: a new communicator cannot get the address of
+// one destroyed lately, so a handle used after its destroy (a second
+// ncclCommDestroy, a watchdog's abort after the program's destroy) is
+// refused instead of reaching the communicator made since at that address.
+constexpr std::size_t kRetiredHandlesKept = 4096;
+std::deque<ncclComm*>& retired() {
+  static auto* kept = new std::deque<ncclComm*>();  // never destroyed, as the registry
+  return *kept;
+}
+// Under registryMutex.
+void retire(ncclComm* comm) {
+  comm->magic = 0;
+  comm->stopJob = nullptr;
+  comm->initAbort.reset();
+  retired().push_back(comm);
+  if (retired().size() > kRetiredHandlesKept) {
+    delete retired().front();
+    retired().pop_front();
+  }
 }
 thread_local std::string threadLastError;
 }  // namespace
@@ -101,6 +124,17 @@ bool isNonBlocking(ncclComm_t comm) {
   return comm->nonBlocking;
 }
 
+CommPtr awaitInit(ncclComm_t comm) {
+  std::shared_future<CommPtr> pending;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    checkLive(comm);
+    if (comm->impl || !comm->pending.valid()) return comm->impl;
+    pending = comm->pending;
+  }
+  return pending.get();  // outside the lock: the init may take a while
+}
+
 CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
   std::shared_future<CommPtr> pending;
   std::shared_future<void> job;
@@ -115,8 +149,7 @@ CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {
     job = std::move(comm->job);
     if (stopInit && comm->initAbort) comm->initAbort->store(true);
     if (stopInit && running(job)) stopJob = std::move(comm->stopJob);
-    comm->magic = 0;
-    delete comm;
+    retire(comm);
   }
   // Work on it still running (a split or shrink of it, a non-blocking
   // group) uses it with the other ranks: destroy lets it end (its outcome

@@ -24,8 +24,15 @@ struct Deferred {
   Background background;
 };
 using GroupOps = std::vector<std::pair<std::shared_ptr<core::Communicator>, core::Op>>;
+// A call issued on a communicator still being made (issueWhenMade).
+struct Unmade {
+  ncclComm_t handle;
+  const char* function;
+  OpMaker make;
+};
 struct GroupState {
   GroupOps ops;
+  std::vector<Unmade> unmade;  // made into ops at the outermost ncclGroupEnd
   std::vector<Making> making;                                        // finishInGroupEnd
   std::vector<Deferred> deferred;                                   // deferToGroupEnd
   std::vector<ncclComm_t> handles;  // what ops and deferred work name, each once
@@ -60,6 +67,17 @@ void deferToGroupEnd(ncclComm_t comm, std::function<void()> work, std::function<
 
 void noteGroupError(ncclResult_t result) {
   if (inGroup() && group.error == ncclSuccess) group.error = result;
+}
+
+bool waitsForInit(ncclComm_t handle) {
+  const bool waitsAlready = std::any_of(group.unmade.begin(), group.unmade.end(),
+                                        [handle](const Unmade& call) { return call.handle == handle; });
+  return waitsAlready || (!madeComm(handle) && inProgress(handle));
+}
+
+void deferUntilMade(ncclComm_t handle, const char* function, OpMaker make) {
+  noteHandle(handle);
+  group.unmade.push_back({handle, function, std::move(make)});
 }
 
 void issue(ncclComm_t handle, const CommPtr& comm, const core::Op& op) {
@@ -253,6 +271,7 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
   }
   if (--groupDepthNow > 0) return ncclSuccess;
   auto ops = std::exchange(group.ops, {});
+  auto unmade = std::exchange(group.unmade, {});
   auto making = std::exchange(group.making, {});
   auto deferred = std::exchange(group.deferred, {});
   const auto handles = std::exchange(group.handles, {});
@@ -296,6 +315,18 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
   GroupPlan plan;
   bool background = false;
   const ncclResult_t checked = guarded(function, [&] {
+    // Calls on communicators that were still being made, now that they are.
+    for (Unmade& call : unmade) {
+      const CommPtr comm = checkComm(call.handle);
+      try {
+        const core::Op op = call.make(comm);
+        comm->checkBuffers(op);
+        ops.emplace_back(comm, op);
+      } catch (const Error& error) {
+        throw Error(error.kind(), strCat(call.function, " (checked at the end of its group): ", error.what()),
+                    error.failedRank());
+      }
+    }
     plan = planGroup(ops);
     background = endsInBackground(handles, making, deferred, plan);
   });

@@ -21,6 +21,27 @@ namespace hora::api {
 // if this thread is inside a group.
 void issue(ncclComm_t handle, const CommPtr& comm, const core::Op& op);
 bool inGroup();
+// A call's operation, made (its arguments checked against the
+// communicator) once the communicator behind the handle exists.
+using OpMaker = std::function<core::Op(const CommPtr&)>;
+// Inside a group: whether a call on `handle` must wait for the group's end
+// to be made (deferUntilMade), because the communicator's init still runs.
+bool waitsForInit(ncclComm_t handle);
+void deferUntilMade(ncclComm_t handle, const char* function, OpMaker make);
+// issue() of the operation `make` returns. Inside a group, a communicator
+// whose init still runs (made in the same group, by a thread that has the
+// other ranks' inits still to issue) is not waited for: the call is
+// checked and queued by the outermost ncclGroupEnd once the group's inits
+// are done, as NCCL's are (an argument error then fails the group, naming
+// `function`). Once one call of the group on a handle waits so, the later
+// ones do too, so that its operations keep their order. (A template: the
+// common path makes no std::function.)
+template <typename Make>
+void issueWhenMade(ncclComm_t handle, const char* function, Make&& make) {
+  if (inGroup() && waitsForInit(handle)) return deferUntilMade(handle, function, OpMaker(std::forward<Make>(make)));
+  const CommPtr comm = checkComm(handle);
+  issue(handle, comm, make(comm));
+}
 int groupDepth();  // nested ncclGroupStart calls not ended yet on this thread
 // Remembers an argument error inside a group: ncclGroupEnd reports it.
 void noteGroupError(ncclResult_t result);

@@ -74,6 +74,9 @@ bool isNonBlocking(ncclComm_t comm);
 // The communicator behind a live handle, or null while its init runs or
 // after it failed (never waits, unlike checkComm).
 CommPtr madeComm(ncclComm_t comm);
+// The communicator behind a live handle once its init is done (its error
+// if it failed); unlike checkComm, not waiting for a job on it.
+CommPtr awaitInit(ncclComm_t comm);
 // Removes the handle and returns its communicator (for destroy and abort),
 // after its non-blocking init, if one still runs: stopped first (stopInit,
 // abort: not waited for, it ends by itself), or awaited (destroy). Both

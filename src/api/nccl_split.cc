@@ -112,12 +112,20 @@ HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
     // config is not read.
     const bool takesPart = color != NCCL_SPLIT_NOCOLOR;
     if (takesPart) (void)api::effectiveConfig(config);
-    auto parent = api::checkComm(comm);
     const bool nonBlocking = takesPart && childNonBlocking(comm, config);
     if (api::inGroup()) {
-      *newcomm = makeAtGroupEnd(comm, [parent, color, key] { return parent->split(color, key); }, takesPart,
-                                nonBlocking);
-    } else if (api::isNonBlocking(comm)) {
+      // A parent made in the same group may still be being made: then it
+      // is taken at the group's end, once the group's inits are done.
+      const bool made = api::madeComm(comm) || !api::inProgress(comm);
+      api::CommPtr parent = made ? api::checkComm(comm) : nullptr;
+      *newcomm = makeAtGroupEnd(
+          comm,
+          [parent, comm, color, key] { return (parent ? parent : api::awaitInit(comm))->split(color, key); },
+          takesPart, nonBlocking);
+      return;
+    }
+    auto parent = api::checkComm(comm);
+    if (api::isNonBlocking(comm)) {
       *newcomm = startOnItsOwnThread(
           comm, parent, [color, key](core::Communicator& c) { return c.planSplit(color, key); }, takesPart,
           nonBlocking);

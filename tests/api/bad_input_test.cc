@@ -336,6 +336,33 @@ TEST(BadInput, UseAfterDestroyIsRefusedNotACrash) {
   }
 }
 
+// A destroyed handle's address is not given to the next communicators, so
+// a second destroy (or a watchdog's abort after the program's destroy)
+// is refused instead of destroying a communicator made since.
+TEST(BadInput, ADestroyedHandleNeverNamesALaterCommunicator) {
+  // Made and destroyed on this thread, where the allocator would hand the
+  // freed memory to the next handle of the same size.
+  auto makeOne = [](ncclComm_t* comm) {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    ASSERT_EQ(ncclCommInitRank(comm, 1, id, 0), ncclSuccess) << ncclGetLastError(nullptr);
+  };
+  ncclComm_t first = nullptr;
+  makeOne(&first);
+  ASSERT_EQ(ncclCommDestroy(first), ncclSuccess);
+  std::vector<ncclComm_t> later(16, nullptr);
+  for (ncclComm_t& comm : later) {
+    makeOne(&comm);
+    EXPECT_NE(comm, first);
+  }
+  EXPECT_THAT(outcomeOf(ncclCommDestroy(first)), FailsWith(ncclInvalidArgument, Words{"not a live communicator"}));
+  for (ncclComm_t comm : later) {
+    int count = 0;
+    EXPECT_EQ(ncclCommCount(comm, &count), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  }
+}
+
 TEST(BadInput, InitWithInvalidSizeOrRankIsRefused) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);

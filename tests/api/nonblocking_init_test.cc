@@ -67,6 +67,25 @@ TEST(NonBlockingInit, ReturnsAtOnceAndBecomesReady) {
   }
 }
 
+// NCCL_COMM_BLOCKING=0 makes every communicator non-blocking, as NCCL's
+// does, those made without a config too: one thread then makes every rank
+// with plain ncclCommInitRank, each returning at once.
+TEST(NonBlockingInit, NcclCommBlockingZeroMakesEveryInitNonBlocking) {
+  ASSERT_EQ(::setenv("NCCL_COMM_BLOCKING", "0", 1), 0);
+  constexpr int kRanks = 2;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(kRanks, nullptr);
+  const auto start = Clock::now();
+  for (int rank = 0; rank < kRanks; ++rank)
+    EXPECT_THAT(ncclCommInitRank(&comms[rank], kRanks, id, rank), ::testing::AnyOf(ncclInProgress, ncclSuccess))
+        << ncclGetLastError(nullptr);
+  ::unsetenv("NCCL_COMM_BLOCKING");
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  for (ncclComm_t comm : comms) EXPECT_EQ(settle(comm, kSettle), ncclSuccess) << ncclGetLastError(nullptr);
+  destroyAll(comms);
+}
+
 TEST(NonBlockingInit, AFailedInitIsTheCommunicatorsAsyncError) {
   ScopedTimeout timeout("1");
   ncclComm_t comm = startRankZeroOfTwoAlone();

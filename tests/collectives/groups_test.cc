@@ -185,5 +185,69 @@ TEST(SeveralCommunicators, EachRankThreadDrivesTwoCommunicatorsInOneGroup) {
   });
 }
 
+// One thread makes every rank's communicator and issues each rank's calls
+// right after its init, all in one group: a call on a communicator still
+// being made is checked and queued at ncclGroupEnd, once the group's inits
+// are done, as NCCL's are (waiting for that init at the call would wait
+// for ranks this thread has not issued yet); so is a split of it.
+TEST(SeveralCommunicators, OneThreadMakesEachRankAndCallsOnItInOneGroup) {
+  ScopedEnvironment environment(std::vector<std::pair<std::string, std::string>>{{"HORA_SOCKET_IFNAME", "lo"}});
+  Watchdog watchdog(std::chrono::seconds(60), "inits and calls in one group",
+                    [] { return std::string("the group did not complete"); });
+  constexpr int kRanks = 3;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<ncclComm_t> comms(kRanks, nullptr);
+  std::vector<ncclComm_t> children(kRanks, nullptr);
+  std::vector<long long> values = {1, 20, 300}, sums(kRanks, 0), broadcast = {0, 0, 77};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ASSERT_EQ(ncclCommInitRank(&comms[rank], kRanks, id, rank), ncclSuccess) << ncclGetLastError(nullptr);
+    ASSERT_EQ(ncclAllReduce(&values[rank], &sums[rank], 1, ncclInt64, ncclSum, comms[rank], nullptr), ncclSuccess)
+        << ncclGetLastError(nullptr);
+    ASSERT_EQ(ncclBroadcast(&broadcast[rank], &broadcast[rank], 1, ncclInt64, 2, comms[rank], nullptr), ncclSuccess)
+        << ncclGetLastError(nullptr);
+    // Ranks 0 and 2 split off (rank 2 first), rank 1 takes no part.
+    ASSERT_EQ(ncclCommSplit(comms[rank], rank == 1 ? NCCL_SPLIT_NOCOLOR : 0, -rank, &children[rank], nullptr),
+              ncclSuccess)
+        << ncclGetLastError(nullptr);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(sums, std::vector<long long>(kRanks, 321));
+  EXPECT_EQ(broadcast, std::vector<long long>(kRanks, 77));
+  EXPECT_EQ(children[1], nullptr);
+  for (int rank : {0, 2}) {
+    int count = 0, childRank = -1;
+    ASSERT_NE(children[rank], nullptr);
+    EXPECT_EQ(ncclCommCount(children[rank], &count), ncclSuccess);
+    EXPECT_EQ(ncclCommUserRank(children[rank], &childRank), ncclSuccess);
+    EXPECT_EQ(count, 2);
+    EXPECT_EQ(childRank, rank == 2 ? 0 : 1);
+  }
+  for (ncclComm_t child : {children[0], children[2]}) EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+
+  // A call whose arguments only the communicator can check (a root outside
+  // it) fails the group at its end, naming the call, and runs nothing.
+  ncclUniqueId second;
+  ASSERT_EQ(ncclGetUniqueId(&second), ncclSuccess);
+  std::vector<ncclComm_t> others(2, nullptr);
+  std::vector<long long> untouched = {5, 6};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(ncclCommInitRank(&others[rank], 2, second, rank), ncclSuccess) << ncclGetLastError(nullptr);
+    ASSERT_EQ(ncclAllReduce(&untouched[rank], &untouched[rank], 1, ncclInt64, ncclSum, others[rank], nullptr),
+              ncclSuccess);
+    if (rank == 0)
+      ASSERT_EQ(ncclBroadcast(&untouched[0], &untouched[0], 1, ncclInt64, 7, others[0], nullptr), ncclSuccess);
+  }
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  const std::string why = ncclGetLastError(nullptr);
+  EXPECT_NE(why.find("ncclBroadcast"), std::string::npos) << why;
+  EXPECT_NE(why.find("7"), std::string::npos) << why;
+  EXPECT_EQ(untouched, (std::vector<long long>{5, 6}));
+  for (ncclComm_t comm : others) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
 }  // namespace
 }  // namespace hora_coll_test
