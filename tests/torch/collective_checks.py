@@ -313,6 +313,32 @@ class Checker:
         self.expect_equal("all_reduce waited for inside a future's callback", got,
                           torch.full((5,), float(sum(r + 1 for r in range(self.n)))))
 
+    def callback_waiting_for_a_later_work(self):
+        """A future's callback that waits for a later Work's future: that
+        Work's completion must not queue behind the callback. Each try on a
+        group of its own (whose completions have a single thread so far),
+        one rank late, so that the other finds both Works done at once and
+        the two completions race for that thread."""
+        import os
+        import time
+        for attempt in range(4):
+            group = dist.new_group(list(range(self.n)))
+            if self.rank == 1:
+                time.sleep(0.2)
+            first = dist.all_reduce(torch.ones(4), async_op=True, group=group)
+            later = dist.all_reduce(torch.zeros(0), async_op=True, group=group)
+            both = first.get_future().then(lambda _: later.get_future().wait())
+            deadline = time.monotonic() + 20
+            while not both.done() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            if not both.done():
+                # Nothing would ever end the wait: report and leave.
+                print(f"rank {self.rank}: a callback waiting for a later Work's future never returned "
+                      f"(try {attempt})", flush=True)
+                os._exit(1)
+            self.checks += 1
+            dist.destroy_process_group(group)
+
     def misaligned(self):
         """Contiguous tensors that do not start on an element (torch.frombuffer
         at an odd byte offset): staged like strided ones, never refused."""
@@ -330,7 +356,7 @@ class Checker:
         for check in (self.all_reduce, self.all_reduce_coalesced, self.reduce, self.reduce_scatter,
                       self.broadcast, self.all_gather, self.gather_scatter, self.all_to_all,
                       self.point_to_point, self.asynchronous, self.all_gather_coalesced,
-                      self.collective_inside_a_callback,
+                      self.collective_inside_a_callback, self.callback_waiting_for_a_later_work,
                       self.misaligned):
             check()
         return self.failures

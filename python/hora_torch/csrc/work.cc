@@ -62,10 +62,12 @@ void Completions::post(std::function<void()> completion) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.push_back(std::move(completion));
-    // Every thread inside a completion (perhaps in a callback that waits
-    // for this very Work, or a later one): one more. A thread started and
-    // not yet running one counts as free, so a burst starts one at most.
-    if (running_ == threads_.size() && threads_.size() < kMaxThreads) threads_.emplace_back([this] { loop(); });
+    // Every completion waiting has a free thread to run it (one started or
+    // woken and not yet inside a completion counts as free): a callback
+    // may wait for any later Work, whose completion must then not wait
+    // behind it. So a burst of completions starts threads only as far as
+    // the ones before it are still busy.
+    if (pending_.size() > threads_.size() - running_) threads_.emplace_back([this] { loop(); });
   }
   ready_.notify_one();
 }

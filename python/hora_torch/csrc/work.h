@@ -51,10 +51,10 @@ class HoraWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// Threads that run completions in the order they come: one, and one more
-// whenever every thread is inside a completion (a callback that may wait
-// for a later Work) as the next is posted, up to kMaxThreads. Stopping
-// finishes what was posted.
+// Threads that run completions in the order they come: as many as it takes
+// for every posted completion to have a thread that is not inside another
+// (whose callback may wait for a later Work): so one, while callbacks do
+// not wait. Stopping finishes what was posted.
 class Completions {
  public:
   Completions() = default;
@@ -69,9 +69,6 @@ class Completions {
 
   std::mutex mutex_;
   std::condition_variable ready_;
-  // Callbacks that wait inside a callback nest this deep at most; a DDP
-  // hook waits once per bucket in flight.
-  static constexpr std::size_t kMaxThreads = 16;
   std::deque<std::function<void()>> pending_;
   std::size_t running_ = 0;  // threads inside a completion
   bool stopping_ = false;
