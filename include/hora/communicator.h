@@ -100,8 +100,12 @@ class HORA_API Communicator {
   // exchange), large messages wait until HORA_TIMEOUT, and the error then
   // says so; use exchangeAsync (below), whose transfers progress together,
   // or order the calls so that one side receives first.
-  WorkPtr sendAsync(const void* buf, std::size_t count, DataType type, int peer);
-  WorkPtr recvAsync(void* buf, std::size_t count, DataType type, int peer);
+  // `tag` is not matched: between two ranks messages are taken in the order
+  // sent. It travels with the message, and a receive whose tag differs
+  // from the message's fails (ErrorKind::InvalidUsage) on both ranks,
+  // instead of taking another message's bytes.
+  WorkPtr sendAsync(const void* buf, std::size_t count, DataType type, int peer, int tag = 0);
+  WorkPtr recvAsync(void* buf, std::size_t count, DataType type, int peer, int tag = 0);
   // send and recv hold size()*count elements: block r of send goes to rank r,
   // and rank r's block for this rank lands at r*count of recv. Not in place.
   WorkPtr allToAllAsync(const void* send, void* recv, std::size_t count, DataType type);
@@ -123,6 +127,7 @@ class HORA_API Communicator {
     void* buffer = nullptr;  // read for Send, written for Recv
     std::size_t count = 0;
     int peer = 0;
+    int tag = 0;  // as sendAsync's
   };
   WorkPtr exchangeAsync(const std::vector<Transfer>& transfers, DataType type);
 
@@ -133,8 +138,8 @@ class HORA_API Communicator {
   void reduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op, int root);
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, RedOp op);
   void allGather(const void* send, void* recv, std::size_t sendCount, DataType type);
-  void send(const void* buf, std::size_t count, DataType type, int peer);
-  void recv(void* buf, std::size_t count, DataType type, int peer);
+  void send(const void* buf, std::size_t count, DataType type, int peer, int tag = 0);
+  void recv(void* buf, std::size_t count, DataType type, int peer, int tag = 0);
   // Returns when every rank has called it (after this rank's queued work).
   // A rank that calls another collective meanwhile makes both fail with
   // ErrorKind::InvalidUsage, unless HORA_CHECK_AGREEMENT=0 or every rank

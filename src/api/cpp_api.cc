@@ -173,13 +173,14 @@ core::Op allGatherOp(core::Communicator& c, const void* send, void* recv, std::s
   return core::makeApiOp(core::OpKind::AllGather, send, recv, count, type);
 }
 core::Op p2pOp(core::Communicator& c, core::OpKind kind, const void* send, void* recv,
-               std::size_t count, DataType type, int peer) {
+               std::size_t count, DataType type, int peer, int tag) {
   checkType(type);
   api::checkedBytes(count, type, 1);
   api::checkPeer(peer, c.nranks());
   api::checkBuffer(kind == core::OpKind::Send ? send : recv, count, "buf");
   core::Op o = core::makeApiOp(kind, send, recv, count, type);
   o.peer = peer;
+  o.tag = tag;
   return o;
 }
 }  // namespace
@@ -204,11 +205,11 @@ WorkPtr Communicator::allGatherAsync(const void* send, void* recv, std::size_t s
                                      DataType type) {
   return api::onRank(impl_->rank(), [&] { return impl_->submit({allGatherOp(*impl_, send, recv, sendCount, type)}); });
 }
-WorkPtr Communicator::sendAsync(const void* buf, std::size_t count, DataType type, int peer) {
-  return api::onRank(impl_->rank(), [&] { return impl_->submit({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)}); });
+WorkPtr Communicator::sendAsync(const void* buf, std::size_t count, DataType type, int peer, int tag) {
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer, tag)}); });
 }
-WorkPtr Communicator::recvAsync(void* buf, std::size_t count, DataType type, int peer) {
-  return api::onRank(impl_->rank(), [&] { return impl_->submit({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer)}); });
+WorkPtr Communicator::recvAsync(void* buf, std::size_t count, DataType type, int peer, int tag) {
+  return api::onRank(impl_->rank(), [&] { return impl_->submit({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer, tag)}); });
 }
 
 void Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type, RedOp op) {
@@ -228,11 +229,11 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recvC
 void Communicator::allGather(const void* send, void* recv, std::size_t sendCount, DataType type) {
   api::onRank(impl_->rank(), [&] { impl_->execute({allGatherOp(*impl_, send, recv, sendCount, type)}); });
 }
-void Communicator::send(const void* buf, std::size_t count, DataType type, int peer) {
-  api::onRank(impl_->rank(), [&] { impl_->execute({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer)}); });
+void Communicator::send(const void* buf, std::size_t count, DataType type, int peer, int tag) {
+  api::onRank(impl_->rank(), [&] { impl_->execute({p2pOp(*impl_, core::OpKind::Send, buf, nullptr, count, type, peer, tag)}); });
 }
-void Communicator::recv(void* buf, std::size_t count, DataType type, int peer) {
-  api::onRank(impl_->rank(), [&] { impl_->execute({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer)}); });
+void Communicator::recv(void* buf, std::size_t count, DataType type, int peer, int tag) {
+  api::onRank(impl_->rank(), [&] { impl_->execute({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer, tag)}); });
 }
 void Communicator::barrier() {
   impl_->finalize();

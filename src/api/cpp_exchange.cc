@@ -77,6 +77,7 @@ WorkPtr Communicator::exchangeAsync(const std::vector<Transfer>& transfers, Data
                                 sending ? t.buffer : nullptr, sending ? nullptr : t.buffer, t.count,
                                 type);
       o.peer = t.peer;
+      o.tag = t.tag;
       ops.push_back(o);
     }
     return impl_->submit(std::move(ops));

@@ -22,7 +22,8 @@ const char* reductionName(kernels::ReduceKind kind) {
 std::string describe(const OpDescriptor& d, bool asReceiver) {
   if (d.purpose != OpPurpose::ProgramCall) return strCat("call #", d.sequence, ": ", opPurposeName(d.purpose));
   if (d.isMessage())
-    return strCat(asReceiver ? "ncclRecv" : "ncclSend", " #", d.sequence, " of ", d.count, " bytes");
+    return strCat(asReceiver ? "ncclRecv" : "ncclSend", " #", d.sequence, " of ", d.count, " bytes",
+                  d.tag != 0 ? strCat(" with tag ", d.tag) : std::string());
   std::string text = strCat("call #", d.sequence, ": ", opKindName(d.kind), " of ", d.count, " x ",
                             dataTypeName(d.type));
   if (reducingKind(d.kind)) text += strCat(" (", reductionName(d.reduction), ")");
@@ -70,11 +71,17 @@ std::string mismatchText(int rank, const std::string& peerName, const OpDescript
   const std::string details =
       strCat(" (this rank: ", describe(mine, true), "; rank ", theirs.rank, ": ", describe(theirs, false), ")");
   if (mine.isMessage() && theirs.isMessage()) {
-    std::string what = mine.count != theirs.count
-                           ? strCat("size ", mine.count, " bytes here, ", theirs.count, " bytes at rank ",
-                                    theirs.rank, " (a receive must be the same size as its send)")
-                           : strCat("message #", mine.sequence, " here, #", theirs.sequence, " at rank ",
-                                    theirs.rank);
+    std::string what;
+    auto add = [&](const std::string& part) { what += (what.empty() ? "" : "; ") + part; };
+    if (mine.count != theirs.count)
+      add(strCat("size ", mine.count, " bytes here, ", theirs.count, " bytes at rank ", theirs.rank,
+                 " (a receive must be the same size as its send)"));
+    if (mine.tag != theirs.tag)
+      add(strCat("tag ", mine.tag, " here, ", theirs.tag, " at rank ", theirs.rank,
+                 " (messages are taken in the order sent, not matched by tag: receive them in the order "
+                 "they were sent)"));
+    if (what.empty())
+      what = strCat("message #", mine.sequence, " here, #", theirs.sequence, " at rank ", theirs.rank);
     return strCat(head, "point-to-point mismatch with rank ", theirs.rank, " on message #", mine.sequence,
                   " from ", peerName, ": ", what, details);
   }
@@ -98,7 +105,9 @@ OpDescriptor fromStamp(const transport::OpStamp& stamp) {
   d.reduction = static_cast<kernels::ReduceKind>((w >> kStampReductionShift) & 0xff);
   d.windows = ((w >> kStampWindowsShift) & 1) != 0;
   d.purpose = static_cast<OpPurpose>((w >> kStampPurposeShift) & 0xf);
-  d.root = static_cast<int>(static_cast<std::uint32_t>(w >> kStampRootShift)) - 1;
+  const auto rootOrTag = static_cast<std::uint32_t>(w >> kStampRootShift);
+  if (d.isMessage()) d.tag = static_cast<int>(rootOrTag);
+  else d.root = static_cast<int>(rootOrTag) - 1;
   d.rank = static_cast<int>(static_cast<std::uint32_t>(stamp.words[3]));
   return d;
 }

@@ -39,6 +39,7 @@ struct OpDescriptor {
   DataType type = DataType::Uint8;
   kernels::ReduceKind reduction = kernels::ReduceKind::Sum;  // reducing collectives only
   int root = -1;                                             // rooted collectives only
+  int tag = 0;                                               // messages only
   // Collectives: the zero-copy path on windows (the plan decides it from
   // this rank's windows, and deregistering is local, so ranks can differ).
   bool windows = false;
@@ -75,20 +76,22 @@ inline OpDescriptor collectiveDescriptor(const Op& op, std::uint64_t sequence, i
   return d;
 }
 
-// The descriptor of message number `sequence` of `bytes` bytes made by
-// `rank`: both ends of a message describe it alike (a receive names its
-// own size).
-inline OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence, int rank) {
+// The descriptor of message number `sequence` of `bytes` bytes with
+// `tag`, made by `rank`: both ends of a message describe it alike (a
+// receive names its own size and tag).
+inline OpDescriptor messageDescriptor(std::size_t bytes, std::uint64_t sequence, int rank, int tag) {
   OpDescriptor d;
   d.kind = OpKind::Send;
   d.sequence = sequence;
   d.count = bytes;
   d.rank = rank;
+  d.tag = tag;
   return d;
 }
 
 // Word 2 of a stamp: kind, type and reduction (8 bits each), the windows
-// flag (1 bit), the purpose (4 bits) and root (+1, so that none is 0).
+// flag (1 bit), the purpose (4 bits) and root (+1, so that none is 0), or
+// a message's tag (as it is: tag 0 gives the bits a message always had).
 inline constexpr int kStampTypeShift = 8, kStampReductionShift = 16, kStampWindowsShift = 24,
                      kStampPurposeShift = 28, kStampRootShift = 32;
 
@@ -103,7 +106,9 @@ inline transport::OpStamp toStamp(const OpDescriptor& d) {
                    static_cast<std::uint64_t>(d.reduction) << kStampReductionShift |
                    static_cast<std::uint64_t>(d.windows) << kStampWindowsShift |
                    static_cast<std::uint64_t>(d.purpose) << kStampPurposeShift |
-                   static_cast<std::uint64_t>(static_cast<std::uint32_t>(d.root + 1)) << kStampRootShift;
+                   static_cast<std::uint64_t>(d.isMessage() ? static_cast<std::uint32_t>(d.tag)
+                                                            : static_cast<std::uint32_t>(d.root + 1))
+                       << kStampRootShift;
   stamp.words[3] = static_cast<std::uint32_t>(d.rank);
   return stamp.seal();
 }

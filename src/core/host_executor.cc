@@ -96,7 +96,7 @@ std::optional<OpDescriptor> HostExecutor::currentDescriptor() const {
   const Op* op = current_.op;
   if (op == nullptr) return std::nullopt;
   if (!op->isPointToPoint()) return collectiveDescriptor(*op, current_.sequence, ctx_.rank, current_.windows);
-  return messageDescriptor(op->bytes, current_.sequence, op->kind == OpKind::Send ? ctx_.rank : op->peer);
+  return messageDescriptor(op->bytes, current_.sequence, op->kind == OpKind::Send ? ctx_.rank : op->peer, op->tag);
 }
 
 void HostExecutor::runAll(std::span<const Op> ops) {
@@ -246,7 +246,7 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     if (op->kind != OpKind::Send || op->peer == rank) continue;
     current_ = {op, ++messagesTo_[op->peer]};
     const transport::OpStamp& stamp =
-        stamps.emplace_back(toStamp(messageDescriptor(op->bytes, current_.sequence, rank)));
+        stamps.emplace_back(toStamp(messageDescriptor(op->bytes, current_.sequence, rank, op->tag)));
     HostPrimitives prims = messagePrimitives(*op, stamp);
     prims.attachLinks(op->peer, -1);
     algorithms::sendMessage(prims, op->peer, channel, op->bytes, 64);
@@ -260,7 +260,7 @@ void HostExecutor::runPointToPoint(const std::vector<const Op*>& ops) {
     if (op->kind != OpKind::Recv || op->peer == rank) continue;
     current_ = {op, ++messagesFrom_[op->peer]};
     const transport::OpStamp& stamp =
-        stamps.emplace_back(toStamp(messageDescriptor(op->bytes, current_.sequence, op->peer)));
+        stamps.emplace_back(toStamp(messageDescriptor(op->bytes, current_.sequence, op->peer, op->tag)));
     HostPrimitives prims = messagePrimitives(*op, stamp);
     prims.attachLinks(-1, op->peer);
     algorithms::recvMessage(prims, op->peer, channel, op->bytes, 64);

@@ -64,6 +64,10 @@ struct Op {
   kernels::ReduceSpec reduce;
   int root = -1;  // Broadcast, Reduce, Gather, Scatter
   int peer = -1;  // Send, Recv
+  // Send, Recv: the program's tag (the C++ API's, PyTorch's; 0 for nccl.h).
+  // Messages are taken in the order sent, not matched by tag; the tag
+  // travels in the message's stamp and a receive of another tag fails.
+  int tag = 0;
   MemoryKind memory = MemoryKind::Host;
   // The caller's CUDA stream (cudaStream_t), kept for the device executor;
   // host work ignores it.

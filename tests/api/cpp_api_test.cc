@@ -328,6 +328,68 @@ TEST(CppApi, BarrierAgainstACollectiveFailsAtOnceOnBothRanks) {
   }
 }
 
+// Tags are not matched (messages are taken in the order sent), but each
+// message carries its tag: a receive of another tag than the message's,
+// even of the same size, fails on both ranks instead of taking another
+// message's bytes. Receives in the order sent get their own data.
+TEST(CppApi, AReceiveOfAnotherTagThanTheMessagesFailsOnBothRanks) {
+  constexpr int kRanks = 2;
+  World world = makeWorld(freeTcpInitMethod(), kRanks);
+  std::vector<float> first(4, 1.0f), second(4, 2.0f), a(4, 0.0f), b(4, 0.0f);
+  onEachRank(kRanks, [&](int rank) {
+    if (rank == 0) {
+      world[rank]->send(first.data(), first.size(), DataType::Float32, 1, /*tag=*/5);
+      world[rank]->send(second.data(), second.size(), DataType::Float32, 1, /*tag=*/7);
+    } else {
+      world[rank]->recv(a.data(), a.size(), DataType::Float32, 0, /*tag=*/5);
+      world[rank]->recv(b.data(), b.size(), DataType::Float32, 0, /*tag=*/7);
+    }
+  });
+  EXPECT_THAT(a, Each(1.0f));
+  EXPECT_THAT(b, Each(2.0f));
+
+  std::vector<std::string> texts(kRanks);
+  std::vector<int> kinds(kRanks, -1);
+  a.assign(4, 0.0f);
+  onEachRank(kRanks, [&](int rank) {
+    try {
+      if (rank == 0) {
+        // Small sends complete once buffered; the next call learns of the mismatch.
+        world[rank]->send(first.data(), first.size(), DataType::Float32, 1, /*tag=*/5);
+        world[rank]->send(second.data(), second.size(), DataType::Float32, 1, /*tag=*/7);
+        world[rank]->allReduce(first.data(), first.data(), first.size(), DataType::Float32, RedOp::Sum);
+      } else {
+        world[rank]->recv(a.data(), a.size(), DataType::Float32, 0, /*tag=*/7);
+      }
+    } catch (const hora::Error& error) {
+      kinds[rank] = static_cast<int>(error.kind());
+      texts[rank] = error.what();
+    }
+  });
+  EXPECT_THAT(a, Each(0.0f)) << "the message of tag 5 was taken by the receive of tag 7";
+  EXPECT_EQ(kinds[1], static_cast<int>(ErrorKind::InvalidUsage)) << texts[1];
+  EXPECT_THAT(texts[1], HasSubstr("tag 7 here, 5 at rank 0")) << texts[1];
+  EXPECT_EQ(kinds[0], static_cast<int>(ErrorKind::InvalidUsage)) << texts[0];
+  EXPECT_THAT(texts[0], HasSubstr("tag 7 here, 5 at rank 0")) << texts[0];
+}
+
+// A rank's messages to itself pair in issue order too, tags compared.
+TEST(CppApi, AMessageToItselfOfAnotherTagIsRefused) {
+  World world = makeWorld(freeTcpInitMethod(), 1);
+  std::vector<float> out(3, 1.0f), in(3, 0.0f);
+  using Transfer = hora::Communicator::Transfer;
+  const std::vector<Transfer> transfers = {{Transfer::Direction::Send, out.data(), out.size(), 0, 1},
+                                           {Transfer::Direction::Recv, in.data(), in.size(), 0, 2}};
+  try {
+    world[0]->exchangeAsync(transfers, DataType::Float32)->wait();
+    ADD_FAILURE() << "a receive of tag 2 took the message of tag 1";
+  } catch (const hora::Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidUsage) << error.what();
+    EXPECT_THAT(error.what(), HasSubstr("with tag 1 meets a receive with tag 2")) << error.what();
+  }
+  EXPECT_THAT(in, Each(0.0f));
+}
+
 TEST(CppApi, SynchronizeWaitsForQueuedWork) {
   World world = makeWorld(freeTcpInitMethod(), 2);
   std::vector<std::vector<float>> data(2, std::vector<float>(1 << 16, 1.0f));

@@ -53,6 +53,19 @@ def main():
             time.sleep(timeout * 10)  # alive but never joins the collective
             return
         attempt(lambda: dist.all_reduce(t))
+    elif case == "tags_crossed":
+        # Same-sized messages received in another order than sent: tags are
+        # not matched, but each carries its own, so the receive fails on
+        # the receiver, and the sender's next call, instead of swapping them.
+        if rank == 0:
+            dist.send(torch.full((4,), 1.0), 1, tag=5)
+            dist.send(torch.full((4,), 2.0), 1, tag=7)
+            attempt(lambda: dist.all_reduce(t))
+        else:
+            b = torch.zeros(4)
+            attempt(lambda: dist.recv(b, 0, tag=7))
+            if b.tolist() != [0.0] * 4:
+                print(f"RESULT wrong 0 the receive of tag 7 took {b.tolist()}", flush=True)
     sys.stdout.flush()
     os._exit(0)  # skip destroy: the group is broken in the failure cases
 

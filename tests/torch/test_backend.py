@@ -77,6 +77,16 @@ class Failures(unittest.TestCase):
             # The operating system says the peer is gone: no deadline needed.
             self.assertLess(seconds, 5.0, message)
 
+    def test_a_receive_of_another_tag_raises_instead_of_taking_another_message(self):
+        ranks = run_ranks(FAILURES, 2, args=["tags_crossed"])
+        for r in ranks:
+            self.assertEqual(r.returncode, 0, r)
+        for rank, lines in results(ranks).items():
+            (what, seconds, message), = lines
+            self.assertEqual(what, "raised", f"rank {rank}: {message}")
+            self.assertIn("tag 7 here, 5 at rank 0", message)
+            self.assertLess(seconds, 5.0, message)
+
     def test_the_init_timeout_bounds_a_wait_on_a_silent_peer(self):
         ranks = run_ranks(FAILURES, 2, args=["peer_silent"], extra_env={"CASE_TIMEOUT_S": "3"},
                           deadline_s=40)

@@ -370,38 +370,40 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::alltoall(Tensors& outputs, Tensors& 
 }
 
 // Tags are not matched: messages between two ranks arrive in the order
-// they were sent, as with NCCL.
-ProcessGroupHora::WorkPtr ProcessGroupHora::send(Tensors& tensors, int dstRank, int) {
+// they were sent, as with NCCL. Each message carries its tag, so a receive
+// with another tag than the message's fails on both ranks (Gloo would
+// match it with a later message) instead of taking the wrong bytes.
+ProcessGroupHora::WorkPtr ProcessGroupHora::send(Tensors& tensors, int dstRank, int tag) {
   checkSingle(tensors, "send");
   const int peer = checkRank(dstRank, size(), "send destination");
-  return enqueueTransfer(c10d::OpType::SEND, tensors[0], peer, true);
+  return enqueueTransfer(c10d::OpType::SEND, tensors[0], peer, true, tag);
 }
 
-ProcessGroupHora::WorkPtr ProcessGroupHora::recv(Tensors& tensors, int srcRank, int) {
+ProcessGroupHora::WorkPtr ProcessGroupHora::recv(Tensors& tensors, int srcRank, int tag) {
   checkSingle(tensors, "recv");
   const int peer = checkRank(srcRank, size(), "recv source");
-  return enqueueTransfer(c10d::OpType::RECV, tensors[0], peer, false);
+  return enqueueTransfer(c10d::OpType::RECV, tensors[0], peer, false, tag);
 }
 
 ProcessGroupHora::WorkPtr ProcessGroupHora::enqueueTransfer(c10d::OpType type, const at::Tensor& t,
-                                                            int peer, bool sending) {
+                                                            int peer, bool sending, int tag) {
   if (coalescing_) {
     // Runs with the whole batch (enqueueBatch, queued first); this Work
     // completes right after it, with the batch's outcome.
-    batch_.push_back({t, peer, sending});
+    batch_.push_back({t, peer, sending, tag});
     std::shared_ptr<std::exception_ptr> error = batchError_;
     return enqueueLater(type, t, [error] {
       if (*error) std::rethrow_exception(*error);
     });
   }
   if (sending)
-    return enqueue(type, {t}, [this, t, peer] {
+    return enqueue(type, {t}, [this, t, peer, tag] {
       Staged s(t, Use::Read);
-      comm_->send(s.data(), s.count(), s.type(), peer);
+      comm_->send(s.data(), s.count(), s.type(), peer, tag);
     });
-  return enqueue(type, {t}, [this, t, peer] {
+  return enqueue(type, {t}, [this, t, peer, tag] {
     Staged s(t, Use::Write);
-    comm_->recv(s.data(), s.count(), s.type(), peer);
+    comm_->recv(s.data(), s.count(), s.type(), peer, tag);
     s.finish();
   });
 }
@@ -427,7 +429,7 @@ ProcessGroupHora::WorkPtr ProcessGroupHora::enqueueBatch() {
       for (const PendingTransfer& p : batch) {
         staged.emplace_back(p.tensor, p.sending ? Use::Read : Use::Write);
         transfers.push_back({p.sending ? Transfer::Direction::Send : Transfer::Direction::Recv,
-                             staged.back().data(), staged.back().count(), p.peer});
+                             staged.back().data(), staged.back().count(), p.peer, p.tag});
       }
       if (!transfers.empty()) {
         // One element type per group: every transfer's bytes, as bytes.

@@ -65,8 +65,9 @@ class ProcessGroupHora : public BackendBase {
     at::Tensor tensor;
     int peer;
     bool sending;
+    int tag;
   };
-  WorkPtr enqueueTransfer(c10d::OpType type, const at::Tensor& tensor, int peer, bool sending);
+  WorkPtr enqueueTransfer(c10d::OpType type, const at::Tensor& tensor, int peer, bool sending, int tag);
   WorkPtr enqueueBatch();
   // A Work queued only when the batch is (after it).
   WorkPtr enqueueLater(c10d::OpType type, const at::Tensor& output, std::function<void()> body);
