@@ -101,18 +101,27 @@ void setJob(ncclComm_t comm, std::shared_future<void> job, std::function<void()>
   comm->stopJob = std::move(stopJob);
 }
 
-CommPtr madeComm(ncclComm_t comm) {
+namespace {
+// What a live handle holds: its communicator, or (a non-blocking init's,
+// which stays there once made) the future of its init.
+struct Held {
+  CommPtr impl;
   std::shared_future<CommPtr> pending;
-  {
-    std::lock_guard<std::mutex> lock(registryMutex);
-    checkLive(comm);
-    if (comm->impl || !comm->pending.valid()) return comm->impl;
-    pending = comm->pending;
-  }
-  // A non-blocking init's communicator stays in its future once made.
-  if (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+};
+Held heldBy(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  checkLive(comm);
+  if (comm->impl || !comm->pending.valid()) return {comm->impl, {}};
+  return {nullptr, comm->pending};
+}
+}  // namespace
+
+CommPtr madeComm(ncclComm_t comm) {
+  Held held = heldBy(comm);
+  if (!held.pending.valid()) return held.impl;
+  if (held.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
   try {
-    return pending.get();
+    return held.pending.get();
   } catch (...) {
     return nullptr;  // the init failed: there is no communicator
   }
@@ -125,14 +134,8 @@ bool isNonBlocking(ncclComm_t comm) {
 }
 
 CommPtr awaitInit(ncclComm_t comm) {
-  std::shared_future<CommPtr> pending;
-  {
-    std::lock_guard<std::mutex> lock(registryMutex);
-    checkLive(comm);
-    if (comm->impl || !comm->pending.valid()) return comm->impl;
-    pending = comm->pending;
-  }
-  return pending.get();  // outside the lock: the init may take a while
+  Held held = heldBy(comm);
+  return held.pending.valid() ? held.pending.get() : held.impl;  // outside the lock: the init may take a while
 }
 
 CommPtr unregisterComm(ncclComm_t comm, bool stopInit) {

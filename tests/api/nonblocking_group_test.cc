@@ -38,6 +38,22 @@ ncclResult_t stateOf(ncclComm_t comm) {
   return state;
 }
 
+// groupSum of `ranks` only, which then wait in the background for the
+// others, who never come.
+void groupLeftWaiting(const std::vector<ncclComm_t>& comms, std::vector<long long>& values,
+                      const std::vector<int>& ranks) {
+  EXPECT_EQ(groupSum(comms, values, ranks), ncclInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting by now
+  for (int rank : ranks) EXPECT_EQ(stateOf(comms[rank]), ncclInProgress) << "rank " << rank;
+}
+
+// The state a communicator stopped by abort or revoke settles in: an error.
+void expectStoppedWithAnError(ncclComm_t comm) {
+  const ncclResult_t state = settle(comm, kSettle);
+  EXPECT_NE(state, ncclSuccess);
+  EXPECT_NE(state, ncclInProgress);
+}
+
 TEST(NonBlockingGroup, EndsAtOnceWhileItsCollectivesWaitForARankOutsideIt) {
   constexpr int kRanks = 3;
   // HORA_TIMEOUT 10 s: a group that ended in the foreground would fail by then.
@@ -136,16 +152,12 @@ TEST(NonBlockingGroup, AbortOfOneMemberStopsTheWholeGroup) {
   constexpr int kRanks = 3;
   std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "60");
   std::vector<long long> values = {1, 2, 3};
-  EXPECT_EQ(groupSum(comms, values, {0, 1}), ncclInProgress);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting for rank 2 by now
-  EXPECT_EQ(stateOf(comms[1]), ncclInProgress);
+  groupLeftWaiting(comms, values, {0, 1});
   const auto start = Clock::now();
   EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
-  const ncclResult_t state = settle(comms[1], kSettle);
+  expectStoppedWithAnError(comms[1]);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
-  EXPECT_NE(state, ncclSuccess);
-  EXPECT_NE(state, ncclInProgress);
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
   EXPECT_EQ(ncclCommAbort(comms[2]), ncclSuccess);
 }
@@ -158,15 +170,11 @@ TEST(NonBlockingGroup, RevokeStopsAMemberStillWaitingInsteadOfWaitingForIt) {
   constexpr int kRanks = 2;
   std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "60");
   std::vector<long long> values = {1, 2};
-  EXPECT_EQ(groupSum(comms, values, {0}), ncclInProgress);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting for rank 1 by now
-  EXPECT_EQ(stateOf(comms[0]), ncclInProgress);
+  groupLeftWaiting(comms, values, {0});
   const auto start = Clock::now();
   EXPECT_EQ(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), ncclSuccess) << ncclGetLastError(nullptr);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
-  const ncclResult_t state = settle(comms[0], kSettle);
-  EXPECT_NE(state, ncclSuccess);
-  EXPECT_NE(state, ncclInProgress);
+  expectStoppedWithAnError(comms[0]);
   EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
   EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
 }
@@ -178,8 +186,7 @@ TEST(NonBlockingGroup, ShrinkWithAbortStopsTheGroupItsMembersWaitIn) {
   constexpr int kRanks = 3;
   std::vector<ncclComm_t> comms = makeNonBlocking(kRanks, "60");
   std::vector<long long> values = {1, 2, 3};
-  EXPECT_EQ(groupSum(comms, values, {0, 1}), ncclInProgress);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // waiting for rank 2 by now
+  groupLeftWaiting(comms, values, {0, 1});
   const auto start = Clock::now();
   int left = 2;
   std::vector<ncclComm_t> shrunk(2, nullptr);
