@@ -80,13 +80,20 @@ void deferUntilMade(ncclComm_t handle, const char* function, OpMaker make) {
   group.unmade.push_back({handle, function, std::move(make)});
 }
 
+namespace {
+// Adds `op` to a group's operations, its buffers checked first, as every
+// argument: a call that fails leaves the communicator usable (outside a
+// group execute() checks).
+void queue(GroupOps& ops, const CommPtr& comm, const core::Op& op) {
+  comm->checkBuffers(op);
+  ops.emplace_back(comm, op);
+}
+}  // namespace
+
 void issue(ncclComm_t handle, const CommPtr& comm, const core::Op& op) {
   if (inGroup()) {
-    // Before it is queued, as every argument check: the call fails and the
-    // communicator stays usable (outside a group execute() checks).
-    comm->checkBuffers(op);
+    queue(group.ops, comm, op);
     noteHandle(handle);
-    group.ops.emplace_back(comm, op);
     return;
   }
   comm->execute(op);
@@ -319,9 +326,7 @@ ncclResult_t closeGroupLevel(const char* function, bool run) {
     for (Unmade& call : unmade) {
       const CommPtr comm = checkComm(call.handle);
       try {
-        const core::Op op = call.make(comm);
-        comm->checkBuffers(op);
-        ops.emplace_back(comm, op);
+        queue(ops, comm, call.make(comm));
       } catch (const Error& error) {
         throw Error(error.kind(), strCat(call.function, " (checked at the end of its group): ", error.what()),
                     error.failedRank());

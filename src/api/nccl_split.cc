@@ -116,8 +116,7 @@ HORA_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
     if (api::inGroup()) {
       // A parent made in the same group may still be being made: then it
       // is taken at the group's end, once the group's inits are done.
-      const bool made = api::madeComm(comm) || !api::inProgress(comm);
-      api::CommPtr parent = made ? api::checkComm(comm) : nullptr;
+      api::CommPtr parent = api::waitsForInit(comm) ? nullptr : api::checkComm(comm);
       *newcomm = makeAtGroupEnd(
           comm,
           [parent, comm, color, key] { return (parent ? parent : api::awaitInit(comm))->split(color, key); },
