@@ -6,7 +6,8 @@ own *_perf programs print the same one).
 
 For each log: the out-of-place time of the smallest size, the out-of-place
 and in-place busbw of the largest, and the "Out of bounds values" verdict
-(the count of wrong elements over every size). A log without a table (the
+(as nccl-tests counts it: the checks, per size and place, in which a
+thread found a wrong element). A log without a table (the
 program failed) shows as such.
 """
 import sys

@@ -106,12 +106,13 @@ column_of() {
 }
 
 # wrong_in <file>...: the wrong elements counted over the result tables
-# (#wrong columns 9 and 13), or n/a when no table had the column. A file
+# (#wrong columns 9 and 13, which nccl-tests and hora-perf print with %g:
+# 1.04858e+06 from a million on), or n/a when no table had the column. A file
 # that is missing (a pattern that matched nothing) counts as no table, not
 # as a failure, so that `wrong=$(wrong_in ...)` never stops a set -e script.
 wrong_in() {
   { cat "$@" 2>/dev/null || true; } |
-    awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9]+$/) { w += $f; n++ } }
+    awk '$1 ~ /^[0-9]+$/ { for (f = 9; f <= 13; f += 4) if ($f ~ /^[0-9.]+(e[+][0-9]+)?$/) { w += $f; n++ } }
          END { if (n) print w + 0; else print "n/a" }'
 }
 

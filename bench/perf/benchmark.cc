@@ -38,8 +38,10 @@ void complete(const BenchmarkThread& thread) {
 // and one untimed call more (nccl-tests makes that call before every timed
 // loop, whatever -w says), each iteration a group of options.aggIters
 // calls, and combines the time per call across ranks (nccl-tests divides by
-// iterations times calls, too). With -z 1 each iteration is waited for
-// before the next is launched; otherwise only the last.
+// iterations times calls, too). -z, as nccl-tests: 1 waits for each
+// iteration and has the ranks meet, inside the time; 2 only waits; 3 waits,
+// stops the clock, and has the ranks meet before the next iteration.
+// Otherwise only the last iteration is waited for.
 double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool inPlace) {
   const Options& options = *thread.options;
   for (int i = 0; i < options.warmupIters; ++i) thread.launch(plan, inPlace, options.aggIters);
@@ -47,13 +49,22 @@ double timeIterations(const BenchmarkThread& thread, const StepPlan& plan, bool 
   complete(thread);
   // Start together, so no rank's time includes waiting for a late peer.
   thread.sync->barrier(thread.participant);
-  const auto start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  Clock::duration timed{};
+  auto start = Clock::now();
   for (int i = 0; i < options.iters; ++i) {
     thread.launch(plan, inPlace, options.aggIters);
-    if (options.blocking) complete(thread);
+    if (options.blocking != 0) complete(thread);
+    if (options.blocking == 1) thread.sync->barrier(thread.participant);
+    if (options.blocking == 3) {
+      timed += Clock::now() - start;
+      thread.sync->barrier(thread.participant);
+      start = Clock::now();
+    }
   }
   complete(thread);
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  timed += Clock::now() - start;
+  const std::chrono::duration<double> elapsed = timed;
   const double calls = static_cast<double>(options.iters) * options.aggIters;
   return thread.sync->combineSeconds(thread.participant, elapsed.count() / calls, options.average);
 }
@@ -81,25 +92,37 @@ void prepareAll(const BenchmarkThread& thread, const StepPlan& plan, const Value
   thread.sync->barrier(thread.participant);
 }
 
-// Runs options.checkIters checked iterations; the number of wrong elements
-// over all ranks.
-long long checkIterations(const BenchmarkThread& thread, const StepPlan& plan, const ValueModel& values,
-                          bool inPlace) {
-  long long wrong = 0;
+struct CheckOutcome {
+  long long wrong = 0;         // over all ranks, in the first check that found any
+  long long failedChecks = 0;  // threads that found a wrong element there
+};
+
+// Runs up to options.checkIters checked iterations and stops after the
+// first that found a wrong element on any rank, as nccl-tests does.
+CheckOutcome checkIterations(const BenchmarkThread& thread, const StepPlan& plan, const ValueModel& values,
+                             bool inPlace) {
+  CheckOutcome outcome;
   for (int rep = 0; rep < thread.options->checkIters; ++rep) {
     prepareAll(thread, plan, values, inPlace, rep);
     thread.launch(plan, inPlace, 1);  // one call: its result is the reference's
     complete(thread);
+    long long wrong = 0;
     for (const LocalRank& local : thread.ranks) {
       if (local.download) local.download(stepBytes(plan));
       wrong += countWrongElements(plan, values, local.rank, inPlace, local.buffers, rep);
     }
+    outcome.wrong = thread.sync->sumCounts(thread.participant, wrong);
+    if (outcome.wrong == 0) continue;
+    outcome.failedChecks = thread.sync->sumCounts(thread.participant, wrong > 0 ? 1 : 0);
+    break;
   }
-  return thread.sync->sumCounts(thread.participant, wrong);
+  return outcome;
 }
 
 PlaceResult measure(const BenchmarkThread& thread, const StepPlan& plan, bool inPlace) {
-  const ValueModel values(plan.type, plan.op, plan.nranks);
+  // The op of a collective that does not reduce (sendrecv's) is a name only.
+  const bool reduces = collectiveInfo(plan.collective).reduces;
+  const ValueModel values(plan.type, reduces ? plan.op : std::nullopt, plan.nranks);
   // Time on well-formed data: garbage could hold NaNs or subnormals, which
   // make host arithmetic slower than real data would.
   prepareAll(thread, plan, values, inPlace, 0);
@@ -109,7 +132,9 @@ PlaceResult measure(const BenchmarkThread& thread, const StepPlan& plan, bool in
   result.algbw = algorithmBandwidth(bytes, result.seconds);
   result.busbw = result.algbw * busBandwidthFactor(plan.collective, plan.nranks);
   if (thread.options->checkIters > 0 && resultChecked(plan, inPlace)) {
-    result.wrong = checkIterations(thread, plan, values, inPlace);
+    const CheckOutcome outcome = checkIterations(thread, plan, values, inPlace);
+    result.wrong = outcome.wrong;
+    result.failedChecks = outcome.failedChecks;
   }
   return result;
 }
@@ -119,7 +144,7 @@ PlaceResult measure(const BenchmarkThread& thread, const StepPlan& plan, bool in
 std::vector<StepSeries> planSeries(const Options& options, int nranks) {
   const CollectiveInfo& info = collectiveInfo(options.collective);
   std::vector<std::optional<ncclRedOp_t>> ops;
-  if (info.reduces) {
+  if (rowPerOp(info)) {
     ops.assign(options.ops.begin(), options.ops.end());
   } else {
     ops.push_back(std::nullopt);
@@ -167,6 +192,7 @@ using StepResults = std::array<std::vector<PlaceResult>, 2>;
 
 void account(BenchmarkTotals& totals, const PlaceResult& result) {
   totals.wrongElements += result.wrong.value_or(0);
+  totals.failedChecks += result.failedChecks;
   totals.busbwSum += result.busbw;
   ++totals.results;
 }
@@ -180,16 +206,21 @@ void printRow(const BenchmarkThread& thread, const StepPlan& plan, const PlaceRe
             placeColumns(outOfPlace) + placeColumns(inPlace) + more + "\n");
 }
 
-// The result of median time among the sweeps, its wrong count replaced by
-// the total over every sweep (no wrong element is hidden by the choice).
+// The result of median time among the sweeps, its wrong counts replaced by
+// the totals over every sweep (no wrong element is hidden by the choice).
 PlaceResult medianResult(std::vector<PlaceResult> sweeps) {
   std::sort(sweeps.begin(), sweeps.end(),
             [](const PlaceResult& a, const PlaceResult& b) { return a.seconds < b.seconds; });
   PlaceResult median = sweeps[(sweeps.size() - 1) / 2];
   if (median.wrong) {
     long long wrong = 0;
-    for (const PlaceResult& result : sweeps) wrong += result.wrong.value_or(0);
+    long long failedChecks = 0;
+    for (const PlaceResult& result : sweeps) {
+      wrong += result.wrong.value_or(0);
+      failedChecks += result.failedChecks;
+    }
     median.wrong = wrong;
+    median.failedChecks = failedChecks;
   }
   return median;
 }

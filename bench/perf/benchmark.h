@@ -58,6 +58,9 @@ struct BenchmarkThread {
 
 struct BenchmarkTotals {
   long long wrongElements = 0;  // over all ranks, sizes and places
+  // nccl-tests' "Out of bounds values": over every size and place, the
+  // checks in which a thread found a wrong element, one per such thread.
+  long long failedChecks = 0;
   double busbwSum = 0;          // over every measured result
   int results = 0;
   double averageBusbw() const { return results > 0 ? busbwSum / results : 0.0; }

@@ -28,6 +28,11 @@ struct CollectiveInfo {
   InPlaceForm inPlace;
 };
 
+// Whether the table has a row per -o op: every reducing collective, and
+// sendrecv, which nccl-tests' sendrecv_perf runs once per op and names it
+// in the redop column although a send reduces nothing.
+inline bool rowPerOp(const CollectiveInfo& info) { return info.reduces || info.collective == Collective::SendRecv; }
+
 std::span<const CollectiveInfo> allCollectives();
 const CollectiveInfo& collectiveInfo(Collective collective);
 

@@ -1,5 +1,7 @@
 #include "data_check.h"
 
+#include <algorithm>
+
 #include "data_types.h"
 
 namespace hora::perf {
@@ -26,6 +28,29 @@ long long countMismatches(const StepPlan& plan, const ValueModel& values, const 
     if (!values.matches(loadElement(plan.type, base, i), expected(i))) ++wrong;
   }
   return wrong;
+}
+
+// Off the root, a reduce's or gather's receive buffer is not the
+// collective's to write: it must still hold what prepareInputs left there,
+// as nccl-tests checks. That is the all-ones poison, and in place this
+// rank's own input where its send area lies inside the buffer.
+long long countChangedElements(const StepPlan& plan, const ValueModel& values, int rank, bool inPlace,
+                               const CallPointers& call, int rep) {
+  const std::size_t bytes = typeSize(plan);
+  const auto* recv = static_cast<const unsigned char*>(call.recv);
+  const auto* input = static_cast<const unsigned char*>(call.send);
+  const std::size_t inputBytes = plan.sizing.sendCount * bytes;
+  long long changed = 0;
+  for (std::size_t i = 0; i < plan.sizing.recvCount; ++i) {
+    const unsigned char* element = recv + i * bytes;
+    if (inPlace && element >= input && element < input + inputBytes) {
+      const std::size_t j = static_cast<std::size_t>(element - input) / bytes;
+      if (!values.matches(loadElement(plan.type, input, j), values.input(rank, j, rep))) ++changed;
+    } else if (!std::all_of(element, element + bytes, [](unsigned char byte) { return byte == 0xff; })) {
+      ++changed;
+    }
+  }
+  return changed;
 }
 
 }  // namespace
@@ -82,7 +107,7 @@ long long countWrongElements(const StepPlan& plan, const ValueModel& values, int
       return countMismatches(plan, values, call.recv, sizing.recvCount,
                              [&](std::size_t i) { return values.reduced(i, rep); });
     case Collective::Reduce:
-      if (rank != plan.root) return 0;
+      if (rank != plan.root) return countChangedElements(plan, values, rank, inPlace, call, rep);
       return countMismatches(plan, values, call.recv, sizing.recvCount,
                              [&](std::size_t i) { return values.reduced(i, rep); });
     case Collective::ReduceScatter: {
@@ -112,9 +137,8 @@ long long countWrongElements(const StepPlan& plan, const ValueModel& values, int
       });
     }
     case Collective::Gather:
-      // At the root, piece s of the result is rank s's send array; the
-      // others' receive buffers are not the collective's.
-      if (rank != plan.root) return 0;
+      // At the root, piece s of the result is rank s's send array.
+      if (rank != plan.root) return countChangedElements(plan, values, rank, inPlace, call, rep);
       return countMismatches(plan, values, call.recv, sizing.recvCount, [&](std::size_t i) {
         return values.input(static_cast<int>(i / perRank), i % perRank, rep);
       });

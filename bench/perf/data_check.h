@@ -53,7 +53,8 @@ void prepareInputs(const StepPlan& plan, const ValueModel& values, int rank, boo
                    const RankBuffers& buffers, int rep);
 
 // The number of elements of rank's result that differ from the expected
-// ones; 0 where this rank has no defined result (a non-root of reduce).
+// ones. Off the root of a reduce or gather, the receive buffer must be as
+// the call found it: the elements it changed.
 long long countWrongElements(const StepPlan& plan, const ValueModel& values, int rank, bool inPlace,
                              const RankBuffers& buffers, int rep);
 

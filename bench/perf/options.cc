@@ -1,6 +1,8 @@
 #include "options.h"
 
-#include <charconv>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -28,18 +30,26 @@ std::string shownName(const Flag& flag) {
   return name;
 }
 
+// Read as nccl-tests reads its integer flags (strtol with base 0): a sign,
+// then decimal, 0x hexadecimal or 0 octal digits ("010" is 8).
+std::optional<long long> readInteger(std::string_view text) {
+  const std::string copy(text);
+  if (copy.empty() || std::isspace(static_cast<unsigned char>(copy.front()))) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(copy.c_str(), &end, 0);
+  if (errno != 0 || end != copy.c_str() + copy.size()) return std::nullopt;
+  return value;
+}
+
 long long parseInteger(std::string_view text, const std::string& flag, long long min, long long max) {
-  long long value = 0;
-  const char* end = text.data() + text.size();
-  const auto [last, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || last != end) {
-    throw UsageError(flag + " takes a whole number, got '" + std::string(text) + "'");
-  }
-  if (value < min || value > max) {
+  const std::optional<long long> value = readInteger(text);
+  if (!value) throw UsageError(flag + " takes a whole number, got '" + std::string(text) + "'");
+  if (*value < min || *value > max) {
     throw UsageError(flag + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
                      ", got " + std::string(text));
   }
-  return value;
+  return *value;
 }
 
 int parseInt(std::string_view text, const std::string& flag, int min,
@@ -82,10 +92,7 @@ std::vector<ncclDataType_t> parseTypes(std::string_view text, const std::string&
 Flag inertFlag(char shortName, std::string_view longName, std::optional<long long> off, const char* what) {
   return {shortName, longName, true,
           [shortName, off, what](Options&, std::string_view value, const std::string& shown) {
-            long long number = 0;
-            const char* end = value.data() + value.size();
-            const auto [last, error] = std::from_chars(value.data(), end, number);
-            if (off && !value.empty() && error == std::errc() && last == end && number == *off) return;
+            if (off && readInteger(value) == off) return;
             std::string message = shown + ": hora-perf does not support nccl-tests' " + what;
             if (off) message += std::string("; only -") + shortName + " " + std::to_string(*off) + " is accepted";
             throw UsageError(message);
@@ -120,7 +127,7 @@ const std::vector<Flag>& flags() {
          }
        }},
       {'z', "blocking", true,
-       [](Options& o, std::string_view v, const std::string& f) { o.blocking = parseInt(v, f, 0, 1) == 1; }},
+       [](Options& o, std::string_view v, const std::string& f) { o.blocking = parseInt(v, f, 0, 3); }},
       {'t', "nthreads", true,
        [](Options& o, std::string_view v, const std::string& f) { o.threads = parseInt(v, f, 1, 1024); }},
       {'g', "ngpus", true,
@@ -290,7 +297,8 @@ sizes, and checks every result. Buffers are device memory where a CUDA GPU
 is usable (as nccl-tests), host memory otherwise.
 
 Collectives: all_reduce reduce_scatter all_gather broadcast reduce sendrecv
-             alltoall (nccl-tests' names such as all_reduce_perf work too)
+             alltoall gather scatter (nccl-tests' names such as
+             all_reduce_perf work too)
 
 Ranks:
   -t, --nthreads N        threads in this process (default 1)
@@ -319,8 +327,11 @@ Measurement:
                           (default 1)
   -a, --average M         time reported across ranks: 0 rank 0, 1 mean,
                           2 min, 3 max (default 1)
-  -z, --blocking 0|1      1: wait for each call to complete before the next
-                          (host collectives always return complete)
+  -z, --blocking 0-3      as nccl-tests: 1 wait for each iteration's calls,
+                          then every rank meets (timed); 2 wait, no meeting;
+                          3 wait, and meet between iterations outside the
+                          time (default 0; host collectives return complete,
+                          so there only the meetings differ)
   -m, --agg_iters N       calls per iteration, in one group; times are per
                           call (default 1)
   -N, --run_cycles N      run each type's, op's and root's sizes N times over,

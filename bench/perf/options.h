@@ -41,7 +41,10 @@ struct Options {
   std::vector<ncclRedOp_t> ops{ncclSum};
   std::vector<ncclDataType_t> types{ncclFloat32};
   std::optional<int> root = 0;  // empty: every rank in turn ("-r all")
-  bool blocking = false;
+  // -z/--blocking (nccl-tests'): 0 none; 1 each iteration's calls are
+  // waited for, then every rank meets (timed); 2 waited for, no meeting;
+  // 3 waited for, and the ranks meet between iterations outside the time.
+  int blocking = 0;
   Registration registration = Registration::None;
   int threads = 1;
   int ranksPerThread = 1;  // -g: ranks one thread drives in a group

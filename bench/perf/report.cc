@@ -19,11 +19,22 @@ std::string format(const char* pattern, ...) {
   return line;
 }
 
-// Column layout shared by the header and the rows. The row description is
-// 52 characters wide, each result block 32.
+// Column layout shared by the header and the rows, as nccl-tests prints
+// them: the row description is 52 characters wide, each result block 33.
 constexpr const char* kDescriptionColumns = "%12s  %12s  %8s  %6s  %6s";
-constexpr const char* kResultColumns = "  %7s  %6s  %6s %6s";
+constexpr const char* kResultColumns = "  %7s  %6s  %6s  %6s";
 constexpr const char* kSpreadColumns = "  %8s %8s  %8s %8s";
+
+// `value` in `width` characters with as many of two decimals as fit, then
+// in exponent form, as nccl-tests' getFloatStr: 193.30, 12345.6, 1234.5.
+std::string fitted(double value, int width) {
+  char text[32];
+  for (const char* pattern : {"%*.2f", "%*.1f", "%*.0f"}) {
+    if (std::snprintf(text, static_cast<std::size_t>(width) + 1, pattern, width, value) <= width) return text;
+  }
+  std::snprintf(text, static_cast<std::size_t>(width) + 1, width >= 7 ? "%*.1e" : "%*.0e", width, value);
+  return text;
+}
 
 }  // namespace
 
@@ -31,12 +42,18 @@ std::string optionsLine(const Options& options) {
   const bool geometric = options.sizes.stepFactor > 1;
   const std::string step = geometric ? std::to_string(options.sizes.stepFactor) + "(factor)"
                                      : std::to_string(options.sizes.stepBytes) + "(bytes)";
+  static constexpr const char* kBlocking[] = {
+      "",
+      "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n",
+      "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n",
+      "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n",
+  };
   return format(
-      "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d "
-      "agg iters: %d validation: %d graph: 0\n",
-      options.threads, options.ranksPerThread, options.sizes.minBytes, options.sizes.maxBytes, step.c_str(),
-      options.warmupIters, options.iters, options.aggIters, options.checkIters) +
-         (options.blocking ? "# Blocking Enabled: wait for completion and barrier after each collective \n" : "");
+             "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d "
+             "agg iters: %d validation: %d graph: 0 unalign: %d\n",
+             options.threads, options.ranksPerThread, options.sizes.minBytes, options.sizes.maxBytes, step.c_str(),
+             options.warmupIters, options.iters, options.aggIters, options.checkIters, options.unalign) +
+         kBlocking[options.blocking];
 }
 
 std::string programName(const Options& options) {
@@ -50,23 +67,25 @@ std::string rankLine(int rank, long pid, const std::string& host, int device, co
 }
 
 std::string tableHeader(int sweeps) {
-  // The place names sit over their blocks as in nccl-tests.
-  // The first column is one narrower so that the leading '#' keeps it in line.
-  std::string header = "#";
-  header.append(62, ' ').append("out-of-place").append(23, ' ').append("in-place");
-  if (sweeps > 1) header.append(9, ' ').append(format("time over %d sweeps", sweeps));
-  header += "\n#";
-  header += format(kDescriptionColumns, "size", "count", "type", "redop", "root").substr(1);
-  header += format(kResultColumns, "time", "algbw", "busbw", "#wrong");
-  header += format(kResultColumns, "time", "algbw", "busbw", "#wrong");
-  if (sweeps > 1) header += format(kSpreadColumns, "oop-min", "oop-max", "ip-min", "ip-max");
-  std::string units = "#";
-  units += format(kDescriptionColumns, "(B)", "(elements)", "", "", "").substr(1);
-  units += format(kResultColumns, "(us)", "(GB/s)", "(GB/s)", "");
-  units += format(kResultColumns, "(us)", "(GB/s)", "(GB/s)", "");
-  if (sweeps > 1) units += format(kSpreadColumns, "(us)", "(us)", "(us)", "(us)");
-  units.erase(units.find_last_not_of(' ') + 1);
-  return header + "\n" + units + "\n";
+  // nccl-tests' lines, "# " then the first column two narrower; each ends
+  // in a space where nccl-tests leaves room for its timestamp column.
+  std::string header = "# " + format(kDescriptionColumns, "", "", "", "", "").substr(2) +
+                       "           out-of-place                       in-place          ";
+  if (sweeps > 1) header += format("time over %d sweeps", sweeps);
+  std::string names = "# " + format(kDescriptionColumns, "size", "count", "type", "redop", "root").substr(2) +
+                      format(kResultColumns, "time", "algbw", "busbw", "#wrong") +
+                      format(kResultColumns, "time", "algbw", "busbw", "#wrong");
+  std::string units = "# " + format(kDescriptionColumns, "(B)", "(elements)", "", "", "").substr(2) +
+                      format(kResultColumns, "(us)", "(GB/s)", "(GB/s)", "") +
+                      format(kResultColumns, "(us)", "(GB/s)", "(GB/s)", "");
+  if (sweeps > 1) {
+    names += format(kSpreadColumns, "oop-min", "oop-max", "ip-min", "ip-max");
+    units += format(kSpreadColumns, "(us)", "(us)", "(us)", "(us)");
+  } else {
+    names += " ";
+    units += " ";
+  }
+  return header + "\n" + names + "\n" + units + "\n";
 }
 
 std::string spreadColumns(const PlaceSpread& outOfPlace, const PlaceSpread& inPlace) {
@@ -80,26 +99,25 @@ std::string rowPrefix(std::size_t bytes, std::size_t count, const char* typeName
   return format("%12zu  %12zu  %8s  %6s  %6d", bytes, count, typeName, redopName, root);
 }
 
-std::string formatMicroseconds(double microseconds) {
-  if (microseconds > 10000.0) return format("%.0f", microseconds);
-  if (microseconds > 100.0) return format("%.1f", microseconds);
-  return format("%.2f", microseconds);
-}
+std::string formatMicroseconds(double microseconds) { return fitted(microseconds, 7); }
 
 std::string placeColumns(const PlaceResult& result) {
-  const std::string wrong = result.wrong ? std::to_string(*result.wrong) : "N/A";
-  return format("  %7s  %6.2f  %6.2f %6s", formatMicroseconds(result.seconds * 1.0e6).c_str(), result.algbw,
-                result.busbw, wrong.c_str());
+  const std::string time = formatMicroseconds(result.seconds * 1.0e6);
+  const std::string algbw = fitted(result.algbw, 6);
+  const std::string busbw = fitted(result.busbw, 6);
+  if (!result.wrong) return format("  %7s  %6s  %6s    N/A", time.c_str(), algbw.c_str(), busbw.c_str());
+  return format("  %7s  %6s  %6s  %6g", time.c_str(), algbw.c_str(), busbw.c_str(),
+                static_cast<double>(*result.wrong));
 }
 
 bool meetsMinBusbw(double averageBusbw, std::optional<double> minBusbw) {
   return !minBusbw || averageBusbw >= 0.9 * *minBusbw;
 }
 
-std::string summaryLines(long long wrongElements, double averageBusbw, std::optional<double> minBusbw) {
-  const char* verdict = !minBusbw ? "" : meetsMinBusbw(averageBusbw, minBusbw) ? " OK" : " FAILED";
-  return format("# Out of bounds values : %lld %s\n", wrongElements, wrongElements == 0 ? "OK" : "FAILED") +
-         format("# Avg bus bandwidth    : %g%s\n", averageBusbw, verdict) + "#\n";
+std::string summaryLines(long long failedChecks, double averageBusbw, std::optional<double> minBusbw) {
+  const char* verdict = !minBusbw ? "" : meetsMinBusbw(averageBusbw, minBusbw) ? "OK" : "FAILED";
+  return format("# Out of bounds values : %lld %s\n", failedChecks, failedChecks == 0 ? "OK" : "FAILED") +
+         format("# Avg bus bandwidth    : %g %s\n", averageBusbw, verdict) + "#\n";
 }
 
 }  // namespace hora::perf

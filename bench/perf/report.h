@@ -10,7 +10,8 @@
 
 namespace hora::perf {
 
-// "# nThread 1 nGpus 1 minBytes 8 maxBytes ... validation: 1 graph: 0"
+// "# nThread 1 nGpus 1 minBytes 8 maxBytes ... validation: 1 graph: 0 unalign: 0",
+// and the line that says what -z does, if it is on.
 std::string optionsLine(const Options& options);
 // The name nccl-tests' program for the collective has ("all_reduce_perf"),
 // which its first and last lines name.
@@ -37,6 +38,7 @@ struct PlaceResult {
   double algbw = 0;                // GB/s
   double busbw = 0;                // GB/s
   std::optional<long long> wrong;  // empty: not checked (printed N/A)
+  long long failedChecks = 0;      // threads whose check found a wrong element
 };
 
 // time, algbw, busbw and #wrong of one result.
@@ -49,11 +51,14 @@ struct PlaceSpread {
 };
 std::string spreadColumns(const PlaceSpread& outOfPlace, const PlaceSpread& inPlace);
 
-// Microseconds with nccl-tests' precision: fewer decimals as times grow.
+// Microseconds in nccl-tests' 7 characters: two decimals while they fit,
+// then fewer (123.45, 12345.6, 1234567).
 std::string formatMicroseconds(double microseconds);
 
-// "# Out of bounds values : 0 OK" and "# Avg bus bandwidth    : X".
-std::string summaryLines(long long wrongElements, double averageBusbw,
+// "# Out of bounds values : 0 OK" and "# Avg bus bandwidth    : X ".
+// As in nccl-tests the first counts checks, not elements: one for each
+// thread whose check of a size and place found a wrong element.
+std::string summaryLines(long long failedChecks, double averageBusbw,
                          std::optional<double> minBusbw = std::nullopt);
 
 // Whether an average bus bandwidth meets NCCL_TESTS_MIN_BW (nccl-tests'

@@ -98,14 +98,14 @@ std::function<void()> completionOf(std::vector<const RankMemory*> memory) {
 
 int finish(const BenchmarkTotals& totals, const Options& options, bool printer) {
   if (printer) {
-    std::fputs((summaryLines(totals.wrongElements, totals.averageBusbw(), options.minBusbw) +
+    std::fputs((summaryLines(totals.failedChecks, totals.averageBusbw(), options.minBusbw) +
                 "# Collective test concluded: " + programName(options) + "\n")
                    .c_str(),
                stdout);
     std::fflush(stdout);
   }
   const bool fast = meetsMinBusbw(totals.averageBusbw(), options.minBusbw);
-  return totals.wrongElements == 0 && fast ? 0 : kFailureExitStatus;
+  return totals.failedChecks == 0 && fast ? 0 : kFailureExitStatus;
 }
 
 }  // namespace

@@ -26,9 +26,25 @@ std::uint64_t indexHash(std::size_t index, int rep) {
 }
 
 // Values in [0, modulus) that differ between the ranks at every index
-// (while modulus >= n): what copies need to tell ranks' blocks apart.
+// while n <= modulus: what copies need to tell ranks' blocks apart (37 has
+// no factor in common with any type's modulus, so the first `modulus`
+// ranks cover every residue). Ranks `modulus` or more apart must share
+// values at every index; each further block of ranks is shifted by its own
+// drawn offset, so that no two ranks' arrays are the same.
 std::uint64_t distinctPerRank(int rank, std::size_t index, int rep, std::uint64_t modulus) {
-  return (indexHash(index, rep) % modulus + static_cast<std::uint64_t>(rank) * 37) % modulus;
+  const auto r = static_cast<std::uint64_t>(rank);
+  const std::uint64_t block = r / modulus;
+  const std::uint64_t blockOffset = block == 0 ? 0 : scramble(indexHash(index, rep) + block) % modulus;
+  return (indexHash(index, rep) % modulus + r * 37 + blockOffset) % modulus;
+}
+
+// [0, L] onto values around zero for types that have negative numbers, so
+// that a signed type reduced as unsigned shows in min and max:
+// [-L/2 - 1, L/2] without -1, which in a signed integer is the all-ones
+// pattern that marks an element never written (poisonBuffer).
+double centred(std::uint64_t value, std::size_t limit) {
+  const double shifted = static_cast<double>(value) - static_cast<double>(limit / 2);
+  return shifted <= -1.0 ? shifted - 1.0 : shifted;
 }
 
 // Values in [0, modulus) drawn afresh for every rank, index and repetition:
@@ -47,6 +63,13 @@ bool isActive(int rank, std::size_t index, int rep, int nranks, std::size_t acti
   return (static_cast<std::uint64_t>(rank) + index % n + static_cast<std::uint64_t>(rep)) % n < active;
 }
 
+// How many ranks contribute to the sum at `index`: 1 to `most`, drawn, so
+// that sums vary from index to index even where every contribution is 1
+// (fp8 over as many ranks as its exact range).
+std::size_t activeAt(std::size_t index, int rep, std::size_t most) {
+  return 1 + scramble(indexHash(index, rep) ^ 0x5bd1e995u) % most;
+}
+
 }  // namespace
 
 ValueModel::ValueModel(ncclDataType_t type, std::optional<ncclRedOp_t> op, int nranks)
@@ -61,6 +84,7 @@ ValueModel::ValueModel(ncclDataType_t type, std::optional<ncclRedOp_t> op, int n
   const bool inexactAverage = op && *op == ncclAvg && floating && !(std::has_single_bit(n) && n <= 64);
   if (!op || *op == ncclMin || *op == ncclMax) {
     pattern_ = Pattern::Varied;
+    signed_ = info.valueClass != ValueClass::UnsignedInteger;
   } else if (*op == ncclProd) {
     pattern_ = Pattern::PowersOfTwo;
     activeRanks_ = std::min<std::size_t>(n, std::bit_width(limit_) - 1);  // floor(log2 L) twos
@@ -92,9 +116,12 @@ ValueModel::ValueModel(ncclDataType_t type, std::optional<ncclRedOp_t> op, int n
 
 double ValueModel::input(int rank, std::size_t index, int rep) const {
   switch (pattern_) {
-    case Pattern::Varied: return static_cast<double>(distinctPerRank(rank, index, rep, limit_ + 1));
+    case Pattern::Varied: {
+      const std::uint64_t value = distinctPerRank(rank, index, rep, limit_ + 1);
+      return signed_ ? centred(value, limit_) : static_cast<double>(value);
+    }
     case Pattern::SmallSum:
-      if (!isActive(rank, index, rep, nranks_, activeRanks_)) return 0.0;
+      if (!isActive(rank, index, rep, nranks_, activeAt(index, rep, activeRanks_))) return 0.0;
       return 1.0 + static_cast<double>(drawn(rank, index, rep, largestAddend_));
     case Pattern::PowersOfTwo:
       if (!isActive(rank, index, rep, nranks_, activeRanks_)) return 1.0;

@@ -6,12 +6,19 @@
 // result is exactly representable in the element type, whatever order the
 // ranks' contributions are combined in (ring, tree, or any other):
 //
-//  - copies, min and max: values in [0, L], where every integer up to L is
+//  - copies, min and max: L + 1 values, where every integer up to L is
 //    exact in the type (L = 8 for f8e5m2, 16 for f8e4m3, 256 for bfloat16,
-//    2048 for half, 2^20 for the wide types);
-//  - sum and avg: at most K = min(n, L) ranks contribute at each index, with
-//    values in [1, L/K], so no partial sum can exceed L;
+//    2048 for half, 2^20 for the wide types): [0, L] for unsigned types,
+//    and around zero for the others, so that negative numbers are
+//    compared too; different on every rank at each index while n <= L + 1,
+//    and never the same array on two ranks;
+//  - sum and avg: at most K = min(n, L) ranks contribute at each index (how
+//    many is drawn per index), with values in [1, L/K], so no partial sum
+//    can exceed L;
 //  - prod: values 1 and 2, with at most log2(L) twos at each index.
+//
+// Integer sums and products therefore never wrap around: a result of all
+// ones must stay impossible, since it marks an element never written.
 //
 // So results are compared exactly, with one exception: floating avg over a
 // rank count that is not a small power of two multiplies every input by an
@@ -52,6 +59,7 @@ class ValueModel {
   std::optional<ncclRedOp_t> op_;
   int nranks_;
   Pattern pattern_;
+  bool signed_ = false;        // Varied: values around zero, not from zero
   std::size_t limit_;          // L: every integer in [0, L] is exact
   std::size_t activeRanks_;    // SmallSum / PowersOfTwo: contributors per index
   std::size_t largestAddend_;  // SmallSum: values lie in [1, largestAddend_]

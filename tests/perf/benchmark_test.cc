@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -180,7 +181,8 @@ TEST(Benchmark, CorrectCollectivesPrintRowsWithNoWrongElements) {
       std::string size, count, type, redop, root;
       fields >> size >> count >> type >> redop >> root;
       EXPECT_EQ(type, "float");
-      EXPECT_EQ(redop, info.reduces ? "avg" : "none");
+      // sendrecv names -o's op as nccl-tests' sendrecv_perf does.
+      EXPECT_EQ(redop, rowPerOp(info) ? "avg" : "none");
       EXPECT_EQ(root, info.rooted ? "0" : "-1");
       std::string time, algbw, busbw, wrongOut, wrongIn;
       fields >> time >> algbw >> busbw >> wrongOut >> time >> algbw >> busbw >> wrongIn;
@@ -197,19 +199,23 @@ TEST(Benchmark, FaultyCollectiveIsCaught) {
     options.root = 2;  // the faulty rank: it has a result for every collective
     Capture capture;
     const BenchmarkTotals totals = runSingleThread(options, 3, capture.file, true);
-    // One wrong element per checked iteration, per place checked, per size
-    // with elements (a call of count 0 has none to get wrong).
+    // One wrong element per place checked, per size with elements (a call
+    // of count 0 has none to get wrong): the checks stop at the first that
+    // found one, as nccl-tests' do, so the count is the first check's, and
+    // each such check of the one thread counts once as a failed check.
+    ASSERT_GT(options.checkIters, 1);
     const long long places = info.inPlace == InPlaceForm::Checked ? 2 : 1;
     long long sizes = 0;
     for (const StepPlan& step : planSteps(options, 3)) sizes += step.sizing.bytes(4) > 0 ? 1 : 0;
-    EXPECT_EQ(totals.wrongElements, places * sizes * options.checkIters) << info.name;
+    EXPECT_EQ(totals.wrongElements, places * sizes) << info.name;
+    EXPECT_EQ(totals.failedChecks, places * sizes) << info.name;
     // The out-of-place #wrong column of each row shows the row's count.
     for (const std::string& row : rows(capture.text())) {
       std::istringstream fields(row);
       std::string field, size;
       fields >> size;
       for (int column = 1; column < 9; ++column) fields >> field;
-      EXPECT_EQ(field, size == "0" ? "0" : std::to_string(options.checkIters)) << row;
+      EXPECT_EQ(field, size == "0" ? "0" : "1") << row;
     }
   }
 }
@@ -227,6 +233,77 @@ struct TwoRanksOnOneThread {
   ThreadRankSync sync{1};
   BenchmarkThread thread;
 };
+
+// A RankSync whose barrier takes `barrierDelay`, counting the barriers.
+class SlowBarrierSync final : public RankSync {
+ public:
+  explicit SlowBarrierSync(std::chrono::milliseconds barrierDelay) : delay_(barrierDelay) {}
+  double combineSeconds(int participant, double seconds, AverageMode mode) override {
+    return inner_.combineSeconds(participant, seconds, mode);
+  }
+  long long sumCounts(int participant, long long count) override { return inner_.sumCounts(participant, count); }
+  void barrier(int participant) override {
+    ++barriers;
+    std::this_thread::sleep_for(delay_);
+    inner_.barrier(participant);
+  }
+  int barriers = 0;
+
+ private:
+  ThreadRankSync inner_{1};
+  std::chrono::milliseconds delay_;
+};
+
+// -z as nccl-tests: 1 waits and meets after every iteration, inside the
+// time; 2 waits only; 3 meets between iterations, outside the time.
+TEST(Benchmark, BlockingModesWaitAndMeetAsNcclTests) {
+  constexpr auto kBarrier = std::chrono::milliseconds(40);
+  struct Seen {
+    int barriers = 0;
+    int completions = 0;
+    double seconds = 0;
+  };
+  auto run = [&](int blocking) {
+    Options options = smallRun(Collective::AllReduce);
+    options.sizes = {1024, 1024, 2, 0};
+    options.iters = 3;
+    options.checkIters = 0;
+    options.blocking = blocking;
+    TwoRanksOnOneThread two(options);
+    SlowBarrierSync sync(kBarrier);
+    two.thread.sync = &sync;
+    Seen seen;
+    two.thread.launch = [&](const StepPlan& plan, bool inPlace, int) { runOnHost(plan, inPlace, two.job.buffers); };
+    two.thread.complete = [&] { ++seen.completions; };
+    Capture capture;
+    two.thread.out = capture.file;
+    runBenchmark(two.thread);
+    seen.barriers = sync.barriers;
+    // The out-of-place time column, in microseconds.
+    std::istringstream fields(rows(capture.text()).at(0));
+    std::string field;
+    for (int column = 0; column < 6; ++column) fields >> field;
+    seen.seconds = std::stod(field) * 1e-6;
+    return seen;
+  };
+  // Per place, whatever -z says: two barriers (once the inputs are written,
+  // and before the timed loop), and two completions (after the untimed
+  // call, after the loop).
+  const Seen none = run(0), one = run(1), two = run(2), three = run(3);
+  const int places = 2;
+  EXPECT_EQ(none.barriers, places * 2);
+  EXPECT_EQ(none.completions, places * 2);
+  EXPECT_EQ(one.barriers, places * (2 + 3));
+  EXPECT_EQ(one.completions, places * (2 + 3));
+  EXPECT_EQ(two.barriers, places * 2);
+  EXPECT_EQ(two.completions, places * (2 + 3));
+  EXPECT_EQ(three.barriers, places * (2 + 3));
+  EXPECT_EQ(three.completions, places * (2 + 3));
+  // -z 1 times its barriers, -z 3 does not.
+  const double barrier = std::chrono::duration<double>(kBarrier).count();
+  EXPECT_GE(one.seconds, barrier);
+  EXPECT_LT(three.seconds, barrier / 2);
+}
 
 // As nccl-tests: an in-place form whose result is not defined (alltoall
 // and sendrecv on one buffer) is timed and counts in the average, but is
@@ -301,9 +378,10 @@ TEST(Benchmark, RunCyclesPrintAndCheckEveryCycle) {
   const std::vector<std::string> table = rows(capture.text());
   EXPECT_THAT(table[7], HasSubstr(" float "));
   EXPECT_THAT(table[8], HasSubstr(" int32 "));
-  // One wrong element per checked iteration and place, in every row.
+  // One wrong element per place in every row (the first check finds it).
   EXPECT_EQ(totals.results, 16 * 2);
-  EXPECT_EQ(totals.wrongElements, 16 * 2 * options.checkIters);
+  EXPECT_EQ(totals.wrongElements, 16 * 2);
+  EXPECT_EQ(totals.failedChecks, 16 * 2);
 }
 
 // -N 0 runs until the process is interrupted: here the launch throws once
@@ -407,9 +485,12 @@ TEST(Benchmark, ThreadsCombineTheirCounts) {
   for (std::thread& thread : threads) thread.join();
   long long sizes = 0;  // with elements: a call of count 0 has none to break
   for (const StepPlan& step : planSteps(options, 4)) sizes += step.sizing.bytes(4) > 0 ? 1 : 0;
-  // Both threads see the total over all ranks.
-  EXPECT_EQ(totals[0].wrongElements, 2 * sizes * options.checkIters);
+  // Both threads see the total over all ranks; only thread 1's ranks are
+  // wrong, so one thread's check fails per size and place.
+  EXPECT_EQ(totals[0].wrongElements, 2 * sizes);
   EXPECT_EQ(totals[1].wrongElements, totals[0].wrongElements);
+  EXPECT_EQ(totals[0].failedChecks, 2 * sizes);
+  EXPECT_EQ(totals[1].failedChecks, totals[0].failedChecks);
 }
 
 TEST(RankSync, CombineTimesPerAverageMode) {

@@ -161,15 +161,21 @@ TEST(DataCheck, InPlaceAlltoallAndSendrecvAreNotChecked) {
   EXPECT_EQ(countWrongElements(alltoall, values, 0, true, job.buffers()[0], 0), 0);
 }
 
-TEST(DataCheck, GatherChecksOnlyTheRootAndScatterEveryRank) {
+// Off the root, a gather's receive buffer must be as the call found it
+// (as nccl-tests checks): in place, this rank's input in its piece and
+// the poison elsewhere.
+TEST(DataCheck, GatherChecksTheRootsResultAndThatOthersKeepTheirBuffer) {
   const StepPlan gather = makePlan(Collective::Gather, ncclInt32, std::nullopt, 3, 96, 2);
   const ValueModel values(gather.type, gather.op, 3);
   Job job(3, 96);
   prepareAll(gather, values, true, job, 0);
   runOnHost(gather, true, job.buffers());
   EXPECT_EQ(wrongOverRanks(gather, values, true, job, 0), 0);
-  poisonBuffer(job.buffers()[0].recv, 96);  // not the root's: no result there
-  EXPECT_EQ(countWrongElements(gather, values, 0, true, job.buffers()[0], 0), 0);
+  // Rank 0 (not the root) holds its input in elements 0-7, poison after.
+  storeElement(gather.type, unalignedBuffers(gather, job.buffers()[0]).recv, 20, 7.0);
+  EXPECT_EQ(countWrongElements(gather, values, 0, true, job.buffers()[0], 0), 1);
+  poisonBuffer(job.buffers()[0].recv, 96);  // its input is gone too
+  EXPECT_EQ(countWrongElements(gather, values, 0, true, job.buffers()[0], 0), 8);
   poisonBuffer(job.buffers()[2].recv, 96);  // the root's whole result
   EXPECT_EQ(countWrongElements(gather, values, 2, true, job.buffers()[2], 0), 24);
 
@@ -181,16 +187,25 @@ TEST(DataCheck, GatherChecksOnlyTheRootAndScatterEveryRank) {
   EXPECT_EQ(countWrongElements(scatter, values, 0, false, job.buffers()[0], 0), 8);
 }
 
-TEST(DataCheck, ReduceChecksOnlyTheRoot) {
+TEST(DataCheck, ReduceChecksTheRootsResultAndThatOthersKeepTheirBuffer) {
   const StepPlan plan = makePlan(Collective::Reduce, ncclFloat32, ncclMax, 3, 120, 1);
   const ValueModel values(plan.type, plan.op, 3);
   Job job(3, 120);
   prepareAll(plan, values, false, job, 0);
   runOnHost(plan, false, job.buffers());
-  EXPECT_EQ(countWrongElements(plan, values, 0, false, job.buffers()[0], 0), 0);  // poisoned, but no result
+  EXPECT_EQ(countWrongElements(plan, values, 0, false, job.buffers()[0], 0), 0);  // still poisoned
   EXPECT_EQ(countWrongElements(plan, values, 1, false, job.buffers()[1], 0), 0);
   poisonBuffer(job.buffers()[1].recv, 120);
   EXPECT_EQ(countWrongElements(plan, values, 1, false, job.buffers()[1], 0), 30);
+  // A non-root whose receive buffer the call wrote.
+  storeElement(plan.type, unalignedBuffers(plan, job.buffers()[0]).recv, 3, values.reduced(3, 0));
+  EXPECT_EQ(countWrongElements(plan, values, 0, false, job.buffers()[0], 0), 1);
+  // In place, a non-root's buffer is its input, and must stay so.
+  prepareAll(plan, values, true, job, 0);
+  runOnHost(plan, true, job.buffers());
+  EXPECT_EQ(wrongOverRanks(plan, values, true, job, 0), 0);
+  storeElement(plan.type, unalignedBuffers(plan, job.buffers()[2]).recv, 0, values.reduced(0, 0) + 1);
+  EXPECT_EQ(countWrongElements(plan, values, 2, true, job.buffers()[2], 0), 1);
 }
 
 }  // namespace

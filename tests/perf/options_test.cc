@@ -43,7 +43,7 @@ TEST(Options, DefaultsAreNcclTests) {
   EXPECT_EQ(options.threads, 1);
   EXPECT_EQ(options.ranksPerThread, 1);
   EXPECT_EQ(options.average, AverageMode::Mean);
-  EXPECT_FALSE(options.blocking);
+  EXPECT_EQ(options.blocking, 0);
   EXPECT_EQ(options.registration, Registration::None);
   EXPECT_FALSE(options.showHelp);
 }
@@ -62,7 +62,7 @@ TEST(Options, ShortFlags) {
   EXPECT_EQ(options.ops, std::vector<ncclRedOp_t>{ncclMax});
   EXPECT_EQ(options.types, std::vector<ncclDataType_t>{ncclBfloat16});
   EXPECT_EQ(options.root, 2);
-  EXPECT_TRUE(options.blocking);
+  EXPECT_EQ(options.blocking, 1);
   EXPECT_EQ(options.threads, 3);
   EXPECT_EQ(options.ranksPerThread, 2);
   EXPECT_EQ(options.ranksInProcess(), 6);
@@ -215,11 +215,23 @@ TEST(Options, BadNumbersSayTheRange) {
   EXPECT_THAT(usageErrorOf({"all_reduce", "-w", "-1"}), HasSubstr("-w/--warmup_iters must be between 0"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-t", "two"}), HasSubstr("-t/--nthreads takes a whole number"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-a", "4"}), HasSubstr("-a/--average must be between 0 and 3"));
-  EXPECT_THAT(usageErrorOf({"all_reduce", "-z", "2"}), HasSubstr("-z/--blocking"));
+  EXPECT_THAT(usageErrorOf({"all_reduce", "-z", "4"}), HasSubstr("-z/--blocking must be between 0 and 3"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-R", "3"}), HasSubstr("-R/--local_register must be between 0 and 2"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-g", "0"}), HasSubstr("-g/--ngpus"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-r", "-2"}), HasSubstr("-r/--root"));
   EXPECT_THAT(usageErrorOf({"all_reduce", "-f", "0"}), HasSubstr("-f/--stepfactor"));
+}
+
+// Whole numbers as nccl-tests' strtol(..., 0) reads them.
+TEST(Options, WholeNumbersAreReadAsNcclTestsReadsThem) {
+  EXPECT_EQ(parse({"all_reduce", "-n", "010"}).iters, 8);
+  EXPECT_EQ(parse({"all_reduce", "-n", "0x10"}).iters, 16);
+  EXPECT_EQ(parse({"all_reduce", "-n", "+12"}).iters, 12);
+  EXPECT_EQ(parse({"all_reduce", "-z", "3"}).blocking, 3);
+  EXPECT_EQ(parse({"all_reduce", "-z", "2"}).blocking, 2);
+  for (const char* bad : {"", " 5", "5 ", "08", "0x", "1.5", "5k", "99999999999999999999"}) {
+    EXPECT_THAT(usageErrorOf({"all_reduce", "-n", bad}), HasSubstr("-n/--iters")) << "'" << bad << "'";
+  }
 }
 
 TEST(Options, BadNamesListTheChoices) {

@@ -168,6 +168,10 @@ TEST(ValueModel, AMisplacedBlockOfTheResultShows) {
       {ncclBfloat16, ncclSum, 16, 256},                 {ncclFloat16, ncclSum, 64, 4096},
       {ncclFloat8e4m3, ncclSum, 4, 64},                 {ncclFloat8e5m2, ncclSum, 4, 64},
       {ncclInt8, ncclSum, 10, 120},                     {ncclFloat8e5m2, std::nullopt, 8, 9},
+      // As many ranks as fp8 sums exactly or more: every input is 1, so the
+      // count of contributors has to vary.
+      {ncclFloat8e5m2, ncclSum, 8, 64},                 {ncclFloat8e5m2, ncclSum, 40, 7},
+      {ncclFloat8e4m3, ncclSum, 16, 3},                 {ncclFloat8e4m3, ncclAvg, 32, 1},
       {ncclInt32, ncclMax, 3, std::size_t{1} << 20},    {ncclFloat64, ncclProd, 5, 1 << 12},
   };
   for (const Shifted& c : cases) {
@@ -182,6 +186,49 @@ TEST(ValueModel, AMisplacedBlockOfTheResultShows) {
     }
     EXPECT_GT(differ, kSamples / 2) << dataTypeInfo(c.type).name << ", " << c.nranks << " ranks, shift " << c.shift
                                     << ": " << differ << " of " << kSamples << " elements differ";
+  }
+}
+
+// An all-gather or gather that swaps two ranks' pieces must show, however
+// many ranks there are: past L + 1 ranks, values must repeat at each index,
+// but no two ranks may hold the same array.
+TEST(ValueModel, NoTwoRanksHoldTheSameArray) {
+  for (const ncclDataType_t type : {ncclFloat8e5m2, ncclFloat8e4m3, ncclInt8}) {
+    const int n = 64;
+    const ValueModel model(type, std::nullopt, n);
+    for (int a = 0; a < n; ++a) {
+      for (int b = a + 1; b < n; ++b) {
+        int differ = 0;
+        for (std::size_t i = 0; i < 256; ++i) differ += model.input(a, i, 0) != model.input(b, i, 0) ? 1 : 0;
+        EXPECT_GT(differ, 128) << dataTypeInfo(type).name << ": ranks " << a << " and " << b;
+      }
+    }
+  }
+}
+
+// Copies, min and max see negative numbers in every type that has them, so
+// that a signed type reduced as unsigned shows; a signed integer never
+// holds -1, the all-ones pattern of an element never written.
+TEST(ValueModel, SignedTypesGetNegativeValues) {
+  for (const DataTypeInfo& info : allDataTypes()) {
+    for (const std::optional<ncclRedOp_t> op : {std::optional<ncclRedOp_t>{}, std::optional{ncclMin},
+                                                 std::optional{ncclMax}}) {
+      const ValueModel model(info.type, op, 4);
+      int negative = 0;
+      for (int r = 0; r < 4; ++r) {
+        for (std::size_t i = 0; i < 200; ++i) {
+          const double value = model.input(r, i, 0);
+          negative += value < 0 ? 1 : 0;
+          EXPECT_EQ(inType(info.type, value), value) << info.name;
+          if (info.valueClass == ValueClass::SignedInteger) EXPECT_NE(value, -1.0) << info.name;
+        }
+      }
+      if (info.valueClass == ValueClass::UnsignedInteger) {
+        EXPECT_EQ(negative, 0) << info.name;
+      } else {
+        EXPECT_GT(negative, 200) << info.name;
+      }
+    }
   }
 }
 
