@@ -43,11 +43,17 @@ class CompressionHook final : public CommHook {
     std::vector<std::uint16_t>& wire = scratchFor(bucket.index, bucket.count);
     auto* values = static_cast<float*>(bucket.data);
     const bool half = wireType_ == DataType::Float16;
-    // Divide by the world size before compressing, in float: the sum of the
-    // scaled values stays within Float16's range wherever the mean does.
-    const float scale = 1.0f / static_cast<float>(group.size());
-    for (std::size_t i = 0; i < bucket.count; ++i)
-      wire[i] = half ? floatToHalf(values[i] * scale) : floatToBfloat16(values[i] * scale);
+    // As PyTorch's fp16_compress_hook and bf16_compress_hook compute it
+    // (buffer.to(16 bits).div_(world size)): each value is rounded to 16
+    // bits first, then divided by the world size in float and rounded
+    // again, so that a program moved from PyTorch gets the same numbers. A
+    // gradient beyond Float16's range is infinite before the division, as
+    // there.
+    const auto worldSize = static_cast<float>(group.size());
+    for (std::size_t i = 0; i < bucket.count; ++i) {
+      wire[i] = half ? floatToHalf(halfToFloat(floatToHalf(values[i])) / worldSize)
+                     : floatToBfloat16(bfloat16ToFloat(floatToBfloat16(values[i])) / worldSize);
+    }
 
     // The continuation keeps the buffer's data pointer, not the vector: the
     // vector may move when a later bucket index grows scratch_, its data does not.

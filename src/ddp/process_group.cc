@@ -20,6 +20,7 @@ class CommunicatorGroup final : public ProcessGroup {
   WorkPtr allGather(const void* send, void* recv, std::size_t count, DataType type) override {
     return communicator_.allGatherAsync(send, recv, count, type);
   }
+  void revoke() override { communicator_.revoke(); }
 
  private:
   Communicator& communicator_;

@@ -95,6 +95,7 @@ struct Reducer::State {
   std::vector<bool> marked;            // per parameter, this step
   std::vector<std::size_t> unmarked;   // per bucket, this step
   std::size_t nextBucketToLaunch = 0;
+  bool launchFailed = false;  // a bucket's launch failed: this step launches no more
   std::vector<WorkPtr> works;          // per bucket, this step
   std::string failure;                 // set once a reduction failed
 
@@ -265,6 +266,7 @@ struct Reducer::State {
     marked.assign(parameters.size(), false);
     for (std::size_t b = 0; b < buckets.size(); ++b) unmarked[b] = buckets[b].parameters.size();
     nextBucketToLaunch = 0;
+    launchFailed = false;
     works.assign(buckets.size(), nullptr);
   }
 
@@ -272,7 +274,7 @@ struct Reducer::State {
   // bucket completed early waits for its turn, so all ranks issue the
   // collectives in the same order whatever order their gradients arrive in.
   void launchReadyBuckets() {
-    while (nextBucketToLaunch < buckets.size() && unmarked[nextBucketToLaunch] == 0)
+    while (!launchFailed && nextBucketToLaunch < buckets.size() && unmarked[nextBucketToLaunch] == 0)
       launch(nextBucketToLaunch++);
   }
 
@@ -297,6 +299,22 @@ struct Reducer::State {
     } catch (...) {
       // Reported by finish(), where the caller expects collective failures.
       works[b] = std::make_shared<FailedWork>(std::current_exception());
+      abandonStep();
+    }
+  }
+
+  // This rank's collective for a bucket was never issued, while its peers
+  // issue theirs: launching the next bucket would pair it with their
+  // previous one, and where the shapes agree their averages would mix two
+  // buckets without an error. So nothing more is launched in this step, and
+  // the group is revoked, so that the peers fail at once, naming this rank,
+  // and this rank's later calls are refused.
+  void abandonStep() {
+    launchFailed = true;
+    try {
+      group->revoke();
+    } catch (...) {
+      // The step has failed already; finish() reports why.
     }
   }
 

@@ -37,21 +37,19 @@ std::size_t samplesPerReplica(std::size_t datasetSize, std::size_t replicas, boo
   return datasetSize / replicas + (!dropLast && datasetSize % replicas != 0 ? 1 : 0);
 }
 
-// `options` with this process's place in `communicator`. A replica count or
-// rank given that is neither the default nor the communicator's is refused:
-// the caller meant something the communicator contradicts.
+// `options` with this process's place in `communicator` where they leave
+// it out; a place given is kept, as PyTorch's sampler keeps the num_replicas
+// and rank it is given.
 DistributedSamplerOptions placedBy(const Communicator& communicator, DistributedSamplerOptions options) {
-  const DistributedSamplerOptions defaults;
-  const int size = communicator.size(), rank = communicator.rank();
-  if ((options.numReplicas != defaults.numReplicas && options.numReplicas != size) ||
-      (options.rank != defaults.rank && options.rank != rank))
-    throw Error(ErrorKind::InvalidArgument,
-                "DistributedSampler: numReplicas " + std::to_string(options.numReplicas) + " and rank " +
-                    std::to_string(options.rank) + " were given with a communicator of " + std::to_string(size) +
-                    " ranks in which this process is rank " + std::to_string(rank) +
-                    "; leave them out (the communicator decides) or build the sampler without it");
-  options.numReplicas = size;
-  options.rank = rank;
+  if (!options.numReplicas) options.numReplicas = communicator.size();
+  if (!options.rank) options.rank = communicator.rank();
+  return options;
+}
+
+// `options` with numReplicas and rank filled in: 1 and 0 where left out.
+DistributedSamplerOptions withPlace(DistributedSamplerOptions options) {
+  options.numReplicas = options.numReplicas.value_or(1);
+  options.rank = options.rank.value_or(0);
   return options;
 }
 
@@ -63,16 +61,15 @@ DistributedSampler::DistributedSampler(std::size_t datasetSize, const Communicat
 
 DistributedSampler::DistributedSampler(std::size_t datasetSize,
                                        const DistributedSamplerOptions& options)
-    : datasetSize_(datasetSize), options_(options) {
-  if (options.numReplicas < 1)
+    : datasetSize_(datasetSize), options_(withPlace(options)) {
+  const int numReplicas = *options_.numReplicas, rank = *options_.rank;
+  if (numReplicas < 1)
     throw Error(ErrorKind::InvalidArgument,
-                "DistributedSampler: numReplicas must be at least 1, got " +
-                    std::to_string(options.numReplicas));
-  if (options.rank < 0 || options.rank >= options.numReplicas)
-    throw Error(ErrorKind::InvalidArgument,
-                "DistributedSampler: rank " + std::to_string(options.rank) +
-                    " is outside [0, " + std::to_string(options.numReplicas - 1) + "]");
-  const auto replicas = static_cast<std::size_t>(options.numReplicas);
+                "DistributedSampler: numReplicas must be at least 1, got " + std::to_string(numReplicas));
+  if (rank < 0 || rank >= numReplicas)
+    throw Error(ErrorKind::InvalidArgument, "DistributedSampler: rank " + std::to_string(rank) + " is outside [0, " +
+                                                std::to_string(numReplicas - 1) + "]");
+  const auto replicas = static_cast<std::size_t>(numReplicas);
   numSamples_ = samplesPerReplica(datasetSize, replicas, options.dropLast);
   // The padded total, numSamples() x numReplicas, must be a size.
   if (numSamples_ > std::numeric_limits<std::size_t>::max() / replicas)
@@ -114,8 +111,8 @@ std::vector<std::size_t> DistributedSampler::paddedShare() const {
 
   std::vector<std::size_t> mine;
   mine.reserve(numSamples_);
-  const auto stride = static_cast<std::size_t>(options_.numReplicas);
-  for (std::size_t i = static_cast<std::size_t>(options_.rank); i < total; i += stride)
+  const auto stride = static_cast<std::size_t>(*options_.numReplicas);
+  for (std::size_t i = static_cast<std::size_t>(*options_.rank); i < total; i += stride)
     mine.push_back(all[i]);
   return mine;
 }

@@ -47,6 +47,12 @@ TEST_P(ReducerFailuresOnCommunicators, RankLeaves) {
   });
 }
 
+TEST_P(ReducerFailuresOnCommunicators, AHookFailingOnOneRankFailsEveryRank) {
+  runWithCommunicators(GetParam(), std::chrono::milliseconds(3000), [](Communicator& communicator) {
+    expectAHookFailingOnOneRankFailsEveryRank(communicator, std::chrono::seconds(2));
+  });
+}
+
 TEST_P(ReducerFailuresOnCommunicators, SurvivorsShrinkAndGoOn) {
   runWithCommunicators(GetParam(), std::chrono::milliseconds(3000), [](Communicator& communicator) {
     expectSurvivorsGoOnWhenARankLeaves(communicator, [&] { communicator.abort(); });
@@ -57,9 +63,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ReducerFailuresOnCommunicators, ::testing::Value
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
 // A sampler placed by its communicator takes the communicator's size and
-// rank, as PyTorch's takes the process group's; values that contradict the
-// communicator are refused.
-TEST(SamplerOnCommunicators, TakesSizeAndRankFromTheCommunicator) {
+// rank, as PyTorch's takes the process group's, where they are left out;
+// values given are used as they are, as PyTorch uses them.
+TEST(SamplerOnCommunicators, TakesSizeAndRankFromTheCommunicatorUnlessGiven) {
   runWithCommunicators(3, kTimeout, [](Communicator& communicator) {
     const int rank = communicator.rank();
     DistributedSampler placed(10, communicator, {.seed = 7});
@@ -68,14 +74,23 @@ TEST(SamplerOnCommunicators, TakesSizeAndRankFromTheCommunicator) {
     DistributedSampler explicitly(10, {.numReplicas = 3, .rank = rank, .seed = 7});
     EXPECT_EQ(placed.indices(), explicitly.indices());
     EXPECT_EQ(DistributedSampler(10, communicator, {.numReplicas = 3, .rank = rank}).numSamples(), 4u);
-    try {
-      DistributedSampler contradicting(10, communicator, {.numReplicas = 2});
-      ADD_FAILURE() << "numReplicas 2 was taken with a communicator of 3";
-    } catch (const Error& error) {
-      EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
-      EXPECT_NE(std::string(error.what()).find("numReplicas 2 and rank 0 were given with a communicator of 3 ranks"),
-                std::string::npos)
-          << error.what();
+    // Every rank reading the whole set, in order (an evaluation pass).
+    const DistributedSampler whole(6, communicator, {.numReplicas = 1, .rank = 0, .shuffle = false});
+    EXPECT_EQ(whole.indices(), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5})) << "rank " << rank;
+    // Explicitly rank 0 of 2 on every rank.
+    const DistributedSampler first(6, communicator, {.numReplicas = 2, .rank = 0, .shuffle = false});
+    EXPECT_EQ(first.indices(), (std::vector<std::size_t>{0, 2, 4})) << "rank " << rank;
+    // Two replicas, each rank its own place: rank 2 has none, as in PyTorch.
+    if (rank < 2) {
+      EXPECT_EQ(DistributedSampler(10, communicator, {.numReplicas = 2}).numSamples(), 5u);
+    } else {
+      try {
+        DistributedSampler outside(10, communicator, {.numReplicas = 2});
+        ADD_FAILURE() << "rank 2 was taken as a place among 2 replicas";
+      } catch (const Error& error) {
+        EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+        EXPECT_NE(std::string(error.what()).find("rank 2 is outside [0, 1]"), std::string::npos) << error.what();
+      }
     }
   });
 }

@@ -376,6 +376,48 @@ void expectFailureWhenARankLeaves(const GroupPtr& group, const std::function<voi
               {"cannot continue after a failed step"});
 }
 
+void expectAHookFailingOnOneRankFailsEveryRank(Communicator& communicator, std::chrono::seconds limit) {
+  const int rank = communicator.rank();
+  const int failing = communicator.size() - 1;
+  // All-reduces every bucket, except bucket 0 on the failing rank, where it
+  // throws before it issues anything.
+  struct FailingHook final : CommHook {
+    FailingHook(bool fails) : fails(fails) {}
+    std::string name() const override { return "fails-on-one-rank"; }
+    WorkPtr run(ProcessGroup& group, const GradBucket& bucket) override {
+      if (fails && bucket.index == 0) throw Error(ErrorKind::System, "out of scratch memory");
+      return inner->run(group, bucket);
+    }
+    bool fails;
+    std::shared_ptr<CommHook> inner = makeAllReduceHook();
+  };
+  TestModel model(kMixedModel, rank);
+  Reducer reducer(wrapCommunicator(communicator), model.parameters(),
+                  {.caps = kSmallCaps, .hook = std::make_shared<FailingHook>(rank == failing)});
+  ASSERT_GT(reducer.buckets().size(), 2u);
+  addToGradients(reducer, [](std::size_t, std::size_t) { return 1.0; });
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i : reverseOrder(reducer.numParameters())) reducer.markReady(i);
+  try {
+    reducer.finish();
+    ADD_FAILURE() << "rank " << rank << ": the step succeeded although rank " << failing
+                  << "'s hook failed: its buckets were paired with others";
+  } catch (const Error& error) {
+    const std::string text = error.what();
+    if (rank == failing) {
+      EXPECT_NE(text.find("out of scratch memory"), std::string::npos) << text;
+      EXPECT_NE(text.find("gradient bucket 0"), std::string::npos) << text;
+    } else {
+      EXPECT_EQ(error.failedRank(), failing) << "rank " << rank << ": " << text;
+    }
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, limit) << "rank " << rank << ": the failure took too long";
+  // A program that goes on (averaging its loss, say) is refused on every
+  // rank, instead of pairing with a peer's unfinished bucket.
+  float loss = 1.0f;
+  EXPECT_THROW(communicator.allReduce(&loss, &loss, 1, DataType::Float32, RedOp::Sum), Error) << "rank " << rank;
+}
+
 // The last rank leaves mid-run; the others learn which rank failed first
 // from the step's error, shrink the communicator past it, and go on: the
 // next steps average over the remaining ranks only.

@@ -44,6 +44,13 @@ void expectLayoutMismatchDetected(const GroupPtr& group);
 void expectFailureWhenARankLeaves(const GroupPtr& group, const std::function<void()>& leave,
                                   std::chrono::seconds limit);
 
+// The last rank's hook throws for bucket 0 before it issues anything: no
+// rank's finish() succeeds (the others' buckets would otherwise pair with
+// the failing rank's next ones), the others' errors name that rank as the
+// one that failed, all within `limit`, and later calls are refused on
+// every rank. Needs at least 2 ranks.
+void expectAHookFailingOnOneRankFailsEveryRank(Communicator& communicator, std::chrono::seconds limit);
+
 // The last rank calls `leave` after constructing its Reducer; the others'
 // step fails naming it, they shrink the communicator past it
 // (Communicator::shrink), hand the result to Reducer::continueWith, and

@@ -3,15 +3,20 @@
 // when, and in which order).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "float_formats.h"
 #include "hora/ddp/comm_hook.h"
 #include "hora/ddp/reducer.h"
 #include "in_process_group.h"
 #include "reducer_scenarios.h"
+#include "works.h"
 
 namespace hora::ddp::testing {
 namespace {
@@ -249,6 +254,57 @@ TEST(CompressionHook, CompressesHostBucketsAndAveragesDeviceBucketsAsTheyAre) {
       for (float value : values) EXPECT_FLOAT_EQ(value, 3.0f);
     }
   });
+}
+
+// What the compression hook sends is what PyTorch's compression hooks send:
+// buffer.to(16 bits).div_(world size), so the value is rounded to 16 bits
+// before the division (and is infinite there when beyond Float16's range),
+// not divided in float and rounded once.
+TEST(CompressionHook, SendsWhatPyTorchsCompressionHooksSend) {
+  struct WireCapture final : ProcessGroup {
+    int rank() const override { return 0; }
+    int size() const override { return 3; }
+    WorkPtr allReduce(void* buffer, std::size_t count, DataType type, RedOp op) override {
+      const auto* wire = static_cast<const std::uint16_t*>(buffer);
+      sent.assign(wire, wire + count);
+      sentType = type;
+      sentOp = op;
+      return std::make_shared<CompletedWork>();
+    }
+    WorkPtr broadcast(void*, std::size_t, DataType, int) override { return std::make_shared<CompletedWork>(); }
+    WorkPtr allGather(const void*, void*, std::size_t, DataType) override {
+      return std::make_shared<CompletedWork>();
+    }
+    std::vector<std::uint16_t> sent;
+    DataType sentType = DataType::Float32;
+    RedOp sentOp = RedOp::Avg;
+  };
+  // 1.0004 rounds to 1 in both 16-bit types before the division; 80000 is
+  // beyond Float16's range; 3e-5 is near Float16's subnormals.
+  const std::vector<float> gradients = {1.0004f, 80000.0f, -87793.06f, 3e-5f, -2.5f, 0.0f};
+  for (const DataType wireType : {DataType::Float16, DataType::Bfloat16}) {
+    SCOPED_TRACE(dataTypeName(wireType));
+    const bool half = wireType == DataType::Float16;
+    auto toWire = [half](float value) { return half ? floatToHalf(value) : floatToBfloat16(value); };
+    auto fromWire = [half](std::uint16_t bits) { return half ? halfToFloat(bits) : bfloat16ToFloat(bits); };
+    std::vector<float> values = gradients;
+    WireCapture group;
+    GradBucket bucket;
+    bucket.data = values.data();
+    bucket.count = values.size();
+    makeCompressionHook(wireType)->run(group, bucket)->wait();
+    EXPECT_EQ(group.sentType, wireType);
+    EXPECT_EQ(group.sentOp, RedOp::Sum);
+    ASSERT_EQ(group.sent.size(), gradients.size());
+    for (std::size_t i = 0; i < gradients.size(); ++i) {
+      const std::uint16_t expected = toWire(fromWire(toWire(gradients[i])) / 3.0f);
+      EXPECT_EQ(group.sent[i], expected) << gradients[i];
+      // What comes back (here the one rank's share) is what was sent.
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(values[i]), std::bit_cast<std::uint32_t>(fromWire(expected)));
+    }
+    EXPECT_EQ(fromWire(group.sent[0]), fromWire(toWire(1.0f / 3.0f)));
+    if (half) EXPECT_TRUE(std::isinf(values[1]) && std::isinf(values[2])) << values[1] << " " << values[2];
+  }
 }
 
 // A trailing bucket of zero-element parameters has nothing to reduce and

@@ -2,11 +2,11 @@
 // gradients into the mean over all ranks. The default is an all-reduce with
 // RedOp::Avg; a hook can compress, quantise or skip communication.
 //
-// Where the division happens: before the sum ("pre-multiplying"). Avg on
-// floating types multiplies each rank's input by 1/worldSize inside the
-// reduction, and the compression hook multiplies while it converts to 16
-// bits, so neither costs an extra pass over the bucket, and partial sums
-// stay in the range of the mean (which matters for Float16).
+// Where the division happens: before the sum. Avg on floating types
+// multiplies each rank's input by 1/worldSize inside the reduction, so it
+// costs no extra pass over the bucket, and the compression hook divides
+// each value once it is in 16 bits, as PyTorch's compression hooks do;
+// either way partial sums stay in the range of the mean.
 #pragma once
 
 #include <cstddef>
@@ -44,9 +44,11 @@ class CommHook {
 // The default: an all-reduce of the bucket with RedOp::Avg.
 std::shared_ptr<CommHook> makeAllReduceHook();
 
-// Halves the bytes on the wire: converts a Float32 bucket, divided by the
-// world size, to wireType (Float16 or Bfloat16, rounding to nearest even),
-// all-reduces that (sum), and converts the result back into the bucket.
+// Halves the bytes on the wire, as PyTorch's fp16_compress_hook and
+// bf16_compress_hook: converts a Float32 bucket to wireType (Float16 or
+// Bfloat16, rounding to nearest even), divides it by the world size there
+// (computed in float, rounded to wireType again), all-reduces that (sum),
+// and converts the result back into the bucket.
 // Buckets of other types, and buckets in device memory (the conversion runs
 // on the host), are averaged unchanged. Float16 keeps more mantissa bits but overflows past 65504;
 // Bfloat16 keeps Float32's range with 8 significant bits.

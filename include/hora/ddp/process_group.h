@@ -23,6 +23,12 @@ class ProcessGroup {
   virtual WorkPtr broadcast(void* buffer, std::size_t count, DataType type, int root) = 0;
   // recv holds size() * count elements, rank r's contribution at r * count.
   virtual WorkPtr allGather(const void* send, void* recv, std::size_t count, DataType type) = 0;
+  // This rank will not issue a collective its peers expect (a step broke
+  // off here): stop the group, so that their calls fail now, naming this
+  // rank, instead of pairing with this rank's later calls. Afterwards the
+  // group can only be shrunk or dropped. The default does nothing: peers
+  // then wait for the missing call until their deadline.
+  virtual void revoke() {}
 };
 
 // A ProcessGroup over a communicator the caller keeps alive (not owned).

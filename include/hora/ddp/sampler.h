@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -28,8 +29,13 @@ namespace hora::ddp {
 std::vector<std::size_t> torchRandperm(std::size_t n, std::uint64_t seed);
 
 struct DistributedSamplerOptions {
-  int numReplicas = 1;  // how many ranks share the dataset
-  int rank = 0;         // this rank, in [0, numReplicas)
+  // How many ranks share the dataset, and this rank, in [0, numReplicas).
+  // Left out, they are the communicator's size() and rank() (1 and 0 for a
+  // sampler built without one); given, they are used as they are, as
+  // PyTorch's sampler uses num_replicas and rank even where a process group
+  // exists (say, every rank reading the whole set: numReplicas 1, rank 0).
+  std::optional<int> numReplicas;
+  std::optional<int> rank;
   bool shuffle = true;  // a fresh permutation per epoch; false keeps 0..n-1
   // The permutation of epoch e is torchRandperm(n, seed + e) (mod 2^64); every
   // rank must use the same seed.
@@ -46,9 +52,8 @@ class DistributedSampler {
   DistributedSampler(std::size_t datasetSize, const DistributedSamplerOptions& options);
   // The ranks of `communicator` share the dataset, this process being its
   // rank() of size(), as PyTorch's sampler takes both from the process group
-  // when they are not given. options.numReplicas and options.rank may be left
-  // as they are; a value that differs from the communicator's (other than
-  // the defaults 1 and 0) throws hora::Error(InvalidArgument).
+  // when they are not given; options.numReplicas and options.rank, where
+  // given, are used instead.
   DistributedSampler(std::size_t datasetSize, const Communicator& communicator,
                      const DistributedSamplerOptions& options = {});
 
@@ -66,8 +71,9 @@ class DistributedSampler {
   // How many indices each rank gets per epoch (len(sampler) in PyTorch).
   std::size_t numSamples() const { return numSamples_; }
   // numSamples() * numReplicas: the length after padding or truncation.
-  std::size_t totalSize() const { return numSamples_ * static_cast<std::size_t>(options_.numReplicas); }
+  std::size_t totalSize() const { return numSamples_ * static_cast<std::size_t>(*options_.numReplicas); }
   std::size_t datasetSize() const { return datasetSize_; }
+  // The options, numReplicas and rank filled in with the values used.
   const DistributedSamplerOptions& options() const { return options_; }
 
  private:
