@@ -14,7 +14,6 @@
 //
 // Handles are checked against the live ones before use, so a stale or
 // foreign handle is an error, not a crash.
-#include <memory>
 #include <mutex>
 #include <unordered_set>
 
@@ -42,28 +41,41 @@ struct Registration {
 };
 
 std::mutex handlesMutex;
-std::unordered_set<const void*>& liveHandles() {
-  static auto* live = new std::unordered_set<const void*>();  // never destroyed: used at exit
+// The live handles of one kind: a window handle is no registration handle,
+// and the reverse, though both name a communicator and a number.
+template <typename Handle>
+std::unordered_set<const Handle*>& liveHandles() {
+  static auto* live = new std::unordered_set<const Handle*>();  // never destroyed: used at exit
   return *live;
 }
 
-void remember(const void* handle) {
+template <typename Handle>
+void remember(const Handle* handle) {
   std::lock_guard<std::mutex> lock(handlesMutex);
-  liveHandles().insert(handle);
+  liveHandles<Handle>().insert(handle);
 }
 
-// Forgets `handle`; throws unless it is live and its communicator is `comm`.
+// Throws unless `handle` is a live handle of its kind whose communicator is
+// `comm`; a copy of what it holds.
 template <typename Handle>
-void forget(const Handle* handle, ncclComm_t comm, const char* what) {
+Handle checkLive(const Handle* handle, ncclComm_t comm, const char* what) {
   std::lock_guard<std::mutex> lock(handlesMutex);
   HORA_CHECK_ARG(handle != nullptr, "the ", what, " is NULL");
   // ncclInvalidUsage, as NCCL's for a handle it cannot find.
-  if (liveHandles().count(handle) == 0)
+  if (liveHandles<Handle>().count(handle) == 0)
     fail(ErrorKind::InvalidUsage, "the ", what, " ", static_cast<const void*>(handle),
-         " is not live (deregistered already, or never registered)");
+         " is not live (deregistered already, never registered, or a handle of another kind)");
   if (handle->comm != comm)
     fail(ErrorKind::InvalidUsage, "the ", what, " was registered with another communicator");
-  liveHandles().erase(handle);
+  return *handle;
+}
+
+// Forgets a handle checkLive accepted, and frees it. Only one caller wins
+// where two threads deregister it at once: the other's call has failed.
+template <typename Handle>
+void release(Handle* handle) {
+  std::lock_guard<std::mutex> lock(handlesMutex);
+  if (liveHandles<Handle>().erase(handle) == 1) delete handle;
 }
 
 }  // namespace
@@ -117,10 +129,9 @@ HORA_NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* han
     // and NCCL takes it back as a no-op: so does hora.
     if (handle == nullptr) return;
     auto* registration = static_cast<Registration*>(handle);
-    forget(registration, comm, "registration handle");  // throws for a stranger
-    // Ours from here: freed even if the deregistration throws.
-    const std::unique_ptr<Registration> owned(registration);
-    c->deregisterBuffer(registration->id);
+    const Registration live = checkLive(registration, comm, "registration handle");  // a stranger throws
+    c->deregisterBuffer(live.id);
+    release(registration);
   });
 }
 
@@ -155,9 +166,10 @@ HORA_NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindo
   return api::guarded("ncclCommWindowDeregister", [&] {
     if (win == nullptr) return;  // a no-op, as in NCCL (whatever the communicator)
     api::CommPtr c = api::checkComm(comm);
-    forget(win, comm, "window");
-    const int window = win->window;
-    delete win;
-    c->deregisterWindow(window);
+    const ncclWindow_vidmem live = checkLive(win, comm, "window");
+    // Freed once the window is: a call that fails leaves the handle live,
+    // to be deregistered again.
+    c->deregisterWindow(live.window);
+    release(win);
   });
 }

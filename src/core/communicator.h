@@ -184,11 +184,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // The rank that error blames (Error::failedRank), -1 if none.
   int brokenRank() const;
 
-  // ncclCommWindowRegister / Deregister: collective, called by every rank
-  // in the same order (after any submitted work). Returns the window's
-  // number. Collectives whose buffers lie in windows on every rank move data
-  // between the ranks' buffers directly where the ranks share a host
-  // (core/zero_copy.cc); elsewhere a window changes nothing.
+  // ncclCommWindowRegister: collective, called by every rank in the same
+  // order (after any submitted work); each rank's buffer may have a size of
+  // its own. Returns the window's number. Collectives whose buffers lie in
+  // windows on every rank move data between the ranks' buffers directly
+  // where the ranks share a host (core/zero_copy.cc); elsewhere a window
+  // changes nothing. ncclCommWindowDeregister is local, as in NCCL, and
+  // works on a communicator that failed or was stopped too.
   int registerWindow(void* buffer, std::size_t bytes);
   void deregisterWindow(int window);
 
@@ -288,6 +290,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<transport::UserRegistrations> userRegistrations_ =
       std::make_shared<transport::UserRegistrations>();
   std::map<int, std::uint64_t> windowRegistrations_;  // window -> its id in userRegistrations_
+  // Drops a window's entry in userRegistrations_; whether it had one.
+  bool forgetWindowRegistration(int window);
   bool peersShareMemory_ = false;  // every other rank is on this host, through shm
   std::unique_ptr<HostExecutor> executor_;
   int device_ = -1;

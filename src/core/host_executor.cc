@@ -113,7 +113,7 @@ void HostExecutor::runCollective(const Op& op) {
   // alike whatever became of earlier ones.
   current_ = {&op, ++collectives_};
   TracedOp traced(trace_.get(), opKindName(op.kind), op.bytes);
-  const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.anyUsable()};
+  const CommShape shape{ctx_.rank, ctx_.nranks, ctx_.singleCopyRing, ctx_.windows.everUsable()};
   const Plan plan = planner_.plan(op, shape);
   // The stamp says whether this rank takes the zero-copy path: a rank that
   // does waits for its peers' offers, which must never be taken from the

@@ -25,10 +25,8 @@ char* WindowPrimitives::locate(int r, bool send, std::size_t offset, std::size_t
   char* at = windows_.address(send ? o.sendWindow : o.recvWindow, r,
                               (send ? o.sendOffset : o.recvOffset) + offset * elemSize_,
                               count * elemSize_);
-  if (at == nullptr)
-    fail(ErrorKind::InvalidUsage, "rank ", rank_, ": rank ", r,
-         " named a window range this rank does not have (windows registered in a "
-         "different order on different ranks?)");
+  // runWindows checked every rank's ranges before the collective began.
+  HORA_ENFORCE(at != nullptr, "rank ", rank_, ": rank ", r, "'s window range was checked, yet is gone");
   return at;
 }
 

@@ -17,6 +17,7 @@ namespace {
 struct WindowRecord {
   std::uint8_t shareable;
   std::uint8_t padding[7];
+  std::uint64_t bytes;  // each rank's size: they may differ, as in NCCL
   transport::PeerMemoryHandle handle;
 };
 
@@ -35,6 +36,7 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
     std::vector<WindowRecord> records(nranks_);
     WindowRecord& own = records[rank_];
     own = {};
+    own.bytes = bytes;
     transport::PeerMemory& memory = transport::hostPeerMemory();
     const auto exported = memory.exportRange(buffer, bytes);
     if (exported && peersShareMemory_) {
@@ -53,6 +55,7 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
       mapped[rank_] = 1;
       window.rankBases.assign(nranks_, nullptr);
       window.rankBases[rank_] = window.local;
+      for (const WindowRecord& record : records) window.rankBytes.push_back(record.bytes);
       try {
         for (int peer = 0; peer < nranks_; ++peer) {
           if (peer == rank_) continue;
@@ -71,6 +74,7 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
     if (!window.usable) {
       window.mappings.clear();
       window.rankBases.clear();
+      window.rankBytes.clear();
     }
     const bool usable = window.usable;
     const int id = windows_.add(std::move(window));
@@ -88,15 +92,30 @@ int Communicator::registerWindow(void* buffer, std::size_t bytes) {
 }
 
 void Communicator::deregisterWindow(int window) {
-  checkUsable();
+  // Local, as in NCCL: it succeeds on a communicator that failed, was
+  // aborted, revoked or finalized too, once nothing runs on it any more
+  // (a call still running there is being stopped, or ends). Its
+  // connections are left as they are.
+  const bool stopped = broken_.load(std::memory_order_acquire) || abort_.load() ||
+                       revocation() != Revocation::None || closedToWork_.load(std::memory_order_acquire);
+  if (stopped) {
+    auto hold = awaitExecution();
+    windows_.remove(window);
+    forgetWindowRegistration(window);
+    return;
+  }
   finalize();
   auto lock = claimExecution("a window deregistration came");
   windows_.remove(window);
-  if (const auto found = windowRegistrations_.find(window); found != windowRegistrations_.end()) {
-    userRegistrations_->remove(found->second);
-    windowRegistrations_.erase(found);
-    connector_->releaseDeregistered();
-  }
+  if (forgetWindowRegistration(window)) connector_->releaseDeregistered();
+}
+
+bool Communicator::forgetWindowRegistration(int window) {
+  const auto found = windowRegistrations_.find(window);
+  if (found == windowRegistrations_.end()) return false;
+  userRegistrations_->remove(found->second);
+  windowRegistrations_.erase(found);
+  return true;
 }
 
 void Communicator::deregisterBuffer(std::uint64_t id) {

@@ -9,6 +9,7 @@ namespace hora::core {
 
 int WindowTable::add(Window window) {
   const int id = nextId_++;
+  everUsable_ = everUsable_ || window.usable;
   windows_.emplace(id, std::move(window));
   return id;
 }
@@ -16,12 +17,6 @@ int WindowTable::add(Window window) {
 void WindowTable::remove(int id) {
   HORA_CHECK_ARG(windows_.erase(id) == 1, "window ", id,
                  " is not registered with this communicator (deregistered already?)");
-}
-
-bool WindowTable::anyUsable() const {
-  for (const auto& [id, window] : windows_)
-    if (window.usable) return true;
-  return false;
 }
 
 std::optional<WindowLocation> WindowTable::find(const void* ptr, std::size_t bytes) const {
@@ -41,7 +36,8 @@ char* WindowTable::address(int id, int rank, std::size_t offset, std::size_t byt
   if (found == windows_.end() || !found->second.usable) return nullptr;
   const Window& window = found->second;
   if (rank < 0 || rank >= static_cast<int>(window.rankBases.size())) return nullptr;
-  if (offset > window.bytes || bytes > window.bytes - offset) return nullptr;
+  const std::size_t rankBytes = window.rankBytes[static_cast<std::size_t>(rank)];
+  if (offset > rankBytes || bytes > rankBytes - offset) return nullptr;
   return window.rankBases[rank] + offset;
 }
 

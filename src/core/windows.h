@@ -29,9 +29,11 @@ class WindowTable {
   struct Window {
     char* local = nullptr;  // this rank's buffer
     std::size_t bytes = 0;
-    // Usable: every rank's buffer is mapped here, at rankBases[rank].
+    // Usable: every rank's buffer is mapped here, at rankBases[rank], and
+    // is rankBytes[rank] long (ranks may register different sizes).
     bool usable = false;
     std::vector<char*> rankBases;
+    std::vector<std::size_t> rankBytes;
     std::vector<std::unique_ptr<transport::PeerMemoryMapping>> mappings;  // keep the peers' memory mapped
   };
 
@@ -39,8 +41,11 @@ class WindowTable {
   int add(Window window);
   // Throws InvalidArgument naming `id` if it is not a live window.
   void remove(int id);
-  // Whether any window is usable (the same answer on every rank).
-  bool anyUsable() const;
+  // Whether a usable window was ever registered. The same answer on every
+  // rank, since registration is collective, while deregistration is local
+  // (as in NCCL): a rank that let go of its windows first still takes the
+  // same path as its peers, and offers no window.
+  bool everUsable() const { return everUsable_; }
   // The usable window holding all of [ptr, ptr + bytes), if any.
   std::optional<WindowLocation> find(const void* ptr, std::size_t bytes) const;
   // Rank `rank`'s byte at `offset` of usable window `id`, mapped here; null
@@ -51,6 +56,7 @@ class WindowTable {
  private:
   std::map<int, Window> windows_;
   int nextId_ = 0;
+  bool everUsable_ = false;
 };
 
 }  // namespace hora::core

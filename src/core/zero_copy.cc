@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "algorithms/windows.h"
+#include "base/error.h"
 #include "core/host_executor.h"
 #include "core/window_primitives.h"
 
@@ -50,6 +51,20 @@ bool HostExecutor::runWindows(const Op& op, const Plan& plan) {
   exchangeWithAll(&offer, offers.data(), sizeof(offer), "exchanging window offers");
   for (const WindowOffer& o : offers)
     if (o.offered == 0 || o.scalarBits != offer.scalarBits) return false;
+  // Every rank's ranges must lie in its windows as this rank knows them,
+  // checked before any buffer is touched. Registration is collective, so
+  // the tables agree, unless a rank deregistered a window a peer still
+  // names: then this rank stops here, and its peers with it.
+  for (int r = 0; r < nranks; ++r) {
+    const OpBufferBytes theirs = opBufferBytes(op, r, nranks);
+    const WindowOffer& o = offers[r];
+    const bool inWindows =
+        (theirs.send == 0 || ctx_.windows.address(o.sendWindow, r, o.sendOffset, theirs.send) != nullptr) &&
+        (theirs.recv == 0 || ctx_.windows.address(o.recvWindow, r, o.recvOffset, theirs.recv) != nullptr);
+    if (!inWindows)
+      fail(ErrorKind::InvalidUsage, "rank ", rank, ": rank ", r, " named a window range this rank does not have ",
+           "(a window it deregistered, or windows registered in a different order on different ranks?)");
+  }
 
   const bool large = std::max(mine.send, mine.recv) >= planner_.tuning().streamingMinBytes;
   WindowPrimitives prims(ctx_.windows, offers, rank, op.reduce, large);

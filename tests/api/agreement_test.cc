@@ -382,20 +382,27 @@ TEST_P(Agreement, WindowCollectivesCheckToo) {
   expectEveryRankRefuses(comms, outcomes, {"count", "100000", "200000"});
 }
 
-TEST_P(Agreement, WindowsOnOneRankOnly) {
-  // Deregistering is local: rank 1 drops its window and rank 0 keeps it,
-  // so rank 0 would take the zero-copy path and rank 1 the ring. Their
-  // stamps say which path each takes, so the offers rank 0 waits for are
-  // never taken from rank 1's ring bytes.
+TEST_P(Agreement, WindowsOnOneRankOnlyFallBackOnBoth) {
+  // Deregistering is local, as in NCCL: rank 1 drops its window and rank 0
+  // keeps it. Both still take the same path (every rank offers its buffers
+  // where a window was ever registered); rank 1 offers none, so both run
+  // the ring, and agree.
   const std::string transport = GetParam();
   if (transport == "tcp" || transport == "ofi") GTEST_SKIP() << "windows are zero copy over shared memory only";
   LocalComms comms(2);
   RankWindows windows(comms);
   ASSERT_EQ(windows.deregister(1), ncclSuccess);
+  const std::size_t count = RankWindows::kBytes / sizeof(float);
   auto outcomes = onEachRank(comms, [&](int rank, ncclComm_t) {
-    return windows.allReduce(rank, RankWindows::kBytes / sizeof(float));
+    float* data = static_cast<float*>(windows.buffers[rank]);
+    for (std::size_t i = 0; i < count; ++i) data[i] = static_cast<float>(rank + 1);
+    return windows.allReduce(rank, count);
   });
-  expectEveryRankRefuses(comms, outcomes, {"windows"});
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(outcomes[rank].result, ncclSuccess) << outcomes[rank];
+    const float* data = static_cast<const float*>(windows.buffers[rank]);
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(data[i], 3.0f) << "rank " << rank << " at " << i;
+  }
 }
 
 TEST_P(Agreement, CountsEitherSideOfTheZeroCopyMinimumNameTheCountOnly) {

@@ -873,6 +873,14 @@ TEST(BadInput, RegistrationArgumentsAreChecked) {
       << ncclGetLastError(comm);
   EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(others[0], window)),
               FailsWith(ncclInvalidUsage, Words{"ncclCommWindowDeregister", "another communicator"}));
+  // A handle of the other kind is no handle of this one: refused, and the
+  // live handle it resembles is not touched.
+  ASSERT_EQ(ncclCommRegister(comm, buffer, sizeof(buffer), &handle), ncclSuccess);
+  EXPECT_THAT(outcomeOf(ncclCommDeregister(comm, window)),
+              FailsWith(ncclInvalidUsage, Words{"ncclCommDeregister", "not live"}));
+  EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(comm, static_cast<ncclWindow_t>(handle))),
+              FailsWith(ncclInvalidUsage, Words{"ncclCommWindowDeregister", "not live"}));
+  EXPECT_EQ(ncclCommDeregister(comm, handle), ncclSuccess);
   EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclSuccess);
   EXPECT_THAT(outcomeOf(ncclCommWindowDeregister(comm, window)),
               FailsWith(ncclInvalidUsage, Words{"ncclCommWindowDeregister", "not live"}));

@@ -159,6 +159,78 @@ TEST(ZeroCopy, OneRankOutsideItsWindowsFallsBackOnEveryRank) {
   EXPECT_EQ(took[1], 0);
 }
 
+// Each rank registers a window of its own size (NCCL's windows may differ
+// by rank), and uses a buffer at its own offset in it: the zero-copy path
+// reaches each peer's buffer by that peer's size, not this rank's.
+TEST(ZeroCopy, WindowsOfADifferentSizeOnEachRank) {
+  Ranks ranks;
+  std::vector<int> took(kRanks, 0);
+  onEveryRank([&](int rank) {
+    ncclComm_t comm = ranks.comms[rank];
+    const std::size_t windowCount = (rank + 1) * 3 * kLarge;  // rank 1's is twice rank 0's
+    const std::size_t offset = rank * 4 * kLarge;             // past the end of rank 0's window
+    Buffers window(windowCount, true);
+    window.registerWindows(comm, windowCount);
+    std::int32_t* send = window.send + offset;
+    std::int32_t* recv = window.recv + offset;
+    for (std::size_t i = 0; i < kLarge; ++i) send[i] = rank * 1000 + static_cast<int>(i);
+    const std::uint64_t before = ranks.zeroCopyCollectives(rank);
+    ASSERT_EQ(ncclAllReduce(send, recv, kLarge, ncclInt32, ncclSum, comm, nullptr), ncclSuccess)
+        << ncclGetLastError(comm);
+    took[rank] = static_cast<int>(ranks.zeroCopyCollectives(rank) - before);
+    for (std::size_t i = 0; i < kLarge; ++i)
+      ASSERT_EQ(recv[i], 1000 + 2 * static_cast<int>(i)) << "rank " << rank << " at " << i;
+    window.deregisterWindows(comm);
+  });
+  EXPECT_EQ(took[0] + took[1], kRanks);
+}
+
+// Deregistering is local, as in NCCL: a rank that let go of its windows
+// before its peer did still runs the next collectives with it (on plain
+// buffers, through the FIFOs), rather than failing them as a mismatch.
+TEST(ZeroCopy, ARankThatDeregisteredItsWindowsFirstStillMeetsItsPeers) {
+  Ranks ranks;
+  EXPECT_EQ(zeroCopyRanks(ranks, kLarge, {true, true}, true), kRanks);
+  std::vector<int> took(kRanks, 0);
+  onEveryRank([&](int rank) {
+    ncclComm_t comm = ranks.comms[rank];
+    Buffers windowed(kLarge, true);
+    windowed.registerWindows(comm, kLarge);
+    if (rank == 0) windowed.deregisterWindows(comm);
+    Buffers plain(kLarge, false);
+    for (std::size_t i = 0; i < kLarge; ++i) plain.send[i] = rank * 1000 + static_cast<int>(i);
+    const std::uint64_t before = ranks.zeroCopyCollectives(rank);
+    for (int call = 0; call < 2; ++call) {
+      ASSERT_EQ(ncclAllReduce(plain.send, plain.recv, kLarge, ncclInt32, ncclSum, comm, nullptr), ncclSuccess)
+          << "rank " << rank << ": " << ncclGetLastError(comm);
+      for (std::size_t i = 0; i < kLarge; ++i)
+        ASSERT_EQ(plain.recv[i], 1000 + 2 * static_cast<int>(i)) << "rank " << rank << " at " << i;
+    }
+    took[rank] = static_cast<int>(ranks.zeroCopyCollectives(rank) - before);
+    windowed.deregisterWindows(comm);
+  });
+  EXPECT_EQ(took[0] + took[1], 0);
+}
+
+// On a communicator that failed (here: ranks that disagreed on a count),
+// deregistering a window still succeeds, as in NCCL, and only once.
+TEST(ZeroCopy, AWindowIsDeregisteredFromACommunicatorThatFailed) {
+  Ranks ranks;
+  onEveryRank([&](int rank) {
+    ncclComm_t comm = ranks.comms[rank];
+    Buffers windowed(kLarge, true);
+    windowed.registerWindows(comm, kLarge);
+    EXPECT_EQ(ncclAllReduce(windowed.send, windowed.recv, kLarge - rank, ncclInt32, ncclSum, comm, nullptr),
+              ncclInvalidUsage);
+    for (ncclWindow_t window : windowed.windows) {
+      EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclSuccess) << "rank " << rank << ": "
+                                                                     << ncclGetLastError(comm);
+      EXPECT_EQ(ncclCommWindowDeregister(comm, window), ncclInvalidUsage);
+    }
+    windowed.windows.clear();
+  });
+}
+
 // An all-reduce on windows with a pre-multiplied sum whose scalar is
 // scalars[r] on rank r: each rank's input is scaled by its own scalar (as
 // NCCL defines it), so the zero-copy path, which reduces every rank's input
