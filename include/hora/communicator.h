@@ -54,8 +54,12 @@ class HORA_API Communicator {
  public:
   // Create from an init method like torch.distributed.init_process_group:
   //   "env://"            rank 0 listens at MASTER_ADDR:MASTER_PORT (or HORA_COMM_ID)
-  //   "tcp://host:port"   rank 0 listens there
-  //   "file:///path"      rank 0 writes its address to the file; the others read it
+  //   "tcp://host:port"   rank 0 listens there (port 0 is refused)
+  //   "file:///path"      rank 0 writes its address to the file; the others read
+  //                       it; rank 0 removes it once every rank joined, as
+  //                       PyTorch's FileStore does, so the path serves the next
+  //                       job (a file left by a job that died is waited past).
+  //                       Two jobs must not share the path at the same time.
   // rank/worldSize of -1 are taken from the launcher's variables: RANK and
   // WORLD_SIZE (torchrun, hora-run), or those of mpirun, PMI or srun
   // (docs/environment.md lists them and their precedence).

@@ -20,13 +20,18 @@ namespace hora {
 
 namespace {
 
-// file://PATH: rank 0 starts a root and publishes its address in the file;
-// the others wait for the file to appear. A stale file from an earlier job
-// is replaced by rank 0 (write to a temporary name, then rename).
+// file://PATH: rank 0 starts a root on this host and publishes its address
+// in the file (written under a temporary name, then renamed, so that no rank
+// reads half of it); the others wait for the file to appear. Rank 0 removes
+// the file once every rank has joined (rendezvousFileDone), as PyTorch's
+// FileStore removes its own, so the path can serve the next job. A file
+// left by a job that ended early names a root that is gone: a rank that
+// finds it refused waits for rank 0 to write the new one. The file must be
+// the job's own: two jobs that share it at once can mix their ranks.
 bootstrap::UniqueId rendezvousThroughFile(const std::string& path, int rank,
                                           std::chrono::milliseconds timeout) {
   if (rank == 0) {
-    bootstrap::UniqueId id = bootstrap::createUniqueId();
+    bootstrap::UniqueId id = bootstrap::createUniqueIdHere(timeout);
     std::string temporary = strCat(path, ".tmp.", getpid());
     {
       std::ofstream out(temporary);
@@ -38,6 +43,7 @@ bootstrap::UniqueId rendezvousThroughFile(const std::string& path, int rank,
     return id;
   }
   Deadline deadline = Deadline::after(timeout);
+  std::string refused;  // the address of a root that refused us, from a stale file
   for (;;) {
     std::ifstream in(path);
     std::string address;
@@ -46,13 +52,30 @@ bootstrap::UniqueId rendezvousThroughFile(const std::string& path, int rank,
       bootstrap::UniqueId id;
       id.root = SocketAddress::parse(address);
       id.magic = magic;
-      return id;
+      // Rank 0's root listens before the file names it: a refusal means the
+      // file is an earlier job's.
+      try {
+        (void)Socket::connect(id.root, Deadline::after(std::chrono::seconds(1)), nullptr, "the rendezvous root",
+                              /*listenerWasUp=*/true);
+        return id;
+      } catch (const Error&) {
+        refused = address;
+      }
     }
-    if (deadline.expired())
+    if (deadline.expired()) {
+      if (!refused.empty())
+        fail(ErrorKind::Remote, "rank ", rank, ": the rendezvous file ", path, " names a root at ", refused,
+             " that refuses connections, and rank 0 wrote no other in time (a file left by an earlier job?)");
       fail(ErrorKind::Remote, "rank ", rank, ": timed out waiting for rank 0 to create the rendezvous file ",
            path);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+// After init: rank 0 removes the rendezvous file every rank has read.
+void rendezvousFileDone(const std::string& path, int rank) {
+  if (rank == 0) std::remove(path.c_str());
 }
 
 // Arguments are checked by the nccl.h API's rules (api/arguments.h), so that
@@ -80,29 +103,34 @@ std::unique_ptr<Communicator> Communicator::fromInitMethod(const std::string& in
   }
   HORA_CHECK_ARG(worldSize >= 1, "world size must be at least 1, got ", worldSize);
   HORA_CHECK_ARG(rank >= 0 && rank < worldSize, "rank ", rank, " is outside [0, ", worldSize, ")");
-  core::CommunicatorConfig config;
-  config.timeout = options.timeout.count() > 0 ? options.timeout : env::defaultTimeout();
+  return api::onRank(rank, [&] {
+    core::CommunicatorConfig config;
+    config.timeout = options.timeout.count() > 0 ? options.timeout : env::defaultTimeout();
 
-  bootstrap::UniqueId id;
-  if (initMethod == "env://") {
-    // MASTER_ADDR:MASTER_PORT, or else the address HORA_COMM_ID/NCCL_COMM_ID
-    // names (createUniqueId derives the id from it).
-    if (auto master = launcher::masterAddress(placement ? &*placement : nullptr))
-      id = bootstrap::uniqueIdForAddress(SocketAddress::resolve(master->host, master->port));
-    else
-      id = bootstrap::createUniqueId();
-    config.hostRoot = true;
-  } else if (initMethod.rfind("tcp://", 0) == 0) {
-    id = bootstrap::uniqueIdForAddress(SocketAddress::parse(initMethod.substr(6)));
-    config.hostRoot = true;
-  } else if (initMethod.rfind("file://", 0) == 0) {
-    id = rendezvousThroughFile(initMethod.substr(7), rank, config.timeout);
-  } else {
-    fail(ErrorKind::InvalidArgument, "unknown init method '", initMethod,
-         "' (use env://, tcp://host:port or file:///path)");
-  }
-  return std::make_unique<Communicator>(
-      std::make_shared<core::Communicator>(id, worldSize, rank, config));
+    bootstrap::UniqueId id;
+    if (initMethod == "env://") {
+      // MASTER_ADDR:MASTER_PORT, or else the address HORA_COMM_ID/NCCL_COMM_ID
+      // names (createUniqueId derives the id from it).
+      if (auto master = launcher::masterAddress(placement ? &*placement : nullptr))
+        id = bootstrap::uniqueIdForAddress(SocketAddress::resolve(master->host, master->port));
+      else
+        id = bootstrap::createUniqueId();
+      config.hostRoot = true;
+    } else if (initMethod.rfind("tcp://", 0) == 0) {
+      const SocketAddress root = SocketAddress::parse(initMethod.substr(6));
+      HORA_CHECK_ARG(root.port() != 0, "'", initMethod, "': port 0 names no port every rank can find (give one)");
+      id = bootstrap::uniqueIdForAddress(root);
+      config.hostRoot = true;
+    } else if (initMethod.rfind("file://", 0) == 0) {
+      id = rendezvousThroughFile(initMethod.substr(7), rank, config.timeout);
+    } else {
+      fail(ErrorKind::InvalidArgument, "unknown init method '", initMethod,
+           "' (use env://, tcp://host:port or file:///path)");
+    }
+    auto communicator = std::make_unique<Communicator>(std::make_shared<core::Communicator>(id, worldSize, rank, config));
+    if (initMethod.rfind("file://", 0) == 0) rendezvousFileDone(initMethod.substr(7), rank);
+    return communicator;
+  });
 }
 
 Communicator::Communicator(std::shared_ptr<core::Communicator> impl) : impl_(std::move(impl)) {}
@@ -243,7 +271,9 @@ void Communicator::synchronize() { impl_->finalize(); }
 void Communicator::abort() { impl_->abort(); }
 void Communicator::revoke() { impl_->revoke(); }
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& excludedRanks, ShrinkMode mode) {
-  return std::make_unique<Communicator>(impl_->shrink(excludedRanks, mode == ShrinkMode::AbortFirst));
+  return api::onRank(rank(), [&] {
+    return std::make_unique<Communicator>(impl_->shrink(excludedRanks, mode == ShrinkMode::AbortFirst));
+  });
 }
 
 }  // namespace hora

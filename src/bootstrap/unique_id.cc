@@ -116,7 +116,8 @@ void checkCommIdVariable() {
 }
 
 namespace {
-UniqueId startRoot(SocketAddress address, const std::string& interfaceName) {
+UniqueId startRoot(SocketAddress address, const std::string& interfaceName,
+                   std::chrono::milliseconds rootTimeout = env::defaultTimeout()) {
   address.setPort(0);
   Socket listener = Socket::listen(address);
   UniqueId id;
@@ -125,7 +126,7 @@ UniqueId startRoot(SocketAddress address, const std::string& interfaceName) {
   id.magic = (static_cast<std::uint64_t>(random()) << 32) ^ random();
   HORA_LOG(Info, "bootstrap root listening at ", id.root.toString(), " (interface ",
            interfaceName, ")");
-  (void)startRootServer(std::move(listener), id.magic, env::defaultTimeout());
+  (void)startRootServer(std::move(listener), id.magic, rootTimeout);
   return id;
 }
 }  // namespace
@@ -137,6 +138,11 @@ UniqueId createUniqueId() {
 }
 
 UniqueId createUniqueIdAt(const SocketAddress& address) { return startRoot(address, address.toString()); }
+
+UniqueId createUniqueIdHere(std::chrono::milliseconds rootTimeout) {
+  NetworkInterface interface = chooseInterface(nullptr);
+  return startRoot(interface.address, interface.name, rootTimeout);
+}
 
 UniqueId createLocalUniqueId() {
   return startRoot(SocketAddress::resolve("127.0.0.1", 0), "loopback");

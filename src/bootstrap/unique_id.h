@@ -3,6 +3,7 @@
 // might reach the same root) and the root's socket address.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "base/socket.h"
@@ -36,6 +37,11 @@ UniqueId createLocalUniqueId();
 // host (any port), whatever NCCL_COMM_ID says: for a communicator made from
 // another one (ncclCommSplit), whose ranks reach this host already.
 UniqueId createUniqueIdAt(const SocketAddress& address);
+
+// A fresh id whose root starts now in this process on the chosen interface,
+// waiting `rootTimeout` for the ranks, whatever NCCL_COMM_ID says: for a
+// rendezvous that publishes the root's address itself (file://).
+UniqueId createUniqueIdHere(std::chrono::milliseconds rootTimeout);
 
 // The id every rank derives from a fixed root address (env:// and tcp://
 // init methods, NCCL_COMM_ID): magic = a hash of the address text.

@@ -297,7 +297,23 @@ Communicator::~Communicator() {
     stopping_ = true;
   }
   queueCv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  joinWorker();
+}
+
+void Communicator::joinWorker() {
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    if (worker_.get_id() == std::this_thread::get_id()) return;  // the worker never waits for itself
+  }
+  // Whichever thread joins first, the others wait for it: a program may
+  // destroy the communicator as soon as any of their calls returns.
+  std::lock_guard<std::mutex> joining(workerJoinMutex_);
+  std::thread worker;
+  {
+    std::lock_guard<std::mutex> lock(queueMutex_);
+    worker = std::move(worker_);
+  }
+  if (worker.joinable()) worker.join();
 }
 
 
@@ -834,7 +850,7 @@ void Communicator::stopEverything() {
     stopping_ = true;
   }
   queueCv_.notify_all();
-  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+  joinWorker();
   // Whatever was still queued fails.
   std::lock_guard<std::mutex> lock(queueMutex_);
   for (auto& task : queue_)

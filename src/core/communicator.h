@@ -332,6 +332,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   ExecutionClaim awaitExecution();
   // abort() and revoke()'s part: operations stop, the other ranks are told.
   void stopEverything();
+  // Waits for the worker thread to end; safe from several threads at once
+  // (two aborts), each returning once it has ended.
+  void joinWorker();
 
   // Worker for asynchronous operations.
   struct Task {
@@ -346,7 +349,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // operations) to decide whether it must queue behind earlier work.
   std::atomic<std::size_t> queuedTasks_{0};
   bool stopping_ = false;
-  std::thread worker_;
+  std::thread worker_;  // under queueMutex_
+  std::mutex workerJoinMutex_;  // held while worker_ is joined
 
   mutable std::mutex stateMutex_;
   // Set once brokenReason_ is: lets checkUsable skip the mutex on every call.

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <thread>
@@ -69,6 +70,37 @@ TEST(CppApi, FileInitMethodMakesAWorldOfThreads) {
     world[rank]->broadcast(data[rank].data(), data[rank].data(), 3, DataType::Int32, 0);
   });
   EXPECT_EQ(data[1], (std::vector<int>{7, 8, 9}));
+  std::filesystem::remove(path);
+}
+
+// As PyTorch's FileStore: the file is gone once every rank joined, so the
+// next job can use the path; a file an earlier job left (its root gone) is
+// not taken for the new job's, even by a rank that comes before rank 0
+// writes the new one. And HORA_COMM_ID, which names a root for ids made
+// from it, does not stop rank 0 from hosting the file's root.
+TEST(CppApi, FileInitMethodLeavesThePathFreeForTheNextJob) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / ("hora-api-reuse-" + std::to_string(getpid()));
+  const std::string method = "file://" + path.string();
+  std::filesystem::remove(path);
+  {
+    World first = makeWorld(method, 2);
+    EXPECT_FALSE(std::filesystem::exists(path)) << "the rendezvous file outlived init";
+  }
+  {
+    std::ofstream(path) << "127.0.0.1:1 12345\n";  // what a job that died early leaves
+  }
+  ASSERT_EQ(setenv("HORA_COMM_ID", "127.0.0.1:1", 1), 0);
+  std::vector<std::unique_ptr<hora::Communicator>> second(2);
+  const auto start = Clock::now();
+  onEachRank(2, [&](int rank) {
+    if (rank == 0) std::this_thread::sleep_for(milliseconds(300));  // the stale file is read first
+    second[rank] = hora::Communicator::fromInitMethod(method, rank, 2);
+  });
+  unsetenv("HORA_COMM_ID");
+  EXPECT_LT(Clock::now() - start, seconds(5));
+  std::vector<int> data = {1, 1};
+  onEachRank(2, [&](int rank) { second[rank]->allReduce(&data[rank], &data[rank], 1, DataType::Int32, RedOp::Sum); });
+  EXPECT_EQ(data, (std::vector<int>{2, 2}));
   std::filesystem::remove(path);
 }
 
@@ -419,6 +451,30 @@ TEST(CppApi, AbortEndsABlockedOperationPromptly) {
               ErrorKind::InvalidUsage, {"aborted"});
 }
 
+// A watchdog and an error handler may abort one communicator at the same
+// moment: both calls return, once its worker thread has ended (one of them
+// used to wait for ever for a thread the other had joined).
+TEST(CppApi, TwoThreadsAbortingAtOnceBothReturn) {
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    World world = makeWorld(freeTcpInitMethod(), 1);
+    int in = 1, out = 0;
+    world[0]->allReduceAsync(&in, &out, 1, DataType::Int32, RedOp::Sum)->wait();  // the worker runs
+    std::atomic<int> ready{0};
+    std::vector<std::thread> aborting;
+    for (int k = 0; k < 2; ++k) {
+      aborting.emplace_back([&] {
+        ready.fetch_add(1);
+        while (ready.load() < 2) {
+        }
+        world[0]->abort();
+      });
+    }
+    const auto start = Clock::now();
+    for (std::thread& thread : aborting) thread.join();
+    ASSERT_LT(Clock::now() - start, kFinish) << "attempt " << attempt;
+  }
+}
+
 TEST(CppApi, PeerThatNeverJoinsFailsInitWithinTheTimeout) {
   hora::CommunicatorOptions options;
   options.timeout = seconds(1);
@@ -452,7 +508,9 @@ TEST(CppApi, BadInitMethodsAreRefused) {
   expectError(init("mpi://world"), kInvalid, {"unknown init method 'mpi://world'"});
   expectError(init("TCP://127.0.0.1:1234"), kInvalid, {"unknown init method"});
   expectError(init("tcp://127.0.0.1"), kInvalid, {"127.0.0.1", "port"});
-  expectError(init("tcp://127.0.0.1:http"), kInvalid, {"port"});
+  expectError(init("tcp://127.0.0.1:http"), kInvalid, {"rank 0: ", "port"});
+  // Port 0 would make every rank wait for a root no one can find.
+  expectError(init("tcp://127.0.0.1:0"), kInvalid, {"rank 0: ", "port 0"});
   expectError(init("tcp://127.0.0.1:99999"), kInvalid, {"port"});
   expectError(init("tcp://"), kInvalid, {"port"});
   expectError(init("tcp://no-such-host.invalid:1234"), kInvalid, {"no-such-host.invalid"});
