@@ -149,7 +149,9 @@ class HORA_API Communicator {
   // ErrorKind::InvalidUsage, unless HORA_CHECK_AGREEMENT=0 or every rank
   // has a CUDA device (the barrier then runs over the rendezvous ring).
   void barrier();
-  // Waits for all asynchronous work issued so far.
+  // Waits for all asynchronous work issued so far. On a communicator that
+  // was aborted or revoked (InvalidUsage) or broke, throws that, as barrier()
+  // does.
   void synchronize();
 
   // Stops all communication; pending and later operations fail. Peers see

@@ -263,11 +263,17 @@ void Communicator::send(const void* buf, std::size_t count, DataType type, int p
 void Communicator::recv(void* buf, std::size_t count, DataType type, int peer, int tag) {
   api::onRank(impl_->rank(), [&] { impl_->execute({p2pOp(*impl_, core::OpKind::Recv, nullptr, buf, count, type, peer, tag)}); });
 }
+// A communicator that was aborted, revoked or broke says so (InvalidUsage,
+// or the failure's kind) before anything waits.
 void Communicator::barrier() {
+  impl_->checkUsable();
   impl_->finalize();
   impl_->barrier();
 }
-void Communicator::synchronize() { impl_->finalize(); }
+void Communicator::synchronize() {
+  impl_->checkUsable();
+  impl_->finalize();
+}
 void Communicator::abort() { impl_->abort(); }
 void Communicator::revoke() { impl_->revoke(); }
 std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& excludedRanks, ShrinkMode mode) {

@@ -855,7 +855,7 @@ void Communicator::stopEverything() {
   std::lock_guard<std::mutex> lock(queueMutex_);
   for (auto& task : queue_)
     task.work->complete(std::make_exception_ptr(
-        Error(ErrorKind::InvalidUsage, strCat("rank ", rank_, ": the communicator was aborted"))));
+        Error(ErrorKind::InvalidUsage, strCat("rank ", rank_, ": the communicator was aborted"), rank_)));
   queue_.clear();
 }
 

@@ -449,6 +449,9 @@ TEST(CppApi, AbortEndsABlockedOperationPromptly) {
   expectErrorIn(error, ErrorKind::InvalidUsage, {"abort"});
   expectError([&] { world[0]->allReduce(data.data(), data.data(), 1, DataType::Float32, RedOp::Sum); },
               ErrorKind::InvalidUsage, {"aborted"});
+  // Waiting on an aborted communicator says so, as a call does.
+  expectError([&] { world[0]->synchronize(); }, ErrorKind::InvalidUsage, {"aborted"});
+  expectError([&] { world[0]->barrier(); }, ErrorKind::InvalidUsage, {"aborted"});
 }
 
 // A watchdog and an error handler may abort one communicator at the same

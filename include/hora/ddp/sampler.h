@@ -34,8 +34,8 @@ struct DistributedSamplerOptions {
   // sampler built without one); given, they are used as they are, as
   // PyTorch's sampler uses num_replicas and rank even where a process group
   // exists (say, every rank reading the whole set: numReplicas 1, rank 0).
-  std::optional<int> numReplicas;
-  std::optional<int> rank;
+  std::optional<int> numReplicas = std::nullopt;
+  std::optional<int> rank = std::nullopt;
   bool shuffle = true;  // a fresh permutation per epoch; false keeps 0..n-1
   // The permutation of epoch e is torchRandperm(n, seed + e) (mod 2^64); every
   // rank must use the same seed.
