@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -45,7 +46,9 @@ int numaOf(hwloc_topology_t topology, hwloc_obj_t object) {
 
 class HwlocWalker {
  public:
-  HwlocWalker(hwloc_topology_t topology, SystemBuilder& builder) : topology_(topology), builder_(builder) {}
+  // `source`: the file (or "this host"), for messages.
+  HwlocWalker(hwloc_topology_t topology, std::string source, SystemBuilder& builder)
+      : topology_(topology), source_(std::move(source)), builder_(builder) {}
 
   void run() {
     summarizeCpus();
@@ -157,9 +160,20 @@ class HwlocWalker {
       if (device.name.empty()) device.name = netdev;
       else if (!netdev.empty()) device.detail += " (" + netdev + ")";
     }
+    claimBusId(device);
     int id = builder_.addDevice(node, device, a.linkspeed);
     deviceOf_[pci] = id;
     for (hwloc_obj_t os = pci->io_first_child; os != nullptr; os = os->next_sibling) deviceOf_[os] = id;
+  }
+
+  // A bus id addresses one PCI function, and GPUs are found by theirs: two
+  // devices with one would make one of them unreachable. hwloc reads such a
+  // file without a word (as the NCCL-format reader does not).
+  void claimBusId(const Device& device) {
+    auto [first, isNew] = kindOfBusId_.emplace(device.busId, device.kind);
+    if (!isNew)
+      fail(ErrorKind::InvalidArgument, source_, ": two PCI devices have bus id ", device.busId, " (a ",
+           deviceKindName(first->second), " and a ", deviceKindName(device.kind), "): bus ids must be unique");
   }
 
   // hwloc's NVML backend exports NVLink as a bandwidth matrix (MB/s) between
@@ -198,8 +212,10 @@ class HwlocWalker {
   }
 
   hwloc_topology_t topology_;
+  std::string source_;
   SystemBuilder& builder_;
   std::map<hwloc_obj_t, int> deviceOf_;
+  std::map<std::string, DeviceKind> kindOfBusId_;  // of the devices added
 };
 
 }  // namespace
@@ -217,7 +233,7 @@ void importHwloc(const std::string& xmlPath, SystemBuilder& builder) {
     fail(ErrorKind::InvalidArgument, "hwloc could not load '", xmlPath, "' (", errnoText(errno),
          "): not a valid hwloc XML export (as `lstopo file.xml` writes)");
   }
-  HwlocWalker(raw, builder).run();
+  HwlocWalker(raw, xmlPath.empty() ? "hwloc (this host)" : xmlPath, builder).run();
   HORA_LOG(Trace, "topology: hwloc read ", xmlPath.empty() ? std::string("this host") : xmlPath);
 }
 

@@ -1,8 +1,8 @@
 // Where a System comes from: this host (hwloc + NVML) or a file.
 #include <cerrno>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "base/env.h"
 #include "base/error.h"
@@ -17,18 +17,37 @@ namespace hora::topology {
 
 namespace {
 
+// The largest file read. The hwloc export of a many-socket server with
+// thousands of hardware threads runs to some megabytes (every object carries
+// its CPU sets), so this leaves ample room; without a limit, a wrong path
+// (/dev/zero, a disk image) would be read until memory runs out.
+constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
+
+[[noreturn]] void failTooLarge(const std::string& path) {
+  fail(ErrorKind::InvalidArgument, "topology file '", path, "' is larger than ", kMaxFileBytes >> 20,
+       " MiB, which no machine description comes near: is it the right file?");
+}
+
 std::string readWholeFile(const std::string& path) {
   // A directory opens as a stream that reads as empty: say what it is,
   // rather than that the "file" holds no XML.
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored))
     fail(ErrorKind::System, "cannot read topology file '", path, "': ", errnoText(EISDIR));
+  // A regular file says its size; anything else (a device, a pipe) is
+  // measured as it is read.
+  if (std::filesystem::is_regular_file(path, ignored) && std::filesystem::file_size(path, ignored) > kMaxFileBytes)
+    failTooLarge(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(ErrorKind::System, "cannot read topology file '", path, "': ", errnoText(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes) failTooLarge(path);
+  }
   if (in.bad()) fail(ErrorKind::System, "error reading topology file '", path, "': ", errnoText(errno));
-  return text.str();
+  return text;
 }
 
 // Recognises the format by the root element, then imports it.

@@ -46,8 +46,23 @@ constexpr RealRange kLinkSpeeds{256, "link_speed is in GT/s, and no PCIe link is
 // The fastest ports today carry 800 Gbit/s; 10 Tbit/s is far beyond any.
 constexpr RealRange kNicSpeeds{1e7, "speed is in Mbit/s, and no NIC port reaches 10 Tbit/s"};
 
-// The NIC port names that come from NCCL's InfiniBand plugin (verbs devices).
-bool isVerbsName(const std::string& name) { return name.rfind("mlx", 0) == 0; }
+// Whether a <net> is a verbs device (InfiniBand, or RoCE and other RDMA over
+// Ethernet: mlx5_0, bnxt_re0, irdma0). NCCL's dump writes each port's guid:
+// its InfiniBand plugin the device's system image GUID, a 64-bit EUI-64 that
+// is never 0, its socket transport the port's index (so the guid equals
+// dev). The name is no guide beyond Mellanox's "mlx" (every vendor's driver
+// names its devices its own way), and a file may leave the guid out.
+bool isVerbsPort(const std::string& name, const std::optional<std::string>& guid,
+                 const std::optional<std::string>& dev) {
+  if (name.rfind("mlx", 0) == 0) return true;
+  if (!guid) return false;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(guid->c_str(), &end, 16);
+  if (end == guid->c_str() || *end != '\0' || value == 0) return false;
+  if (!dev) return true;
+  unsigned long long index = std::strtoull(dev->c_str(), &end, 0);
+  return end == dev->c_str() || *end != '\0' || index != value;
+}
 
 // What an <nvlink> reaches, from its tclass as NCCL reads it: a GPU
 // (0x03....), the CPU (0x068001, IBM POWER), and anything else, or no
@@ -123,6 +138,20 @@ class NcclXmlImporter {
     if (!(result >= 0 && result <= range.maximum))  // NaN fails too
       error(e, "<", e.name, "> ", key, "=\"", *value, "\" is out of range: ", range.why);
     return result;
+  }
+
+  // A PCI class code as a 24-bit number (base class, subclass, programming
+  // interface). Some dumps write only its leading bytes: "0x0302" or "0x03"
+  // for a 3D controller, as NCCL, which matches classes by their leading
+  // digits, reads them; those are widened by the bytes left out.
+  unsigned long pciClass(const xml::Element& e, const char* key) const {
+    auto cls = static_cast<unsigned long>(integer(e, key, 0, kPciClasses));
+    const std::string text = e.attribute(key).value_or("");
+    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+      std::size_t digits = text.size() - 2;
+      if (digits == 2 || digits == 4) cls <<= 8 * (3 - digits / 2);
+    }
+    return cls;
   }
 
   double pciLinkGBps(const xml::Element& e) const {
@@ -211,7 +240,7 @@ class NcclXmlImporter {
     claimBusId(e, id);
     // NCCL requires the class: without it a device could be anything.
     required(e, "class");
-    unsigned long cls = static_cast<unsigned long>(integer(e, "class", 0, kPciClasses));
+    unsigned long cls = pciClass(e, "class");
     long vendor = integer(e, "vendor", -1, kPciVendors);
     double link = pciLinkGBps(e);
     unsigned long base = cls >> 16, sub = (cls >> 8) & 0xff;
@@ -229,7 +258,7 @@ class NcclXmlImporter {
       Device device;
       device.kind = DeviceKind::Gpu;
       device.busId = id;
-      int gpu = builder_.addDevice(parentNode, device, link);
+      int gpu = addDevice(e, parentNode, device, link);
       for (const auto& child : e.children)
         if (child->name == "gpu") gpuLinks(*child, gpu, cpuNode);
       return;
@@ -246,7 +275,7 @@ class NcclXmlImporter {
         device.busId = id;
         device.rdma = infiniband;
         device.detail = infiniband ? "InfiniBand" : "Ethernet";
-        builder_.addDevice(parentNode, device, link);
+        addDevice(e, parentNode, device, link);
       }
       return;
     }
@@ -254,12 +283,36 @@ class NcclXmlImporter {
       Device device;
       device.kind = DeviceKind::NvSwitch;
       device.busId = id;
-      builder_.addDevice(parentNode, device, link);
+      addDevice(e, parentNode, device, link);
       return;
     }
     // Anything else (storage, a bridge of another class) may still hold devices.
-    for (const auto& child : e.children)
-      if (child->name == "pci") pci(*child, parentNode, cpuNode);
+    bool holdsDevices = false;
+    for (const auto& child : e.children) {
+      if (child->name != "pci") continue;
+      holdsDevices = true;
+      pci(*child, parentNode, cpuNode);
+    }
+    if (!holdsDevices) reportIgnored(e, id, cls);
+  }
+
+  // A device hora has no use for is left out, but not silently: a class or
+  // vendor read wrongly would otherwise make GPUs vanish without a word.
+  void reportIgnored(const xml::Element& e, const std::string& id, unsigned long cls) const {
+    const std::string written = "<pci> busid=\"" + id + "\" class=\"" + e.attribute("class").value_or("") + "\"";
+    if (cls >> 16 == 0x03)
+      HORA_LOG(Warn, source_, ":", e.line, ": ", written, " vendor=\"", e.attribute("vendor").value_or(""),
+               "\" is a display controller not made by NVIDIA (0x10de); hora uses NVIDIA GPUs only: ignored");
+    else
+      HORA_LOG(Info, source_, ":", e.line, ": ", written, " is no GPU, NIC, PCIe switch or NVSwitch: ignored");
+  }
+
+  // Every device goes through here, so that a file listing more of a kind
+  // than a System holds is refused at the line that goes too far.
+  int addDevice(const xml::Element& e, int parentNode, Device device, double link) {
+    if (builder_.countOfKind(device.kind) >= kMaxDevicesPerKind)
+      error(e, tooManyDevicesText(device.kind));
+    return builder_.addDevice(parentNode, std::move(device), link);
   }
 
   // <nic><net name=... speed=.../></nic>: one NIC per port. Returns how many.
@@ -272,16 +325,16 @@ class NcclXmlImporter {
       device.busId = busId;
       device.name = net->attribute("name").value_or("");
       claimNicName(*net, device.name);
-      // NCCL names a port after its provider: verbs devices (mlx5_0) come
-      // from the InfiniBand plugin, sockets from netdev names (eth0). A
-      // verbs port of no known class may be InfiniBand or RoCE: its RDMA
-      // flag says all that is known.
-      bool verbsName = isVerbsName(device.name);
-      device.rdma = infiniband || verbsName;
-      device.detail = infiniband ? "InfiniBand" : verbsName ? "" : "Ethernet";
-      if (!verbsName) device.netdev = device.name;
+      // NCCL names a port after its provider: verbs devices (mlx5_0,
+      // bnxt_re0) come from the InfiniBand plugin, sockets from netdev
+      // names (eth0). A verbs port of no known class may be InfiniBand or
+      // RoCE: its RDMA flag says all that is known.
+      bool verbs = isVerbsPort(device.name, net->attribute("guid"), net->attribute("dev"));
+      device.rdma = infiniband || verbs;
+      device.detail = infiniband ? "InfiniBand" : verbs ? "" : "Ethernet";
+      if (!verbs) device.netdev = device.name;
       device.speedGbps = number(*net, "speed", kNicSpeeds) / 1000.0;  // Mbit/s in the file
-      builder_.addDevice(parentNode, device, link);
+      addDevice(*net, parentNode, device, link);
       ++added;
     }
     return added;
@@ -307,7 +360,7 @@ class NcclXmlImporter {
   // was not visible, which NCCL takes to be an NVSwitch.
   NvLinkTarget nvLinkTarget(const xml::Element& link) const {
     if (!link.attribute("tclass")) return NvLinkTarget::Fabric;
-    auto cls = static_cast<unsigned long>(integer(link, "tclass", 0, kPciClasses));
+    unsigned long cls = pciClass(link, "tclass");
     if (cls >> 16 == 0x03) return NvLinkTarget::Gpu;
     if (cls == 0x068001) return NvLinkTarget::Cpu;
     return NvLinkTarget::Fabric;

@@ -32,6 +32,12 @@ double nvswitchGBpsPerGpu(int smVersion) {
   return 300;                        // unknown: an A100-class estimate
 }
 
+std::string tooManyDevicesText(DeviceKind kind) {
+  const char* plural = kind == DeviceKind::Gpu ? "GPUs" : kind == DeviceKind::Nic ? "NICs" : "NVSwitches";
+  return strCat("more than ", kMaxDevicesPerKind, " ", plural, ": hora describes at most ", kMaxDevicesPerKind,
+                " devices of a kind, as NCCL does, and no machine has that many");
+}
+
 SystemBuilder::SystemBuilder(std::string source) : source_(std::move(source)) {}
 
 int SystemBuilder::cpuNode(int numaNode) {
@@ -60,6 +66,9 @@ int SystemBuilder::addBridge(int parent, std::string busId, bool isSwitch, doubl
 
 int SystemBuilder::addDevice(int parent, Device device, double linkGBps) {
   HORA_ENFORCE(parent >= -1 && parent < static_cast<int>(nodes_.size()), "parent node ", parent);
+  int& ofKind = perKind_[static_cast<std::size_t>(device.kind)];
+  if (ofKind >= kMaxDevicesPerKind) fail(ErrorKind::InvalidArgument, source_, ": ", tooManyDevicesText(device.kind));
+  ++ofKind;
   if (parent >= 0) device.numaNode = nodes_[parent].numaNode;
   devices_.push_back(PendingDevice{std::move(device), parent, linkGBps});
   return static_cast<int>(devices_.size()) - 1;
@@ -73,13 +82,9 @@ int SystemBuilder::findDevice(const std::string& busId, DeviceKind kind) const {
 
 void SystemBuilder::addNvLink(int a, int b, double GBps) {
   if (a == b || GBps <= 0) return;
-  for (auto& edge : nvlinks_) {
-    if ((edge.a == a && edge.b == b) || (edge.a == b && edge.b == a)) {
-      edge.GBps += GBps;
-      return;
-    }
-  }
-  nvlinks_.push_back(NvLinkEdge{a, b, GBps});
+  auto [at, isNew] = nvlinkIndex_.emplace(std::make_pair(std::min(a, b), std::max(a, b)), nvlinks_.size());
+  if (isNew) nvlinks_.push_back(NvLinkEdge{a, b, 0});
+  nvlinks_[at->second].GBps += GBps;
 }
 
 void SystemBuilder::addNvLinkToCpu(int device, int cpu, double GBps) { addNvLink(device, -(cpu + 1), GBps); }
@@ -163,26 +168,26 @@ double SystemBuilder::pcieBandwidth(int deviceA, int deviceB) const {
   return std::isinf(narrowest) ? kDefaultPcieGBps : narrowest;
 }
 
-double SystemBuilder::fabricGBps(int device) const {
-  double total = 0;
+std::vector<double> SystemBuilder::fabricGBps() const {
+  std::vector<double> total(devices_.size(), 0);
+  auto isSwitch = [&](int vertex) { return vertex >= 0 && devices_[vertex].device.kind == DeviceKind::NvSwitch; };
   for (const auto& e : nvlinks_) {
-    int other = e.a == device ? e.b : e.b == device ? e.a : -1;
-    if (other >= 0 && devices_[other].device.kind == DeviceKind::NvSwitch) total += e.GBps;
+    if (e.a >= 0 && isSwitch(e.b)) total[static_cast<std::size_t>(e.a)] += e.GBps;
+    if (e.b >= 0 && isSwitch(e.a)) total[static_cast<std::size_t>(e.b)] += e.GBps;
   }
   return total;
 }
 
-Path SystemBuilder::nvlinkPath(int a, int b) const {
-  double direct = 0;
-  for (const auto& e : nvlinks_)
-    if ((e.a == a && e.b == b) || (e.a == b && e.b == a)) direct += e.GBps;
+Path SystemBuilder::nvlinkPath(int a, int b, const std::vector<double>& fabric) const {
+  auto edge = nvlinkIndex_.find(std::make_pair(std::min(a, b), std::max(a, b)));
+  double direct = edge == nvlinkIndex_.end() ? 0 : nvlinks_[edge->second].GBps;
   // The NVSwitches of a machine are trunked into one fabric (DGX-2 joins its
   // two boards' switches; descriptions often list only GPU-to-switch links),
   // so two GPUs that each reach a switch reach each other at the narrower
   // of their bandwidths into the fabric.
   double viaSwitches = 0;
   if (devices_[a].device.kind == DeviceKind::Gpu && devices_[b].device.kind == DeviceKind::Gpu)
-    viaSwitches = std::min(fabricGBps(a), fabricGBps(b));
+    viaSwitches = std::min(fabric[static_cast<std::size_t>(a)], fabric[static_cast<std::size_t>(b)]);
   if (direct <= 0 && viaSwitches <= 0) return Path{PathClass::Sys, 0};
   return Path{PathClass::Nvl, std::max(direct, viaSwitches)};
 }
@@ -204,20 +209,23 @@ System SystemBuilder::build() {
   system.cpu_ = cpu_;
   for (const auto& [node, cpus] : numaCpus_)
     if (!cpus.empty()) system.numa_.push_back({node, cpus});
+  std::vector<double> nvlinkTotal(static_cast<std::size_t>(count), 0);
+  for (const auto& e : nvlinks_) {
+    if (e.a >= 0) nvlinkTotal[static_cast<std::size_t>(e.a)] += e.GBps;
+    if (e.b >= 0) nvlinkTotal[static_cast<std::size_t>(e.b)] += e.GBps;
+  }
   int perKind[3] = {0, 0, 0};
   for (int id : order) {
     Device device = devices_[id].device;
     int k = perKind[static_cast<int>(device.kind)]++;
     if (device.kind == DeviceKind::Gpu) device.name = strCat("GPU", k);
     else if (device.name.empty()) device.name = strCat(deviceKindName(device.kind), k);
-    if (device.kind == DeviceKind::Gpu) {
-      for (const auto& e : nvlinks_)
-        if (e.a == id || e.b == id) device.nvlinkGBps += e.GBps;
-    }
+    if (device.kind == DeviceKind::Gpu) device.nvlinkGBps = nvlinkTotal[static_cast<std::size_t>(id)];
     system.devices_.push_back(std::move(device));
   }
 
   const auto n = static_cast<std::size_t>(count);
+  const std::vector<double> fabric = fabricGBps();
   system.paths_.assign(n * n, Path{});
   system.pcie_.assign(n * n, PathClass::Sys);
   for (std::size_t i = 0; i < n; ++i) {
@@ -231,7 +239,7 @@ System SystemBuilder::build() {
         continue;
       }
       pcie = pcieClass(devices_[a].parentNode, devices_[b].parentNode);
-      path = nvlinkPath(a, b);
+      path = nvlinkPath(a, b, fabric);
       if (path.cls != PathClass::Nvl) path = Path{pcie, pcieBandwidth(a, b)};
     }
   }
@@ -280,7 +288,11 @@ System SystemBuilder::build() {
   std::sort(system.switches_.begin(), system.switches_.end(),
             [](const PciSwitch& a, const PciSwitch& b) { return a.busId < b.busId; });
 
-  // FNV-1a over what decides transports and rings: kinds, bus ids, classes.
+  // FNV-1a over what decides transports and rings: kinds, bus ids, classes,
+  // and the bandwidth of each NVLink path (in MB/s, whole numbers, so that
+  // no rounding of the last digit tells equal hosts apart): a ring keeps to
+  // the fastest NVLink hops, so hosts whose links differ only in their
+  // count order their GPUs differently.
   std::uint64_t hash = 1469598103934665603ull;
   auto mix = [&](std::string_view bytes) {
     for (unsigned char c : bytes) {
@@ -296,6 +308,8 @@ System SystemBuilder::build() {
   for (std::size_t i = 0; i < n * n; ++i) {
     mix(pathClassName(system.paths_[i].cls));
     mix(pathClassName(system.pcie_[i]));
+    if (system.paths_[i].cls == PathClass::Nvl)
+      mix(strCat(std::llround(system.paths_[i].bandwidthGBps * 1000), ";"));
   }
   system.fingerprint_ = hash;
   return system;

@@ -4,6 +4,7 @@
 // so importers only describe, and the rules live in one place.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,14 @@ double nvlinkGBpsPerLink(int smVersion);
 // architecture; used for LoadOptions::assumeNvSwitch.
 double nvswitchGBpsPerGpu(int smVersion);
 
+// The most devices of one kind (GPUs, NICs, NVSwitches) a System holds, as
+// NCCL's topology holds at most 640 nodes of a type. Machines have a few
+// dozen; the paths between every two devices grow with the square of their
+// count, so a file listing thousands would take minutes and gigabytes.
+inline constexpr int kMaxDevicesPerKind = 640;
+// Why a device beyond kMaxDevicesPerKind is refused ("more than 640 GPUs: ...").
+std::string tooManyDevicesText(DeviceKind kind);
+
 class SystemBuilder {
  public:
   explicit SystemBuilder(std::string source);
@@ -46,9 +55,11 @@ class SystemBuilder {
 
   // A device below parentNode (a CPU node for NICs known only by name; -1
   // for an NVSwitch fabric seen only through NVLink). linkGBps: its PCIe
-  // link; 0 = unknown. Returns the device's id for addNvLink.
+  // link; 0 = unknown. Returns the device's id for addNvLink. Throws
+  // hora::Error(InvalidArgument) beyond kMaxDevicesPerKind of its kind.
   int addDevice(int parentNode, Device device, double linkGBps);
   int deviceCount() const { return static_cast<int>(devices_.size()); }
+  int countOfKind(DeviceKind kind) const { return perKind_[static_cast<std::size_t>(kind)]; }
   const Device& device(int id) const { return devices_[static_cast<std::size_t>(id)].device; }
   Device& device(int id) { return devices_[static_cast<std::size_t>(id)].device; }
   // The device with this canonical bus id and kind, or -1.
@@ -90,8 +101,10 @@ class SystemBuilder {
 
   PathClass pcieClass(int nodeA, int nodeB) const;
   double pcieBandwidth(int deviceA, int deviceB) const;
-  Path nvlinkPath(int deviceA, int deviceB) const;
-  double fabricGBps(int device) const;
+  // `fabric`: fabricGBps(), computed once for every pair's path.
+  Path nvlinkPath(int deviceA, int deviceB, const std::vector<double>& fabric) const;
+  // Each device's NVLink bandwidth into the NVSwitch fabric (0: none).
+  std::vector<double> fabricGBps() const;
   std::vector<int> ancestors(int node) const;  // node first, CPU last
 
   std::string source_;
@@ -100,7 +113,11 @@ class SystemBuilder {
   std::map<int, int> cpuByNuma_;
   std::map<int, std::vector<int>> numaCpus_;
   std::vector<PendingDevice> devices_;
+  std::array<int, 3> perKind_{};  // devices of each DeviceKind
   std::vector<NvLinkEdge> nvlinks_;
+  // Each pair of vertices (smaller first) -> its edge in nvlinks_: files may
+  // list NVLinks among hundreds of GPUs, and a scan per link would take minutes.
+  std::map<std::pair<int, int>, std::size_t> nvlinkIndex_;
 };
 
 }  // namespace hora::topology

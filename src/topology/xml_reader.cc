@@ -12,6 +12,24 @@ std::optional<std::string> Element::attribute(std::string_view key) const {
   return std::nullopt;
 }
 
+Utf8Char decodeUtf8(std::string_view bytes) {
+  if (bytes.empty()) return {0, 0};
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return {1, lead};
+  std::size_t length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 0;
+  if (length == 0 || lead > 0xf4 || bytes.size() < length) return {0, 0};
+  std::uint32_t value = lead & (0x7f >> length);
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) return {0, 0};
+    value = (value << 6) | (byte(i) & 0x3f);
+  }
+  // Overlong forms (the same code point in more bytes) are refused as UTF-8 requires.
+  static constexpr std::uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (value < kSmallest[length] || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return {0, 0};
+  return {length, value};
+}
+
 namespace {
 
 bool isNameStart(char c) {
@@ -22,6 +40,35 @@ bool isNameChar(char c) {
   return isNameStart(c) || (c >= '0' && c <= '9') || c == '-' || c == '.';
 }
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The characters XML allows in a document: no NUL or other C0 control but
+// tab and line ends, no surrogate halves (they are not characters of their
+// own), not U+FFFE or U+FFFF. A surrogate would be invalid UTF-8 in every
+// name and value it reached (and so in hora-topo's JSON); the controls mean
+// nothing in a machine description.
+bool isXmlChar(std::uint32_t c) {
+  return c == 0x9 || c == 0xa || c == 0xd || (c >= 0x20 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) ||
+         (c >= 0x10000 && c <= 0x10ffff);
+}
+
+// The encodings whose text is read correctly as UTF-8, as an XML
+// declaration names them (any case).
+bool isUtf8Compatible(std::string_view encoding) {
+  std::string lower;
+  for (char c : encoding) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return lower == "utf-8" || lower == "utf8" || lower == "us-ascii" || lower == "ascii";
+}
+
+constexpr char kHexDigits[] = "0123456789ABCDEF";
+
+std::string hexByte(unsigned char c) { return std::string("0x") + kHexDigits[c >> 4] + kHexDigits[c & 0xf]; }
+
+// A code point as Unicode writes it after "U+": 0000, 10FFFF.
+std::string hexCodePoint(std::uint32_t value) {
+  std::string digits;
+  for (int shift = value > 0xffff ? 20 : 12; shift >= 0; shift -= 4) digits += kHexDigits[(value >> shift) & 0xf];
+  return digits;
+}
 
 void appendUtf8(std::string& out, std::uint32_t codePoint) {
   if (codePoint < 0x80) {
@@ -48,7 +95,10 @@ class Reader {
   Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
 
   std::unique_ptr<Element> document() {
+    refuseUtf16();
     if (text_.substr(0, 3) == "\xEF\xBB\xBF") advance(3);  // UTF-8 byte order mark
+    checkDeclaredEncoding();  // first: a Latin-1 file's letters would read as bytes that are not UTF-8
+    checkCharacters();
     skipMisc();
     if (atEnd()) error("the file holds no XML element");
     if (!lookingAt("<") || lookingAt("</")) error("expected the root element");
@@ -60,6 +110,55 @@ class Reader {
 
  private:
   static constexpr int kMaxDepth = 256;  // a machine description is never this deep
+  // The most elements a document may hold. The hwloc export of a server
+  // with thousands of hardware threads has some tens of thousands; each
+  // element costs far more memory than its few bytes of text, so a file of
+  // nothing but tiny elements would otherwise take gigabytes.
+  static constexpr int kMaxElements = 1'000'000;
+
+  // UTF-16 text (with its byte order mark) reads as nonsense bytes: name it.
+  void refuseUtf16() const {
+    if (text_.substr(0, 2) == "\xFF\xFE" || text_.substr(0, 2) == "\xFE\xFF")
+      error("the file is UTF-16 (it starts with a UTF-16 byte order mark); hora reads UTF-8: convert it, "
+            "e.g. with iconv -f UTF-16 -t UTF-8");
+  }
+
+  // The whole text is UTF-8 of characters XML allows, checked before
+  // anything is read from it, so that no name or value carries bytes that
+  // are no text.
+  void checkCharacters() {
+    std::size_t at = pos_;
+    while (at < text_.size()) {
+      Utf8Char decoded = decodeUtf8(text_.substr(at));
+      if (decoded.length == 0) {
+        advance(at - pos_);
+        error("byte ", hexByte(static_cast<unsigned char>(text_[at])),
+              " is not UTF-8: hora reads UTF-8 (or US-ASCII) files only; convert the file with iconv");
+      }
+      if (!isXmlChar(decoded.codePoint)) {
+        advance(at - pos_);
+        error("character U+", hexCodePoint(decoded.codePoint), " is not allowed in XML");
+      }
+      at += decoded.length;
+    }
+  }
+
+  // <?xml version="1.0" encoding="ISO-8859-1"?>: a file in another
+  // encoding than UTF-8 would be misread (its accented letters as invalid
+  // bytes, or as other letters), so one that says so is refused.
+  void checkDeclaredEncoding() const {
+    if (!lookingAt("<?xml") || !isSpace(text_.size() > pos_ + 5 ? text_[pos_ + 5] : '\0')) return;
+    std::string_view declaration = text_.substr(pos_, text_.find("?>", pos_) - pos_);
+    std::size_t key = declaration.find("encoding");
+    if (key == std::string_view::npos) return;  // no declaration means UTF-8
+    std::size_t open = declaration.find_first_of("\"'", key);
+    if (open == std::string_view::npos) return;  // malformed: the reader says so where it skips it
+    std::size_t close = declaration.find(declaration[open], open + 1);
+    std::string_view encoding = declaration.substr(open + 1, close == std::string_view::npos ? 0 : close - open - 1);
+    if (!isUtf8Compatible(encoding))
+      error("the file declares encoding=\"", encoding, "\"; hora reads UTF-8 (or US-ASCII) files only: convert it, "
+            "e.g. with iconv -f ", encoding, " -t UTF-8, and change the declaration");
+  }
 
   template <typename... Parts>
   [[noreturn]] void error(const Parts&... parts) const {
@@ -154,6 +253,8 @@ class Reader {
         value = value * (hex ? 16 : 10) + static_cast<std::uint32_t>(digit);
         if (value > 0x10ffff) error("character reference &", body, "; is out of range");
       }
+      if (!isXmlChar(value))
+        error("character reference &", body, "; is U+", hexCodePoint(value), ", which XML does not allow");
       appendUtf8(out, value);
     } else {
       error("unknown entity &", body, ";");
@@ -183,6 +284,8 @@ class Reader {
 
   std::unique_ptr<Element> element(int depth) {
     if (depth > kMaxDepth) error("elements nested more than ", kMaxDepth, " deep");
+    if (++elements_ > kMaxElements)
+      error("more than ", kMaxElements, " elements, far more than any machine description holds");
     auto result = std::make_unique<Element>();
     result->line = line_;
     advance();  // '<'
@@ -241,6 +344,7 @@ class Reader {
   std::size_t pos_ = 0;
   int line_ = 1;
   int column_ = 1;
+  int elements_ = 0;
 };
 
 }  // namespace

@@ -2,7 +2,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "hora/communicator.h"
 #include "topology_test_support.h"
@@ -258,6 +260,70 @@ TEST(BadInputTest, HwlocRefusesAWellFormedButInvalidExport) {
   Error error = loadError(file.path());
   EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
   EXPECT_THAT(error.what(), HasSubstr("not a valid hwloc XML export"));
+}
+
+
+// A wrong path (a device, a disk image) is not read until memory runs out:
+// beyond 64 MiB a file is refused, a regular one before it is read.
+TEST(BadInputTest, FilesBeyondSixtyFourMebibytesAreRefused) {
+  TempFile sparse("");
+  std::filesystem::resize_file(sparse.path(), (64u << 20) + 1);  // a hole: no disk space taken
+  for (const std::string& path : {sparse.path(), std::string("/dev/zero")}) {
+    Error error = loadError(path);
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument) << path;
+    EXPECT_THAT(error.what(), HasSubstr("topology file '" + path + "' is larger than 64 MiB")) << path;
+  }
+}
+
+// `count` copies of `line(i)`, one per line, in a <cpu> of NCCL's format:
+// the i-th (from 0) is at line i + 3.
+std::string ncclFileOf(int count, const std::function<std::string(int)>& line) {
+  std::string body;
+  for (int i = 0; i < count; ++i) body += line(i) + "\n";
+  return ncclFile(body);
+}
+
+std::string gpuLine(int i) {
+  char text[96];
+  std::snprintf(text, sizeof text, "  <pci busid=\"%04x:01:00.0\" class=\"0x030200\"/>", i + 1);
+  return text;
+}
+
+std::string nicLine(int i) {
+  return "  <nic><net name=\"eth" + std::to_string(i) + "\" dev=\"" + std::to_string(i) + "\"/></nic>";
+}
+
+// As NCCL holds at most 640 nodes of a type: the paths between every two
+// devices grow with the square of their count, and a file of thousands of
+// GPUs took minutes and then all memory. The device that goes too far is
+// named by its line.
+TEST(BadInputTest, NcclFilesWithMoreThan640DevicesOfAKindAreRefused) {
+  TempFile gpus(ncclFileOf(641, gpuLine));
+  Error error = loadError(gpus.path());
+  EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr(gpus.path() + ":643: more than 640 GPUs"));
+  TempFile nics(ncclFileOf(641, nicLine));
+  EXPECT_THAT(loadError(nics.path()).what(), HasSubstr(nics.path() + ":643: more than 640 NICs"));
+}
+
+TEST(BadInputTest, NcclFilesWith640DevicesOfEachKindAreRead) {
+  TempFile file(ncclFileOf(1280, [](int i) { return i < 640 ? gpuLine(i) : nicLine(i - 640); }));
+  System sys = loadSystemFromFile(file.path());
+  EXPECT_EQ(sys.devicesOfKind(DeviceKind::Gpu).size(), 640u);
+  EXPECT_EQ(sys.devicesOfKind(DeviceKind::Nic).size(), 640u);
+}
+
+// GPUs are found by their bus id: hwloc reads a file that gives two
+// devices one without a word, so hora refuses it, as it does in NCCL's format.
+TEST(BadInputTest, HwlocDevicesWithOneBusIdAreRefused) {
+  std::string text = testing::readText(fixture("hwloc/32em64t-2n8c2t-pci-normalio.hwloc-2.9.0.xml"));
+  const std::string second = "pci_busid=\"0000:84:00.0\"";
+  ASSERT_NE(text.find(second), std::string::npos);
+  text.replace(text.find(second), second.size(), "pci_busid=\"0000:83:00.0\"");
+  TempFile file(text);
+  Error error = loadError(file.path());
+  EXPECT_EQ(error.kind(), ErrorKind::InvalidArgument);
+  EXPECT_THAT(error.what(), HasSubstr(file.path() + ": two PCI devices have bus id 0000:83:00.0 (a GPU and a GPU)"));
 }
 
 }  // namespace

@@ -210,5 +210,92 @@ TEST_F(HoraTopoToolTest, RefusesRankCountsOutOfRange) {
   }
 }
 
+
+// Input too large to describe a machine ends in a message and status 1,
+// never in an abort: an endless device, and a file of a thousand GPUs.
+TEST_F(HoraTopoToolTest, HugeInputEndsInAMessageNotAnAbort) {
+  auto [zeroStatus, zero] = runTool("--topo /dev/zero");
+  EXPECT_EQ(zeroStatus, 1) << zero;
+  EXPECT_THAT(zero, HasSubstr("hora-topo: topology file '/dev/zero' is larger than 64 MiB"));
+  std::string gpus;
+  for (int g = 1; g <= 1000; ++g) {
+    char line[96];
+    std::snprintf(line, sizeof line, "<pci busid=\"%04x:01:00.0\" class=\"0x030200\"/>\n", g);
+    gpus += line;
+  }
+  hora::topology::testing::TempFile many("<system version=\"1\">\n<cpu numaid=\"0\">\n" + gpus + "</cpu>\n</system>\n");
+  auto [manyStatus, output] = runTool("--topo " + many.path() + " --ranks 2");
+  EXPECT_EQ(manyStatus, 1) << output;
+  EXPECT_THAT(output, HasSubstr(many.path() + ":643: more than 640 GPUs"));
+}
+
+// Whether the bytes are well-formed UTF-8, and no control character is left unescaped.
+bool isJsonText(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t length = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (length == 0 || (c < 0x20 && c != '\n') || i + length > text.size() || c == 0xc0 || c == 0xc1 || c > 0xf4)
+      return false;
+    for (std::size_t k = 1; k < length; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return false;
+    i += length;
+  }
+  return true;
+}
+
+// Names reach the JSON from files and from this host; whatever bytes they
+// hold (here the file's own name, in Latin-1 with a control character), the
+// output is UTF-8 with every control character escaped.
+TEST_F(HoraTopoToolTest, WritesValidJsonWhateverBytesANameHolds) {
+  hora::topology::testing::TempFile file(
+      "<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\" class=\"0x030200\"/>\n"
+      "</cpu>\n</system>\n",
+      "-caf\xe9\x01\x7f.xml");
+  auto [status, output] = runTool("--topo '" + file.path() + "' --json");
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_TRUE(isJsonText(output)) << output;
+  EXPECT_THAT(output, HasSubstr("-caf\\ufffd\\u0001\\u007f.xml (NCCL topology XML)"));
+}
+
+// A device dropped for its class or vendor is not dropped silently.
+TEST_F(HoraTopoToolTest, LogsDevicesItLeavesOut) {
+  hora::topology::testing::TempFile file(
+      "<system version=\"1\">\n<cpu numaid=\"0\">\n"
+      "<pci busid=\"0000:01:00.0\" class=\"0x030200\" vendor=\"0x1002\"/>\n</cpu>\n</system>\n");
+  hora::test_support::ScopedEnv debug("HORA_DEBUG", "WARN");
+  auto [status, output] = runTool("--topo " + file.path());
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr(file.path() + ":3: <pci> busid=\"0000:01:00.0\" class=\"0x030200\" vendor=\"0x1002\" "
+                                "is a display controller not made by NVIDIA"));
+  EXPECT_THAT(output, HasSubstr("GPUs: none"));
+}
+
+// The RDMA NICs a rank would send through are shown only where the rank
+// uses ib: not where this host opens no verbs device (ib disabled here),
+// nor, on another machine, where no pair takes ib.
+TEST_F(HoraTopoToolTest, ShowsRdmaRailsOnlyForRanksThatUseIb) {
+  const std::string ndv4 = hora::topology::testing::fixture("nccl-topo/azure-ndv4-topo.xml");
+  {
+    hora::test_support::ScopedEnv file("HORA_TOPO_FILE", ndv4);
+    hora::test_support::ScopedEnv noIb("HORA_IB_DISABLE", "1");
+    auto [status, output] = runTool("--layout a:0-1,b:2-3");
+    ASSERT_EQ(status, 0) << output;
+    EXPECT_THAT(output, HasSubstr("ib:  disabled"));
+    EXPECT_THAT(output, ::testing::Not(HasSubstr("RDMA NIC")));
+  }
+  {
+    hora::test_support::ScopedEnv noIb("HORA_IB_DISABLE", "1");
+    auto [status, output] = runTool("--topo " + ndv4 + " --layout a:0-1,b:2-3");
+    ASSERT_EQ(status, 0) << output;
+    EXPECT_THAT(output, ::testing::Not(HasSubstr("RDMA NIC NIC")));
+    EXPECT_THAT(output, ::testing::Not(HasSubstr("RDMA NICs")));
+  }
+#if HORA_HAVE_IBVERBS
+  auto [status, output] = runTool("--topo " + ndv4 + " --layout a:0-1,b:2-3");
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_THAT(output, ::testing::ContainsRegex("rank 0: a, GPU 0001:00:00.0, RDMA NICs? NIC[0-9]"));
+#endif
+}
+
 }  // namespace
 }  // namespace hora::topo_tool

@@ -82,5 +82,67 @@ TEST(NcclXmlTest, NicPortsKeepTheirNamesAndInterfaces) {
   EXPECT_FALSE(sys.findNicByInterface("").has_value());
 }
 
+
+// Some dumps write a class as its leading bytes only ("0x0302": base class
+// and subclass). NCCL matches classes by their leading digits, so those are
+// GPUs, InfiniBand NICs and a PCIe switch as their full codes would be;
+// read as numbers they were classes of nothing, and every device vanished.
+TEST(NcclXmlTest, ClassCodesOfSixteenBitsAreReadAsNcclReadsThem) {
+  TempFile file(
+      "<system version=\"1\">\n  <cpu numaid=\"0\" affinity=\"0000000f\">\n"
+      "    <pci busid=\"ffff:ff:01.0\" class=\"0x0604\" link_speed=\"16 GT/s\" link_width=\"16\">\n"
+      "      <pci busid=\"0003:00:00.0\" class=\"0x0302\" link_speed=\"16 GT/s\" link_width=\"16\">"
+      "<gpu dev=\"0\" sm=\"80\"><nvlink target=\"0004:00:00.0\" count=\"4\" tclass=\"0x0302\"/></gpu></pci>\n"
+      "      <pci busid=\"0103:00:00.0\" class=\"0x0207\" link_speed=\"16 GT/s\" link_width=\"16\"/>\n"
+      "      <pci busid=\"0004:00:00.0\" class=\"0x03\" link_speed=\"16 GT/s\" link_width=\"16\"/>\n"
+      "      <pci busid=\"0104:00:00.0\" class=\"0x0200\" link_speed=\"16 GT/s\" link_width=\"16\"/>\n"
+      "    </pci>\n  </cpu>\n</system>\n");
+  System sys = loadSystemFromFile(file.path());
+  ASSERT_EQ(sys.devicesOfKind(DeviceKind::Gpu).size(), 2u);
+  ASSERT_EQ(sys.devicesOfKind(DeviceKind::Nic).size(), 2u);
+  ASSERT_EQ(sys.pciSwitches().size(), 1u);
+  EXPECT_EQ(sys.pciSwitches()[0].devices.size(), 4u);
+  EXPECT_EQ(sys.pciePathBetween(gpuIndex(sys, 0), gpuIndex(sys, 1)), PathClass::Pix);
+  EXPECT_EQ(gpuPath(sys, 0, 1), PathClass::Nvl);  // tclass="0x0302" is a GPU too
+  const Device& infiniband = sys.devices()[static_cast<std::size_t>(deviceNamed(sys, "NIC0"))];
+  EXPECT_TRUE(infiniband.rdma);
+  EXPECT_EQ(infiniband.detail, "InfiniBand");
+  const Device& ethernet = sys.devices()[static_cast<std::size_t>(deviceNamed(sys, "NIC1"))];
+  EXPECT_FALSE(ethernet.rdma);
+  EXPECT_EQ(ethernet.detail, "Ethernet");
+}
+
+// NCCL's InfiniBand plugin serves every verbs device (InfiniBand, and RoCE
+// NICs such as Broadcom's bnxt_re0 or Intel's irdma0) and writes its
+// system image GUID, never 0, as the port's guid; its socket transport
+// writes the port's index there. The guid, not a Mellanox name, makes a
+// port RDMA capable.
+TEST(NcclXmlTest, VerbsPortsAreKnownByTheirGuidNotTheirName) {
+  auto net = [](const std::string& name, int dev, const std::string& guid) {
+    return "<nic><net name=\"" + name + "\" dev=\"" + std::to_string(dev) + "\" speed=\"100000\"" +
+           (guid.empty() ? "" : " guid=\"" + guid + "\"") + "/></nic>";
+  };
+  TempFile file("<system version=\"1\">\n  <cpu numaid=\"0\" affinity=\"0000000f\">\n"
+                "    <pci busid=\"0000:12:00.0\" class=\"0x020000\" vendor=\"0x14e4\">" +
+                net("bnxt_re0", 0, "0x5cff35fffe0a1b2c") + "</pci>\n" + "    " +
+                net("irdma0", 1, "0x6cfe54fffe3d2a10") + "\n    " + net("eth0", 2, "0x2") + "\n    " +
+                net("eth1", 3, "0x0") + "\n    " + net("eth2", 4, "") + "\n    " + net("mlx5_0", 5, "") +
+                "\n  </cpu>\n</system>\n");
+  System sys = loadSystemFromFile(file.path());
+  for (const char* verbs : {"bnxt_re0", "irdma0", "mlx5_0"}) {
+    ASSERT_GE(deviceNamed(sys, verbs), 0) << verbs;
+    const Device& nic = sys.devices()[static_cast<std::size_t>(deviceNamed(sys, verbs))];
+    EXPECT_TRUE(nic.rdma) << verbs;
+    EXPECT_EQ(nic.netdev, "") << verbs;  // a verbs device is no network interface
+  }
+  for (const char* socket : {"eth0", "eth1", "eth2"}) {
+    ASSERT_GE(deviceNamed(sys, socket), 0) << socket;
+    const Device& nic = sys.devices()[static_cast<std::size_t>(deviceNamed(sys, socket))];
+    EXPECT_FALSE(nic.rdma) << socket;
+    EXPECT_EQ(nic.netdev, socket);
+  }
+  EXPECT_TRUE(sys.hasRdmaNic());
+}
+
 }  // namespace
 }  // namespace hora::topology

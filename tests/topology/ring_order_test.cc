@@ -155,14 +155,12 @@ TEST(RingOrderTest, AzureNDv2HybridCubeMeshRingUsesOnlyNvlink) {
   EXPECT_EQ(countOf(ringEdges(sys, ranks, ring), PathClass::Nvl), 8);
 }
 
-// The DGX-1 with V100s (Azure ND v2): the same hybrid cube mesh, but the
-// pairs 0-3, 0-4, 1-2, 1-5, 2-3, 4-7, 5-6 and 6-7 are joined by two links
-// and the others by one. A ring runs at the pace of its slowest hop, so it
-// keeps to the two-link pairs, which form one cycle through all eight GPUs.
-TEST(RingOrderTest, DGX1VRingKeepsToTheDoubleLinks) {
+// A DGX-1's hybrid cube mesh of NVLinks in the ND v2 fixture: GPUs 0-3 and
+// 4-7 each fully joined, and GPU g to g+4; the pairs in `doubleLinks` by two
+// links (V100), the others by one.
+std::string dgx1WithDoubleLinks(const std::set<std::pair<int, int>>& doubleLinks) {
   std::vector<std::string> buses = {"0001:00:00.0", "0002:00:00.0", "0003:00:00.0", "0004:00:00.0",
                                     "0005:00:00.0", "0006:00:00.0", "0007:00:00.0", "0008:00:00.0"};
-  const std::set<std::pair<int, int>> doubleLinks = {{0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3}, {4, 7}, {5, 6}, {6, 7}};
   auto linksBetween = [&](int a, int b) {
     if (a == b) return 0;
     if (doubleLinks.count({std::min(a, b), std::max(a, b)})) return 2;
@@ -177,8 +175,20 @@ TEST(RingOrderTest, DGX1VRingKeepsToTheDoubleLinks) {
                  "\" tclass=\"0x030200\"/>";
     children.push_back("<gpu dev=\"" + std::to_string(g) + "\" sm=\"70\">" + links + "</gpu>");
   }
-  TempFile file(withGpuChildren(readText(fixture("nccl-topo/azure-ndv2-topo.xml")),
-                                R"(class="0x030200" link_speed="16 GT/s" link_width="16"/>)", children));
+  return withGpuChildren(readText(fixture("nccl-topo/azure-ndv2-topo.xml")),
+                         R"(class="0x030200" link_speed="16 GT/s" link_width="16"/>)", children);
+}
+
+// The pairs of the DGX-1 with V100s joined by two links.
+const std::set<std::pair<int, int>> kDgx1VDoubleLinks = {{0, 3}, {0, 4}, {1, 2}, {1, 5},
+                                                        {2, 3}, {4, 7}, {5, 6}, {6, 7}};
+
+// The DGX-1 with V100s (Azure ND v2): the same hybrid cube mesh, but the
+// pairs 0-3, 0-4, 1-2, 1-5, 2-3, 4-7, 5-6 and 6-7 are joined by two links
+// and the others by one. A ring runs at the pace of its slowest hop, so it
+// keeps to the two-link pairs, which form one cycle through all eight GPUs.
+TEST(RingOrderTest, DGX1VRingKeepsToTheDoubleLinks) {
+  TempFile file(dgx1WithDoubleLinks(kDgx1VDoubleLinks));
   System sys = loadSystemFromFile(file.path());
   auto ranks = rankPerGpu(sys);
   auto ring = ringOrder(ranks, &sys);
@@ -192,6 +202,27 @@ TEST(RingOrderTest, DGX1VRingKeepsToTheDoubleLinks) {
   // Ranks numbered otherwise get the same cycle of GPUs.
   auto shuffled = place(sys, {0, 1, 2, 3, 7, 6, 5, 4});  // rank r on GPU 0 1 2 3 7 6 5 4
   EXPECT_THAT(ringOrder(shuffled, &sys), ElementsAre(0, 3, 2, 1, 6, 5, 4, 7));
+}
+
+// Ranks use their System for ring order only where every rank's has the
+// same fingerprint, so it must cover what the order depends on: two hosts
+// whose NVLinks differ only in their count (one double link degraded to
+// one) order their rings differently, and must not pass for one shape.
+TEST(RingOrderTest, FingerprintsTellNvLinkBandwidthsApart) {
+  TempFile healthy(dgx1WithDoubleLinks(kDgx1VDoubleLinks));
+  auto degradedLinks = kDgx1VDoubleLinks;
+  degradedLinks.erase({1, 2});
+  TempFile degraded(dgx1WithDoubleLinks(degradedLinks));
+  System a = loadSystemFromFile(healthy.path());
+  System b = loadSystemFromFile(degraded.path());
+  ASSERT_NE(ringOrder(rankPerGpu(a), &a), ringOrder(rankPerGpu(b), &b));
+  EXPECT_NE(a.fingerprint(), b.fingerprint());
+  EXPECT_EQ(a.fingerprint(), loadSystemFromFile(healthy.path()).fingerprint());
+  // Ranks on two hosts, one of each, agree on a ring that uses neither System.
+  auto onA = place(a, {0, 1, 2, 3, 4, 5, 6, 7}, {1, 1, 1, 1, 2, 2, 2, 2});
+  auto onB = place(b, {0, 1, 2, 3, 4, 5, 6, 7}, {1, 1, 1, 1, 2, 2, 2, 2});
+  for (std::size_t r = 4; r < 8; ++r) onA[r].topologyFingerprint = onB[r].topologyFingerprint;
+  EXPECT_EQ(ringOrder(onA, &a), ringOrder(onA, nullptr));
 }
 
 TEST(RingOrderTest, DGX2IsAllNvlinkAndFollowsThePcieTree) {

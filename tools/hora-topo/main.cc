@@ -4,8 +4,11 @@
 //   hora-topo --topo ndv4.xml --nvswitch --ranks 8
 //   hora-topo --topo ndv4.xml --layout a:0-7,b:8-15 --json
 #include <cstdlib>
+#include <exception>
 #include <iostream>
+#include <new>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/env.h"
@@ -14,11 +17,14 @@
 #include "report.h"
 #include "topology/topology.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// The tool proper; main() turns what escapes it into a message.
+int run(const std::vector<std::string>& arguments) {
   using namespace hora::topo_tool;
   Options options;
   try {
-    options = parseOptions(std::vector<std::string>(argv + 1, argv + argc));
+    options = parseOptions(arguments);
   } catch (const UsageError& error) {
     std::cerr << "hora-topo: " << error.what() << "\n\n" << kUsage;
     return 2;
@@ -61,4 +67,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::bad_alloc&) {
+    // Files are read within limits, but a large machine with thousands of
+    // ranks can still outgrow a small host's memory.
+    std::cerr << "hora-topo: out of memory: the machine or the rank layout is too large for this host\n";
+  } catch (const std::exception& error) {
+    // Whatever else fails is reported, never left to abort the process.
+    std::cerr << "hora-topo: internal error: " << error.what() << "\n";
+  }
+  return 1;
 }

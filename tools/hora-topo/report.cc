@@ -5,8 +5,10 @@
 #include <iomanip>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "topology/cpu_affinity.h"
+#include "topology/xml_reader.h"
 
 namespace hora::topo_tool {
 
@@ -169,21 +171,39 @@ class Json {
     if (!first_) out_ << ",";
     first_ = false;
   }
-  void string(const std::string& text) {
+  // JSON text is UTF-8 with control characters escaped. Names come from
+  // files and from this host (a file name, a CPU model), so any bytes may
+  // arrive: a byte that starts no well-formed UTF-8 character is written as
+  // U+FFFD, the replacement character, and the output stays valid JSON.
+  void string(std::string_view text) {
     out_ << '"';
-    for (unsigned char c : text) {
+    while (!text.empty()) {
+      const auto c = static_cast<unsigned char>(text.front());
+      const std::size_t length = topology::xml::decodeUtf8(text).length;
       if (c == '"' || c == '\\') out_ << '\\' << c;
-      else if (c < 0x20) {
-        char escaped[8];
-        std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-        out_ << escaped;
-      } else out_ << c;
+      else if (c < 0x20 || c == 0x7f) out_ << escaped(c);
+      else if (length == 0) out_ << "\\ufffd";
+      else out_ << text.substr(0, length);
+      text.remove_prefix(std::max<std::size_t>(length, 1));
     }
     out_ << '"';
+  }
+  static std::string escaped(unsigned char c) {
+    char text[8];
+    std::snprintf(text, sizeof text, "\\u%04x", c);
+    return text;
   }
   std::ostream& out_;
   bool first_ = true;
 };
+
+// Whether any of the rank's pairs is connected by ib.
+bool usesIb(const RankView& ranks, std::size_t rank) {
+  const auto& row = ranks.transports[rank];
+  for (std::size_t peer = 0; peer < row.size(); ++peer)
+    if (peer != rank && row[peer].kind == topology::TransportKind::Ib) return true;
+  return false;
+}
 
 }  // namespace
 
@@ -313,8 +333,12 @@ void printText(std::ostream& out, const System& system, const NetworkDeviceRepor
     const auto& p = ranks->placements[r];
     // The RDMA NICs the rank's ib connections would leave through (those
     // nearest its GPU, several as rails when they tie; ranks without one,
-    // on a machine read from a file, have no CPUs of their own to go by).
-    const auto rails = topology::rdmaRailsNearest(system, system.findGpu(p.gpuBusId), {});
+    // on a machine read from a file, have no CPUs of their own to go by),
+    // shown only where it has some: a rank whose host cannot open a verbs
+    // device, or whose pairs all take another transport, sends nothing
+    // through them.
+    const auto rails = usesIb(*ranks, r) ? topology::rdmaRailsNearest(system, system.findGpu(p.gpuBusId), {})
+                                         : std::vector<std::string>{};
     std::string nics;
     for (const auto& name : rails) nics += (nics.empty() ? "" : " + ") + name;
     out << "  rank " << r << ": " << ranks->hostOf[r] << ", " << (p.gpuBusId.empty() ? "no GPU" : "GPU " + p.gpuBusId)
