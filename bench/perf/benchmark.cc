@@ -92,16 +92,12 @@ void prepareAll(const BenchmarkThread& thread, const StepPlan& plan, const Value
   thread.sync->barrier(thread.participant);
 }
 
-struct CheckOutcome {
-  long long wrong = 0;         // over all ranks, in the first check that found any
-  long long failedChecks = 0;  // threads that found a wrong element there
-};
-
 // Runs up to options.checkIters checked iterations and stops after the
-// first that found a wrong element on any rank, as nccl-tests does.
-CheckOutcome checkIterations(const BenchmarkThread& thread, const StepPlan& plan, const ValueModel& values,
-                             bool inPlace) {
-  CheckOutcome outcome;
+// first that found a wrong element on any rank, as nccl-tests does; sets
+// result's wrong (over all ranks, in that check) and failedChecks.
+void checkIterations(const BenchmarkThread& thread, const StepPlan& plan, const ValueModel& values, bool inPlace,
+                     PlaceResult& result) {
+  result.wrong = 0;
   for (int rep = 0; rep < thread.options->checkIters; ++rep) {
     prepareAll(thread, plan, values, inPlace, rep);
     thread.launch(plan, inPlace, 1);  // one call: its result is the reference's
@@ -111,12 +107,11 @@ CheckOutcome checkIterations(const BenchmarkThread& thread, const StepPlan& plan
       if (local.download) local.download(stepBytes(plan));
       wrong += countWrongElements(plan, values, local.rank, inPlace, local.buffers, rep);
     }
-    outcome.wrong = thread.sync->sumCounts(thread.participant, wrong);
-    if (outcome.wrong == 0) continue;
-    outcome.failedChecks = thread.sync->sumCounts(thread.participant, wrong > 0 ? 1 : 0);
+    result.wrong = thread.sync->sumCounts(thread.participant, wrong);
+    if (*result.wrong == 0) continue;
+    result.failedChecks = thread.sync->sumCounts(thread.participant, wrong > 0 ? 1 : 0);
     break;
   }
-  return outcome;
 }
 
 PlaceResult measure(const BenchmarkThread& thread, const StepPlan& plan, bool inPlace) {
@@ -132,9 +127,7 @@ PlaceResult measure(const BenchmarkThread& thread, const StepPlan& plan, bool in
   result.algbw = algorithmBandwidth(bytes, result.seconds);
   result.busbw = result.algbw * busBandwidthFactor(plan.collective, plan.nranks);
   if (thread.options->checkIters > 0 && resultChecked(plan, inPlace)) {
-    const CheckOutcome outcome = checkIterations(thread, plan, values, inPlace);
-    result.wrong = outcome.wrong;
-    result.failedChecks = outcome.failedChecks;
+    checkIterations(thread, plan, values, inPlace, result);
   }
   return result;
 }

@@ -23,7 +23,7 @@ namespace {
 // file://PATH: rank 0 starts a root on this host and publishes its address
 // in the file (written under a temporary name, then renamed, so that no rank
 // reads half of it); the others wait for the file to appear. Rank 0 removes
-// the file once every rank has joined (rendezvousFileDone), as PyTorch's
+// the file once every rank has joined (fromInitMethod), as PyTorch's
 // FileStore removes its own, so the path can serve the next job. A file
 // left by a job that ended early names a root that is gone: a rank that
 // finds it refused waits for rank 0 to write the new one. The file must be
@@ -73,11 +73,6 @@ bootstrap::UniqueId rendezvousThroughFile(const std::string& path, int rank,
   }
 }
 
-// After init: rank 0 removes the rendezvous file every rank has read.
-void rendezvousFileDone(const std::string& path, int rank) {
-  if (rank == 0) std::remove(path.c_str());
-}
-
 // Arguments are checked by the nccl.h API's rules (api/arguments.h), so that
 // both APIs refuse the same calls; messages name this API's parameters.
 void checkType(DataType type) { api::checkType(static_cast<int>(type), "data type"); }
@@ -108,6 +103,7 @@ std::unique_ptr<Communicator> Communicator::fromInitMethod(const std::string& in
     config.timeout = options.timeout.count() > 0 ? options.timeout : env::defaultTimeout();
 
     bootstrap::UniqueId id;
+    std::optional<std::string> rendezvousFile;  // file://
     if (initMethod == "env://") {
       // MASTER_ADDR:MASTER_PORT, or else the address HORA_COMM_ID/NCCL_COMM_ID
       // names (createUniqueId derives the id from it).
@@ -122,13 +118,15 @@ std::unique_ptr<Communicator> Communicator::fromInitMethod(const std::string& in
       id = bootstrap::uniqueIdForAddress(root);
       config.hostRoot = true;
     } else if (initMethod.rfind("file://", 0) == 0) {
-      id = rendezvousThroughFile(initMethod.substr(7), rank, config.timeout);
+      rendezvousFile = initMethod.substr(7);
+      id = rendezvousThroughFile(*rendezvousFile, rank, config.timeout);
     } else {
       fail(ErrorKind::InvalidArgument, "unknown init method '", initMethod,
            "' (use env://, tcp://host:port or file:///path)");
     }
     auto communicator = std::make_unique<Communicator>(std::make_shared<core::Communicator>(id, worldSize, rank, config));
-    if (initMethod.rfind("file://", 0) == 0) rendezvousFileDone(initMethod.substr(7), rank);
+    // Every rank has read the rendezvous file once init is done.
+    if (rendezvousFile && rank == 0) std::remove(rendezvousFile->c_str());
     return communicator;
   });
 }

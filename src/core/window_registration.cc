@@ -98,16 +98,10 @@ void Communicator::deregisterWindow(int window) {
   // connections are left as they are.
   const bool stopped = broken_.load(std::memory_order_acquire) || abort_.load() ||
                        revocation() != Revocation::None || closedToWork_.load(std::memory_order_acquire);
-  if (stopped) {
-    auto hold = awaitExecution();
-    windows_.remove(window);
-    forgetWindowRegistration(window);
-    return;
-  }
-  finalize();
-  auto lock = claimExecution("a window deregistration came");
+  if (!stopped) finalize();
+  auto lock = stopped ? awaitExecution() : claimExecution("a window deregistration came");
   windows_.remove(window);
-  if (forgetWindowRegistration(window)) connector_->releaseDeregistered();
+  if (forgetWindowRegistration(window) && !stopped) connector_->releaseDeregistered();
 }
 
 bool Communicator::forgetWindowRegistration(int window) {
